@@ -1,0 +1,41 @@
+"""mbd_ros: recursive multibody dynamics for robots, numba-compiled, usable with or without ROS 2.
+
+    import mbd_ros
+    robot = mbd_ros.load("arm7.urdf")
+    qdd = robot.forward_dynamics(q, v, tau)
+
+See DESIGN.md ("Library contract") for the API and conventions; THEORY.md for the formalisms.
+This package never imports rclpy; only mbd_ros.nodes does.
+"""
+import os
+
+# numba's OpenMP threading layer busy-waits between parallel regions; on a shared 2-core machine
+# that starves the other threads (batches measured 4x slower). Must be set before numba loads it.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+from .constants import FRICTION_VELOCITY, STANDARD_GRAVITY  # noqa: E402
+from .errors import ModelError  # noqa: E402
+from .model import Model, build_model  # noqa: E402
+from .robot import Robot  # noqa: E402
+from .urdf import read_urdf  # noqa: E402
+
+__all__ = ["load", "Robot", "Model", "ModelError", "FRICTION_VELOCITY", "STANDARD_GRAVITY"]
+__version__ = "0.1.0"
+
+
+def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, passive_forces=True):
+    """Load a robot from a URDF file path or URDF XML text.
+
+    closures: loop closures (path, YAML text or dict); not supported yet (issue: closed loops).
+    floating_base: add a free joint 'root_joint' above the URDF root link.
+    gravity: (3,) in the root frame, m/s^2.
+    passive_forces: apply URDF <dynamics damping friction> as joint forces.
+    Raises ModelError (a ValueError) naming the file and the link/joint at fault.
+    """
+    if closures is not None:
+        raise NotImplementedError("loop closures are not implemented yet (see the closed-loops issue)")
+    model = build_model(read_urdf(urdf), floating_base=floating_base, gravity=gravity,
+                        passive_forces=passive_forces)
+    robot = Robot(model)
+    robot._check_regular()
+    return robot

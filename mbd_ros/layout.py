@@ -1,0 +1,97 @@
+"""Column layout of the flat model and workspace arrays shared by the builder and the kernels.
+
+The Model is two row-per-body arrays, row 0 being the universe (fixed base) and bodies numbered so
+that ``parent[i] < i`` (as in Featherstone's spatial_v2 and Pinocchio):
+
+- ``body_int``   (nb + 1, BODY_INT_WIDTH)   int64: topology and index maps.
+- ``body_float`` (nb + 1, BODY_FLOAT_WIDTH) float64: constant geometry and inertia.
+
+The Data (workspace) is ``work`` (nb + 1, WORK_WIDTH) float64, overwritten by every kernel call.
+Packing everything into three arrays keeps a kernel call at seven array arguments, which matters:
+numba's dispatch costs ~0.06 µs per array argument, a sizeable part of a 1–3 µs dynamics call.
+
+Spatial vectors follow Pinocchio: motion = [linear; angular], force = [force; torque], all
+expressed in the body's own frame (the frame of the joint that moves it, = its URDF link frame).
+Matrices are stored row-major in their slots; a 6 x k motion subspace is stored column by column.
+"""
+
+# ---- joint types (body_int[:, JOINT_TYPE]) ------------------------------------------------------
+JOINT_FIXED = 0        # only for the universe row; fixed URDF joints are merged, never a body
+JOINT_REVOLUTE = 1     # revolute and continuous: one angle about AXIS
+JOINT_PRISMATIC = 2    # one displacement along AXIS
+JOINT_SPHERICAL = 3    # q = unit quaternion [x y z w], v = body angular velocity
+JOINT_FREE = 4         # q = [x y z qx qy qz qw], v = [linear, angular] in the body frame
+JOINT_PLANAR = 5       # q = [x, y, theta] in the plane (AXIS2, AXIS3), normal AXIS; v = body [vx vy w]
+
+JOINT_TYPE_NAMES = {
+    JOINT_REVOLUTE: "revolute",
+    JOINT_PRISMATIC: "prismatic",
+    JOINT_SPHERICAL: "spherical",
+    JOINT_FREE: "floating",
+    JOINT_PLANAR: "planar",
+}
+JOINT_NQ = {JOINT_REVOLUTE: 1, JOINT_PRISMATIC: 1, JOINT_SPHERICAL: 4, JOINT_FREE: 7, JOINT_PLANAR: 3}
+JOINT_NV = {JOINT_REVOLUTE: 1, JOINT_PRISMATIC: 1, JOINT_SPHERICAL: 3, JOINT_FREE: 6, JOINT_PLANAR: 3}
+
+# ---- body_int columns -----------------------------------------------------------------------------
+PARENT = 0             # parent body index (-1 for the universe)
+JOINT_TYPE = 1
+IDX_Q = 2              # first index of the joint in q
+IDX_V = 3              # first index of the joint in v
+JOINT_NQ_COL = 4       # number of position coordinates of the joint
+JOINT_NV_COL = 5       # number of velocity coordinates (columns of the motion subspace)
+PARENT_LINK = 6        # the URDF link (index into the link arrays) the body's joint hangs from
+BODY_INT_WIDTH = 7
+
+# ---- body_float columns ---------------------------------------------------------------------------
+PLACEMENT_ROT = 0      # 9: rotation of the joint frame in the parent body frame (x_p = R x + p)
+PLACEMENT_POS = 9      # 3: origin of the joint frame in the parent body frame
+AXIS = 12              # 3: revolute/prismatic axis, planar normal (unit, joint frame)
+AXIS2 = 15             # 3: planar in-plane x direction
+AXIS3 = 18             # 3: planar in-plane y direction (AXIS3 = AXIS x AXIS2)
+SPATIAL_INERTIA = 21   # 36: 6x6 rigid-body inertia about the body origin, body frame (merged links)
+MOTION_SUBSPACE = 57   # 36: S (6 x k), column j at [MOTION_SUBSPACE + 6 j, +6)
+DAMPING = 93           # 6: viscous damping per joint dof (URDF <dynamics damping>)
+FRICTION = 99          # 6: Coulomb friction per joint dof (URDF <dynamics friction>)
+MASS = 105             # 1: merged body mass
+COM = 106              # 3: merged body centre of mass, body frame
+BODY_FLOAT_WIDTH = 109
+GRAVITY = 0            # 3: in row 0 (the universe): gravity in the root frame
+
+# ---- work columns (per body, all in the body frame unless said otherwise) ----------------------
+ROT = 0                # 9: rotation of body i in its parent frame
+POS = 9                # 3: origin of body i in its parent frame
+VEL = 12               # 6: spatial velocity v_i
+ACC = 18               # 6: spatial acceleration a_i (gravity included as a base acceleration)
+BIAS_ACC = 24          # 6: velocity-product acceleration c_i (seed: a_rel,i)
+FORCE = 30             # 6: joint wrench f^p_i (RNEA) / articulated bias force p^A_i (ABA)
+ART_INERTIA = 36       # 36: articulated inertia M*_i (ABA) / composite inertia (CRBA)
+U_MAT = 72             # 36: U_i = M*_i S_i (6 x k, column-major like S)
+D_INV = 108            # 36: N_i^-1 = (S_i^T M*_i S_i)^-1 (k x k, row-major)
+U_TAU = 144            # 6: u_i = tau_i - S_i^T p^A_i (k)
+WORLD_ROT = 150        # 9: rotation of body i in the root frame
+WORLD_POS = 159        # 3: origin of body i in the root frame
+FEXT = 162             # 6: external wrench on body i, body frame (sum over its links)
+SCRATCH = 168          # 36: per-body scratch (CRBA's F = Ic S)
+TRANSFORM_SCRATCH = 204  # 36: scratch of the inertia transform to the parent frame
+WORK_WIDTH = 240
+
+# ---- link arrays (for fixed-joint wrenches, link poses and external forces) -------------------------
+LINK_BODY = 0          # body the link is merged into
+LINK_PARENT = 1        # parent link (-1 for the root link)
+LINK_FIXED = 2         # 1 if the link hangs from its parent link by a fixed joint (merged), else 0
+LINK_INT_WIDTH = 3
+LINK_ROT = 0           # 9: rotation of the link frame in its body frame
+LINK_POS = 9           # 3: origin of the link frame in its body frame
+LINK_INERTIA = 12      # 36: the link's own spatial inertia about the body origin, body frame
+LINK_FLOAT_WIDTH = 48
+
+# ---- kernel status codes (kernels never raise; wrappers turn these into ValueErrors) -----------
+STATUS_OK = 0
+STATUS_BAD_Q = 1           # non-finite q
+STATUS_BAD_V = 2           # non-finite v
+STATUS_BAD_INPUT = 3       # non-finite tau / qdd
+STATUS_BAD_QUATERNION = 4  # quaternion not of unit norm
+STATUS_SINGULAR = 1000     # + body index: articulated joint inertia not positive definite
+
+QUATERNION_NORM_TOL = 1e-6

@@ -1,0 +1,272 @@
+"""The Model: a validated tree turned into immutable flat arrays (layout.py), plus name maps.
+
+Bodies are what the kernels see: one per movable joint, plus body 0, the universe. A fixed joint
+does not make a body: its child link is merged into the parent's body (inertia added, frame kept
+as a constant placement), so the recursions run over movable joints only while every fixed joint
+still reports its wrench (kernels/wrenches.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import layout as L
+from .constants import STANDARD_GRAVITY
+from .errors import ModelError
+from .urdf import TreeSpec
+
+_JOINT_CODES = {
+    "revolute": L.JOINT_REVOLUTE,
+    "continuous": L.JOINT_REVOLUTE,
+    "prismatic": L.JOINT_PRISMATIC,
+    "spherical": L.JOINT_SPHERICAL,
+    "floating": L.JOINT_FREE,
+    "planar": L.JOINT_PLANAR,
+}
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """Immutable description of a robot for the kernels. Arrays are read-only.
+
+    body_int (nb+1, BODY_INT_WIDTH), body_float (nb+1, BODY_FLOAT_WIDTH): see layout.py.
+    link_int (n_links, LINK_INT_WIDTH), link_float (n_links, LINK_FLOAT_WIDTH): every URDF link,
+        depth-first; link placement and inertia are expressed in the frame of the body it belongs to.
+    wrench_rows (n_wrench_joints, 2): (body, -1) for a movable joint, (-1, child link) for a fixed one.
+    """
+    name: str
+    source: str
+    body_int: np.ndarray
+    body_float: np.ndarray
+    link_int: np.ndarray
+    link_float: np.ndarray
+    wrench_rows: np.ndarray
+    nq: int
+    nv: int
+    joint_names: tuple            # movable joints, order of v
+    joint_types: tuple            # 'revolute' | 'prismatic' | 'spherical' | 'floating' | 'planar'
+    urdf_joint_types: tuple       # as written in the URDF ('continuous', ...; 'floating' for root_joint)
+    idx_q: np.ndarray             # (n_joints,) first index of each movable joint in q
+    idx_v: np.ndarray             # (n_joints,) first index in v
+    link_names: tuple             # depth-first
+    wrench_joint_names: tuple     # every URDF joint (+ 'root_joint' first with a floating base)
+    body_names: tuple             # root link of each body ('universe' for body 0)
+    damping: np.ndarray           # (nv,) URDF <dynamics damping>
+    friction: np.ndarray          # (nv,) URDF <dynamics friction>
+    lower: np.ndarray             # (nv,) position limits of 1-dof joints (-inf/inf elsewhere)
+    upper: np.ndarray
+    effort: np.ndarray            # (nv,) effort limits (inf where not given)
+    velocity_limit: np.ndarray    # (nv,)
+    total_mass: float
+    floating_base: bool
+    passive_forces: bool
+
+    @property
+    def n_bodies(self):
+        return self.body_int.shape[0] - 1
+
+
+def _placement(origin):
+    return origin[:3, :3].copy(), origin[:3, 3].copy()
+
+
+def _compose(first, second):
+    (r1, p1), (r2, p2) = first, second
+    return r1 @ r2, p1 + r1 @ p2
+
+
+def _skew(p):
+    return np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
+
+
+def spatial_inertia(mass, com, inertia_com):
+    """6x6 inertia about the frame origin, [linear; angular] order (as Pinocchio):
+    [[m 1, -m [c]], [m [c], I_c - m [c][c]]]."""
+    c = _skew(com)
+    out = np.zeros((6, 6))
+    out[:3, :3] = mass * np.eye(3)
+    out[:3, 3:] = -mass * c
+    out[3:, :3] = mass * c
+    out[3:, 3:] = inertia_com - mass * c @ c
+    return out
+
+
+def _plane_axes(normal):
+    """In-plane unit axes (t1, t2) with t1 x t2 = normal; (x, y) when the normal is z (Pinocchio)."""
+    helper = np.array([1.0, 0.0, 0.0]) if abs(normal[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    t1 = helper - helper.dot(normal) * normal
+    t1 /= np.linalg.norm(t1)
+    return t1, np.cross(normal, t1)
+
+
+def _motion_subspace(code, axis):
+    """S (6, k) of a joint type in its body frame, [linear; angular] rows."""
+    zero = np.zeros(3)
+    if code == L.JOINT_REVOLUTE:
+        return np.concatenate([zero, axis])[:, None]
+    if code == L.JOINT_PRISMATIC:
+        return np.concatenate([axis, zero])[:, None]
+    if code == L.JOINT_SPHERICAL:
+        return np.vstack([np.zeros((3, 3)), np.eye(3)])
+    if code == L.JOINT_FREE:
+        return np.eye(6)
+    t1, t2 = _plane_axes(axis)
+    return np.column_stack([np.concatenate([t1, zero]), np.concatenate([t2, zero]),
+                            np.concatenate([zero, axis])])
+
+
+def build_model(tree: TreeSpec, floating_base=False, gravity=STANDARD_GRAVITY,
+                passive_forces=True) -> Model:
+    """Flatten a validated tree into a Model.
+
+    Joint order of q and v: depth-first from the root, children in document order (DESIGN.md).
+    """
+    gravity = np.asarray(gravity, dtype=float)
+    if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
+        raise ModelError(f"gravity must be 3 finite numbers, got {gravity.tolist()}")
+    identity = (np.eye(3), np.zeros(3))
+
+    bodies = [dict(name="universe", parent=-1, code=L.JOINT_FIXED, joint=None, placement=identity,
+                   parent_link=-1)]
+    links = []          # dicts: name, body, parent_link, fixed, placement (in body)
+    link_index = {}
+    wrench_rows = []    # (joint name, body, link)
+    movable = []        # (joint name, urdf type, body index, JointSpec or None)
+
+    def add_link(name, body, parent_link, fixed, placement):
+        link_index[name] = len(links)
+        links.append(dict(name=name, body=body, parent_link=parent_link, fixed=fixed,
+                          placement=placement))
+
+    if floating_base:
+        bodies.append(dict(name=tree.root, parent=0, code=L.JOINT_FREE, joint=None,
+                           placement=identity, parent_link=-1))
+        movable.append(("root_joint", "floating", 1, None))
+        wrench_rows.append(("root_joint", 1, -1))
+        add_link(tree.root, 1, -1, 0, identity)
+    else:
+        add_link(tree.root, 0, -1, 0, identity)
+
+    # depth-first, children in document order: a joint is taken when its child link is visited,
+    # so bodies and links are numbered in that order (parent before child: parent[i] < i)
+    stack = list(reversed(tree.child_joints(tree.root)))
+    while stack:
+        joint = stack.pop()
+        parent = links[link_index[joint.parent]]
+        in_parent_body = _compose(parent["placement"], _placement(joint.origin))
+        if joint.type == "fixed":
+            add_link(joint.child, parent["body"], link_index[joint.parent], 1, in_parent_body)
+            wrench_rows.append((joint.name, -1, link_index[joint.child]))
+        else:
+            body = len(bodies)
+            bodies.append(dict(name=joint.child, parent=parent["body"],
+                               code=_JOINT_CODES[joint.type], joint=joint,
+                               placement=in_parent_body, parent_link=link_index[joint.parent]))
+            movable.append((joint.name, joint.type, body, joint))
+            wrench_rows.append((joint.name, body, -1))
+            add_link(joint.child, body, link_index[joint.parent], 0, identity)
+        stack.extend(reversed(tree.child_joints(joint.child)))
+
+    nb = len(bodies) - 1
+    body_int = np.zeros((nb + 1, L.BODY_INT_WIDTH), dtype=np.int64)
+    body_float = np.zeros((nb + 1, L.BODY_FLOAT_WIDTH))
+    body_int[0, L.PARENT] = -1
+    body_int[0, L.PARENT_LINK] = -1
+    body_float[0, L.GRAVITY:L.GRAVITY + 3] = gravity
+    nq = nv = 0
+    joint_meta = []
+    for i in range(1, nb + 1):
+        body = bodies[i]
+        code = body["code"]
+        joint = body["joint"]
+        axis = joint.axis if joint is not None else np.array([1.0, 0.0, 0.0])
+        rot, pos = body["placement"]
+        subspace = _motion_subspace(code, axis)
+        k = subspace.shape[1]
+        body_int[i] = 0
+        body_int[i, L.PARENT] = body["parent"]
+        body_int[i, L.JOINT_TYPE] = code
+        body_int[i, L.IDX_Q] = nq
+        body_int[i, L.IDX_V] = nv
+        body_int[i, L.JOINT_NQ_COL] = L.JOINT_NQ[code]
+        body_int[i, L.JOINT_NV_COL] = k
+        body_int[i, L.PARENT_LINK] = body["parent_link"]
+        body_float[i, L.PLACEMENT_ROT:L.PLACEMENT_ROT + 9] = rot.ravel()
+        body_float[i, L.PLACEMENT_POS:L.PLACEMENT_POS + 3] = pos
+        body_float[i, L.AXIS:L.AXIS + 3] = axis
+        if code == L.JOINT_PLANAR:
+            t1, t2 = _plane_axes(axis)
+            body_float[i, L.AXIS2:L.AXIS2 + 3] = t1
+            body_float[i, L.AXIS3:L.AXIS3 + 3] = t2
+        body_float[i, L.MOTION_SUBSPACE:L.MOTION_SUBSPACE + 6 * k] = subspace.T.ravel()
+        if joint is not None and passive_forces:
+            body_float[i, L.DAMPING:L.DAMPING + k] = joint.damping
+            body_float[i, L.FRICTION:L.FRICTION + k] = joint.friction
+        joint_meta.append((nq, nv, k, joint))
+        nq += L.JOINT_NQ[code]
+        nv += k
+
+    n_links = len(links)
+    link_int = np.zeros((n_links, L.LINK_INT_WIDTH), dtype=np.int64)
+    link_float = np.zeros((n_links, L.LINK_FLOAT_WIDTH))
+    body_mass = np.zeros(nb + 1)
+    body_first_moment = np.zeros((nb + 1, 3))
+    body_inertia = np.zeros((nb + 1, 6, 6))
+    for index, link in enumerate(links):
+        spec = tree.links[link["name"]]
+        rot, pos = link["placement"]
+        link_int[index, L.LINK_BODY] = link["body"]
+        link_int[index, L.LINK_PARENT] = link["parent_link"]
+        link_int[index, L.LINK_FIXED] = link["fixed"]
+        link_float[index, L.LINK_ROT:L.LINK_ROT + 9] = rot.ravel()
+        link_float[index, L.LINK_POS:L.LINK_POS + 3] = pos
+        com = rot @ spec.com + pos
+        inertia = spatial_inertia(spec.mass, com, rot @ spec.inertia @ rot.T)
+        link_float[index, L.LINK_INERTIA:L.LINK_INERTIA + 36] = inertia.ravel()
+        body_inertia[link["body"]] += inertia
+        body_mass[link["body"]] += spec.mass
+        body_first_moment[link["body"]] += spec.mass * com
+    for i in range(1, nb + 1):
+        body_float[i, L.SPATIAL_INERTIA:L.SPATIAL_INERTIA + 36] = body_inertia[i].ravel()
+        body_float[i, L.MASS] = body_mass[i]
+        if body_mass[i] > 0:
+            body_float[i, L.COM:L.COM + 3] = body_first_moment[i] / body_mass[i]
+
+    damping = np.zeros(nv)
+    friction = np.zeros(nv)
+    lower = np.full(nv, -np.inf)
+    upper = np.full(nv, np.inf)
+    effort = np.full(nv, np.inf)
+    velocity = np.full(nv, np.inf)
+    for _, iv, k, joint in joint_meta:
+        if joint is None:
+            continue
+        damping[iv:iv + k] = joint.damping
+        friction[iv:iv + k] = joint.friction
+        effort[iv:iv + k] = joint.effort
+        velocity[iv:iv + k] = joint.velocity
+        if k == 1:
+            lower[iv], upper[iv] = joint.lower, joint.upper
+
+    for array in (body_int, body_float, link_int, link_float, damping, friction, lower, upper,
+                  effort, velocity):
+        array.setflags(write=False)
+    rows = np.array([[b, l] for _, b, l in wrench_rows], dtype=np.int64).reshape(-1, 2)
+    rows.setflags(write=False)
+    idx_q = np.array([body_int[b, L.IDX_Q] for _, _, b, _ in movable], dtype=np.int64)
+    idx_v = np.array([body_int[b, L.IDX_V] for _, _, b, _ in movable], dtype=np.int64)
+    return Model(
+        name=tree.name, source=tree.source, body_int=body_int, body_float=body_float,
+        link_int=link_int, link_float=link_float, wrench_rows=rows, nq=nq, nv=nv,
+        joint_names=tuple(m[0] for m in movable),
+        joint_types=tuple(L.JOINT_TYPE_NAMES[body_int[m[2], L.JOINT_TYPE]] for m in movable),
+        urdf_joint_types=tuple(m[1] for m in movable),
+        idx_q=idx_q, idx_v=idx_v,
+        link_names=tuple(link["name"] for link in links),
+        wrench_joint_names=tuple(name for name, _, _ in wrench_rows),
+        body_names=tuple(body["name"] for body in bodies),
+        damping=damping, friction=friction, lower=lower, upper=upper, effort=effort,
+        velocity_limit=velocity,
+        total_mass=float(sum(spec.mass for spec in tree.links.values())),
+        floating_base=bool(floating_base), passive_forces=bool(passive_forces))

@@ -1,0 +1,396 @@
+"""The Robot facade: validation at the entry points, then one kernel call into the workspace.
+
+Robot holds an immutable Model and its preallocated Data (the `work` array and a few buffers).
+A Robot is not thread-safe (its workspace is shared); use one Robot per thread, or the batch forms.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from . import layout as L
+from .constants import FRICTION_VELOCITY
+from .errors import ModelError
+from .kernels.aba import forward_dynamics as _forward_dynamics
+from .kernels.batch import forward_dynamics_batch as _forward_dynamics_batch
+from .kernels.batch import inverse_dynamics_batch as _inverse_dynamics_batch
+from .kernels.configuration import integrate as _integrate
+from .kernels.configuration import mechanical_energy as _mechanical_energy
+from .kernels.crba import mass_matrix as _mass_matrix
+from .kernels.kinematics import forward_kinematics as _forward_kinematics
+from .kernels.rnea import inverse_dynamics as _inverse_dynamics
+from .kernels.wrenches import joint_wrenches as _joint_wrenches
+from .model import Model
+
+_FLOAT = np.dtype(np.float64)
+_EMPTY = np.zeros(0)
+
+
+def _vector(x, n, name):
+    """x as a C-contiguous float64 (n,) array (no copy when it already is one)."""
+    if type(x) is not np.ndarray or x.dtype != _FLOAT or not x.flags.c_contiguous:
+        try:
+            x = np.ascontiguousarray(x, dtype=_FLOAT)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name} must be an array of {n} numbers: {exc}") from None
+    if x.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
+    return x
+
+
+def _batch(x, n, name, n_states=None):
+    x = np.ascontiguousarray(x, dtype=_FLOAT)
+    if x.ndim != 2 or x.shape[1] != n or (n_states is not None and x.shape[0] != n_states):
+        want = f"({n_states if n_states is not None else 'N'}, {n})"
+        raise ValueError(f"{name} must have shape {want}, got {x.shape}")
+    return x
+
+
+def _output(out, shape, name="out"):
+    if out is None:
+        return np.empty(shape)
+    if type(out) is not np.ndarray or out.dtype != _FLOAT or out.shape != shape \
+            or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError(f"{name} must be a writable C-contiguous float64 array of shape {shape}")
+    return out
+
+
+class Robot:
+    """Dynamics of one robot (see DESIGN.md, "Library contract").
+
+    Vectors: q (nq,), v (nv,), tau and qdd (nv,), ordered as `joint_names` (depth-first over the
+    URDF tree). Free joints: q = [x y z qx qy qz qw], v = [linear, angular] in the body frame.
+    """
+
+    def __init__(self, model: Model):
+        self.model = model
+        self.nq = model.nq
+        self.nv = model.nv
+        self.joint_names = list(model.joint_names)
+        self.joint_types = list(model.joint_types)
+        self.idx_q = model.idx_q
+        self.idx_v = model.idx_v
+        self.link_names = list(model.link_names)
+        self.wrench_joint_names = list(model.wrench_joint_names)
+        self.closure_names = []
+        self.total_mass = model.total_mass
+        self.damping = model.damping
+        self.friction = model.friction
+        self._link_index = {name: i for i, name in enumerate(self.link_names)}
+        self._body_int = model.body_int
+        self._body_float = model.body_float
+        n_rows = model.body_int.shape[0]
+        # Data: the workspace every kernel writes into, allocated once
+        self._work = np.zeros((n_rows, L.WORK_WIDTH))
+        self._link_fext = np.zeros((len(self.link_names), 6))
+        self._link_wrench = np.zeros((len(self.link_names), 6))
+        self._tau_scratch = np.zeros(self.nv)
+        self._energy = np.zeros(2)
+        self._fext_dirty = False
+        self._batch_works = None
+        self._quaternion_slices = [
+            (name, slice(iq + (3 if t == "floating" else 0), iq + (7 if t == "floating" else 4)))
+            for name, t, iq in zip(self.joint_names, self.joint_types, self.idx_q)
+            if t in ("floating", "spherical")]
+
+    # ------------------------------------------------------------------ configuration helpers
+    def neutral(self):
+        """(nq,) the zero configuration: zero angles/displacements, identity quaternions."""
+        q = np.zeros(self.nq)
+        for _, quaternion in self._quaternion_slices:
+            q[quaternion.stop - 1] = 1.0
+        return q
+
+    def random_configuration(self, rng=None):
+        """(nq,) a random valid q: within position limits (angles in [-pi, pi] and displacements
+        in [-1, 1] where unlimited), unit quaternions, free-joint positions in [-1, 1]^3."""
+        rng = np.random.default_rng(rng)
+        q = np.empty(self.nq)
+        for t, iq, iv in zip(self.joint_types, self.idx_q, self.idx_v):
+            if t in ("revolute", "prismatic"):
+                span = np.pi if t == "revolute" else 1.0
+                lo = max(self.model.lower[iv], -span)
+                hi = min(self.model.upper[iv], span)
+                q[iq] = rng.uniform(lo, hi) if hi > lo else lo
+            elif t == "spherical":
+                quat = rng.normal(size=4)
+                q[iq:iq + 4] = quat / np.linalg.norm(quat)
+            elif t == "floating":
+                q[iq:iq + 3] = rng.uniform(-1.0, 1.0, 3)
+                quat = rng.normal(size=4)
+                q[iq + 3:iq + 7] = quat / np.linalg.norm(quat)
+            else:  # planar
+                q[iq:iq + 2] = rng.uniform(-1.0, 1.0, 2)
+                q[iq + 2] = rng.uniform(-np.pi, np.pi)
+        return q
+
+    def integrate(self, q, v, dt, out=None):
+        """(nq,) q (+) v dt, the exact exponential map on every joint (as pinocchio.integrate)."""
+        q = _vector(q, self.nq, "q")
+        v = _vector(v, self.nv, "v")
+        dt = float(dt)
+        out = _output(out, (self.nq,))
+        self._check_state(q, v, _EMPTY)
+        _integrate(self._body_int, q, v, dt, out)
+        return out
+
+    # ------------------------------------------------------------------ dynamics
+    def forward_dynamics(self, q, v, tau, f_ext=None, out=None):
+        """Joint accelerations qdd (nv,) for drive forces tau (nv,) at state (q, v).
+
+        Includes gravity, the URDF joint damping and smoothed friction (if loaded with
+        passive_forces) and f_ext (see `joint_wrenches`). Recursive O(n) (THEORY.md §2).
+        """
+        q = _vector(q, self.nq, "q")
+        v = _vector(v, self.nv, "v")
+        tau = _vector(tau, self.nv, "tau")
+        out = _output(out, (self.nv,))
+        self._set_external_wrenches(f_ext)
+        status = _forward_dynamics(self._body_int, self._body_float, self._work, q, v, tau, out)
+        if status:
+            self._raise(status, "tau", q)
+        return out
+
+    def inverse_dynamics(self, q, v, qdd, f_ext=None, out=None):
+        """Drive forces tau (nv,) that produce qdd (nv,) at (q, v): M qdd + b - tau_passive (RNEA)."""
+        q = _vector(q, self.nq, "q")
+        v = _vector(v, self.nv, "v")
+        qdd = _vector(qdd, self.nv, "qdd")
+        out = _output(out, (self.nv,))
+        self._set_external_wrenches(f_ext)
+        status = _inverse_dynamics(self._body_int, self._body_float, self._work, q, v, qdd, out)
+        if status:
+            self._raise(status, "qdd", q)
+        return out
+
+    def mass_matrix(self, q, out=None):
+        """Joint-space mass matrix M(q) (nv, nv), symmetric positive definite (CRBA)."""
+        q = _vector(q, self.nq, "q")
+        out = _output(out, (self.nv, self.nv))
+        status = _mass_matrix(self._body_int, self._body_float, self._work, q, out)
+        if status:
+            self._raise(status, "q", q)
+        return out
+
+    def bias_forces(self, q, v, out=None):
+        """b(q, v) (nv,): Coriolis, centrifugal and gravity forces, = inverse_dynamics(q, v, 0)
+        without the passive joint forces."""
+        out = self.inverse_dynamics(q, v, np.zeros(self.nv), out=out)
+        out -= self.damping_forces(v) if self.model.passive_forces else 0.0
+        return out
+
+    def gravity_forces(self, q, out=None):
+        """g(q) (nv,): joint forces that hold the robot still against gravity."""
+        return self.inverse_dynamics(q, np.zeros(self.nv), np.zeros(self.nv), out=out)
+
+    def damping_forces(self, v):
+        """(nv,) damping v + friction tanh(v / FRICTION_VELOCITY): what the drives must add to
+        overcome the URDF joint damping and friction (the negative of the passive joint force)."""
+        v = _vector(v, self.nv, "v")
+        return self.damping * v + self.friction * np.tanh(v / FRICTION_VELOCITY)
+
+    def joint_wrenches(self, q, v, qdd, f_ext=None, out=None):
+        """Wrench each URDF joint transmits (len(wrench_joint_names), 6), [fx fy fz tx ty tz].
+
+        Row j: what the parent link exerts on the child link through joint j, in the child link
+        frame about its origin. For a movable joint, S^T row = M qdd + b (the total joint force,
+        drive plus passive); for a fixed joint, what a force/torque sensor there would read.
+
+        f_ext: None, an array (len(link_names), 6) or a dict {link name: (6,)}: wrenches applied
+        to links, each in its link's frame about the link origin.
+        """
+        q = _vector(q, self.nq, "q")
+        v = _vector(v, self.nv, "v")
+        qdd = _vector(qdd, self.nv, "qdd")
+        out = _output(out, (len(self.wrench_joint_names), 6))
+        self._set_external_wrenches(f_ext)
+        status = _inverse_dynamics(self._body_int, self._body_float, self._work, q, v, qdd,
+                                   self._tau_scratch)
+        if status:
+            self._raise(status, "qdd", q)
+        _joint_wrenches(self._body_int, self.model.link_int, self.model.link_float, self._work,
+                        self._link_fext, self.model.wrench_rows, self._link_wrench, out)
+        return out
+
+    def closure_wrenches(self, q, v, tau):
+        """Wrench of each declared loop closure (len(closure_names), 6); empty for a tree."""
+        self._check_state(_vector(q, self.nq, "q"), _vector(v, self.nv, "v"),
+                          _vector(tau, self.nv, "tau"))
+        return np.zeros((0, 6))
+
+    # ------------------------------------------------------------------ batches
+    def _works(self):
+        threads = numba.get_num_threads()
+        if self._batch_works is None or self._batch_works.shape[0] != threads:
+            self._batch_works = np.zeros((threads,) + self._work.shape)
+        return self._batch_works
+
+    def forward_dynamics_batch(self, q, v, tau, out=None):
+        """qdd (N, nv) for N states q (N, nq), v (N, nv), tau (N, nv); parallel over states."""
+        q = _batch(q, self.nq, "q")
+        v = _batch(v, self.nv, "v", q.shape[0])
+        tau = _batch(tau, self.nv, "tau", q.shape[0])
+        out = _output(out, (q.shape[0], self.nv))
+        status = np.zeros(q.shape[0], dtype=np.int64)
+        _forward_dynamics_batch(self._body_int, self._body_float, self._works(), q, v, tau, out, status)
+        self._raise_batch(status, "tau", q)
+        return out
+
+    def inverse_dynamics_batch(self, q, v, qdd, out=None):
+        """tau (N, nv) for N states q (N, nq), v (N, nv), qdd (N, nv); parallel over states."""
+        q = _batch(q, self.nq, "q")
+        v = _batch(v, self.nv, "v", q.shape[0])
+        qdd = _batch(qdd, self.nv, "qdd", q.shape[0])
+        out = _output(out, (q.shape[0], self.nv))
+        status = np.zeros(q.shape[0], dtype=np.int64)
+        _inverse_dynamics_batch(self._body_int, self._body_float, self._works(), q, v, qdd, out, status)
+        self._raise_batch(status, "qdd", q)
+        return out
+
+    # ------------------------------------------------------------------ kinematics and energy
+    def link_pose(self, q, link):
+        """(4, 4) homogeneous pose of `link`'s frame in the root (world) frame at q."""
+        q = _vector(q, self.nq, "q")
+        index = self._link(link)
+        self._check_state(q, _EMPTY, _EMPTY)
+        _forward_kinematics(self._body_int, self._body_float, self._work, q, _EMPTY)
+        body = self.model.link_int[index, L.LINK_BODY]
+        body_rot = self._work[body, L.WORLD_ROT:L.WORLD_ROT + 9].reshape(3, 3)
+        body_pos = self._work[body, L.WORLD_POS:L.WORLD_POS + 3]
+        link_rot = self.model.link_float[index, L.LINK_ROT:L.LINK_ROT + 9].reshape(3, 3)
+        link_pos = self.model.link_float[index, L.LINK_POS:L.LINK_POS + 3]
+        pose = np.eye(4)
+        pose[:3, :3] = body_rot @ link_rot
+        pose[:3, 3] = body_pos + body_rot @ link_pos
+        return pose
+
+    def kinetic_energy(self, q, v):
+        """1/2 v^T M(q) v (J)."""
+        q = _vector(q, self.nq, "q")
+        v = _vector(v, self.nv, "v")
+        self._check_state(q, v, _EMPTY)
+        _mechanical_energy(self._body_int, self._body_float, self._work, q, v, self._energy)
+        return float(self._energy[0])
+
+    def potential_energy(self, q):
+        """Gravitational potential energy -sum m_i g . c_i (J), zero at the root frame origin."""
+        q = _vector(q, self.nq, "q")
+        self._check_state(q, _EMPTY, _EMPTY)
+        _mechanical_energy(self._body_int, self._body_float, self._work, q, _EMPTY, self._energy)
+        return float(self._energy[1])
+
+    # ------------------------------------------------------------------ description
+    def summary(self):
+        """Human-readable description of the model: sizes, mass, joints, bodies."""
+        m = self.model
+        lines = [
+            f"robot '{m.name}' from {m.source}",
+            f"  links {len(m.link_names)}, URDF joints {len(m.wrench_joint_names)}"
+            f" ({len(m.wrench_joint_names) - len(m.joint_names)} fixed), bodies {m.n_bodies}",
+            f"  nq {m.nq}, nv {m.nv} (degrees of freedom), total mass {m.total_mass:.4g} kg",
+            f"  base: {'floating (root_joint)' if m.floating_base else 'fixed'}, gravity "
+            f"{m.body_float[0, L.GRAVITY:L.GRAVITY + 3].tolist()} m/s^2",
+            "  movable joints (order of v):",
+        ]
+        for name, kind, iq, iv in zip(m.joint_names, m.urdf_joint_types, m.idx_q, m.idx_v):
+            extra = ""
+            if m.lower[iv] > -np.inf or m.upper[iv] < np.inf:
+                extra += f" limits [{m.lower[iv]:.4g}, {m.upper[iv]:.4g}]"
+            if m.damping[iv] or m.friction[iv]:
+                extra += f" damping {m.damping[iv]:.3g} friction {m.friction[iv]:.3g}"
+            lines.append(f"    {name:<28} {kind:<10} q[{iq}] v[{iv}]{extra}")
+        fixed = [n for n in m.wrench_joint_names if n not in set(m.joint_names)]
+        if fixed:
+            lines.append(f"  fixed joints (wrench sensors): {', '.join(fixed)}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return (f"<mbd_ros.Robot '{self.model.name}' nq={self.nq} nv={self.nv} "
+                f"bodies={self.model.n_bodies} mass={self.total_mass:.3g} kg>")
+
+    # ------------------------------------------------------------------ internals
+    def _check_regular(self):
+        """Raise ModelError if some joint moves no mass (singular articulated inertia) at a
+        generic configuration: forward dynamics would be undefined everywhere."""
+        q = self.random_configuration(np.random.default_rng(0))
+        zero = np.zeros(self.nv)
+        status = _forward_dynamics(self._body_int, self._body_float, self._work, q, zero, zero,
+                                   self._tau_scratch)
+        if status >= L.STATUS_SINGULAR:
+            joint = self.joint_names[status - L.STATUS_SINGULAR - 1]
+            raise ModelError(f"{self.model.source}: joint '{joint}' moves no mass or inertia along "
+                             "one of its axes (the links below it are massless): its acceleration "
+                             "is undefined")
+
+    def _link(self, link):
+        try:
+            return self._link_index[link]
+        except KeyError:
+            raise ValueError(f"unknown link '{link}' (links: {', '.join(self.link_names[:8])}"
+                             f"{', ...' if len(self.link_names) > 8 else ''})") from None
+
+    def _set_external_wrenches(self, f_ext):
+        """Load link wrenches into the workspace (FEXT per body, and per link for fixed joints)."""
+        if f_ext is None:
+            if self._fext_dirty:
+                self._work[:, L.FEXT:L.FEXT + 6] = 0.0
+                self._link_fext[:] = 0.0
+                self._fext_dirty = False
+            return
+        wrench = np.zeros((len(self.link_names), 6))
+        if isinstance(f_ext, dict):
+            for link, w in f_ext.items():
+                w = np.asarray(w, dtype=float)
+                if w.shape != (6,):
+                    raise ValueError(f"f_ext['{link}'] must have shape (6,), got {w.shape}")
+                wrench[self._link(link)] = w
+        else:
+            wrench = np.asarray(f_ext, dtype=float)
+            if wrench.shape != (len(self.link_names), 6):
+                raise ValueError(f"f_ext must have shape ({len(self.link_names)}, 6) or be a dict "
+                                 f"{{link: wrench}}, got {wrench.shape}")
+        if not np.all(np.isfinite(wrench)):
+            raise ValueError("f_ext contains NaN or inf")
+        # each link wrench, moved from its link frame into its body frame: n_b = R n, t_b = R t + p x n_b
+        rot = self.model.link_float[:, L.LINK_ROT:L.LINK_ROT + 9].reshape(-1, 3, 3)
+        pos = self.model.link_float[:, L.LINK_POS:L.LINK_POS + 3]
+        force = np.einsum("lij,lj->li", rot, wrench[:, :3])
+        torque = np.einsum("lij,lj->li", rot, wrench[:, 3:]) + np.cross(pos, force)
+        self._link_fext[:, :3] = force
+        self._link_fext[:, 3:] = torque
+        self._work[:, L.FEXT:L.FEXT + 6] = 0.0
+        np.add.at(self._work[:, L.FEXT:L.FEXT + 6], self.model.link_int[:, L.LINK_BODY], self._link_fext)
+        self._fext_dirty = True
+
+    def _check_state(self, q, v, x):
+        from .kernels.kinematics import check_state
+        status = check_state(self._body_int, q, v, x)
+        if status:
+            self._raise(status, "input", q)
+
+    def _raise(self, status, third, q):
+        if status == L.STATUS_BAD_Q:
+            raise ValueError("q contains NaN or inf")
+        if status == L.STATUS_BAD_V:
+            raise ValueError("v contains NaN or inf")
+        if status == L.STATUS_BAD_INPUT:
+            raise ValueError(f"{third} contains NaN or inf")
+        if status == L.STATUS_BAD_QUATERNION:
+            bad = [name for name, s in self._quaternion_slices
+                   if abs(np.dot(q[s], q[s]) - 1.0) > 2 * L.QUATERNION_NORM_TOL]
+            raise ValueError(f"q: the quaternion of joint(s) {', '.join(bad)} must have unit norm "
+                             f"(tolerance {L.QUATERNION_NORM_TOL:g})")
+        if status >= L.STATUS_SINGULAR:
+            body = status - L.STATUS_SINGULAR
+            joint = self.joint_names[body - 1]  # body i is moved by movable joint i - 1
+            raise ValueError(f"joint '{joint}': the articulated inertia is singular (the joint "
+                             "moves no mass or inertia in some direction)")
+        raise ValueError(f"dynamics kernel failed with status {status}")
+
+    def _raise_batch(self, status, third, q):
+        bad = np.flatnonzero(status)
+        if bad.size:
+            try:
+                self._raise(int(status[bad[0]]), third, q[bad[0]])
+            except ValueError as exc:
+                raise ValueError(f"state {bad[0]}: {exc}") from None

@@ -1,0 +1,240 @@
+"""URDF -> a validated kinematic tree description (no numerics beyond parsing).
+
+XML is parsed by lxml with entity resolution, DTD loading and network access off (a URDF may come
+from an untrusted topic), then each <link>/<joint> element is read by yourdfpy's element parsers
+(no meshes are touched). Every error is a ModelError naming the source and the link or joint.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from lxml import etree
+
+from .errors import ModelError
+
+JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar", "spherical")
+
+# Relative tolerance for the physical-consistency checks of inertias: URDFs exported from CAD
+# round their moments to a few digits, so a principal moment may break the triangle inequality
+# by round-off without being wrong.
+INERTIA_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    name: str
+    mass: float
+    com: np.ndarray           # (3,) centre of mass in the link frame
+    inertia: np.ndarray       # (3, 3) rotational inertia about the centre of mass, link frame axes
+
+
+@dataclass(frozen=True)
+class JointSpec:
+    name: str
+    type: str                 # one of JOINT_TYPES
+    parent: str
+    child: str
+    origin: np.ndarray        # (4, 4) pose of the joint frame (= child link frame at q = 0) in the parent link
+    axis: np.ndarray          # (3,) unit axis in the joint frame (planar: the plane's normal)
+    damping: float = 0.0
+    friction: float = 0.0
+    lower: float = -np.inf
+    upper: float = np.inf
+    effort: float = np.inf
+    velocity: float = np.inf
+
+
+@dataclass(frozen=True)
+class TreeSpec:
+    """A URDF robot as a rooted tree: links and joints in document order, validated."""
+    name: str
+    source: str               # file path or '<xml text>', for error messages
+    links: dict = field(default_factory=dict)      # name -> LinkSpec, document order
+    joints: list = field(default_factory=list)     # JointSpec, document order
+    root: str = ""
+
+    def child_joints(self, link_name):
+        """Joints whose parent is `link_name`, in document order."""
+        return [j for j in self.joints if j.parent == link_name]
+
+
+def read_urdf(urdf) -> TreeSpec:
+    """Parse and validate a URDF given as a file path (str or Path) or as XML text."""
+    text, source = _read_source(urdf)
+    root = _parse_xml(text, source)
+    links, joints = _parse_elements(root, source)
+    tree = TreeSpec(name=root.get("name", "robot"), source=source, links=links, joints=joints)
+    object.__setattr__(tree, "root", _validate_tree(tree))
+    return tree
+
+
+def _read_source(urdf):
+    if isinstance(urdf, Path):
+        urdf = str(urdf)
+    if isinstance(urdf, bytes):
+        urdf = urdf.decode("utf-8")
+    if not isinstance(urdf, str):
+        raise ModelError(f"urdf must be a file path or XML text, got {type(urdf).__name__}")
+    if urdf.lstrip().startswith("<"):
+        return urdf, "<urdf text>"
+    if not os.path.isfile(urdf):
+        raise ModelError(f"URDF file not found: {urdf}")
+    try:
+        with open(urdf, encoding="utf-8") as stream:
+            return stream.read(), urdf
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelError(f"{urdf}: cannot read URDF: {exc}") from exc
+
+
+def _parse_xml(text, source):
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
+                             dtd_validation=False, huge_tree=False, remove_comments=True,
+                             remove_pis=True)
+    try:
+        root = etree.fromstring(text.encode("utf-8"), parser=parser)
+    except etree.XMLSyntaxError as exc:
+        raise ModelError(f"{source}: malformed XML: {exc}") from exc
+    docinfo = root.getroottree().docinfo
+    if docinfo.internalDTD is not None or any(isinstance(node, etree._Entity) for node in root.iter()):
+        raise ModelError(f"{source}: DOCTYPE and entity declarations are not allowed in a URDF "
+                         "(entities are never expanded)")
+    if root.tag != "robot":
+        raise ModelError(f"{source}: the root element is <{root.tag}>, expected <robot>")
+    return root
+
+
+def _parse_elements(root, source):
+    from yourdfpy import URDF  # yourdfpy's element parsers; imported here to keep import light
+
+    links = {}
+    for element in root.findall("link"):
+        name = element.get("name")
+        if not name:
+            raise ModelError(f"{source}: a <link> has no name attribute (line {element.sourceline})")
+        if name in links:
+            raise ModelError(f"{source}: duplicate link name '{name}'")
+        try:
+            parsed = URDF._parse_link(element)
+        except Exception as exc:  # yourdfpy raises bare ValueError/AttributeError on bad numbers
+            raise ModelError(f"{source}: link '{name}': cannot parse: {exc}") from exc
+        links[name] = _link_spec(parsed, source)
+    if not links:
+        raise ModelError(f"{source}: the robot has no <link>")
+    joints = []
+    names = set()
+    for element in root.findall("joint"):
+        name = element.get("name")
+        if not name:
+            raise ModelError(f"{source}: a <joint> has no name attribute (line {element.sourceline})")
+        if name in names:
+            raise ModelError(f"{source}: duplicate joint name '{name}'")
+        names.add(name)
+        joint_type = element.get("type")
+        if joint_type not in JOINT_TYPES:
+            raise ModelError(f"{source}: joint '{name}': unknown type '{joint_type}' "
+                             f"(expected one of {', '.join(JOINT_TYPES)})")
+        for tag in ("parent", "child"):
+            sub = element.find(tag)
+            if sub is None or not sub.get("link"):
+                raise ModelError(f"{source}: joint '{name}': missing <{tag} link=\"...\"/>")
+        try:
+            parsed = URDF._parse_joint(element)
+        except Exception as exc:
+            raise ModelError(f"{source}: joint '{name}': cannot parse: {exc}") from exc
+        joints.append(_joint_spec(parsed, source))
+    return links, joints
+
+
+def _link_spec(link, source):
+    inertial = link.inertial
+    if inertial is None:
+        return LinkSpec(link.name, 0.0, np.zeros(3), np.zeros((3, 3)))
+    mass = float(inertial.mass) if inertial.mass is not None else 0.0
+    origin = np.eye(4) if inertial.origin is None else np.asarray(inertial.origin, dtype=float)
+    inertia = np.zeros((3, 3)) if inertial.inertia is None else np.asarray(inertial.inertia, dtype=float)
+    where = f"{source}: link '{link.name}'"
+    if not np.isfinite(mass) or not np.all(np.isfinite(origin)) or not np.all(np.isfinite(inertia)):
+        raise ModelError(f"{where}: <inertial> has a non-finite value")
+    if mass < 0.0:
+        raise ModelError(f"{where}: negative mass {mass}")
+    if not np.allclose(inertia, inertia.T, rtol=0.0, atol=1e-12 * max(1.0, np.abs(inertia).max())):
+        raise ModelError(f"{where}: inertia tensor is not symmetric")
+    moments = np.linalg.eigvalsh(inertia)
+    scale = max(moments.max(initial=0.0), 1e-12)
+    if moments.min() < -INERTIA_TOLERANCE * scale:
+        raise ModelError(f"{where}: inertia tensor is not positive semi-definite "
+                         f"(principal moments {moments.tolist()})")
+    if moments[0] + moments[1] < moments[2] * (1.0 - INERTIA_TOLERANCE) - 1e-12:
+        raise ModelError(f"{where}: principal moments {moments.tolist()} violate the triangle "
+                         "inequality I1 + I2 >= I3 (no rigid body has them)")
+    if mass == 0.0 and moments.max() > 1e-12:
+        raise ModelError(f"{where}: zero mass with a non-zero inertia tensor")
+    rotation = origin[:3, :3]
+    return LinkSpec(link.name, mass, origin[:3, 3].copy(), rotation @ inertia @ rotation.T)
+
+
+def _joint_spec(joint, source):
+    where = f"{source}: joint '{joint.name}'"
+    origin = np.eye(4) if joint.origin is None else np.asarray(joint.origin, dtype=float)
+    axis = np.array([1.0, 0.0, 0.0]) if joint.axis is None else np.asarray(joint.axis, dtype=float)
+    if not np.all(np.isfinite(origin)):
+        raise ModelError(f"{where}: <origin> has a non-finite value")
+    norm = np.linalg.norm(axis) if np.all(np.isfinite(axis)) else np.nan
+    if joint.type not in ("fixed", "floating", "spherical") and not norm > 1e-9:
+        raise ModelError(f"{where}: <axis xyz> must be a finite non-zero vector, got {axis.tolist()}")
+    axis = axis / norm if norm > 1e-9 else np.array([1.0, 0.0, 0.0])
+    damping = friction = 0.0
+    if joint.dynamics is not None:
+        damping = float(joint.dynamics.damping or 0.0)
+        friction = float(joint.dynamics.friction or 0.0)
+        if not (np.isfinite(damping) and np.isfinite(friction)) or damping < 0 or friction < 0:
+            raise ModelError(f"{where}: <dynamics> damping and friction must be finite and >= 0")
+    limits = dict(lower=-np.inf, upper=np.inf, effort=np.inf, velocity=np.inf)
+    if joint.limit is not None and joint.type in ("revolute", "prismatic"):
+        for key in limits:
+            value = getattr(joint.limit, key, None)
+            if value is not None:
+                limits[key] = float(value)
+        if limits["lower"] > limits["upper"]:
+            raise ModelError(f"{where}: <limit> lower {limits['lower']} > upper {limits['upper']}")
+    return JointSpec(joint.name, joint.type, joint.parent, joint.child, origin, axis,
+                     damping, friction, **limits)
+
+
+def _validate_tree(tree):
+    """Check that links and joints form one rooted tree; return the root link's name."""
+    parent_joint = {}
+    for joint in tree.joints:
+        for role, link in (("parent", joint.parent), ("child", joint.child)):
+            if link not in tree.links:
+                raise ModelError(f"{tree.source}: joint '{joint.name}': {role} link '{link}' "
+                                 "is not defined")
+        if joint.parent == joint.child:
+            raise ModelError(f"{tree.source}: joint '{joint.name}' connects link '{joint.child}' "
+                             "to itself")
+        if joint.child in parent_joint:
+            raise ModelError(f"{tree.source}: link '{joint.child}' is the child of two joints "
+                             f"('{parent_joint[joint.child]}' and '{joint.name}'); URDF describes "
+                             "trees only: declare kinematic loops as closures")
+        parent_joint[joint.child] = joint.name
+    roots = [name for name in tree.links if name not in parent_joint]
+    if not roots:
+        raise ModelError(f"{tree.source}: the joints form a cycle: every link has a parent joint")
+    if len(roots) > 1:
+        raise ModelError(f"{tree.source}: the links do not form one tree: {len(roots)} links have "
+                         f"no parent joint ({', '.join(roots[:5])})")
+    reached = {roots[0]}
+    stack = [roots[0]]
+    while stack:
+        link = stack.pop()
+        for joint in tree.child_joints(link):
+            reached.add(joint.child)
+            stack.append(joint.child)
+    unreached = [name for name in tree.links if name not in reached]
+    if unreached:
+        raise ModelError(f"{tree.source}: links {', '.join(unreached[:5])} are not connected to the "
+                         f"root '{roots[0]}' (their joints form a cycle)")
+    return roots[0]
