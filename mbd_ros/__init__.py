@@ -7,12 +7,6 @@
 See DESIGN.md ("Library contract") for the API and conventions; THEORY.md for the formalisms.
 This package never imports rclpy; only mbd_ros.nodes does.
 """
-import os
-
-# numba's OpenMP threading layer busy-waits between parallel regions; on a shared 2-core machine
-# that starves the other threads (batches measured 4x slower). Must be set before numba loads it.
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-
 from .constants import FRICTION_VELOCITY, STANDARD_GRAVITY  # noqa: E402
 from .errors import ModelError  # noqa: E402
 from .model import Model, build_model  # noqa: E402

@@ -92,6 +92,11 @@ STATUS_BAD_Q = 1           # non-finite q
 STATUS_BAD_V = 2           # non-finite v
 STATUS_BAD_INPUT = 3       # non-finite tau / qdd
 STATUS_BAD_QUATERNION = 4  # quaternion not of unit norm
+STATUS_SHAPE_Q = 5         # q is not (nq,)
+STATUS_SHAPE_V = 6         # v is not (nv,)
+STATUS_SHAPE_INPUT = 7     # tau / qdd is not (nv,)
+STATUS_SHAPE_OUT = 8       # the output array has the wrong shape
 STATUS_SINGULAR = 1000     # + body index: articulated joint inertia not positive definite
 
 QUATERNION_NORM_TOL = 1e-6
+

@@ -5,7 +5,10 @@ A Robot is not thread-safe (its workspace is shared); use one Robot per thread, 
 """
 from __future__ import annotations
 
-import numba
+import os
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+
 import numpy as np
 
 from . import layout as L
@@ -17,6 +20,7 @@ from .kernels.batch import inverse_dynamics_batch as _inverse_dynamics_batch
 from .kernels.configuration import integrate as _integrate
 from .kernels.configuration import mechanical_energy as _mechanical_energy
 from .kernels.crba import mass_matrix as _mass_matrix
+from .kernels.kinematics import check_state as _check_state_kernel
 from .kernels.kinematics import forward_kinematics as _forward_kinematics
 from .kernels.rnea import inverse_dynamics as _inverse_dynamics
 from .kernels.wrenches import joint_wrenches as _joint_wrenches
@@ -24,6 +28,12 @@ from .model import Model
 
 _FLOAT = np.dtype(np.float64)
 _EMPTY = np.zeros(0)
+
+
+@lru_cache(maxsize=None)
+def _thread_pool(n_threads):
+    """One shared pool per thread count for the batch forms (threads are reused across calls)."""
+    return ThreadPoolExecutor(max_workers=n_threads, thread_name_prefix="mbd_ros_batch")
 
 
 def _vector(x, n, name):
@@ -88,6 +98,7 @@ class Robot:
         self._energy = np.zeros(2)
         self._fext_dirty = False
         self._batch_works = None
+        self.batch_threads = os.cpu_count() or 1
         self._quaternion_slices = [
             (name, slice(iq + (3 if t == "floating" else 0), iq + (7 if t == "floating" else 4)))
             for name, t, iq in zip(self.joint_names, self.joint_types, self.idx_q)
@@ -130,7 +141,7 @@ class Robot:
         v = _vector(v, self.nv, "v")
         dt = float(dt)
         out = _output(out, (self.nq,))
-        self._check_state(q, v, _EMPTY)
+        self._check_state(q, v, _EMPTY, "")
         _integrate(self._body_int, q, v, dt, out)
         return out
 
@@ -141,35 +152,46 @@ class Robot:
         Includes gravity, the URDF joint damping and smoothed friction (if loaded with
         passive_forces) and f_ext (see `joint_wrenches`). Recursive O(n) (THEORY.md §2).
         """
-        q = _vector(q, self.nq, "q")
-        v = _vector(v, self.nv, "v")
-        tau = _vector(tau, self.nv, "tau")
-        out = _output(out, (self.nv,))
-        self._set_external_wrenches(f_ext)
-        status = _forward_dynamics(self._body_int, self._body_float, self._work, q, v, tau, out)
+        if f_ext is not None or self._fext_dirty:
+            self._set_external_wrenches(f_ext)
+        if out is None:
+            out = np.empty(self.nv)
+        try:  # fast path: numba accepts only C-contiguous float64 vectors (explicit signature)
+            status = _forward_dynamics(self._body_int, self._body_float, self._work, q, v, tau, out)
+        except TypeError:
+            q, v, tau, out = self._state_arrays(q, v, tau, out, "tau")
+            status = _forward_dynamics(self._body_int, self._body_float, self._work, q, v, tau, out)
         if status:
-            self._raise(status, "tau", q)
+            self._raise(status, q, v, tau, out, "tau")
         return out
 
     def inverse_dynamics(self, q, v, qdd, f_ext=None, out=None):
         """Drive forces tau (nv,) that produce qdd (nv,) at (q, v): M qdd + b - tau_passive (RNEA)."""
-        q = _vector(q, self.nq, "q")
-        v = _vector(v, self.nv, "v")
-        qdd = _vector(qdd, self.nv, "qdd")
-        out = _output(out, (self.nv,))
-        self._set_external_wrenches(f_ext)
-        status = _inverse_dynamics(self._body_int, self._body_float, self._work, q, v, qdd, out)
+        if f_ext is not None or self._fext_dirty:
+            self._set_external_wrenches(f_ext)
+        if out is None:
+            out = np.empty(self.nv)
+        try:
+            status = _inverse_dynamics(self._body_int, self._body_float, self._work, q, v, qdd, out)
+        except TypeError:
+            q, v, qdd, out = self._state_arrays(q, v, qdd, out, "qdd")
+            status = _inverse_dynamics(self._body_int, self._body_float, self._work, q, v, qdd, out)
         if status:
-            self._raise(status, "qdd", q)
+            self._raise(status, q, v, qdd, out, "qdd")
         return out
 
     def mass_matrix(self, q, out=None):
         """Joint-space mass matrix M(q) (nv, nv), symmetric positive definite (CRBA)."""
-        q = _vector(q, self.nq, "q")
-        out = _output(out, (self.nv, self.nv))
-        status = _mass_matrix(self._body_int, self._body_float, self._work, q, out)
+        if out is None:
+            out = np.empty((self.nv, self.nv))
+        try:
+            status = _mass_matrix(self._body_int, self._body_float, self._work, q, out)
+        except TypeError:
+            q = _vector(q, self.nq, "q")
+            out = _output(out, (self.nv, self.nv))
+            status = _mass_matrix(self._body_int, self._body_float, self._work, q, out)
         if status:
-            self._raise(status, "q", q)
+            self._raise(status, q, _EMPTY, _EMPTY, out, "")
         return out
 
     def bias_forces(self, q, v, out=None):
@@ -199,60 +221,55 @@ class Robot:
         f_ext: None, an array (len(link_names), 6) or a dict {link name: (6,)}: wrenches applied
         to links, each in its link's frame about the link origin.
         """
-        q = _vector(q, self.nq, "q")
-        v = _vector(v, self.nv, "v")
-        qdd = _vector(qdd, self.nv, "qdd")
+        q, v, qdd, _ = self._state_arrays(q, v, qdd, self._tau_scratch, "qdd")
         out = _output(out, (len(self.wrench_joint_names), 6))
-        self._set_external_wrenches(f_ext)
-        status = _inverse_dynamics(self._body_int, self._body_float, self._work, q, v, qdd,
-                                   self._tau_scratch)
-        if status:
-            self._raise(status, "qdd", q)
+        self.inverse_dynamics(q, v, qdd, f_ext=f_ext, out=self._tau_scratch)
         _joint_wrenches(self._body_int, self.model.link_int, self.model.link_float, self._work,
                         self._link_fext, self.model.wrench_rows, self._link_wrench, out)
         return out
 
     def closure_wrenches(self, q, v, tau):
         """Wrench of each declared loop closure (len(closure_names), 6); empty for a tree."""
-        self._check_state(_vector(q, self.nq, "q"), _vector(v, self.nv, "v"),
-                          _vector(tau, self.nv, "tau"))
+        self._check_state(*self._state_arrays(q, v, tau, None, "tau")[:3], "tau")
         return np.zeros((0, 6))
 
     # ------------------------------------------------------------------ batches
-    def _works(self):
-        threads = numba.get_num_threads()
-        if self._batch_works is None or self._batch_works.shape[0] != threads:
-            self._batch_works = np.zeros((threads,) + self._work.shape)
-        return self._batch_works
+    def _run_batch(self, kernel, q, v, x, x_name, out):
+        """Split the N states into one contiguous chunk per worker thread; each chunk runs the
+        GIL-free kernel on its own workspace."""
+        q = _batch(q, self.nq, "q")
+        v = _batch(v, self.nv, "v", q.shape[0])
+        x = _batch(x, self.nv, x_name, q.shape[0])
+        out = _output(out, (q.shape[0], self.nv))
+        status = np.zeros(q.shape[0], dtype=np.int64)
+        n_threads = max(1, min(self.batch_threads, q.shape[0] // 64))
+        if self._batch_works is None or len(self._batch_works) < n_threads:
+            self._batch_works = [np.zeros_like(self._work) for _ in range(n_threads)]
+        bounds = np.linspace(0, q.shape[0], n_threads + 1).astype(int)
+        chunks = [(self._body_int, self._body_float, self._batch_works[t], q[a:b], v[a:b], x[a:b],
+                   out[a:b], status[a:b]) for t, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]))]
+        if n_threads == 1:
+            kernel(*chunks[0])
+        else:
+            list(_thread_pool(n_threads).map(lambda args: kernel(*args), chunks))
+        self._raise_batch(status, q, v, x, x_name)
+        return out
 
     def forward_dynamics_batch(self, q, v, tau, out=None):
-        """qdd (N, nv) for N states q (N, nq), v (N, nv), tau (N, nv); parallel over states."""
-        q = _batch(q, self.nq, "q")
-        v = _batch(v, self.nv, "v", q.shape[0])
-        tau = _batch(tau, self.nv, "tau", q.shape[0])
-        out = _output(out, (q.shape[0], self.nv))
-        status = np.zeros(q.shape[0], dtype=np.int64)
-        _forward_dynamics_batch(self._body_int, self._body_float, self._works(), q, v, tau, out, status)
-        self._raise_batch(status, "tau", q)
-        return out
+        """qdd (N, nv) for N states q (N, nq), v (N, nv), tau (N, nv), on `batch_threads` threads
+        (default: the number of CPUs). External wrenches are not applied in batches."""
+        return self._run_batch(_forward_dynamics_batch, q, v, tau, "tau", out)
 
     def inverse_dynamics_batch(self, q, v, qdd, out=None):
-        """tau (N, nv) for N states q (N, nq), v (N, nv), qdd (N, nv); parallel over states."""
-        q = _batch(q, self.nq, "q")
-        v = _batch(v, self.nv, "v", q.shape[0])
-        qdd = _batch(qdd, self.nv, "qdd", q.shape[0])
-        out = _output(out, (q.shape[0], self.nv))
-        status = np.zeros(q.shape[0], dtype=np.int64)
-        _inverse_dynamics_batch(self._body_int, self._body_float, self._works(), q, v, qdd, out, status)
-        self._raise_batch(status, "qdd", q)
-        return out
+        """tau (N, nv) for N states q (N, nq), v (N, nv), qdd (N, nv), on `batch_threads` threads."""
+        return self._run_batch(_inverse_dynamics_batch, q, v, qdd, "qdd", out)
 
     # ------------------------------------------------------------------ kinematics and energy
     def link_pose(self, q, link):
         """(4, 4) homogeneous pose of `link`'s frame in the root (world) frame at q."""
         q = _vector(q, self.nq, "q")
         index = self._link(link)
-        self._check_state(q, _EMPTY, _EMPTY)
+        self._check_state(q, _EMPTY, _EMPTY, "")
         _forward_kinematics(self._body_int, self._body_float, self._work, q, _EMPTY)
         body = self.model.link_int[index, L.LINK_BODY]
         body_rot = self._work[body, L.WORLD_ROT:L.WORLD_ROT + 9].reshape(3, 3)
@@ -268,14 +285,14 @@ class Robot:
         """1/2 v^T M(q) v (J)."""
         q = _vector(q, self.nq, "q")
         v = _vector(v, self.nv, "v")
-        self._check_state(q, v, _EMPTY)
+        self._check_state(q, v, _EMPTY, "")
         _mechanical_energy(self._body_int, self._body_float, self._work, q, v, self._energy)
         return float(self._energy[0])
 
     def potential_energy(self, q):
         """Gravitational potential energy -sum m_i g . c_i (J), zero at the root frame origin."""
         q = _vector(q, self.nq, "q")
-        self._check_state(q, _EMPTY, _EMPTY)
+        self._check_state(q, _EMPTY, _EMPTY, "")
         _mechanical_energy(self._body_int, self._body_float, self._work, q, _EMPTY, self._energy)
         return float(self._energy[1])
 
@@ -362,35 +379,54 @@ class Robot:
         np.add.at(self._work[:, L.FEXT:L.FEXT + 6], self.model.link_int[:, L.LINK_BODY], self._link_fext)
         self._fext_dirty = True
 
-    def _check_state(self, q, v, x):
-        from .kernels.kinematics import check_state
-        status = check_state(self._body_int, q, v, x)
-        if status:
-            self._raise(status, "input", q)
+    def _state_arrays(self, q, v, x, out, x_name):
+        """Slow path: convert and check inputs the fast path's explicit signature refused."""
+        q = _vector(q, self.nq, "q")
+        v = _vector(v, self.nv, "v")
+        x = _vector(x, self.nv, x_name)
+        if out is not None:
+            out = _output(out, (self.nv,))
+        return q, v, x, out
 
-    def _raise(self, status, third, q):
+    def _check_state(self, q, v, x, x_name):
+        """Raise ValueError unless q (and v, x when not empty) have the right size, are finite
+        and carry unit quaternions."""
+        status = _check_state_kernel(self._body_int, q, v, x, v.shape[0] > 0, x.shape[0] > 0)
+        if status:
+            self._raise(status, q, v, x, None, x_name)
+
+    def _raise(self, status, q, v, x, out, x_name):
+        """Turn a kernel status code into a ValueError that names the argument at fault."""
+        if status == L.STATUS_SHAPE_Q:
+            raise ValueError(f"q must have shape ({self.nq},), got {np.shape(q)}")
+        if status == L.STATUS_SHAPE_V:
+            raise ValueError(f"v must have shape ({self.nv},), got {np.shape(v)}")
+        if status == L.STATUS_SHAPE_INPUT:
+            raise ValueError(f"{x_name} must have shape ({self.nv},), got {np.shape(x)}")
+        if status == L.STATUS_SHAPE_OUT:
+            raise ValueError(f"out has the wrong shape {np.shape(out)}")
         if status == L.STATUS_BAD_Q:
             raise ValueError("q contains NaN or inf")
         if status == L.STATUS_BAD_V:
             raise ValueError("v contains NaN or inf")
         if status == L.STATUS_BAD_INPUT:
-            raise ValueError(f"{third} contains NaN or inf")
+            raise ValueError(f"{x_name} contains NaN or inf")
         if status == L.STATUS_BAD_QUATERNION:
             bad = [name for name, s in self._quaternion_slices
                    if abs(np.dot(q[s], q[s]) - 1.0) > 2 * L.QUATERNION_NORM_TOL]
             raise ValueError(f"q: the quaternion of joint(s) {', '.join(bad)} must have unit norm "
                              f"(tolerance {L.QUATERNION_NORM_TOL:g})")
         if status >= L.STATUS_SINGULAR:
-            body = status - L.STATUS_SINGULAR
-            joint = self.joint_names[body - 1]  # body i is moved by movable joint i - 1
+            joint = self.joint_names[status - L.STATUS_SINGULAR - 1]  # body i <- movable joint i-1
             raise ValueError(f"joint '{joint}': the articulated inertia is singular (the joint "
                              "moves no mass or inertia in some direction)")
         raise ValueError(f"dynamics kernel failed with status {status}")
 
-    def _raise_batch(self, status, third, q):
+    def _raise_batch(self, status, q, v, x, x_name):
         bad = np.flatnonzero(status)
         if bad.size:
+            s = bad[0]
             try:
-                self._raise(int(status[bad[0]]), third, q[bad[0]])
+                self._raise(int(status[s]), q[s], v[s], x[s], None, x_name)
             except ValueError as exc:
                 raise ValueError(f"state {bad[0]}: {exc}") from None

@@ -3,6 +3,8 @@ import math
 
 from numba import njit
 
+from . import signatures
+
 from ..layout import (COM, GRAVITY, IDX_Q, IDX_V, JOINT_FREE, JOINT_NV_COL, JOINT_PLANAR,
                       JOINT_SPHERICAL, JOINT_TYPE, MASS, SPATIAL_INERTIA, VEL, WORLD_POS,
                       WORLD_ROT)
@@ -10,7 +12,7 @@ from .kinematics import forward_kinematics
 from .spatial import inertia_times
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _quaternion_step(q, iq, wx, wy, wz, q_out):
     """q_out[iq:iq+4] = q[iq:iq+4] (x) exp(w / 2): rotate by the body-frame rotation vector w."""
     angle = math.sqrt(wx * wx + wy * wy + wz * wz)
@@ -30,7 +32,7 @@ def _quaternion_step(q, iq, wx, wy, wz, q_out):
     q_out[iq + 3] = rw / norm
 
 
-@njit(cache=True)
+@njit(signatures.INTEGRATE, cache=True)
 def integrate(body_int, q, v, dt, q_out):
     """q_out = q (+) v dt on each joint's manifold (exact exponential map, as pinocchio.integrate):
     R^n for revolute/prismatic, SO(3) for spherical, SE(3) for free and SE(2) for planar joints."""
@@ -93,7 +95,7 @@ def integrate(body_int, q, v, dt, q_out):
                 q_out[iq + j] = q[iq + j] + v[iv + j] * dt
 
 
-@njit(cache=True)
+@njit(signatures.ENERGY, cache=True)
 def mechanical_energy(body_int, body_float, work, q, v, out):
     """out[0] = kinetic energy 1/2 sum v_i^T M_i v_i, out[1] = potential energy -sum m_i g . c_i
     (zero at the root frame's origin). Pass an empty v for the potential energy alone."""

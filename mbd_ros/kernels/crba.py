@@ -1,13 +1,15 @@
 """Composite rigid body algorithm: the joint-space mass matrix M^(q) = J^T M J (THEORY.md §2 end)."""
 from numba import njit
 
-from ..layout import (ART_INERTIA, IDX_Q, IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT,
+from . import signatures
+
+from ..layout import (STATUS_SHAPE_OUT, ART_INERTIA, IDX_Q, IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT,
                       POS, ROT, SCRATCH, SPATIAL_INERTIA, STATUS_OK, TRANSFORM_SCRATCH)
 from .kinematics import check_state, joint_pose
 from .spatial import add_inertia_to_parent
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _force_to_parent_in_place(rot, pos, f):
     """f (6) <- B_pi^T f (a wrench moved from the body frame into its parent frame)."""
     nx = rot[0] * f[0] + rot[1] * f[1] + rot[2] * f[2]
@@ -24,12 +26,15 @@ def _force_to_parent_in_place(rot, pos, f):
     f[5] = tz + pos[0] * ny - pos[1] * nx
 
 
-@njit(cache=True)
+@njit(signatures.MASS_MATRIX, cache=True)
 def mass_matrix(body_int, body_float, work, q, mass_out):
     """Joint-space mass matrix mass_out (nv, nv), symmetric, both triangles filled."""
-    status = check_state(body_int, q, q[:0], q[:0])
+    status = check_state(body_int, q, q[:0], q[:0], False, False)
     if status != STATUS_OK:
         return status
+    nv = body_int[-1, IDX_V] + body_int[-1, JOINT_NV_COL] if body_int.shape[0] > 1 else 0
+    if mass_out.shape[0] != nv or mass_out.shape[1] != nv:
+        return STATUS_SHAPE_OUT
     nb = body_int.shape[0] - 1
     # joints on different branches share no body: their blocks stay zero
     for r in range(mass_out.shape[0]):

@@ -9,16 +9,19 @@ import math
 
 from numba import njit
 
-from ..layout import (ACC, AXIS, AXIS2, AXIS3, GRAVITY, IDX_Q, IDX_V, JOINT_FREE, JOINT_NV_COL,
-                      JOINT_PLANAR, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL, JOINT_TYPE,
+from . import signatures
+
+from ..layout import (ACC, AXIS, AXIS2, AXIS3, GRAVITY, IDX_Q, IDX_V, JOINT_FREE, JOINT_NQ_COL,
+                      JOINT_NV_COL, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL, JOINT_TYPE,
                       MOTION_SUBSPACE, PARENT, PLACEMENT_POS, PLACEMENT_ROT, POS,
                       QUATERNION_NORM_TOL, ROT, STATUS_BAD_INPUT, STATUS_BAD_Q,
-                      STATUS_BAD_QUATERNION, STATUS_BAD_V, STATUS_OK, TRANSFORM_SCRATCH, VEL,
-                      WORLD_POS, WORLD_ROT)
+                      STATUS_BAD_QUATERNION, STATUS_BAD_V, STATUS_OK, STATUS_SHAPE_INPUT,
+                      STATUS_SHAPE_Q, STATUS_SHAPE_V, TRANSFORM_SCRATCH, VEL, WORLD_POS,
+                      WORLD_ROT)
 from .spatial import compose_rotation, motion_to_child, rotation_about_axis, rotation_from_quaternion
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def joint_pose(joint_type, body_row, q, iq, rot_out, pos_out, scratch):
     """Pose (rot_out 9, pos_out 3) of the body frame in its parent body frame for joint q[iq:].
 
@@ -61,7 +64,7 @@ def joint_pose(joint_type, body_row, q, iq, rot_out, pos_out, scratch):
                       + placement_rot[3 * r + 2] * pz)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def joint_motion(body_row, nv_joint, x, iv, out):
     """out (6) = S_i x[iv:iv+k]: a joint-space vector mapped to a body-frame motion vector."""
     for r in range(6):
@@ -71,7 +74,7 @@ def joint_motion(body_row, nv_joint, x, iv, out):
         out[r] = s
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def joint_force(body_row, nv_joint, f, out, iv):
     """out[iv:iv+k] = S_i^T f: a body-frame wrench projected on the joint's motion subspace."""
     for j in range(nv_joint):
@@ -81,9 +84,19 @@ def joint_force(body_row, nv_joint, f, out, iv):
         out[iv + j] = s
 
 
-@njit(cache=True)
-def check_state(body_int, q, v, x):
-    """Status of the inputs: non-finite q / v / x, or a quaternion off the unit sphere."""
+@njit(signatures.CHECK_STATE, cache=True)
+def check_state(body_int, q, v, x, check_v, check_x):
+    """Status of the inputs: wrong length of q (and of v, x when checked), non-finite values,
+    or a quaternion off the unit sphere. v and x have nv entries."""
+    nb = body_int.shape[0] - 1
+    nq = body_int[nb, IDX_Q] + body_int[nb, JOINT_NQ_COL] if nb > 0 else 0
+    nv = body_int[nb, IDX_V] + body_int[nb, JOINT_NV_COL] if nb > 0 else 0
+    if q.shape[0] != nq:
+        return STATUS_SHAPE_Q
+    if check_v and v.shape[0] != nv:
+        return STATUS_SHAPE_V
+    if check_x and x.shape[0] != nv:
+        return STATUS_SHAPE_INPUT
     for k in range(q.shape[0]):
         if not math.isfinite(q[k]):
             return STATUS_BAD_Q
@@ -93,7 +106,7 @@ def check_state(body_int, q, v, x):
     for k in range(x.shape[0]):
         if not math.isfinite(x[k]):
             return STATUS_BAD_INPUT
-    for i in range(1, body_int.shape[0]):
+    for i in range(1, nb + 1):
         joint_type = body_int[i, JOINT_TYPE]
         if joint_type == JOINT_SPHERICAL or joint_type == JOINT_FREE:
             iq = body_int[i, IDX_Q] + (3 if joint_type == JOINT_FREE else 0)
@@ -103,7 +116,7 @@ def check_state(body_int, q, v, x):
     return STATUS_OK
 
 
-@njit(cache=True)
+@njit(signatures.FORWARD_KINEMATICS, cache=True)
 def forward_kinematics(body_int, body_float, work, q, v):
     """Poses in the parent and in the root frame (ROT/POS, WORLD_ROT/WORLD_POS) and body
     velocities (VEL) of every body.  v may be empty (velocities are then not computed)."""
@@ -137,7 +150,7 @@ def forward_kinematics(body_int, body_float, work, q, v):
                 vel[r] += scratch[r]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def set_base_motion(body_float, work):
     """Universe row: at rest, accelerating by -g so that gravity acts on every body (Featherstone's
     trick; the seeds' f^t gravity load gives the same joint forces)."""

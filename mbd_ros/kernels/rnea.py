@@ -6,7 +6,9 @@ import math
 
 from numba import njit
 
-from ..layout import (ACC, BIAS_ACC, DAMPING, FEXT, FORCE, FRICTION, IDX_Q, IDX_V, JOINT_NV_COL,
+from . import signatures
+
+from ..layout import (STATUS_SHAPE_OUT, ACC, BIAS_ACC, DAMPING, FEXT, FORCE, FRICTION, IDX_Q, IDX_V, JOINT_NV_COL,
                       JOINT_TYPE, PARENT, POS, ROT, SCRATCH, SPATIAL_INERTIA, STATUS_OK,
                       TRANSFORM_SCRATCH, VEL)
 from ..constants import FRICTION_VELOCITY
@@ -14,16 +16,18 @@ from .kinematics import check_state, joint_force, joint_motion, joint_pose, set_
 from .spatial import add_cross_force, add_force_to_parent, cross_motion, inertia_times, motion_to_child
 
 
-@njit(cache=True)
+@njit(signatures.STATE_KERNEL, cache=True)
 def inverse_dynamics(body_int, body_float, work, q, v, qdd, tau_out):
     """Drive forces tau_out (nv,) for (q, v, qdd); work[:, FORCE] = joint wrenches f^p_i.
 
     Model: body_int, body_float. Data in/out: work (FEXT read: external wrench per body, body frame).
     Returns a status code (layout.STATUS_*); never raises.
     """
-    status = check_state(body_int, q, v, qdd)
+    status = check_state(body_int, q, v, qdd, True, True)
     if status != STATUS_OK:
         return status
+    if tau_out.shape[0] != v.shape[0]:
+        return STATUS_SHAPE_OUT
     nb = body_int.shape[0] - 1
     set_base_motion(body_float, work)
     # ---- forward pass, base -> tips: kinematics and the net wrench each body needs

@@ -16,7 +16,7 @@ import math
 from numba import njit
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def rotation_about_axis(axis, angle, out):
     """Rodrigues' formula: out (9) = rotation by `angle` about the unit `axis` (3)."""
     x, y, z = axis[0], axis[1], axis[2]
@@ -34,7 +34,7 @@ def rotation_about_axis(axis, angle, out):
     out[8] = t * z * z + c
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def rotation_from_quaternion(qx, qy, qz, qw, out):
     """out (9) = rotation of the unit quaternion (x, y, z, w) (Hamilton, as Pinocchio and ROS)."""
     out[0] = 1.0 - 2.0 * (qy * qy + qz * qz)
@@ -48,7 +48,7 @@ def rotation_from_quaternion(qx, qy, qz, qw, out):
     out[8] = 1.0 - 2.0 * (qx * qx + qy * qy)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def compose_rotation(a, b, out):
     """out = a b for row-major 3x3 rotations (out must not alias a or b)."""
     for r in range(3):
@@ -56,7 +56,7 @@ def compose_rotation(a, b, out):
             out[3 * r + c] = a[3 * r] * b[c] + a[3 * r + 1] * b[3 + c] + a[3 * r + 2] * b[6 + c]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def motion_to_child(rot, pos, m_parent, out):
     """out (6) = B_pi m_parent: a motion vector of the parent frame expressed in the body frame."""
     wx, wy, wz = m_parent[3], m_parent[4], m_parent[5]
@@ -72,7 +72,7 @@ def motion_to_child(rot, pos, m_parent, out):
     out[5] = rot[2] * wx + rot[5] * wy + rot[8] * wz
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def add_force_to_parent(rot, pos, f_body, out):
     """out (6) += B_pi^T f_body: a wrench on the body expressed in the parent frame."""
     nx = rot[0] * f_body[0] + rot[1] * f_body[1] + rot[2] * f_body[2]
@@ -89,7 +89,7 @@ def add_force_to_parent(rot, pos, f_body, out):
     out[5] += tz + pos[0] * ny - pos[1] * nx
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def cross_motion(m, x, out):
     """out (6) = m x x (motion cross product; Featherstone crm(m) x)."""
     vx, vy, vz, wx, wy, wz = m[0], m[1], m[2], m[3], m[4], m[5]
@@ -101,7 +101,7 @@ def cross_motion(m, x, out):
     out[5] = wx * x[4] - wy * x[3]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def add_cross_force(m, f, out):
     """out (6) += m x* f (force cross product; Featherstone crf(m) f)."""
     vx, vy, vz, wx, wy, wz = m[0], m[1], m[2], m[3], m[4], m[5]
@@ -113,7 +113,7 @@ def add_cross_force(m, f, out):
     out[5] += wx * f[4] - wy * f[3] + vx * f[1] - vy * f[0]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def inertia_times(inertia, x, out):
     """out (6) = I x for a 6x6 row-major inertia (36)."""
     for r in range(6):
@@ -123,7 +123,7 @@ def inertia_times(inertia, x, out):
         out[r] = s
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def add_inertia_to_parent(rot, pos, inertia, scratch, out):
     """out (36) += B_pi^T I B_pi: a 6x6 symmetric inertia of the body in the parent frame.
 

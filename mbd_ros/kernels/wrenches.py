@@ -12,12 +12,14 @@ then expressed in the fixed joint's child link frame.
 """
 from numba import njit
 
+from . import signatures
+
 from ..layout import (ACC, FORCE, LINK_BODY, LINK_FIXED, LINK_INERTIA, LINK_PARENT, LINK_POS,
                       LINK_ROT, PARENT_LINK, POS, ROT, SCRATCH, VEL)
 from .spatial import add_cross_force, add_force_to_parent, inertia_times
 
 
-@njit(cache=True)
+@njit(signatures.JOINT_WRENCHES, cache=True)
 def joint_wrenches(body_int, link_int, link_float, work, link_fext, wrench_rows, link_wrench, out):
     """out (n_rows, 6): wrench each URDF joint transmits, in its child link frame.
 
