@@ -87,8 +87,12 @@ class Robot:
         self.damping = model.damping
         self.friction = model.friction
         self._link_index = {name: i for i, name in enumerate(self.link_names)}
-        self._body_int = model.body_int
-        self._body_float = model.body_float
+        # private writable copies of the model arrays for the kernels (see kernels/signatures.py)
+        self._body_int = np.array(model.body_int)
+        self._body_float = np.array(model.body_float)
+        self._link_int = np.array(model.link_int)
+        self._link_float = np.array(model.link_float)
+        self._wrench_rows = np.array(model.wrench_rows)
         n_rows = model.body_int.shape[0]
         # Data: the workspace every kernel writes into, allocated once
         self._work = np.zeros((n_rows, L.WORK_WIDTH))
@@ -224,8 +228,8 @@ class Robot:
         q, v, qdd, _ = self._state_arrays(q, v, qdd, self._tau_scratch, "qdd")
         out = _output(out, (len(self.wrench_joint_names), 6))
         self.inverse_dynamics(q, v, qdd, f_ext=f_ext, out=self._tau_scratch)
-        _joint_wrenches(self._body_int, self.model.link_int, self.model.link_float, self._work,
-                        self._link_fext, self.model.wrench_rows, self._link_wrench, out)
+        _joint_wrenches(self._body_int, self._link_int, self._link_float, self._work,
+                        self._link_fext, self._wrench_rows, self._link_wrench, out)
         return out
 
     def closure_wrenches(self, q, v, tau):

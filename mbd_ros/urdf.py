@@ -222,7 +222,8 @@ def _validate_tree(tree):
         parent_joint[joint.child] = joint.name
     roots = [name for name in tree.links if name not in parent_joint]
     if not roots:
-        raise ModelError(f"{tree.source}: the joints form a cycle: every link has a parent joint")
+        raise ModelError(f"{tree.source}: the joints form a cycle ({_cycle(tree, parent_joint, next(iter(tree.links)))}): "
+                         "every link has a parent joint")
     if len(roots) > 1:
         raise ModelError(f"{tree.source}: the links do not form one tree: {len(roots)} links have "
                          f"no parent joint ({', '.join(roots[:5])})")
@@ -236,5 +237,18 @@ def _validate_tree(tree):
     unreached = [name for name in tree.links if name not in reached]
     if unreached:
         raise ModelError(f"{tree.source}: links {', '.join(unreached[:5])} are not connected to the "
-                         f"root '{roots[0]}' (their joints form a cycle)")
+                         f"root '{roots[0]}': their joints form a cycle "
+                         f"({_cycle(tree, parent_joint, unreached[0])})")
     return roots[0]
+
+
+def _cycle(tree, parent_joint, start):
+    """'link -[joint]-> link ...' along the parent joints from `start` until a link repeats."""
+    joints = {joint.name: joint for joint in tree.joints}
+    seen = []
+    link = start
+    while link not in seen:
+        seen.append(link)
+        link = joints[parent_joint[link]].parent
+    loop = seen[seen.index(link):]
+    return " <- ".join(f"{name} [{parent_joint[name]}]" for name in loop)

@@ -67,6 +67,11 @@ def joint_pose(joint_type, body_row, q, iq, rot_out, pos_out, scratch):
 @njit(cache=True)
 def joint_motion(body_row, nv_joint, x, iv, out):
     """out (6) = S_i x[iv:iv+k]: a joint-space vector mapped to a body-frame motion vector."""
+    if nv_joint == 1:
+        xi = x[iv]
+        for r in range(6):
+            out[r] = body_row[MOTION_SUBSPACE + r] * xi
+        return
     for r in range(6):
         s = 0.0
         for j in range(nv_joint):

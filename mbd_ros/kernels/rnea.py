@@ -74,9 +74,11 @@ def inverse_dynamics(body_int, body_float, work, q, v, qdd, tau_out):
         joint_force(body_float[i], nv_joint, row[FORCE:FORCE + 6], tau_out, iv)
         # the drive supplies what the joint's damping and friction do not
         for j in range(nv_joint):
-            rate = v[iv + j]
-            tau_out[iv + j] += (body_float[i, DAMPING + j] * rate
-                                + body_float[i, FRICTION + j] * math.tanh(rate / FRICTION_VELOCITY))
+            damping = body_float[i, DAMPING + j]
+            friction = body_float[i, FRICTION + j]
+            if damping != 0.0 or friction != 0.0:
+                rate = v[iv + j]
+                tau_out[iv + j] += damping * rate + friction * math.tanh(rate / FRICTION_VELOCITY)
         if parent > 0:
             add_force_to_parent(row[ROT:ROT + 9], row[POS:POS + 3], row[FORCE:FORCE + 6],
                                 work[parent, FORCE:FORCE + 6])

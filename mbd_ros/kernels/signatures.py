@@ -2,14 +2,15 @@
 
 A call with other argument types raises TypeError instead of compiling a new specialisation, so
 the Python wrappers skip all type checks on the fast path and convert only when numba refuses.
-Model arrays are read-only (the Model is immutable), hence the readonly array types.
+The Model's public arrays are read-only, but the Robot passes private writable copies to the
+kernels: numba's dispatcher types read-only arrays on a slow path (+0.1 µs per call measured).
 """
 from numba import types
 
 _f8 = types.float64
 _i8 = types.int64
-MODEL_INT = types.Array(_i8, 2, "C", readonly=True)       # body_int, link_int, wrench_rows
-MODEL_FLOAT = types.Array(_f8, 2, "C", readonly=True)     # body_float, link_float
+MODEL_INT = types.Array(_i8, 2, "C")                      # body_int, link_int, wrench_rows
+MODEL_FLOAT = types.Array(_f8, 2, "C")                    # body_float, link_float
 WORK = types.Array(_f8, 2, "C")                           # the workspace (Data)
 VECTOR = types.Array(_f8, 1, "C")
 MATRIX = types.Array(_f8, 2, "C")

@@ -41,8 +41,10 @@ def joint_wrenches(body_int, link_int, link_float, work, link_fext, wrench_rows,
         inertia_times(inertia, vel, momentum)
         add_cross_force(vel, momentum, h)
     for body in range(1, body_int.shape[0]):
-        add_force_to_parent(work[body, ROT:ROT + 9], work[body, POS:POS + 3], work[body, FORCE:FORCE + 6],
-                            link_wrench[body_int[body, PARENT_LINK]])
+        parent_link = body_int[body, PARENT_LINK]
+        if parent_link >= 0:  # a floating root body hangs from no link
+            add_force_to_parent(work[body, ROT:ROT + 9], work[body, POS:POS + 3],
+                                work[body, FORCE:FORCE + 6], link_wrench[parent_link])
     for link in range(n_links - 1, 0, -1):
         if link_int[link, LINK_FIXED] == 1:
             parent_link = link_int[link, LINK_PARENT]
