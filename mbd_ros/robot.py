@@ -82,6 +82,12 @@ class Robot:
         self.idx_v = model.idx_v
         self.link_names = list(model.link_names)
         self.wrench_joint_names = list(model.wrench_joint_names)
+        # child link of each row of joint_wrenches: the frame its wrench is expressed in
+        self.wrench_frames = [model.body_names[b] if b >= 0 else model.link_names[link]
+                              for b, link in model.wrench_rows]
+        self.effort_limits = model.effort
+        self.velocity_limits = model.velocity_limit
+        self.position_limits = (model.lower, model.upper)
         self.closure_names = []
         self.total_mass = model.total_mass
         self.damping = model.damping
