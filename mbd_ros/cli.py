@@ -1,0 +1,351 @@
+"""Command line of mbd_ros: ``mbd-ros info | bench | demo``.
+
+- ``info ROBOT.urdf``: the model's summary (bodies, joints, sizes, mass).
+- ``bench ROBOT.urdf``: per-call time of forward/inverse dynamics and the mass matrix on random
+  states, side by side with Pinocchio (aba, rnea, crba) when ``pinocchio`` is importable.
+- ``demo [ROBOT.urdf]``: the passive arm (tau = 0) falls from a bent configuration for 2 s,
+  integrated with fixed-step RK4; prints the energy balance KE + PE + dissipated = const.
+
+Only the public library API is used (``mbd_ros.load`` and the Robot methods).
+"""
+import argparse
+import math
+import os
+from pathlib import Path
+import sys
+import time
+
+import numpy as np
+
+PACKAGE = 'mbd_ros'
+DEFAULT_ROBOT = 'arm7.urdf'
+
+
+# ------------------------------------------------------------------------------------------------
+# Helpers
+# ------------------------------------------------------------------------------------------------
+def _load(path, floating_base=False, **kwargs):
+    import mbd_ros
+    return mbd_ros.load(str(path), floating_base=floating_base, **kwargs)
+
+
+def _sample_urdf(name=DEFAULT_ROBOT):
+    """Path of a sample robot shipped with the package: ament index, source tree, sys.prefix."""
+    candidates = []
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        candidates.append(Path(get_package_share_directory(PACKAGE)) / 'urdf' / name)
+    except Exception:  # not importable, or the package is not in AMENT_PREFIX_PATH
+        pass
+    candidates.append(Path(__file__).resolve().parent.parent / 'urdf' / name)
+    candidates.append(Path(sys.prefix) / 'share' / PACKAGE / 'urdf' / name)
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise FileNotFoundError(
+        f'sample robot {name} not found; looked in: ' + ', '.join(str(p) for p in candidates))
+
+
+def _fallback_summary(robot):
+    lines = [f'nq = {robot.nq}, nv = {robot.nv}']
+    types = getattr(robot, 'joint_types', ['?'] * len(robot.joint_names))
+    for name, jtype in zip(robot.joint_names, types):
+        lines.append(f'  {name}: {jtype}')
+    mass = getattr(robot, 'total_mass', None)
+    if mass is not None:
+        lines.append(f'total mass = {mass:.6g} kg')
+    return '\n'.join(lines)
+
+
+def _time_per_call(fn, states, repeats):
+    """Median over `repeats` of the mean time (µs) of one call of fn(*state) over all states."""
+    per_call = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for state in states:
+            fn(*state)
+        per_call.append((time.perf_counter() - t0) / len(states) * 1e6)
+    return float(np.median(per_call))
+
+
+# ------------------------------------------------------------------------------------------------
+# info
+# ------------------------------------------------------------------------------------------------
+def cmd_info(args):
+    robot = _load(args.urdf, floating_base=args.floating_base)
+    summary = getattr(robot, 'summary', None)
+    print(summary() if callable(summary) else _fallback_summary(robot))
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------
+# bench
+# ------------------------------------------------------------------------------------------------
+def _pin_model(urdf_path, floating_base):
+    """Pinocchio model of the URDF; continuous joints made revolute (one angle, not cos/sin)."""
+    import pinocchio as pin
+    from lxml import etree
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, remove_comments=True)
+    root = etree.fromstring(Path(urdf_path).read_bytes(), parser)
+    for joint in root.iter('joint'):
+        if joint.get('type') == 'continuous':
+            joint.set('type', 'revolute')
+            limit = joint.find('limit')
+            if limit is None:
+                limit = etree.SubElement(joint, 'limit', effort='0', velocity='0')
+            limit.set('lower', str(-math.pi))
+            limit.set('upper', str(math.pi))
+    xml = etree.tostring(root, encoding='unicode')
+    if floating_base:
+        return pin.buildModelFromXML(xml, pin.JointModelFreeFlyer(), 'root_joint')
+    return pin.buildModelFromXML(xml)
+
+
+def _pin_index_maps(robot, model):
+    """Index arrays so that q_pin = q[iq], v_pin = v[iv]; None when the layouts do not match."""
+    nq_of = np.diff(np.append(np.asarray(robot.idx_q), robot.nq))
+    nv_of = np.diff(np.append(np.asarray(robot.idx_v), robot.nv))
+    iq = np.full(model.nq, -1)
+    iv = np.full(model.nv, -1)
+    for j, name in enumerate(robot.joint_names):
+        if not model.existJointName(name):
+            return None
+        pj = model.getJointId(name)
+        if model.nqs[pj] != nq_of[j] or model.nvs[pj] != nv_of[j]:
+            return None  # e.g. a planar joint: Pinocchio stores cos/sin of the angle
+        pq, pv, oq, ov = model.idx_qs[pj], model.idx_vs[pj], robot.idx_q[j], robot.idx_v[j]
+        iq[pq:pq + nq_of[j]] = np.arange(oq, oq + nq_of[j])
+        iv[pv:pv + nv_of[j]] = np.arange(ov, ov + nv_of[j])
+    if model.nq != robot.nq or model.nv != robot.nv or (iq < 0).any() or (iv < 0).any():
+        return None
+    return iq, iv
+
+
+def cmd_bench(args):
+    import mbd_ros
+    t0 = time.perf_counter()
+    robot = _load(args.urdf, floating_base=args.floating_base)
+    t_load = time.perf_counter() - t0
+    nq, nv, n = robot.nq, robot.nv, args.n
+    rng = np.random.default_rng(args.seed)
+    Q = [np.ascontiguousarray(robot.random_configuration(rng), dtype=float) for _ in range(n)]
+    V = [rng.standard_normal(nv) for _ in range(n)]
+    U = [rng.standard_normal(nv) * 10.0 for _ in range(n)]   # torques for FD, accelerations for ID
+    qdd_out, tau_out, M_out = np.empty(nv), np.empty(nv), np.empty((nv, nv))
+
+    def fd(q, v, u):
+        robot.forward_dynamics(q, v, u, out=qdd_out)
+
+    def rnea(q, v, u):
+        robot.inverse_dynamics(q, v, u, out=tau_out)
+
+    def crba(q, v, u):
+        robot.mass_matrix(q, out=M_out)
+
+    states = list(zip(Q, V, U))
+    for f in (fd, rnea, crba):   # warm-up
+        for s in states[:min(n, 200)]:
+            f(*s)
+    ours = [('forward_dynamics', _time_per_call(fd, states, args.repeats)),
+            ('inverse_dynamics', _time_per_call(rnea, states, args.repeats)),
+            ('mass_matrix', _time_per_call(crba, states, args.repeats))]
+
+    print(f'{args.urdf}: nq = {nq}, nv = {nv}, {n} random states, median of {args.repeats} repeats'
+          f' (load incl. kernel compile or cache load: {t_load:.2f} s)')
+    try:
+        import pinocchio as pin
+    except ImportError:
+        pin = None
+    maps = None
+    if pin is not None:
+        try:
+            model = _pin_model(args.urdf, args.floating_base)
+            maps = _pin_index_maps(robot, model)
+            if maps is None:
+                print('pinocchio: joint layout differs from mbd_ros (e.g. planar joints); '
+                      'not compared')
+        except Exception as exc:  # e.g. URDF extensions (spherical joints) Pinocchio cannot read
+            print(f'pinocchio: cannot build the model ({type(exc).__name__}: {exc}); not compared')
+    if maps is None:
+        print(f'{"algorithm":<18}{"mbd_ros µs/call":>17}')
+        for name, t in ours:
+            print(f'{name:<18}{t:>17.2f}')
+        return 0
+
+    iq, iv = maps
+    data = model.createData()
+    pstates = [(q[iq].copy(), v[iv].copy(), u[iv].copy()) for q, v, u in states]
+    reps = args.repeats
+    theirs = [('aba', _time_per_call(lambda q, v, u: pin.aba(model, data, q, v, u), pstates, reps)),
+              ('rnea', _time_per_call(lambda q, v, u: pin.rnea(model, data, q, v, u), pstates, reps)),
+              ('crba', _time_per_call(lambda q, v, u: pin.crba(model, data, q), pstates, reps))]
+
+    # Agreement on a few states. mbd_ros applies URDF damping/friction as passive joint forces
+    # (tau_passive); Pinocchio does not, so add them on its side.
+    errs = [0.0, 0.0, 0.0]
+    for (q, v, u), (pq, pv, pu) in list(zip(states, pstates))[:20]:
+        tau_p = (-np.asarray(robot.damping) * v
+                 - np.asarray(robot.friction) * np.tanh(v / mbd_ros.FRICTION_VELOCITY))[iv]
+        errs[0] = max(errs[0], np.abs(robot.forward_dynamics(q, v, u)[iv]
+                                      - pin.aba(model, data, pq, pv, pu + tau_p)).max())
+        errs[1] = max(errs[1], np.abs(robot.inverse_dynamics(q, v, u)[iv]
+                                      - (pin.rnea(model, data, pq, pv, pu) - tau_p)).max())
+        M = pin.crba(model, data, pq)
+        M = np.triu(M) + np.triu(M, 1).T   # Pinocchio fills the upper triangle
+        errs[2] = max(errs[2], np.abs(robot.mass_matrix(q)[np.ix_(iv, iv)] - M).max())
+
+    print(f'{"algorithm":<18}{"mbd_ros µs/call":>17}{"pinocchio":>11}{"µs/call":>9}'
+          f'{"ratio":>8}{"max |diff|":>12}')
+    for (name, t), (pname, tp), err in zip(ours, theirs, errs):
+        print(f'{name:<18}{t:>17.2f}{pname:>11}{tp:>9.2f}{t / tp:>8.2f}{err:>12.2e}')
+    print('ratio = mbd_ros time / pinocchio time (both called from Python, one state per call)')
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------
+# demo
+# ------------------------------------------------------------------------------------------------
+DEMO_Q0 = np.array([0.3, 0.9, -0.4, -1.2, 0.6, 0.8, 0.2])
+
+
+def cmd_demo(args):
+    import mbd_ros
+    path = Path(args.urdf) if args.urdf else _sample_urdf()
+    t0 = time.perf_counter()
+    robot = _load(path)
+    t_load = time.perf_counter() - t0
+    nv = robot.nv
+    damping = np.asarray(robot.damping, dtype=float)
+    friction = np.asarray(robot.friction, dtype=float)
+    v0 = mbd_ros.FRICTION_VELOCITY
+
+    if robot.nq == len(DEMO_Q0):
+        q = DEMO_Q0.copy()
+    else:   # another robot: a reproducible random bent configuration
+        q = np.asarray(robot.random_configuration(np.random.default_rng(1)), dtype=float)
+    v = np.zeros(nv)
+    tau = np.zeros(nv)   # passive: no drive torques; damping and friction come from passive_forces
+    dt, t_end = args.dt, args.duration
+    steps = int(round(t_end / dt))
+    report_every = max(1, int(round(0.25 / dt)))
+
+    def fd(q, v):
+        return robot.forward_dynamics(q, v, tau)
+
+    def dissipation(v):
+        # power dissipated by the passive joint forces: -tau_passive . v
+        return float(np.sum(damping * v * v + friction * v * np.tanh(v / v0)))
+
+    # compile (or load from numba's cache) everything the loop calls, so the loop times steady state
+    t0 = time.perf_counter()
+    ke, pe = robot.kinetic_energy(q, v), robot.potential_energy(q)
+    robot.integrate(q, v, dt)
+    fd(q, v)
+    t_load += time.perf_counter() - t0
+    e0 = ke + pe
+    dissipated = 0.0
+    scale = 0.0        # largest energy moved around: max(KE), or the dissipated energy
+    print(f'mbd_ros demo: {path.name}, nq = {robot.nq}, nv = {nv}, mass {robot.total_mass:.2f} kg; '
+          f'passive fall (tau = 0) with joint damping and friction')
+    print(f'RK4, dt = {dt * 1e3:g} ms, {t_end:g} s; joint limits are not modelled; '
+          f'load and warm-up (kernel compile or cache load) {t_load:.2f} s')
+    header = (f'{"t [s]":>6} {"KE [J]":>10} {"PE [J]":>10} {"dissip. [J]":>12} '
+              f'{"KE+PE+dis [J]":>14} {"drift [J]":>11}')
+    print(header)
+    print('-' * len(header))
+
+    def row(t):
+        print(f'{t:6.2f} {ke:10.5f} {pe:10.5f} {dissipated:12.5f} {ke + pe + dissipated:14.7f} '
+              f'{ke + pe + dissipated - e0:11.3e}')
+
+    row(0.0)
+    n_fd = 0
+    t_loop = time.perf_counter()
+    for k in range(1, steps + 1):
+        # RK4 on (q, v, dissipated energy); configurations advance with robot.integrate
+        a1 = fd(q, v)
+        p1 = dissipation(v)
+        v2 = v + 0.5 * dt * a1
+        q2 = robot.integrate(q, v, 0.5 * dt)
+        a2 = fd(q2, v2)
+        p2 = dissipation(v2)
+        v3 = v + 0.5 * dt * a2
+        q3 = robot.integrate(q, v2, 0.5 * dt)
+        a3 = fd(q3, v3)
+        p3 = dissipation(v3)
+        v4 = v + dt * a3
+        q4 = robot.integrate(q, v3, dt)
+        a4 = fd(q4, v4)
+        p4 = dissipation(v4)
+        n_fd += 4
+        q = robot.integrate(q, (v + 2.0 * v2 + 2.0 * v3 + v4) / 6.0, dt)
+        v = v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+        dissipated += dt / 6.0 * (p1 + 2.0 * p2 + 2.0 * p3 + p4)
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+            print(f'state became non-finite at t = {k * dt:.3f} s')
+            return 1
+        ke, pe = robot.kinetic_energy(q, v), robot.potential_energy(q)
+        scale = max(scale, ke, dissipated)
+        if k % report_every == 0 or k == steps:
+            row(k * dt)
+    elapsed = time.perf_counter() - t_loop
+
+    drift = ke + pe + dissipated - e0
+    rel = abs(drift) / scale if scale > 0 else abs(drift)
+    print(f'energy balance: |KE + PE + dissipated - E0| / max(KE, dissipated) = {rel:.2e}')
+    print(f'{n_fd} forward_dynamics calls in {elapsed:.2f} s of simulation loop '
+          f'(incl. integrate and energies): '
+          f'{n_fd / elapsed:,.0f} FD calls/s, {steps / elapsed:,.0f} RK4 steps/s '
+          f'({steps * dt / elapsed:.1f}x real time)')
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------
+# main
+# ------------------------------------------------------------------------------------------------
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog='mbd-ros', description='Multibody dynamics of URDF robots (mbd_ros library).')
+    sub = parser.add_subparsers(dest='command', required=True)
+
+    p = sub.add_parser('info', help='print the model summary of a URDF robot')
+    p.add_argument('urdf', help='URDF file')
+    p.add_argument('--floating-base', action='store_true', help="add a free joint 'root_joint'")
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser('bench', help='time FD, ID and the mass matrix (and Pinocchio if installed)')
+    p.add_argument('urdf', help='URDF file')
+    p.add_argument('--floating-base', action='store_true', help="add a free joint 'root_joint'")
+    p.add_argument('--n', type=int, default=1000, help='calls per repeat (default 1000)')
+    p.add_argument('--repeats', type=int, default=5,
+                   help='repeats; the median is reported (default 5)')
+    p.add_argument('--seed', type=int, default=0, help='seed of the random states')
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser('demo', help='drop the passive arm and check the energy balance')
+    p.add_argument('urdf', nargs='?', default=None,
+                   help=f'URDF file (default: the sample {DEFAULT_ROBOT} shipped with mbd_ros)')
+    p.add_argument('--duration', type=float, default=2.0, help='simulated time in s (default 2)')
+    p.add_argument('--dt', type=float, default=1e-3, help='RK4 step in s (default 0.001)')
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    if getattr(args, 'n', 1) < 1 or getattr(args, 'repeats', 1) < 1:
+        build_parser().error('--n and --repeats must be at least 1')
+    if getattr(args, 'dt', 1.0) <= 0 or getattr(args, 'duration', 1.0) <= 0:
+        build_parser().error('--dt and --duration must be positive')
+    try:
+        return args.func(args)
+    except BrokenPipeError:   # output piped into e.g. `head`: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (ValueError, OSError) as exc:
+        print(f'mbd-ros {args.command}: error: {exc}', file=sys.stderr)
+        return 2
+
+
+if __name__ == '__main__':
+    sys.exit(main())

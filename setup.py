@@ -1,0 +1,67 @@
+"""Build script of mbd_ros (ament_python: works with colcon and with plain pip)."""
+from glob import glob
+import os
+
+from setuptools import find_packages, setup
+
+package_name = 'mbd_ros'
+
+# ROS 2 (Kilted) from PyPI wheels, for use outside a ROS 2 install. A ROS 2 workspace uses
+# its own rclpy and messages instead, so these stay in an optional extra.
+ROS_WHEELS = [
+    'ros-rclpy==9.1.2',
+    'ros-rmw-fastrtps-cpp==9.3.3',
+    'ros-std-msgs==5.5.1',
+    'ros-sensor-msgs==5.5.1',
+    'ros-geometry-msgs==5.5.1',
+    'ros-trajectory-msgs==5.5.1',
+    'ros-diagnostic-msgs==5.5.1',
+    'ros-lifecycle-msgs==2.3.0',
+]
+
+
+def share_files(subdir, patterns):
+    """(share/mbd_ros/<subdir>, [files]) for the files that exist; None when there are none."""
+    files = sorted(f for pattern in patterns for f in glob(os.path.join(subdir, pattern))
+                   if os.path.isfile(f))
+    return (os.path.join('share', package_name, subdir), files) if files else None
+
+
+data_files = [
+    ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+    ('share/' + package_name, ['package.xml']),
+]
+for entry in (share_files('urdf', ['*.urdf', '*.xacro']),
+              share_files('launch', ['*.py', '*.xml', '*.yaml']),
+              share_files('config', ['*.yaml'])):
+    if entry:
+        data_files.append(entry)
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    description='Fast multibody dynamics (URDF + closed loops, numba kernels) for ROS 2 and Python',
+    license='Apache-2.0',
+    python_requires='>=3.10',
+    packages=find_packages(exclude=['test', 'test.*', 'bench', 'bench.*']),
+    data_files=data_files,
+    install_requires=[
+        'numpy',
+        'scipy',
+        'numba',
+        'pyyaml',
+        'lxml',
+        'yourdfpy',
+    ],
+    extras_require={
+        'ros': ROS_WHEELS,
+        'test': ['pytest', 'pin', 'example-robot-data'],
+        'bench': ['pin', 'example-robot-data'],
+    },
+    zip_safe=True,
+    entry_points={
+        'console_scripts': [
+            'mbd-ros = mbd_ros.cli:main',
+        ],
+    },
+)
