@@ -17,19 +17,23 @@ __all__ = ["load", "Robot", "Model", "ModelError", "FRICTION_VELOCITY", "STANDAR
 __version__ = "0.1.0"
 
 
-def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, passive_forces=True):
+def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, passive_forces=True,
+         friction_velocity=FRICTION_VELOCITY):
     """Load a robot from a URDF file path or URDF XML text.
 
     closures: loop closures (path, YAML text or dict); not supported yet (issue: closed loops).
     floating_base: add a free joint 'root_joint' above the URDF root link.
     gravity: (3,) in the root frame, m/s^2.
     passive_forces: apply URDF <dynamics damping friction> as joint forces.
+    friction_velocity: Coulomb friction F is smoothed as F tanh(v / friction_velocity); the
+        default 1e-3 is close to sign(v) but stiff for explicit integrators at large F (the
+        effective damping near v = 0 is F / friction_velocity): raise it for simulation.
     Raises ModelError (a ValueError) naming the file and the link/joint at fault.
     """
     if closures is not None:
         raise NotImplementedError("loop closures are not implemented yet (see the closed-loops issue)")
     model = build_model(read_urdf(urdf), floating_base=floating_base, gravity=gravity,
-                        passive_forces=passive_forces)
+                        passive_forces=passive_forces, friction_velocity=friction_velocity)
     robot = Robot(model)
     robot._check_regular()
     return robot

@@ -3,6 +3,7 @@
 # Coulomb friction from URDF <dynamics friction=F> is smoothed as F tanh(v / FRICTION_VELOCITY):
 # a true sign(v) makes forward dynamics discontinuous at v = 0 and stiff for integrators. Below
 # 1e-3 rad/s (or m/s) the friction force fades linearly to zero, like a very stiff viscous term.
+# This is the default of mbd_ros.load(friction_velocity=...).
 FRICTION_VELOCITY = 1e-3
 
 # Gravity in the root frame (m/s^2), as in Pinocchio and Gazebo.

@@ -55,7 +55,8 @@ DAMPING = 93           # 6: viscous damping per joint dof (URDF <dynamics dampin
 FRICTION = 99          # 6: Coulomb friction per joint dof (URDF <dynamics friction>)
 MASS = 105             # 1: merged body mass
 COM = 106              # 3: merged body centre of mass, body frame
-BODY_FLOAT_WIDTH = 109
+FRICTION_SPEED = 109   # 1: friction smoothing velocity of the joint (model option friction_velocity)
+BODY_FLOAT_WIDTH = 110
 GRAVITY = 0            # 3: in row 0 (the universe): gravity in the root frame
 
 # ---- work columns (per body, all in the body frame unless said otherwise) ----------------------
@@ -74,7 +75,10 @@ WORLD_POS = 159        # 3: origin of body i in the root frame
 FEXT = 162             # 6: external wrench on body i, body frame (sum over its links)
 SCRATCH = 168          # 36: per-body scratch (CRBA's F = Ic S)
 TRANSFORM_SCRATCH = 204  # 36: scratch of the inertia transform to the parent frame
-WORK_WIDTH = 240
+UNIT_LOAD = 240        # 6: closed loops: articulated load of a unit multiplier (seed: [G_s^T]*_i)
+UNIT_U = 246           # 6: closed loops: -C_i^T [G_s^T]*_i (k)
+UNIT_ACC = 252         # 6: closed loops: body acceleration due to a unit multiplier (seed: A_i)
+WORK_WIDTH = 258
 
 # ---- link arrays (for fixed-joint wrenches, link poses and external forces) -------------------------
 LINK_BODY = 0          # body the link is merged into
@@ -99,4 +103,24 @@ STATUS_SHAPE_OUT = 8       # the output array has the wrong shape
 STATUS_SINGULAR = 1000     # + body index: articulated joint inertia not positive definite
 
 QUATERNION_NORM_TOL = 1e-6
+
+# ---- closed loops: cut_int columns (one row per cut joint) ---------------------------------------
+CUT_TYPE = 0           # closure_kinematics type code
+CUT_BODY_A = 1         # body of the parent-side link (0 = universe)
+CUT_BODY_B = 2         # body of the child-side link
+CUT_ROW0 = 3           # first row of the cut in the stacked constraint rows
+CUT_ROWS = 4           # number of constraint rows b_s
+CUT_INT_WIDTH = 5
+
+# ---- closed loops: loop_float (one row per constraint row; b = sum of b_s rows) -------------------
+LOOP_RESIDUAL = 0      # g_s (position residual)
+LOOP_BIAS = 1          # gamma''_s
+LOOP_JAC_A = 2         # 6: G^s_a (acting on body a's body-frame twist)
+LOOP_JAC_B = 8         # 6: G^s_b
+LOOP_RHS = 14
+LOOP_LAMBDA = 15       # multipliers lambda_s
+LOOP_EIGENVALUE = 16
+LOOP_MATRIX = 17       # b columns: G_s A (the cuts' inverse operational-space inertia)
+# then b columns of factor/eigen scratch, b columns of eigenvectors, nv columns of L (unit qdd)
+LOOP_FIXED_WIDTH = 17
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import layout as L
-from .constants import STANDARD_GRAVITY
+from .constants import FRICTION_VELOCITY, STANDARD_GRAVITY
 from .errors import ModelError
 from .urdf import TreeSpec
 
@@ -61,6 +61,7 @@ class Model:
     total_mass: float
     floating_base: bool
     passive_forces: bool
+    friction_velocity: float      # Coulomb friction smoothing: F tanh(v / friction_velocity)
 
     @property
     def n_bodies(self):
@@ -117,11 +118,13 @@ def _motion_subspace(code, axis):
 
 
 def build_model(tree: TreeSpec, floating_base=False, gravity=STANDARD_GRAVITY,
-                passive_forces=True) -> Model:
+                passive_forces=True, friction_velocity=FRICTION_VELOCITY) -> Model:
     """Flatten a validated tree into a Model.
 
     Joint order of q and v: depth-first from the root, children in document order (DESIGN.md).
     """
+    if not (np.isfinite(friction_velocity) and friction_velocity > 0):
+        raise ModelError(f"friction_velocity must be a positive number, got {friction_velocity}")
     gravity = np.asarray(gravity, dtype=float)
     if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
         raise ModelError(f"gravity must be 3 finite numbers, got {gravity.tolist()}")
@@ -200,6 +203,7 @@ def build_model(tree: TreeSpec, floating_base=False, gravity=STANDARD_GRAVITY,
             body_float[i, L.AXIS2:L.AXIS2 + 3] = t1
             body_float[i, L.AXIS3:L.AXIS3 + 3] = t2
         body_float[i, L.MOTION_SUBSPACE:L.MOTION_SUBSPACE + 6 * k] = subspace.T.ravel()
+        body_float[i, L.FRICTION_SPEED] = friction_velocity
         if joint is not None and passive_forces:
             body_float[i, L.DAMPING:L.DAMPING + k] = joint.damping
             body_float[i, L.FRICTION:L.FRICTION + k] = joint.friction
@@ -269,4 +273,5 @@ def build_model(tree: TreeSpec, floating_base=False, gravity=STANDARD_GRAVITY,
         damping=damping, friction=friction, lower=lower, upper=upper, effort=effort,
         velocity_limit=velocity,
         total_mass=float(sum(spec.mass for spec in tree.links.values())),
-        floating_base=bool(floating_base), passive_forces=bool(passive_forces))
+        floating_base=bool(floating_base), passive_forces=bool(passive_forces),
+        friction_velocity=float(friction_velocity))

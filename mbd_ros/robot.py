@@ -12,7 +12,6 @@ from functools import lru_cache
 import numpy as np
 
 from . import layout as L
-from .constants import FRICTION_VELOCITY
 from .errors import ModelError
 from .kernels.aba import forward_dynamics as _forward_dynamics
 from .kernels.batch import forward_dynamics_batch as _forward_dynamics_batch
@@ -216,10 +215,10 @@ class Robot:
         return self.inverse_dynamics(q, np.zeros(self.nv), np.zeros(self.nv), out=out)
 
     def damping_forces(self, v):
-        """(nv,) damping v + friction tanh(v / FRICTION_VELOCITY): what the drives must add to
+        """(nv,) damping v + friction tanh(v / friction_velocity): what the drives must add to
         overcome the URDF joint damping and friction (the negative of the passive joint force)."""
         v = _vector(v, self.nv, "v")
-        return self.damping * v + self.friction * np.tanh(v / FRICTION_VELOCITY)
+        return self.damping * v + self.friction * np.tanh(v / self.model.friction_velocity)
 
     def joint_wrenches(self, q, v, qdd, f_ext=None, out=None):
         """Wrench each URDF joint transmits (len(wrench_joint_names), 6), [fx fy fz tx ty tz].

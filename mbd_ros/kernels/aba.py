@@ -10,8 +10,7 @@ from numba import njit
 
 from . import signatures
 
-from ..constants import FRICTION_VELOCITY
-from ..layout import (STATUS_SHAPE_OUT, ACC, ART_INERTIA, AXIS, JOINT_REVOLUTE, BIAS_ACC, D_INV, DAMPING, FEXT, FORCE, FRICTION, IDX_Q,
+from ..layout import (FRICTION_SPEED, STATUS_SHAPE_OUT, ACC, ART_INERTIA, AXIS, JOINT_REVOLUTE, BIAS_ACC, D_INV, DAMPING, FEXT, FORCE, FRICTION, IDX_Q,
                       IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT, POS, ROT, SCRATCH,
                       SPATIAL_INERTIA, STATUS_OK, STATUS_SINGULAR, TRANSFORM_SCRATCH, U_MAT, U_TAU,
                       VEL)
@@ -92,7 +91,7 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
                  - az * bias_force[offset + 2])
             if body_row[DAMPING] != 0.0 or body_row[FRICTION] != 0.0:
                 u -= (body_row[DAMPING] * rate
-                      + body_row[FRICTION] * math.tanh(rate / FRICTION_VELOCITY))
+                      + body_row[FRICTION] * math.tanh(rate / body_row[FRICTION_SPEED]))
             u_tau[0] = u
             if parent == 0:
                 continue
@@ -126,7 +125,7 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
             for j in range(k):
                 rate = v[iv + j]
                 s = (tau[iv + j] - body_row[DAMPING + j] * rate
-                     - body_row[FRICTION + j] * math.tanh(rate / FRICTION_VELOCITY))
+                     - body_row[FRICTION + j] * math.tanh(rate / body_row[FRICTION_SPEED]))
                 for r in range(6):
                     s -= body_row[MOTION_SUBSPACE + 6 * j + r] * bias_force[r]
                 u_tau[j] = s

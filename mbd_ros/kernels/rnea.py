@@ -8,10 +8,9 @@ from numba import njit
 
 from . import signatures
 
-from ..layout import (STATUS_SHAPE_OUT, ACC, BIAS_ACC, DAMPING, FEXT, FORCE, FRICTION, IDX_Q, IDX_V, JOINT_NV_COL,
+from ..layout import (FRICTION_SPEED, STATUS_SHAPE_OUT, ACC, BIAS_ACC, DAMPING, FEXT, FORCE, FRICTION, IDX_Q, IDX_V, JOINT_NV_COL,
                       JOINT_TYPE, PARENT, POS, ROT, SCRATCH, SPATIAL_INERTIA, STATUS_OK,
                       TRANSFORM_SCRATCH, VEL)
-from ..constants import FRICTION_VELOCITY
 from .kinematics import check_state, joint_force, joint_motion, joint_pose, set_base_motion
 from .spatial import add_cross_force, add_force_to_parent, cross_motion, inertia_times, motion_to_child
 
@@ -78,7 +77,7 @@ def inverse_dynamics(body_int, body_float, work, q, v, qdd, tau_out):
             friction = body_float[i, FRICTION + j]
             if damping != 0.0 or friction != 0.0:
                 rate = v[iv + j]
-                tau_out[iv + j] += damping * rate + friction * math.tanh(rate / FRICTION_VELOCITY)
+                tau_out[iv + j] += damping * rate + friction * math.tanh(rate / body_float[i, FRICTION_SPEED])
         if parent > 0:
             add_force_to_parent(row[ROT:ROT + 9], row[POS:POS + 3], row[FORCE:FORCE + 6],
                                 work[parent, FORCE:FORCE + 6])
