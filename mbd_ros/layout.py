@@ -56,7 +56,9 @@ FRICTION = 99          # 6: Coulomb friction per joint dof (URDF <dynamics frict
 MASS = 105             # 1: merged body mass
 COM = 106              # 3: merged body centre of mass, body frame
 FRICTION_SPEED = 109   # 1: friction smoothing velocity of the joint (model option friction_velocity)
-BODY_FLOAT_WIDTH = 110
+ROT_AXIS_SKEW = 110    # 9: revolute: R_T [a]   (so that R_T R_J = c R_T + s R_T[a] + (1-c) (R_T a) a^T)
+ROT_AXIS = 119         # 3: revolute: R_T a
+BODY_FLOAT_WIDTH = 122
 GRAVITY = 0            # 3: in row 0 (the universe): gravity in the root frame
 
 # ---- work columns (per body, all in the body frame unless said otherwise) ----------------------

@@ -204,6 +204,9 @@ def build_model(tree: TreeSpec, floating_base=False, gravity=STANDARD_GRAVITY,
             body_float[i, L.AXIS3:L.AXIS3 + 3] = t2
         body_float[i, L.MOTION_SUBSPACE:L.MOTION_SUBSPACE + 6 * k] = subspace.T.ravel()
         body_float[i, L.FRICTION_SPEED] = friction_velocity
+        if code == L.JOINT_REVOLUTE:  # constant factors of the joint rotation, see kinematics.joint_pose
+            body_float[i, L.ROT_AXIS_SKEW:L.ROT_AXIS_SKEW + 9] = (rot @ _skew(axis)).ravel()
+            body_float[i, L.ROT_AXIS:L.ROT_AXIS + 3] = rot @ axis
         if joint is not None and passive_forces:
             body_float[i, L.DAMPING:L.DAMPING + k] = joint.damping
             body_float[i, L.FRICTION:L.FRICTION + k] = joint.friction

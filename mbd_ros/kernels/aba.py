@@ -16,7 +16,7 @@ from ..layout import (FRICTION_SPEED, STATUS_SHAPE_OUT, ACC, ART_INERTIA, AXIS, 
                       VEL)
 from .kinematics import check_state, joint_motion, joint_pose, set_base_motion
 from .spatial import (add_cross_force, add_force_to_parent, add_inertia_to_parent, cross_motion,
-                      inertia_times, invert_spd, motion_to_child)
+                      inertia_times, invert_spd, motion_to_child, rigid_inertia_times)
 
 
 @njit(signatures.STATE_KERNEL, cache=True)
@@ -53,7 +53,7 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
         for k in range(36):
             articulated_inertia[k] = body_row[SPATIAL_INERTIA + k]
         bias_force = row[FORCE:FORCE + 6]
-        inertia_times(articulated_inertia, vel, scratch)
+        rigid_inertia_times(articulated_inertia, vel, scratch)
         for r in range(6):
             bias_force[r] = -row[FEXT + r]
         add_cross_force(vel, scratch, bias_force)

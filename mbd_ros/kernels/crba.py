@@ -3,7 +3,7 @@ from numba import njit
 
 from . import signatures
 
-from ..layout import (STATUS_SHAPE_OUT, ART_INERTIA, IDX_Q, IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT,
+from ..layout import (AXIS, JOINT_REVOLUTE, STATUS_SHAPE_OUT, ART_INERTIA, IDX_Q, IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT,
                       POS, ROT, SCRATCH, SPATIAL_INERTIA, STATUS_OK, TRANSFORM_SCRATCH)
 from .kinematics import check_state, joint_pose
 from .spatial import add_inertia_to_parent
@@ -54,12 +54,23 @@ def mass_matrix(body_int, body_float, work, q, mass_out):
         iv = body_int[i, IDX_V]
         composite = row[ART_INERTIA:ART_INERTIA + 36]
         force = row[SCRATCH:SCRATCH + 36]
-        for j in range(k):
+        joint_type = body_int[i, JOINT_TYPE]
+        if k == 1:
+            # one axis: F = Ic S reads three columns of Ic (revolute: angular, prismatic: linear)
+            offset = 3 if joint_type == JOINT_REVOLUTE else 0
+            ax = body_float[i, AXIS]
+            ay = body_float[i, AXIS + 1]
+            az = body_float[i, AXIS + 2]
             for r in range(6):
-                s = 0.0
-                for c in range(6):
-                    s += composite[6 * r + c] * body_float[i, MOTION_SUBSPACE + 6 * j + c]
-                force[6 * j + r] = s
+                force[r] = (composite[6 * r + offset] * ax + composite[6 * r + offset + 1] * ay
+                            + composite[6 * r + offset + 2] * az)
+        else:
+            for j in range(k):
+                for r in range(6):
+                    s = 0.0
+                    for c in range(6):
+                        s += composite[6 * r + c] * body_float[i, MOTION_SUBSPACE + 6 * j + c]
+                    force[6 * j + r] = s
         ancestor = i
         while True:
             ka = body_int[ancestor, JOINT_NV_COL]

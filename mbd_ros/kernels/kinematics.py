@@ -11,7 +11,7 @@ from numba import njit
 
 from . import signatures
 
-from ..layout import (ACC, AXIS, AXIS2, AXIS3, GRAVITY, IDX_Q, IDX_V, JOINT_FREE, JOINT_NQ_COL,
+from ..layout import (ROT_AXIS, ROT_AXIS_SKEW, ACC, AXIS, AXIS2, AXIS3, GRAVITY, IDX_Q, IDX_V, JOINT_FREE, JOINT_NQ_COL,
                       JOINT_NV_COL, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL, JOINT_TYPE,
                       MOTION_SUBSPACE, PARENT, PLACEMENT_POS, PLACEMENT_ROT, POS,
                       QUATERNION_NORM_TOL, ROT, STATUS_BAD_INPUT, STATUS_BAD_Q,
@@ -35,7 +35,19 @@ def joint_pose(joint_type, body_row, q, iq, rot_out, pos_out, scratch):
     py = 0.0
     pz = 0.0
     if joint_type == JOINT_REVOLUTE:
-        rotation_about_axis(body_row[AXIS:AXIS + 3], q[iq], joint_rot)
+        # R_T Rodrigues(a, q) = c R_T + s R_T[a] + (1 - c)(R_T a) a^T with R_T[a], R_T a precomputed
+        c = math.cos(q[iq])
+        s = math.sin(q[iq])
+        t = 1.0 - c
+        for r in range(3):
+            u = t * body_row[ROT_AXIS + r]
+            for k in range(3):
+                rot_out[3 * r + k] = (c * placement_rot[3 * r + k]
+                                      + s * body_row[ROT_AXIS_SKEW + 3 * r + k]
+                                      + u * body_row[AXIS + k])
+        for r in range(3):
+            pos_out[r] = placement_pos[r]
+        return
     elif joint_type == JOINT_PRISMATIC:
         for k in range(9):
             rot_out[k] = placement_rot[k]

@@ -12,7 +12,7 @@ from ..layout import (FRICTION_SPEED, STATUS_SHAPE_OUT, ACC, BIAS_ACC, DAMPING, 
                       JOINT_TYPE, PARENT, POS, ROT, SCRATCH, SPATIAL_INERTIA, STATUS_OK,
                       TRANSFORM_SCRATCH, VEL)
 from .kinematics import check_state, joint_force, joint_motion, joint_pose, set_base_motion
-from .spatial import add_cross_force, add_force_to_parent, cross_motion, inertia_times, motion_to_child
+from .spatial import add_cross_force, add_force_to_parent, cross_motion, motion_to_child, rigid_inertia_times
 
 
 @njit(signatures.STATE_KERNEL, cache=True)
@@ -59,8 +59,8 @@ def inverse_dynamics(body_int, body_float, work, q, v, qdd, tau_out):
         # body equation: f_net = M_i a_i - f^tc_i,  f^tc = f^ext - v x* M v   [002 eq. 1]
         force = row[FORCE:FORCE + 6]
         inertia = body_row[SPATIAL_INERTIA:SPATIAL_INERTIA + 36]
-        inertia_times(inertia, acc, force)
-        inertia_times(inertia, vel, scratch)
+        rigid_inertia_times(inertia, acc, force)
+        rigid_inertia_times(inertia, vel, scratch)
         add_cross_force(vel, scratch, force)
         for r in range(6):
             force[r] -= row[FEXT + r]

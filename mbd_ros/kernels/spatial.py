@@ -124,6 +124,24 @@ def inertia_times(inertia, x, out):
 
 
 @njit(cache=True)
+def rigid_inertia_times(inertia, x, out):
+    """out (6) = I x for a RIGID-body inertia I (36) = [[m 1, -m[c]], [m[c], I_o]] (I_o about the
+    origin): m x_lin - (m c) x x_ang and (m c) x x_lin + I_o x_ang, 24 products instead of 36."""
+    m = inertia[0]
+    # m c from the off-diagonal block -m[c]
+    hx = inertia[11]
+    hy = inertia[15]
+    hz = inertia[4]
+    vx, vy, vz, wx, wy, wz = x[0], x[1], x[2], x[3], x[4], x[5]
+    out[0] = m * vx - (hy * wz - hz * wy)
+    out[1] = m * vy - (hz * wx - hx * wz)
+    out[2] = m * vz - (hx * wy - hy * wx)
+    out[3] = hy * vz - hz * vy + inertia[21] * wx + inertia[22] * wy + inertia[23] * wz
+    out[4] = hz * vx - hx * vz + inertia[27] * wx + inertia[28] * wy + inertia[29] * wz
+    out[5] = hx * vy - hy * vx + inertia[33] * wx + inertia[34] * wy + inertia[35] * wz
+
+
+@njit(cache=True)
 def add_inertia_to_parent(rot, pos, inertia, scratch, out):
     """out (36) += B_pi^T I B_pi: a 6x6 symmetric inertia of the body in the parent frame.
 
