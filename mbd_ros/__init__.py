@@ -21,7 +21,8 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
          friction_velocity=FRICTION_VELOCITY):
     """Load a robot from a URDF file path or URDF XML text.
 
-    closures: loop closures (path, YAML text or dict); not supported yet (issue: closed loops).
+    closures: loop closures (path, YAML text or dict, DESIGN.md format): the robot is then a
+        ClosedLoopRobot whose dynamics respect the loops.
     floating_base: add a free joint 'root_joint' above the URDF root link.
     gravity: (3,) in the root frame, m/s^2.
     passive_forces: apply URDF <dynamics damping friction> as joint forces.
@@ -30,10 +31,13 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
         effective damping near v = 0 is F / friction_velocity): raise it for simulation.
     Raises ModelError (a ValueError) naming the file and the link/joint at fault.
     """
-    if closures is not None:
-        raise NotImplementedError("loop closures are not implemented yet (see the closed-loops issue)")
     model = build_model(read_urdf(urdf), floating_base=floating_base, gravity=gravity,
                         passive_forces=passive_forces, friction_velocity=friction_velocity)
-    robot = Robot(model)
+    if closures is None:
+        robot = Robot(model)
+    else:
+        from .closures import read_closures
+        from .loops import ClosedLoopRobot
+        robot = ClosedLoopRobot(model, read_closures(closures, model.link_names))
     robot._check_regular()
     return robot

@@ -1,8 +1,10 @@
-"""Command line of mbd_ros: ``mbd-ros info | bench | demo``.
+"""Command line of mbd_ros: ``mbd-ros info | bench | analyze | demo``.
 
 - ``info ROBOT.urdf``: the model's summary (bodies, joints, sizes, mass).
 - ``bench ROBOT.urdf``: per-call time of forward/inverse dynamics and the mass matrix on random
   states, side by side with Pinocchio (aba, rnea, crba) when ``pinocchio`` is importable.
+- ``analyze ROBOT.urdf --closures FILE.yaml``: degrees of freedom (Grübler-Kutzbach and rank of
+  the closure Jacobian), redundant constraints, singular configuration, static determinacy.
 - ``demo [ROBOT.urdf]``: the passive arm (tau = 0) falls from a bent configuration for 2 s,
   integrated with fixed-step RK4; prints the energy balance KE + PE + dissipated = const.
 
@@ -46,17 +48,6 @@ def _sample_urdf(name=DEFAULT_ROBOT):
         f'sample robot {name} not found; looked in: ' + ', '.join(str(p) for p in candidates))
 
 
-def _fallback_summary(robot):
-    lines = [f'nq = {robot.nq}, nv = {robot.nv}']
-    types = getattr(robot, 'joint_types', ['?'] * len(robot.joint_names))
-    for name, jtype in zip(robot.joint_names, types):
-        lines.append(f'  {name}: {jtype}')
-    mass = getattr(robot, 'total_mass', None)
-    if mass is not None:
-        lines.append(f'total mass = {mass:.6g} kg')
-    return '\n'.join(lines)
-
-
 def _time_per_call(fn, states, repeats):
     """Median over `repeats` of the mean time (µs) of one call of fn(*state) over all states."""
     per_call = []
@@ -72,9 +63,8 @@ def _time_per_call(fn, states, repeats):
 # info
 # ------------------------------------------------------------------------------------------------
 def cmd_info(args):
-    robot = _load(args.urdf, floating_base=args.floating_base)
-    summary = getattr(robot, 'summary', None)
-    print(summary() if callable(summary) else _fallback_summary(robot))
+    robot = _load(args.urdf, floating_base=args.floating_base, closures=args.closures)
+    print(robot.summary())
     return 0
 
 
@@ -300,6 +290,22 @@ def cmd_demo(args):
     return 0
 
 
+def cmd_analyze(args):
+    """Grübler-Kutzbach and rank-based mobility, redundancy and singularity at one configuration."""
+    robot = _load(args.urdf, floating_base=args.floating_base, closures=args.closures)
+    print(robot.summary())
+    q = robot.neutral() if args.q is None else np.array(args.q, dtype=float)
+    if q.shape != (robot.nq,):
+        raise ValueError(f'--q needs {robot.nq} numbers, got {q.shape[0]}')
+    position, _ = robot.closure_residual(q)
+    if position > 1e-9:
+        print(f'closure residual {position:.3g} at the given q: assembling the loops first')
+        q = robot.assemble(q)
+    print(f'q = {np.array2string(q, precision=6)}')
+    print(robot.analyze(q))
+    return 0
+
+
 # ------------------------------------------------------------------------------------------------
 # main
 # ------------------------------------------------------------------------------------------------
@@ -311,6 +317,7 @@ def build_parser():
     p = sub.add_parser('info', help='print the model summary of a URDF robot')
     p.add_argument('urdf', help='URDF file')
     p.add_argument('--floating-base', action='store_true', help="add a free joint 'root_joint'")
+    p.add_argument('--closures', default=None, help='closure YAML file of a closed-loop robot')
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser('bench', help='time FD, ID and the mass matrix (and Pinocchio if installed)')
@@ -321,6 +328,14 @@ def build_parser():
                    help='repeats; the median is reported (default 5)')
     p.add_argument('--seed', type=int, default=0, help='seed of the random states')
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser('analyze', help='degrees of freedom and loop constraints of a closed-loop robot')
+    p.add_argument('urdf', help='URDF file (the tree)')
+    p.add_argument('--closures', required=True, help='closure YAML file (DESIGN.md format)')
+    p.add_argument('--floating-base', action='store_true', help="add a free joint 'root_joint'")
+    p.add_argument('--q', type=float, nargs='+', default=None,
+                   help='configuration to analyse (default: the neutral one, assembled)')
+    p.set_defaults(func=cmd_analyze)
 
     p = sub.add_parser('demo', help='drop the passive arm and check the energy balance')
     p.add_argument('urdf', nargs='?', default=None,

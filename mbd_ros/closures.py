@@ -1,0 +1,374 @@
+"""Loop closures: the YAML file that declares the cut (secondary) joints URDF cannot express.
+
+Format (DESIGN.md, "Closed loops: the YAML file"):
+
+    closures:
+      - name: rod_b                 # unique
+        type: spherical             # one of CUT_TYPES
+        parent: link_a              # link on one side of the cut
+        child: link_b               # link on the other side
+        parent_origin: {xyz: [0.1, 0, 0], rpy: [0, 0, 0]}   # joint frame A in the parent link
+        child_origin:  {xyz: [0, 0, 0.2], rpy: [0, 0, 0]}   # joint frame B in the child link
+        axis: [0, 0, 1]             # revolute/prismatic/cylindrical axis, universal first axis,
+                                    # planar normal; in the joint frame, unit
+        axis2: [0, 1, 0]            # universal only: second axis, in the joint frame, unit
+        length: 0.35                # distance only: distance between the two frame origins, > 0
+    actuated: [joint_1]             # drives of the mechanism (tree joint names)
+    independent: [joint_1]          # optional preferred minimal coordinates
+
+A universal cut's first axis is fixed in the parent-side frame A, its second in the child-side
+frame B; they must not be parallel (kernels/closure_kinematics.py keeps their angle constant).
+
+`read_closures` accepts a file path, YAML text or an already-parsed dict, and returns a frozen
+ClosureSet. It checks everything that does not need the tree's joints: every error is a
+ModelError naming the source (file path, '<closures text>' or '<closures dict>'), the entry
+(index and name) and the field. The names in `actuated` and `independent` are returned as given;
+the model builder checks them against the tree's joints. Only yaml.safe_load is used.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ModelError
+
+CUT_TYPES = ("revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "fixed",
+             "distance")
+AXIS_TYPES = ("revolute", "prismatic", "cylindrical", "universal", "planar")   # need `axis`
+TOP_LEVEL_KEYS = ("closures", "actuated", "independent")
+ENTRY_FIELDS = ("name", "type", "parent", "child", "parent_origin", "child_origin", "axis",
+                "axis2", "length")
+ORIGIN_KEYS = ("xyz", "rpy")
+
+# |norm - 1| allowed for `axis` and `axis2` (they are never silently normalised: a wrong axis is
+# more often a typo than round-off), and the smallest |axis x axis2| of a universal joint.
+UNIT_TOLERANCE = 1e-6
+PARALLEL_TOLERANCE = 1e-6
+
+# PyYAML implements YAML 1.1, which reads an exponent without a decimal point (1e-3) as a string;
+# YAML 1.2 and every user read it as a number, so such strings are accepted as numbers.
+_FLOAT_TEXT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
+
+
+@dataclass(frozen=True, eq=False)
+class ClosureSpec:
+    """One cut joint. Arrays are read-only float64.
+
+    parent_origin, child_origin: (4, 4) pose of the joint frame (A, resp. B) in the parent (child)
+        link frame; identity when not given. The two frames coincide when the loop is assembled
+        with the cut joint at its zero.
+    axis: (3,) unit, in the joint frame; [0, 0, 1] for types that take no axis.
+    axis2: (3,) unit (universal) or None.  length: float > 0 (distance) or None.
+    """
+    name: str
+    type: str
+    parent: str
+    child: str
+    parent_origin: np.ndarray
+    child_origin: np.ndarray
+    axis: np.ndarray
+    axis2: np.ndarray | None
+    length: float | None
+
+    def __eq__(self, other):
+        if not isinstance(other, ClosureSpec):
+            return NotImplemented
+        return (self.name == other.name and self.type == other.type
+                and self.parent == other.parent and self.child == other.child
+                and np.array_equal(self.parent_origin, other.parent_origin)
+                and np.array_equal(self.child_origin, other.child_origin)
+                and np.array_equal(self.axis, other.axis)
+                and (self.axis2 is None) == (other.axis2 is None)
+                and (self.axis2 is None or np.array_equal(self.axis2, other.axis2))
+                and self.length == other.length)
+
+    __hash__ = None
+
+
+@dataclass(frozen=True)
+class ClosureSet:
+    """The parsed closure file. `source` names where it came from (not compared by ==)."""
+    closures: tuple                   # ClosureSpec, in file order
+    actuated: tuple                   # joint names (str), as given; () when absent
+    independent: tuple                # joint names (str), as given; () when absent
+    source: str = field(default="", compare=False)
+
+    @property
+    def names(self):
+        return tuple(spec.name for spec in self.closures)
+
+
+def read_closures(source, link_names) -> ClosureSet:
+    """Parse and validate closures from a file path (str or Path), YAML text or a dict.
+
+    link_names: the URDF's link names (parent and child must be among them).
+    Raises ModelError naming the source, the entry and the field at fault.
+    """
+    data, where = _load(source)
+    links = tuple(link_names)
+    link_set = set(links)
+    if not isinstance(data, dict):
+        raise ModelError(f"{where}: expected a mapping with the keys {', '.join(TOP_LEVEL_KEYS)}, "
+                         f"got {_kind(data)}")
+    _check_keys(data, TOP_LEVEL_KEYS, f"{where}: unknown top-level key", "expected")
+    if "closures" not in data:
+        raise ModelError(f"{where}: missing the 'closures' list")
+    entries = data["closures"]
+    if entries is None:
+        entries = []
+    if not isinstance(entries, (list, tuple)):
+        raise ModelError(f"{where}: 'closures' must be a list of closure entries, "
+                         f"got {_kind(entries)}")
+    specs = []
+    first_index = {}
+    for index, entry in enumerate(entries):
+        spec = _read_entry(entry, index, where, links, link_set)
+        if spec.name in first_index:
+            raise ModelError(f"{where}: closure {index} ('{spec.name}'): field 'name': duplicate "
+                             f"name, already used by closure {first_index[spec.name]}")
+        first_index[spec.name] = index
+        specs.append(spec)
+    return ClosureSet(closures=tuple(specs),
+                      actuated=_joint_list(data, "actuated", where),
+                      independent=_joint_list(data, "independent", where),
+                      source=where)
+
+
+# ---- sources -----------------------------------------------------------------------------------
+
+def _load(source):
+    """(parsed data, name of the source for messages)."""
+    import yaml  # PyYAML, safe loading only
+
+    if isinstance(source, dict):
+        return source, "<closures dict>"
+    if isinstance(source, Path):
+        return _load_file(str(source), yaml), str(source)
+    if isinstance(source, bytes):
+        source = source.decode("utf-8")
+    if not isinstance(source, str):
+        raise ModelError("closures must be a file path, YAML text or a dict, "
+                         f"got {type(source).__name__}")
+    if "\n" not in source and os.path.isfile(source):
+        return _load_file(source, yaml), source
+    try:
+        data = yaml.safe_load(source)
+    except yaml.YAMLError as exc:
+        raise ModelError(f"<closures text>: malformed YAML: {exc}") from exc
+    if (data is None or isinstance(data, str)) and "\n" not in source:
+        raise ModelError(f"closure file not found: {source}")
+    return data, "<closures text>"
+
+
+def _load_file(path, yaml):
+    if not os.path.isfile(path):
+        raise ModelError(f"closure file not found: {path}")
+    try:
+        with open(path, encoding="utf-8") as stream:
+            return yaml.safe_load(stream)
+    except yaml.YAMLError as exc:
+        raise ModelError(f"{path}: malformed YAML: {exc}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelError(f"{path}: cannot read the closure file: {exc}") from exc
+
+
+# ---- one entry ---------------------------------------------------------------------------------
+
+def _read_entry(entry, index, where, links, link_set):
+    if not isinstance(entry, dict):
+        raise ModelError(f"{where}: closure {index}: expected a mapping with the fields "
+                         f"{', '.join(ENTRY_FIELDS)}, got {_kind(entry)}")
+    name = entry.get("name")
+    label = f"{where}: closure {index}"
+    if "name" not in entry or name is None or name == "":
+        raise ModelError(f"{label} (unnamed): field 'name': missing; every closure needs a "
+                         "unique name")
+    if not isinstance(name, str):
+        raise ModelError(f"{label}: field 'name': must be a string, got {_kind(name)}")
+    label = f"{where}: closure {index} ('{name}')"
+    _check_keys(entry, ENTRY_FIELDS, f"{label}: unknown field", "expected")
+
+    cut_type = entry.get("type")
+    if cut_type is None:
+        raise ModelError(f"{label}: field 'type': missing (one of {', '.join(CUT_TYPES)})")
+    if not isinstance(cut_type, str) or cut_type not in CUT_TYPES:
+        raise ModelError(f"{label}: field 'type': unknown type {cut_type!r} "
+                         f"(expected one of {', '.join(CUT_TYPES)})")
+
+    ends = {}
+    for role in ("parent", "child"):
+        link = entry.get(role)
+        if link is None:
+            raise ModelError(f"{label}: field '{role}': missing (a link name)")
+        if not isinstance(link, str):
+            raise ModelError(f"{label}: field '{role}': must be a link name, got {_kind(link)}")
+        if link not in link_set:
+            raise ModelError(f"{label}: field '{role}': unknown link '{link}' "
+                             f"({_suggest(link, links)})")
+        ends[role] = link
+    if ends["parent"] == ends["child"]:
+        raise ModelError(f"{label}: fields 'parent' and 'child': both are link '{ends['parent']}'; "
+                         "a closure joins two different links")
+
+    parent_origin = _origin(entry, "parent_origin", label)
+    child_origin = _origin(entry, "child_origin", label)
+
+    uses = {"axis": cut_type in AXIS_TYPES, "axis2": cut_type == "universal",
+            "length": cut_type == "distance"}
+    for key, used in uses.items():
+        if key in entry and not used:
+            users = {"axis": ", ".join(AXIS_TYPES), "axis2": "universal",
+                     "length": "distance"}[key]
+            raise ModelError(f"{label}: field '{key}': not used by a {cut_type} closure "
+                             f"(only by {users}); remove it or fix the type")
+
+    axis = np.array([0.0, 0.0, 1.0])
+    if uses["axis"]:
+        axis = _unit_vector(entry, "axis", label, cut_type)
+    axis2 = None
+    if uses["axis2"]:
+        axis2 = _unit_vector(entry, "axis2", label, cut_type)
+        if np.linalg.norm(np.cross(axis, axis2)) < PARALLEL_TOLERANCE:
+            raise ModelError(f"{label}: field 'axis2': {axis2.tolist()} is parallel to axis "
+                             f"{axis.tolist()}; a universal joint needs two different axes")
+        axis2.setflags(write=False)
+    length = None
+    if uses["length"]:
+        if entry.get("length") is None:
+            raise ModelError(f"{label}: field 'length': missing (distance between the two frame "
+                             "origins, > 0)")
+        length = _number(entry["length"], f"{label}: field 'length'")
+        if not length > 0.0:
+            raise ModelError(f"{label}: field 'length': must be positive, got {length} "
+                             "(a spherical closure joins two coincident points)")
+    axis.setflags(write=False)
+    return ClosureSpec(name=name, type=cut_type, parent=ends["parent"], child=ends["child"],
+                       parent_origin=parent_origin, child_origin=child_origin, axis=axis,
+                       axis2=axis2, length=length)
+
+
+def _origin(entry, key, label):
+    """{xyz: [3], rpy: [3]} -> (4, 4) pose, R = Rz(yaw) Ry(pitch) Rx(roll) as URDF <origin>."""
+    pose = np.eye(4)
+    if key in entry:
+        origin = entry[key]
+        if not isinstance(origin, dict):
+            raise ModelError(f"{label}: field '{key}': must be a mapping {{xyz: [x, y, z], "
+                             f"rpy: [roll, pitch, yaw]}}, got {_kind(origin)}")
+        _check_keys(origin, ORIGIN_KEYS, f"{label}: field '{key}': unknown key", "expected")
+        xyz = _numbers(origin.get("xyz", (0.0, 0.0, 0.0)), 3, f"{label}: field '{key}.xyz'")
+        rpy = _numbers(origin.get("rpy", (0.0, 0.0, 0.0)), 3, f"{label}: field '{key}.rpy'")
+        pose[:3, :3] = rpy_to_matrix(rpy)
+        pose[:3, 3] = xyz
+    pose.setflags(write=False)
+    return pose
+
+
+def rpy_to_matrix(rpy):
+    """URDF convention: fixed-axis roll about x, then pitch about y, then yaw about z."""
+    roll, pitch, yaw = rpy
+    cr, sr = math.cos(roll), math.sin(roll)
+    cp, sp = math.cos(pitch), math.sin(pitch)
+    cy, sy = math.cos(yaw), math.sin(yaw)
+    rz = np.array([[cy, -sy, 0.0], [sy, cy, 0.0], [0.0, 0.0, 1.0]])
+    ry = np.array([[cp, 0.0, sp], [0.0, 1.0, 0.0], [-sp, 0.0, cp]])
+    rx = np.array([[1.0, 0.0, 0.0], [0.0, cr, -sr], [0.0, sr, cr]])
+    return rz @ ry @ rx
+
+
+def _unit_vector(entry, key, label, cut_type):
+    if entry.get(key) is None:
+        what = {"revolute": "the rotation axis", "prismatic": "the sliding axis",
+                "cylindrical": "the rotation and sliding axis",
+                "universal": "the first rotation axis (fixed in the parent frame)" if key == "axis"
+                else "the second rotation axis (fixed in the child frame)",
+                "planar": "the plane's normal"}[cut_type]
+        raise ModelError(f"{label}: field '{key}': missing; a {cut_type} closure needs {what}, "
+                         "a unit vector in the joint frame")
+    vector = _numbers(entry[key], 3, f"{label}: field '{key}'")
+    norm = float(np.linalg.norm(vector))
+    if abs(norm - 1.0) > UNIT_TOLERANCE:
+        raise ModelError(f"{label}: field '{key}': {vector.tolist()} must be a unit vector "
+                         f"(norm {norm:.9g})")
+    return vector
+
+
+# ---- scalars and lists -------------------------------------------------------------------------
+
+def _number(value, what):
+    if isinstance(value, bool) or value is None:
+        raise ModelError(f"{what}: must be a number, got {_kind(value)}")
+    if isinstance(value, str):
+        if not _FLOAT_TEXT.match(value.strip()):
+            raise ModelError(f"{what}: must be a number, got the string {value!r}")
+        value = float(value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ModelError(f"{what}: must be a number, got {_kind(value)}") from None
+    if not math.isfinite(number):
+        raise ModelError(f"{what}: must be finite, got {number}")
+    return number
+
+
+def _numbers(value, n, what):
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)) or len(value) != n:
+        got = f"{len(value)} values" if isinstance(value, (list, tuple)) else _kind(value)
+        raise ModelError(f"{what}: must be a list of {n} numbers, got {got}")
+    return np.array([_number(x, _item(what, i)) for i, x in enumerate(value)])
+
+
+def _joint_list(data, key, where):
+    value = data.get(key)
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise ModelError(f"{where}: '{key}': must be a list of joint names, got {_kind(value)}")
+    seen = set()
+    for i, name in enumerate(value):
+        if not isinstance(name, str) or not name:
+            raise ModelError(f"{where}: '{key}[{i}]': must be a joint name (a string), "
+                             f"got {_kind(name)}")
+        if name in seen:
+            raise ModelError(f"{where}: '{key}[{i}]': joint '{name}' is listed twice")
+        seen.add(name)
+    return tuple(value)
+
+
+def _item(what, i):
+    """"...: field 'axis'" -> "...: field 'axis[1]'"."""
+    return f"{what[:-1]}[{i}]'" if what.endswith("'") else f"{what}[{i}]"
+
+
+def _check_keys(mapping, allowed, prefix, word):
+    for key in mapping:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), allowed, n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            raise ModelError(f"{prefix} '{key}' ({hint}{word} {', '.join(allowed)})")
+
+
+def _suggest(name, names):
+    close = difflib.get_close_matches(name, names, n=3)
+    if close:
+        return "did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+    return f"links are {shown}"
+
+
+def _kind(value):
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, (bool, int, float)):
+        return f"{type(value).__name__} {value!r}"
+    return f"a {type(value).__name__}"

@@ -1,0 +1,228 @@
+"""Recursive forward dynamics of closed chains (THEORY.md §5, seed [000]).
+
+The open tree is solved once by the ABA (kernels/aba.py), giving the motion without loop forces
+(a°, eta'°), and the articulated quantities M*_i, C_i, N_i^-1 are kept. Each constraint row r of
+the cuts is then a unit wrench pair on the cut's two bodies; the same recursion with that load
+only (a_rel = 0, tau = 0, no gravity) gives its effect A (body accelerations) and L (joint
+accelerations). The multipliers solve the b x b system
+
+    (G_s A) lambda = -G_s a° - gamma''_s - 2 alpha (G_s v) - beta^2 g_s      [000 §3, + Baumgarte]
+
+(minimum-norm when constraints are redundant), and eta' = eta'° + L lambda. Cost O(n b + b^3).
+"""
+from numba import njit
+
+from ..layout import (ACC, CUT_BODY_A, CUT_BODY_B, CUT_ROW0, CUT_ROWS, CUT_TYPE, D_INV, IDX_V,
+                      JOINT_NV_COL, LOOP_BIAS, LOOP_EIGENVALUE, LOOP_FIXED_WIDTH, LOOP_JAC_A,
+                      LOOP_JAC_B, LOOP_LAMBDA, LOOP_MATRIX, LOOP_RESIDUAL, LOOP_RHS,
+                      MOTION_SUBSPACE, PARENT, POS, ROT, SCRATCH, STATUS_OK, U_MAT, UNIT_ACC,
+                      UNIT_LOAD, UNIT_U, VEL, WORLD_POS, WORLD_ROT)
+from . import signatures
+from .aba import forward_dynamics
+from .closure_kinematics import closure_kinematics as cut_constraints
+from .spatial import add_force_to_parent, compose_rotation, motion_to_child
+from .linalg import solve_psd_min_norm
+
+
+@njit(cache=True)
+def world_poses(body_int, work):
+    """WORLD_ROT/WORLD_POS of every body from the parent-relative poses ROT/POS in work."""
+    for k in range(9):
+        work[0, WORLD_ROT + k] = 1.0 if k % 4 == 0 else 0.0
+    for k in range(3):
+        work[0, WORLD_POS + k] = 0.0
+    for i in range(1, body_int.shape[0]):
+        parent = body_int[i, PARENT]
+        parent_rot = work[parent, WORLD_ROT:WORLD_ROT + 9]
+        pos = work[i, POS:POS + 3]
+        compose_rotation(parent_rot, work[i, ROT:ROT + 9], work[i, WORLD_ROT:WORLD_ROT + 9])
+        for r in range(3):
+            work[i, WORLD_POS + r] = (work[parent, WORLD_POS + r] + parent_rot[3 * r] * pos[0]
+                                      + parent_rot[3 * r + 1] * pos[1] + parent_rot[3 * r + 2] * pos[2])
+
+
+@njit(cache=True)
+def cut_rows(cut_int, cut_float, work, loop_float):
+    """g_s, G^s_a, G^s_b and gamma''_s of every cut into loop_float, from the world poses and
+    body velocities in work. Returns the total number of rows."""
+    for s in range(cut_int.shape[0]):
+        a = cut_int[s, CUT_BODY_A]
+        b = cut_int[s, CUT_BODY_B]
+        r0 = cut_int[s, CUT_ROW0]
+        r1 = r0 + cut_int[s, CUT_ROWS]
+        cut_constraints(cut_int[s, CUT_TYPE], cut_float[s],
+                        work[a, WORLD_ROT:WORLD_ROT + 9], work[a, WORLD_POS:WORLD_POS + 3],
+                        work[a, VEL:VEL + 6],
+                        work[b, WORLD_ROT:WORLD_ROT + 9], work[b, WORLD_POS:WORLD_POS + 3],
+                        work[b, VEL:VEL + 6],
+                        loop_float[r0:r1, LOOP_RESIDUAL],
+                        loop_float[r0:r1, LOOP_JAC_A:LOOP_JAC_A + 6],
+                        loop_float[r0:r1, LOOP_JAC_B:LOOP_JAC_B + 6],
+                        loop_float[r0:r1, LOOP_BIAS])
+    return loop_float.shape[0]
+
+
+@njit(cache=True)
+def _row_body(cut_int, row, side):
+    """Body on `side` (0: a, 1: b) of the cut that owns constraint row `row`."""
+    for s in range(cut_int.shape[0]):
+        r0 = cut_int[s, CUT_ROW0]
+        if r0 <= row < r0 + cut_int[s, CUT_ROWS]:
+            return cut_int[s, CUT_BODY_A] if side == 0 else cut_int[s, CUT_BODY_B]
+    return 0
+
+
+@njit(cache=True)
+def _unit_response(body_int, body_float, work, jac_a, jac_b, body_a, body_b, qdd_column):
+    """Joint (qdd_column) and body (work UNIT_ACC) accelerations caused by the unit wrench pair
+    G_a^T on body a, G_b^T on body b, with the articulated quantities of the last ABA.
+
+    Backward: [G^T]*_p += B_pi^T (1 - P_i) [G^T]*_i; forward: L_i = N_i^-1 C_i^T ([G^T]*_i -
+    M*_i B_pi A_p), A_i = B_pi A_p + C_i L_i  [000 §3, with p^A = -[G^T]* as in kernels/aba.py].
+    """
+    nb = body_int.shape[0] - 1
+    for i in range(nb + 1):
+        for r in range(6):
+            work[i, UNIT_LOAD + r] = 0.0
+            work[i, UNIT_ACC + r] = 0.0
+    for r in range(6):
+        work[body_a, UNIT_LOAD + r] -= jac_a[r]
+        work[body_b, UNIT_LOAD + r] -= jac_b[r]
+    # ---- backward: project the load through every joint onto the parent
+    for i in range(nb, 0, -1):
+        parent = body_int[i, PARENT]
+        k = body_int[i, JOINT_NV_COL]
+        row = work[i]
+        load = row[UNIT_LOAD:UNIT_LOAD + 6]
+        for j in range(k):
+            s = 0.0
+            for r in range(6):
+                s -= body_float[i, MOTION_SUBSPACE + 6 * j + r] * load[r]
+            row[UNIT_U + j] = s
+        if parent == 0:
+            continue
+        # p^a = p + U N^-1 u
+        projected = row[SCRATCH:SCRATCH + 6]
+        for r in range(6):
+            s = load[r]
+            for j in range(k):
+                for m in range(k):
+                    s += row[U_MAT + 6 * j + r] * row[D_INV + j * k + m] * row[UNIT_U + m]
+            projected[r] = s
+        add_force_to_parent(row[ROT:ROT + 9], row[POS:POS + 3], projected,
+                            work[parent, UNIT_LOAD:UNIT_LOAD + 6])
+    # ---- forward: accelerations caused by the load
+    for i in range(1, nb + 1):
+        parent = body_int[i, PARENT]
+        k = body_int[i, JOINT_NV_COL]
+        iv = body_int[i, IDX_V]
+        row = work[i]
+        acc = row[UNIT_ACC:UNIT_ACC + 6]
+        motion_to_child(row[ROT:ROT + 9], row[POS:POS + 3], work[parent, UNIT_ACC:UNIT_ACC + 6], acc)
+        scratch = row[SCRATCH:SCRATCH + 6]
+        for j in range(k):
+            s = row[UNIT_U + j]
+            for r in range(6):
+                s -= row[U_MAT + 6 * j + r] * acc[r]
+            scratch[j] = s
+        for j in range(k):
+            s = 0.0
+            for m in range(k):
+                s += row[D_INV + j * k + m] * scratch[m]
+            qdd_column[iv + j] = s
+            for r in range(6):
+                acc[r] += body_float[i, MOTION_SUBSPACE + 6 * j + r] * s
+
+
+@njit(signatures.CLOSED_LOOP_FD, cache=True)
+def closed_loop_forward_dynamics(body_int, body_float, work, cut_int, cut_float, loop_float,
+                                 q, v, tau, alpha, beta, qdd_out, info):
+    """Joint accelerations qdd_out (nv,) of a closed-loop robot, multipliers in loop_float.
+
+    Model: body_int, body_float, cut_int, cut_float. Data: work, loop_float (b, width).
+    alpha, beta: Baumgarte gains (0, 0 for the exact acceleration constraint).
+    info (2,) int64 receives [status, rank of G_s A]. Returns the status.
+    """
+    status = forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out)
+    info[0] = status
+    info[1] = 0
+    if status != STATUS_OK:
+        return status
+    n_rows = loop_float.shape[0]
+    nv = qdd_out.shape[0]
+    matrix = loop_float[:, LOOP_MATRIX:LOOP_MATRIX + n_rows]
+    factor = loop_float[:, LOOP_MATRIX + n_rows:LOOP_MATRIX + 2 * n_rows]
+    vectors = loop_float[:, LOOP_MATRIX + 2 * n_rows:LOOP_MATRIX + 3 * n_rows]
+    unit_qdd = loop_float[:, LOOP_MATRIX + 3 * n_rows:LOOP_MATRIX + 3 * n_rows + nv]
+    world_poses(body_int, work)
+    cut_rows(cut_int, cut_float, work, loop_float)
+    # ---- columns A, L of the unit multipliers, and G_s A
+    for c in range(n_rows):
+        _unit_response(body_int, body_float, work, loop_float[c, LOOP_JAC_A:LOOP_JAC_A + 6],
+                       loop_float[c, LOOP_JAC_B:LOOP_JAC_B + 6], _row_body(cut_int, c, 0),
+                       _row_body(cut_int, c, 1), unit_qdd[c])
+        for s in range(cut_int.shape[0]):
+            a = cut_int[s, CUT_BODY_A]
+            b = cut_int[s, CUT_BODY_B]
+            r0 = cut_int[s, CUT_ROW0]
+            for r in range(r0, r0 + cut_int[s, CUT_ROWS]):
+                x = 0.0
+                for m in range(6):
+                    x += (loop_float[r, LOOP_JAC_A + m] * work[a, UNIT_ACC + m]
+                          + loop_float[r, LOOP_JAC_B + m] * work[b, UNIT_ACC + m])
+                matrix[r, c] = x
+    # ---- right-hand side: -G_s a° - gamma'' (- Baumgarte terms)
+    for s in range(cut_int.shape[0]):
+        a = cut_int[s, CUT_BODY_A]
+        b = cut_int[s, CUT_BODY_B]
+        r0 = cut_int[s, CUT_ROW0]
+        for r in range(r0, r0 + cut_int[s, CUT_ROWS]):
+            acc_term = 0.0
+            vel_term = 0.0
+            for m in range(6):
+                acc_term += (loop_float[r, LOOP_JAC_A + m] * work[a, ACC + m]
+                             + loop_float[r, LOOP_JAC_B + m] * work[b, ACC + m])
+                vel_term += (loop_float[r, LOOP_JAC_A + m] * work[a, VEL + m]
+                             + loop_float[r, LOOP_JAC_B + m] * work[b, VEL + m])
+            loop_float[r, LOOP_RHS] = (-acc_term - loop_float[r, LOOP_BIAS] - 2.0 * alpha * vel_term
+                                       - beta * beta * loop_float[r, LOOP_RESIDUAL])
+    rank = solve_psd_min_norm(matrix, n_rows, loop_float[:, LOOP_RHS], loop_float[:, LOOP_LAMBDA],
+                              factor, loop_float[:, LOOP_EIGENVALUE], vectors)
+    info[1] = rank
+    # ---- eta' = eta'° + L lambda
+    for c in range(n_rows):
+        lam = loop_float[c, LOOP_LAMBDA]
+        for j in range(nv):
+            qdd_out[j] += unit_qdd[c, j] * lam
+    return STATUS_OK
+
+
+@njit(cache=True)
+def loop_jacobian(body_int, body_float, work, cut_int, loop_float, jac_out):
+    """G_l (b, nv) = G_a J_a + G_b J_b, the closure Jacobian on the tree's joint velocities
+    (THEORY.md §4), from the cut rows in loop_float. Row r is the joint-space force of the unit
+    wrench pair (G_a^T on body a, G_b^T on body b), accumulated tips -> base like the RNEA's
+    backward pass: G_l^T lambda are the joint forces the loop multipliers exert."""
+    nb = body_int.shape[0] - 1
+    for row in range(loop_float.shape[0]):
+        for i in range(nb + 1):
+            for r in range(6):
+                work[i, UNIT_LOAD + r] = 0.0
+        body_a = _row_body(cut_int, row, 0)
+        body_b = _row_body(cut_int, row, 1)
+        for r in range(6):
+            work[body_a, UNIT_LOAD + r] += loop_float[row, LOOP_JAC_A + r]
+            work[body_b, UNIT_LOAD + r] += loop_float[row, LOOP_JAC_B + r]
+        for i in range(nb, 0, -1):
+            k = body_int[i, JOINT_NV_COL]
+            iv = body_int[i, IDX_V]
+            for j in range(k):
+                s = 0.0
+                for r in range(6):
+                    s += body_float[i, MOTION_SUBSPACE + 6 * j + r] * work[i, UNIT_LOAD + r]
+                jac_out[row, iv + j] = s
+            parent = body_int[i, PARENT]
+            if parent > 0:
+                add_force_to_parent(work[i, ROT:ROT + 9], work[i, POS:POS + 3],
+                                    work[i, UNIT_LOAD:UNIT_LOAD + 6],
+                                    work[parent, UNIT_LOAD:UNIT_LOAD + 6])

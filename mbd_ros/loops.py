@@ -1,0 +1,598 @@
+"""Robots with closed kinematic loops: a URDF tree plus cut (secondary) joints (THEORY.md §4-6).
+
+ClosedLoopRobot keeps the Robot contract and adds the loops:
+- forward_dynamics: the seeds' recursive formalism [000] (kernels/closed_loop.py) by default;
+  method="minimal" (coordinate partitioning, THEORY §5 end) and method="descriptor" (body
+  coordinates with multipliers for every joint, THEORY §6) are dense independent formalisms.
+- inverse_dynamics: torques of the actuated joints (+ the root wrench of a floating base).
+- joint_wrenches / closure_wrenches include the loop forces.
+- loop kinematics: residuals, the closure Jacobian G_l, assembly (Newton), velocity projection,
+  coordinate partitioning, DOF analysis (Grübler-Kutzbach, rank), simulation steps.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from . import layout as L
+from .errors import ModelError
+from .kernels import closure_kinematics as ck
+from .kernels.closed_loop import closed_loop_forward_dynamics as _closed_loop_fd
+from .kernels.closed_loop import cut_rows as _cut_rows
+from .kernels.closed_loop import loop_jacobian as _loop_jacobian
+from .kernels.kinematics import forward_kinematics as _forward_kinematics
+from .kernels.linalg import RANK_TOLERANCE
+from .robot import Robot
+
+# Newton assembly stops when the largest residual is below this (m or rad).
+ASSEMBLY_TOLERANCE = 1e-12
+# A partition is re-chosen when cond(G_ld) exceeds this (the independent set no longer
+# parametrises the motion well, THEORY §4).
+PARTITION_CONDITION_LIMIT = 1e8
+
+
+@dataclass(frozen=True)
+class LoopAnalysis:
+    """Degrees of freedom and constraint structure of a closed-loop robot at one configuration."""
+    n_loops: int                  # n_h: independent loops (= cut joints)
+    n_constraints: int            # b: constraint rows of all cuts
+    rank: int                     # rank of G_l at q
+    generic_rank: int             # largest rank seen at nearby assembled configurations
+    dof: int                      # nv - generic rank (mobility)
+    dof_at_q: int                 # nv - rank at q
+    gruebler_kutzbach: int        # sum f_i - 6 n_h (spatial)
+    gruebler_kutzbach_planar: int  # sum f_i - 3 n_h (valid for planar/spherical mechanisms)
+    redundant_constraints: int    # b - generic rank
+    singular: bool                # rank drops at q (a singular configuration)
+    statically_determinate: bool  # no redundant constraints: loop forces are unique
+    residual: float               # max |g_s| at q
+    independent: tuple            # joint coordinates chosen as minimal coordinates (v indices)
+    partition_condition: float    # cond(G_ld) of that partition
+
+    def __str__(self):
+        lines = [
+            f"loops {self.n_loops}, constraint rows {self.n_constraints}, rank of G_l {self.rank} "
+            f"(generic {self.generic_rank})",
+            f"degrees of freedom: {self.dof} by rank; Grübler-Kutzbach {self.gruebler_kutzbach} "
+            f"(spatial), {self.gruebler_kutzbach_planar} (planar/spherical formula)",
+            f"redundant constraints: {self.redundant_constraints} -> statically "
+            f"{'determinate' if self.statically_determinate else 'indeterminate (loop forces: minimum norm)'}",
+            f"singular configuration: {'YES (rank drops to %d)' % self.rank if self.singular else 'no'}",
+            f"closure residual: {self.residual:.3g}",
+            f"independent coordinates (v indices): {list(self.independent)}, "
+            f"cond(G_ld) {self.partition_condition:.3g}",
+        ]
+        return "\n".join(lines)
+
+
+def _null_space(matrix, tolerance=RANK_TOLERANCE):
+    """Orthonormal basis (n, n - rank) of the null space of matrix (m, n), and its rank."""
+    n = matrix.shape[1]
+    if matrix.shape[0] == 0:
+        return np.eye(n), 0
+    _, sigma, vt = np.linalg.svd(matrix)
+    rank = int(np.sum(sigma > tolerance * max(sigma.max(initial=0.0), 1e-300)))
+    return vt[rank:].T, rank
+
+
+def _rank(matrix, tolerance=RANK_TOLERANCE):
+    if matrix.size == 0:
+        return 0
+    sigma = np.linalg.svd(matrix, compute_uv=False)
+    return int(np.sum(sigma > tolerance * max(sigma.max(initial=0.0), 1e-300)))
+
+
+class ClosedLoopRobot(Robot):
+    """A Robot whose tree is closed by cut joints (see module docstring and DESIGN.md)."""
+
+    def __init__(self, model, closure_set):
+        super().__init__(model)
+        self.closure_set = closure_set
+        self.closure_names = [c.name for c in closure_set.closures]
+        self.closure_types = [c.type for c in closure_set.closures]
+        where = closure_set.source
+        joint_index = {name: i for i, name in enumerate(self.joint_names)}
+        self.actuated_joints = list(closure_set.actuated)
+        for name in self.actuated_joints + list(closure_set.independent):
+            if name not in joint_index:
+                raise ModelError(f"{where}: '{name}' in actuated/independent is not a movable joint "
+                                 f"of the tree (joints: {', '.join(self.joint_names[:8])}...)")
+        self._actuated_dofs = self._dofs(self.actuated_joints)
+        if model.floating_base:  # the root wrench is reported like rnea's, never solved away
+            self._actuated_dofs = np.union1d(np.arange(6), self._actuated_dofs)
+        self._preferred_independent = self._dofs(closure_set.independent)
+
+        n_cuts = len(closure_set.closures)
+        cut_int = np.zeros((n_cuts, L.CUT_INT_WIDTH), dtype=np.int64)
+        rows = []
+        n_rows = 0
+        link_index = {name: i for i, name in enumerate(self.link_names)}
+        self._cut_links = []
+        for s, spec in enumerate(closure_set.closures):
+            link_a, link_b = link_index[spec.parent], link_index[spec.child]
+            body_a = int(model.link_int[link_a, L.LINK_BODY])
+            body_b = int(model.link_int[link_b, L.LINK_BODY])
+            if body_a == body_b:
+                raise ModelError(f"{where}: closure '{spec.name}': links '{spec.parent}' and "
+                                 f"'{spec.child}' are welded into one rigid body (fixed joints): "
+                                 "a cut joint between them constrains nothing")
+            code = ck.CUT_TYPE_CODES[spec.type]
+            cut_int[s] = (code, body_a, body_b, n_rows, ck.CUT_ROWS[code])
+            rows.append(ck.cut_row(spec, self._link_placement(link_a), self._link_placement(link_b)))
+            self._cut_links.append((link_a, link_b))
+            n_rows += ck.CUT_ROWS[code]
+        self._cut_int = cut_int
+        self._cut_float = np.ascontiguousarray(np.array(rows, dtype=float).reshape(n_cuts, -1))
+        self.n_constraints = n_rows
+        self._loop_float = np.zeros((n_rows, L.LOOP_FIXED_WIDTH + 3 * n_rows + self.nv))
+        self._info = np.zeros(2, dtype=np.int64)
+        self._loop_jac = np.zeros((n_rows, self.nv))
+        # Baumgarte gains (alpha, beta) used by forward_dynamics: 0 = the exact acceleration
+        # constraint; simulation sets them (THEORY §6).
+        self.baumgarte = (0.0, 0.0)
+        self.last_rank = n_rows
+        self._partition = None
+
+    def summary(self):
+        """Robot.summary() plus the cut joints, actuation and constraint count."""
+        lines = [super().summary(), f"  loop closures ({self.n_constraints} constraint rows) "
+                                    f"from {self.closure_set.source}:"]
+        for spec, s in zip(self.closure_set.closures, range(len(self.closure_names))):
+            lines.append(f"    {spec.name:<28} {spec.type:<11} {spec.parent} -> {spec.child} "
+                         f"({int(self._cut_int[s, L.CUT_ROWS])} rows)")
+        lines.append(f"  actuated joints: {', '.join(self.actuated_joints) or 'none'}")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ helpers
+    def _dofs(self, joint_names):
+        dofs = []
+        for name in joint_names:
+            j = self.joint_names.index(name)
+            start = self.idx_v[j]
+            stop = self.idx_v[j + 1] if j + 1 < len(self.idx_v) else self.nv
+            dofs.extend(range(start, stop))
+        return np.array(sorted(set(dofs)), dtype=np.int64)
+
+    def _link_placement(self, link):
+        rot = self.model.link_float[link, L.LINK_ROT:L.LINK_ROT + 9].reshape(3, 3).copy()
+        pos = self.model.link_float[link, L.LINK_POS:L.LINK_POS + 3].copy()
+        return rot, pos
+
+    def _rows(self, s):
+        r0 = self._cut_int[s, L.CUT_ROW0]
+        return slice(r0, r0 + self._cut_int[s, L.CUT_ROWS])
+
+    # ------------------------------------------------------------------ loop kinematics
+    def loop_state(self, q, v=None):
+        """(g (b,), G_l (b, nv), gamma_bar_dot... ) at (q, v): residuals, closure Jacobian, and the
+        velocity residual G_l v (zeros when v is None). Returns copies."""
+        q = self._q(q)
+        v = np.zeros(self.nv) if v is None else self._v(v)
+        _forward_kinematics(self._body_int, self._body_float, self._work, q, v)
+        _cut_rows(self._cut_int, self._cut_float, self._work, self._loop_float)
+        _loop_jacobian(self._body_int, self._body_float, self._work, self._cut_int,
+                       self._loop_float, self._loop_jac)
+        residual = self._loop_float[:, L.LOOP_RESIDUAL].copy()
+        jacobian = self._loop_jac.copy()
+        return residual, jacobian, jacobian @ v
+
+    def loop_jacobian(self, q):
+        """G_l (b, nv): closure constraints on the joint velocities, G_l v + gamma_bar = 0."""
+        return self.loop_state(q)[1]
+
+    def closure_residual(self, q, v=None):
+        """(max |g|, max |G_l v|): position and velocity residuals of the loops."""
+        g, _, gv = self.loop_state(q, v)
+        return float(np.abs(g).max(initial=0.0)), float(np.abs(gv).max(initial=0.0))
+
+    def _acceleration_bias(self, q, v):
+        """gamma''_l (b,) with G_l qdd + gamma''_l = 0: G_s a(qdd = 0) + gamma''_s. The RNEA's
+        accelerations carry a uniform -g, which relative constraints do not see."""
+        super().inverse_dynamics(q, v, np.zeros(self.nv), out=self._tau_scratch)
+        _cut_rows(self._cut_int, self._cut_float, self._world_from_work(), self._loop_float)
+        bias = np.empty(self.n_constraints)
+        for s in range(len(self.closure_names)):
+            a, b = self._cut_int[s, L.CUT_BODY_A], self._cut_int[s, L.CUT_BODY_B]
+            rows = self._rows(s)
+            lf = self._loop_float[rows]
+            bias[rows] = (lf[:, L.LOOP_JAC_A:L.LOOP_JAC_A + 6] @ self._work[a, L.ACC:L.ACC + 6]
+                          + lf[:, L.LOOP_JAC_B:L.LOOP_JAC_B + 6] @ self._work[b, L.ACC:L.ACC + 6]
+                          + lf[:, L.LOOP_BIAS])
+        return bias
+
+    def _world_from_work(self):
+        from .kernels.closed_loop import world_poses
+        world_poses(self._body_int, self._work)
+        return self._work
+
+    def partition(self, q, refresh=False):
+        """(independent, dependent) v indices: `independent` from the closure file if given, else
+        chosen by QR with column pivoting of G_l (THEORY §4); re-chosen when cond(G_ld) grows
+        beyond PARTITION_CONDITION_LIMIT or refresh is set."""
+        jac = self.loop_jacobian(q)
+        rank = _rank(jac)
+        if self._partition is not None and not refresh:
+            ind, dep = self._partition
+            if len(dep) == rank and (rank == 0 or np.linalg.cond(jac[:, dep]) < PARTITION_CONDITION_LIMIT):
+                return self._partition
+        if len(self._preferred_independent) and not refresh:
+            ind = self._preferred_independent
+            dep = np.setdiff1d(np.arange(self.nv), ind)
+            if len(dep) == rank and np.linalg.cond(jac[:, dep]) < PARTITION_CONDITION_LIMIT:
+                self._partition = (ind, dep)
+                return self._partition
+        _, _, pivots = scipy.linalg.qr(jac, pivoting=True, mode="economic")
+        dep = np.sort(pivots[:rank])
+        ind = np.setdiff1d(np.arange(self.nv), dep)
+        self._partition = (ind, dep)
+        return self._partition
+
+    def assemble(self, q, independent=None, max_iterations=50):
+        """q with the dependent coordinates moved so that every loop closes (Newton on g_l = 0
+        with the independent coordinates held, minimum-norm steps, THEORY §4).
+
+        Raises ValueError naming the worst closure when the loops cannot be closed."""
+        q = np.array(self._q(q), dtype=float)
+        if independent is not None:
+            ind = self._dofs(independent)
+            dep = np.setdiff1d(np.arange(self.nv), ind)
+        else:
+            ind, dep = self.partition(q)
+        step = np.zeros(self.nv)
+        for _ in range(max_iterations):
+            g, jac, _ = self.loop_state(q)
+            if np.abs(g).max(initial=0.0) < ASSEMBLY_TOLERANCE:
+                return q
+            step[:] = 0.0
+            step[dep] = -np.linalg.lstsq(jac[:, dep], g, rcond=None)[0]
+            q = self.integrate(q, step, 1.0)
+        g = self.loop_state(q)[0]
+        worst = max(range(len(self.closure_names)), key=lambda s: np.abs(g[self._rows(s)]).max())
+        raise ValueError(f"the loops cannot be closed at this configuration: residual "
+                         f"{np.abs(g).max():.3g} after {max_iterations} Newton steps (worst: closure "
+                         f"'{self.closure_names[worst]}'); move the independent coordinates "
+                         f"{[self._dof_name(i) for i in ind]} into the mechanism's workspace")
+
+    def project_velocity(self, q, v):
+        """v with its dependent components solved from G_l v = 0 (independent ones kept)."""
+        v = np.array(self._v(v), dtype=float)
+        ind, dep = self.partition(q)
+        jac = self.loop_jacobian(q)
+        if len(dep):
+            v[dep] = -np.linalg.lstsq(jac[:, dep], jac[:, ind] @ v[ind], rcond=None)[0]
+        return v
+
+    def _dof_name(self, dof):
+        j = int(np.searchsorted(self.idx_v, dof, side="right") - 1)
+        name = self.joint_names[j]
+        k = dof - self.idx_v[j]
+        return name if (j + 1 < len(self.idx_v) and self.idx_v[j + 1] - self.idx_v[j] == 1) or \
+            (j + 1 == len(self.idx_v) and self.nv - self.idx_v[j] == 1) else f"{name}[{k}]"
+
+    def analyze(self, q, samples=5, rng=0):
+        """LoopAnalysis at q: DOF by Grübler-Kutzbach and by the rank of G_l, redundant
+        constraints, singular configuration, static determinacy (THEORY §4)."""
+        q = self._q(q)
+        g, jac, _ = self.loop_state(q)
+        rank = _rank(jac)
+        generic = rank
+        generator = np.random.default_rng(rng)
+        ind, dep = self.partition(q)
+        for _ in range(samples):  # nearby assembled configurations tell the generic rank
+            dq = np.zeros(self.nv)
+            dq[ind] = generator.normal(scale=0.05, size=len(ind))
+            try:
+                nearby = self.assemble(self.integrate(q, dq, 1.0), independent=None)
+            except ValueError:
+                continue
+            generic = max(generic, _rank(self.loop_jacobian(nearby)))
+        n_loops = len(self.closure_names)
+        joint_freedoms = self.nv + sum(6 - int(self._cut_int[s, L.CUT_ROWS]) for s in range(n_loops))
+        condition = float(np.linalg.cond(jac[:, dep])) if len(dep) else 1.0
+        return LoopAnalysis(
+            n_loops=n_loops, n_constraints=self.n_constraints, rank=rank, generic_rank=generic,
+            dof=self.nv - generic, dof_at_q=self.nv - rank,
+            gruebler_kutzbach=joint_freedoms - 6 * n_loops,
+            gruebler_kutzbach_planar=joint_freedoms - 3 * n_loops - 3 * 0,
+            redundant_constraints=self.n_constraints - generic, singular=rank < generic,
+            statically_determinate=self.n_constraints == generic,
+            residual=float(np.abs(g).max(initial=0.0)), independent=tuple(int(i) for i in ind),
+            partition_condition=condition)
+
+    # ------------------------------------------------------------------ dynamics
+    def forward_dynamics(self, q, v, tau, f_ext=None, out=None, method="recursive"):
+        """Joint accelerations (nv,) of the closed-loop robot for drive forces tau.
+
+        method: "recursive" (seed [000], O(n b + b^3), default), "minimal" (coordinate
+        partitioning) or "descriptor" (body coordinates with multipliers). With redundant
+        constraints the accelerations are exact and the multipliers minimum-norm.
+        Baumgarte gains self.baumgarte = (alpha, beta) add 2 alpha G v + beta^2 g.
+        """
+        if method == "minimal":
+            return self._forward_dynamics_minimal(q, v, tau, f_ext, out)
+        if method == "descriptor":
+            return self._forward_dynamics_descriptor(q, v, tau, f_ext, out)[0]
+        if method != "recursive":
+            raise ValueError(f"method must be 'recursive', 'minimal' or 'descriptor', got {method!r}")
+        if f_ext is not None or self._fext_dirty:
+            self._set_external_wrenches(f_ext)
+        if out is None:
+            out = np.empty(self.nv)
+        alpha, beta = self.baumgarte
+        try:  # fast path as in Robot.forward_dynamics (explicit signature refuses other types)
+            status = _closed_loop_fd(self._body_int, self._body_float, self._work, self._cut_int,
+                                     self._cut_float, self._loop_float, q, v, tau, alpha, beta,
+                                     out, self._info)
+        except TypeError:
+            q, v, tau, out = self._state_arrays(q, v, tau, out, "tau")
+            status = _closed_loop_fd(self._body_int, self._body_float, self._work, self._cut_int,
+                                     self._cut_float, self._loop_float, q, v, tau, float(alpha),
+                                     float(beta), out, self._info)
+        if status:
+            self._raise(status, q, v, tau, out, "tau")
+        self.last_rank = int(self._info[1])
+        return out
+
+    def multipliers(self):
+        """(b,) loop multipliers lambda_s of the last recursive forward_dynamics call."""
+        return self._loop_float[:, L.LOOP_LAMBDA].copy()
+
+    def closure_wrenches(self, q, v, tau, f_ext=None):
+        """(n_closures, 6): wrench each cut joint exerts on its child-side link, in the child-side
+        cut frame about its origin [fx fy fz tx ty tz] (minimum-norm if redundant)."""
+        self.forward_dynamics(q, v, tau, f_ext=f_ext)
+        return self._cut_wrenches(self.multipliers())
+
+    def _cut_wrenches(self, lam):
+        out = np.zeros((len(self.closure_names), 6))
+        for s in range(len(self.closure_names)):
+            rows = self._rows(s)
+            jac_b = self._loop_float[rows, L.LOOP_JAC_B:L.LOOP_JAC_B + 6]
+            body_wrench = np.ascontiguousarray(jac_b.T @ lam[rows])
+            ck.wrench_in_cut_frame(self._cut_float[s], body_wrench, out[s])
+        return out
+
+    def _solve_actuation(self, q, v, qdd, f_ext=None):
+        """(tau (nv,) on the actuated dofs, lambda (b,)) with tau_rnea = tau + G_l^T lambda;
+        tau minimum-norm (redundant actuation), lambda minimum-norm (redundant constraints)."""
+        tau_tree = super().inverse_dynamics(q, v, qdd, f_ext=f_ext)
+        g, jac, gv = self.loop_state(q, v)
+        scale = max(1.0, np.abs(qdd).max(initial=0.0))
+        acc_residual = jac @ qdd + self._acceleration_bias(q, v)
+        if np.abs(acc_residual).max(initial=0.0) > 1e-6 * scale:
+            raise ValueError(f"qdd violates the loop acceleration constraint G_l qdd + gamma = 0 by "
+                             f"{np.abs(acc_residual).max():.3g}: only loop-consistent motions have "
+                             "actuator torques (see assemble / project_velocity)")
+        null, _ = _null_space(jac)
+        selection = np.zeros((self.nv, len(self._actuated_dofs)))
+        selection[self._actuated_dofs, np.arange(len(self._actuated_dofs))] = 1.0
+        reduced = null.T @ selection
+        target = null.T @ tau_tree
+        actuation, *_ = np.linalg.lstsq(reduced, target, rcond=None)
+        if np.abs(reduced @ actuation - target).max(initial=0.0) > 1e-8 * max(1.0, np.abs(target).max(initial=0.0)):
+            raise ValueError("the actuated joints cannot produce this motion (the mechanism is "
+                             "under-actuated here or at a singular configuration); actuated: "
+                             f"{self.actuated_joints}")
+        tau = np.zeros(self.nv)
+        tau[self._actuated_dofs] = actuation
+        lam, *_ = np.linalg.lstsq(jac.T, tau_tree - tau, rcond=None)
+        return tau, lam
+
+    def inverse_dynamics(self, q, v, qdd, f_ext=None, out=None):
+        """Drive forces (nv,) of the actuated joints (zeros elsewhere; the root wrench too for a
+        floating base) that make forward_dynamics reproduce the loop-consistent qdd."""
+        tau, _ = self._solve_actuation(q, v, qdd, f_ext)
+        if out is None:
+            return tau
+        out[:] = tau
+        return out
+
+    def joint_wrenches(self, q, v, qdd, f_ext=None, out=None):
+        """Joint wrenches (see Robot.joint_wrenches) including the loop forces, for a
+        loop-consistent (q, v, qdd)."""
+        _, lam = self._solve_actuation(q, v, qdd, f_ext)
+        link_wrench = np.zeros((len(self.link_names), 6))
+        if f_ext is not None:
+            link_wrench += self._link_wrench_array(f_ext)
+        self._add_loop_forces_to_links(lam, link_wrench)
+        return super().joint_wrenches(q, v, qdd, f_ext=link_wrench, out=out)
+
+    def _link_wrench_array(self, f_ext):
+        if isinstance(f_ext, dict):
+            array = np.zeros((len(self.link_names), 6))
+            for link, w in f_ext.items():
+                array[self._link(link)] = w
+            return array
+        return np.asarray(f_ext, dtype=float)
+
+    def _add_loop_forces_to_links(self, lam, link_wrench):
+        """Add the cut forces G_a^T lambda, G_b^T lambda to the two cut links, in link frames."""
+        for s in range(len(self.closure_names)):
+            rows = self._rows(s)
+            lf = self._loop_float[rows]
+            for side, link in zip((L.LOOP_JAC_A, L.LOOP_JAC_B), self._cut_links[s]):
+                body_wrench = lf[:, side:side + 6].T @ lam[rows]   # body frame, body origin
+                rot, pos = self._link_placement(link)
+                # body frame -> link frame: n_l = R^T n, t_l = R^T (t - p x n)
+                force = rot.T @ body_wrench[:3]
+                torque = rot.T @ (body_wrench[3:] - np.cross(pos, body_wrench[:3]))
+                link_wrench[link, :3] += force
+                link_wrench[link, 3:] += torque
+
+    # ------------------------------------------------------------------ other formalisms
+    def _forward_dynamics_minimal(self, q, v, tau, f_ext, out):
+        """Minimal coordinates (THEORY §5 end): M = J_l^T M^ J_l, s' = M^-1 J_l^T (tau - b - M^ eta''),
+        eta' = J_l s' + eta''."""
+        q, v, tau, _ = self._state_arrays(q, v, tau, None, "tau")
+        mass = self.mass_matrix(q).copy()
+        bias_tree = Robot.inverse_dynamics(self, q, v, np.zeros(self.nv), f_ext=f_ext).copy()
+        jac = self.loop_jacobian(q)
+        gamma = self._acceleration_bias(q, v)
+        alpha, beta = self.baumgarte
+        if alpha or beta:
+            g, _, gv = self.loop_state(q, v)
+            gamma = gamma + 2.0 * alpha * gv + beta * beta * g
+        ind, dep = self.partition(q)
+        jl = np.zeros((self.nv, len(ind)))
+        jl[ind, np.arange(len(ind))] = 1.0
+        eta2 = np.zeros(self.nv)
+        if len(dep):
+            dep_pinv = np.linalg.pinv(jac[:, dep])
+            jl[dep] = -dep_pinv @ jac[:, ind]
+            eta2[dep] = -dep_pinv @ gamma
+        reduced_mass = jl.T @ mass @ jl
+        s_dot = np.linalg.solve(reduced_mass, jl.T @ (tau - bias_tree - mass @ eta2))
+        result = jl @ s_dot + eta2
+        if out is not None:
+            out[:] = result
+            return out
+        return result
+
+    def _forward_dynamics_descriptor(self, q, v, tau, f_ext, out):
+        """Body coordinates with multipliers (THEORY §6): every tree joint and every cut becomes
+        a constraint between two bodies' accelerations; one dense KKT solve (minimum-norm).
+        Returns (qdd, joint wrenches of the movable joints (nb, 6), loop multipliers (b,))."""
+        q, v, tau, _ = self._state_arrays(q, v, tau, None, "tau")
+        if f_ext is not None or self._fext_dirty:
+            self._set_external_wrenches(f_ext)
+        # kinematics (poses, velocities, c_i) from one RNEA pass with qdd = 0
+        Robot.inverse_dynamics(self, q, v, np.zeros(self.nv), out=self._tau_scratch)
+        self._world_from_work()
+        _cut_rows(self._cut_int, self._cut_float, self._work, self._loop_float)
+        nb = self.model.n_bodies
+        work, bi, bf = self._work, self._body_int, self._body_float
+        gravity = bf[0, L.GRAVITY:L.GRAVITY + 3]
+        k = [int(bi[i, L.JOINT_NV_COL]) for i in range(nb + 1)]
+        n_lam = [6 - k[i] for i in range(nb + 1)]
+        lam_start = np.concatenate([[0], np.cumsum([n_lam[i] for i in range(1, nb + 1)])]).astype(int)
+        n_joint_lam = int(lam_start[-1])
+        b = self.n_constraints
+        size = 6 * nb + n_joint_lam + b
+        kkt = np.zeros((size, size))
+        rhs = np.zeros(size)
+        acc = lambda i: slice(6 * (i - 1), 6 * i)  # noqa: E731
+        complements = {}
+        drive = tau - self.damping_forces(v) if self.model.passive_forces else tau
+        for i in range(1, nb + 1):
+            parent = bi[i, L.PARENT]
+            rot = work[i, L.ROT:L.ROT + 9].reshape(3, 3)
+            pos = work[i, L.POS:L.POS + 3]
+            x = np.zeros((6, 6))  # motion transform parent -> body
+            x[:3, :3] = rot.T
+            x[:3, 3:] = -rot.T @ np.array([[0, -pos[2], pos[1]], [pos[2], 0, -pos[0]], [-pos[1], pos[0], 0]])
+            x[3:, 3:] = rot.T
+            s_mat = bf[i, L.MOTION_SUBSPACE:L.MOTION_SUBSPACE + 6 * k[i]].reshape(k[i], 6).T
+            complement = scipy.linalg.null_space(s_mat.T)          # T_i: T^T S = 0
+            complements[i] = (complement, s_mat, x)
+            inertia = bf[i, L.SPATIAL_INERTIA:L.SPATIAL_INERTIA + 36].reshape(6, 6)
+            vel = work[i, L.VEL:L.VEL + 6]
+            momentum = inertia @ vel
+            gyro = np.concatenate([np.cross(vel[3:], momentum[:3]),
+                                   np.cross(vel[3:], momentum[3:]) + np.cross(vel[:3], momentum[:3])])
+            # M_i a_i - T_i lam_i - W_i tau_i + sum_c B_c^T (T_c lam_c + W_c tau_c) = f^ext - v x* M v
+            kkt[acc(i), acc(i)] = inertia
+            rhs[acc(i)] += work[i, L.FEXT:L.FEXT + 6] - gyro
+            lam_cols = slice(6 * nb + lam_start[i - 1], 6 * nb + lam_start[i])
+            kkt[acc(i), lam_cols] = -complement
+            iv = bi[i, L.IDX_V]
+            drive_wrench = s_mat @ np.linalg.solve(s_mat.T @ s_mat, drive[iv:iv + k[i]])
+            rhs[acc(i)] += drive_wrench
+            if parent > 0:
+                kkt[acc(parent), lam_cols] += x.T @ complement
+                rhs[acc(parent)] -= x.T @ drive_wrench
+            # T_i^T (a_i - B_pi a_p - c_i) = 0, with a_0 = -g (gravity as a base acceleration)
+            kkt[lam_cols, acc(i)] = -complement.T
+            if parent > 0:
+                kkt[lam_cols, acc(parent)] = complement.T @ x
+                rhs[lam_cols] = complement.T @ work[i, L.BIAS_ACC:L.BIAS_ACC + 6]
+            else:
+                base = np.concatenate([-gravity, np.zeros(3)])
+                rhs[lam_cols] = complement.T @ (work[i, L.BIAS_ACC:L.BIAS_ACC + 6] + x @ base)
+            rhs[lam_cols] *= -1.0
+            # now: -T^T a_i + T^T B a_p = -T^T c_i (- T^T B a_0)
+        # cut rows: M a - G^T lam_s = ...,  -G_a a_a - G_b a_b = gamma''_s (+ Baumgarte)
+        alpha, beta = self.baumgarte
+        lf = self._loop_float
+        for s in range(len(self.closure_names)):
+            a_body, b_body = self._cut_int[s, L.CUT_BODY_A], self._cut_int[s, L.CUT_BODY_B]
+            for r in range(self._rows(s).start, self._rows(s).stop):
+                col = 6 * nb + n_joint_lam + r
+                ja = lf[r, L.LOOP_JAC_A:L.LOOP_JAC_A + 6]
+                jb = lf[r, L.LOOP_JAC_B:L.LOOP_JAC_B + 6]
+                vel_term = 0.0
+                acc_base = 0.0
+                for body, jrow in ((a_body, ja), (b_body, jb)):
+                    vel_term += jrow @ work[body, L.VEL:L.VEL + 6]
+                    if body > 0:
+                        kkt[acc(body), col] -= jrow
+                        kkt[col, acc(body)] -= jrow
+                    else:
+                        acc_base += jrow @ np.concatenate([-gravity, np.zeros(3)])
+                rhs[col] = (lf[r, L.LOOP_BIAS] + acc_base + 2 * alpha * vel_term
+                            + beta * beta * lf[r, L.LOOP_RESIDUAL])
+        solution, *_ = np.linalg.lstsq(kkt, rhs, rcond=None)
+        qdd = np.empty(self.nv)
+        wrenches = np.zeros((nb, 6))
+        body_acc = solution[:6 * nb].reshape(nb, 6)
+        for i in range(1, nb + 1):
+            complement, s_mat, x = complements[i]
+            parent = bi[i, L.PARENT]
+            parent_acc = body_acc[parent - 1] if parent > 0 else np.concatenate([-gravity, np.zeros(3)])
+            relative = body_acc[i - 1] - x @ parent_acc - work[i, L.BIAS_ACC:L.BIAS_ACC + 6]
+            iv = bi[i, L.IDX_V]
+            qdd[iv:iv + k[i]] = np.linalg.lstsq(s_mat, relative, rcond=None)[0]
+            lam_i = solution[6 * nb + lam_start[i - 1]:6 * nb + lam_start[i]]
+            wrenches[i - 1] = complement @ lam_i + s_mat @ np.linalg.solve(
+                s_mat.T @ s_mat, drive[iv:iv + k[i]])
+        if out is not None:
+            out[:] = qdd
+            qdd = out
+        return qdd, wrenches, solution[6 * nb + n_joint_lam:]
+
+    # ------------------------------------------------------------------ simulation
+    def step(self, q, v, tau, dt, integrator="semi_implicit_euler", project=True):
+        """One simulation step of the closed-loop robot; returns (q, v).
+
+        integrator: "semi_implicit_euler" or "rk4", on forward_dynamics with self.baumgarte
+        gains; project: afterwards re-close the loops (assemble) and project v onto G_l v = 0.
+        self.last_step holds the position/velocity residuals and the mechanical energy.
+        """
+        q = np.array(self._q(q), dtype=float)
+        v = np.array(self._v(v), dtype=float)
+        if integrator == "semi_implicit_euler":
+            v_next = v + dt * self.forward_dynamics(q, v, tau)
+            q_next = self.integrate(q, v_next, dt)
+        elif integrator == "rk4":
+            k1v = self.forward_dynamics(q, v, tau).copy()
+            k1q = v
+            q2 = self.integrate(q, k1q, dt / 2)
+            k2q = v + dt / 2 * k1v
+            k2v = self.forward_dynamics(q2, k2q, tau).copy()
+            q3 = self.integrate(q, k2q, dt / 2)
+            k3q = v + dt / 2 * k2v
+            k3v = self.forward_dynamics(q3, k3q, tau).copy()
+            q4 = self.integrate(q, k3q, dt)
+            k4q = v + dt * k3v
+            k4v = self.forward_dynamics(q4, k4q, tau).copy()
+            q_next = self.integrate(q, (k1q + 2 * k2q + 2 * k3q + k4q) / 6.0, dt)
+            v_next = v + dt / 6.0 * (k1v + 2 * k2v + 2 * k3v + k4v)
+        else:
+            raise ValueError(f"integrator must be 'semi_implicit_euler' or 'rk4', got {integrator!r}")
+        if project:
+            q_next = self.assemble(q_next)
+            v_next = self.project_velocity(q_next, v_next)
+        position, velocity = self.closure_residual(q_next, v_next)
+        self.last_step = dict(position_residual=position, velocity_residual=velocity,
+                              energy=self.kinetic_energy(q_next, v_next) + self.potential_energy(q_next))
+        return q_next, v_next
+
+    # ------------------------------------------------------------------ validation shortcuts
+    def _q(self, q):
+        from .robot import _vector
+        return _vector(q, self.nq, "q")
+
+    def _v(self, v):
+        from .robot import _vector
+        return _vector(v, self.nv, "v")
