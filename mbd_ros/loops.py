@@ -246,7 +246,7 @@ class ClosedLoopRobot(Robot):
             if np.abs(g).max(initial=0.0) < ASSEMBLY_TOLERANCE:
                 return q
             step[:] = 0.0
-            step[dep] = -np.linalg.lstsq(jac[:, dep], g, rcond=None)[0]
+            step[dep] = -np.linalg.lstsq(jac[:, dep], g, rcond=RANK_TOLERANCE)[0]
             q = self.integrate(q, step, 1.0)
         g = self.loop_state(q)[0]
         worst = max(range(len(self.closure_names)), key=lambda s: np.abs(g[self._rows(s)]).max())
@@ -261,7 +261,7 @@ class ClosedLoopRobot(Robot):
         ind, dep = self.partition(q)
         jac = self.loop_jacobian(q)
         if len(dep):
-            v[dep] = -np.linalg.lstsq(jac[:, dep], jac[:, ind] @ v[ind], rcond=None)[0]
+            v[dep] = -np.linalg.lstsq(jac[:, dep], jac[:, ind] @ v[ind], rcond=RANK_TOLERANCE)[0]
         return v
 
     def _dof_name(self, dof):
@@ -370,14 +370,15 @@ class ClosedLoopRobot(Robot):
         selection[self._actuated_dofs, np.arange(len(self._actuated_dofs))] = 1.0
         reduced = null.T @ selection
         target = null.T @ tau_tree
-        actuation, *_ = np.linalg.lstsq(reduced, target, rcond=None)
+        actuation, *_ = np.linalg.lstsq(reduced, target, rcond=RANK_TOLERANCE)
         if np.abs(reduced @ actuation - target).max(initial=0.0) > 1e-8 * max(1.0, np.abs(target).max(initial=0.0)):
             raise ValueError("the actuated joints cannot produce this motion (the mechanism is "
                              "under-actuated here or at a singular configuration); actuated: "
                              f"{self.actuated_joints}")
         tau = np.zeros(self.nv)
         tau[self._actuated_dofs] = actuation
-        lam, *_ = np.linalg.lstsq(jac.T, tau_tree - tau, rcond=None)
+        # the same rank cut-off as the recursive solver, so both give the same min-norm lambda
+        lam, *_ = np.linalg.lstsq(jac.T, tau_tree - tau, rcond=RANK_TOLERANCE)
         return tau, lam
 
     def inverse_dynamics(self, q, v, qdd, f_ext=None, out=None):
@@ -439,7 +440,7 @@ class ClosedLoopRobot(Robot):
         jl[ind, np.arange(len(ind))] = 1.0
         eta2 = np.zeros(self.nv)
         if len(dep):
-            dep_pinv = np.linalg.pinv(jac[:, dep])
+            dep_pinv = np.linalg.pinv(jac[:, dep], rcond=RANK_TOLERANCE)
             jl[dep] = -dep_pinv @ jac[:, ind]
             eta2[dep] = -dep_pinv @ gamma
         reduced_mass = jl.T @ mass @ jl

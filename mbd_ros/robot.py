@@ -204,9 +204,10 @@ class Robot:
         return out
 
     def bias_forces(self, q, v, out=None):
-        """b(q, v) (nv,): Coriolis, centrifugal and gravity forces, = inverse_dynamics(q, v, 0)
-        without the passive joint forces."""
-        out = self.inverse_dynamics(q, v, np.zeros(self.nv), out=out)
+        """b(q, v) (nv,): Coriolis, centrifugal and gravity forces of the tree (M qdd + b = tau
+        + tau_passive), = the tree's inverse dynamics at qdd = 0 without the passive forces.
+        For a closed-loop robot this is still the open tree's bias (THEORY §2: k^c + k^t)."""
+        out = Robot.inverse_dynamics(self, q, v, np.zeros(self.nv), out=out)
         out -= self.damping_forces(v) if self.model.passive_forces else 0.0
         return out
 
@@ -232,7 +233,8 @@ class Robot:
         """
         q, v, qdd, _ = self._state_arrays(q, v, qdd, self._tau_scratch, "qdd")
         out = _output(out, (len(self.wrench_joint_names), 6))
-        self.inverse_dynamics(q, v, qdd, f_ext=f_ext, out=self._tau_scratch)
+        # the tree's RNEA fills the workspace the wrench pass reads (never a subclass override)
+        Robot.inverse_dynamics(self, q, v, qdd, f_ext=f_ext, out=self._tau_scratch)
         _joint_wrenches(self._body_int, self._link_int, self._link_float, self._work,
                         self._link_fext, self._wrench_rows, self._link_wrench, out)
         return out
