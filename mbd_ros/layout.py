@@ -41,7 +41,9 @@ IDX_V = 3              # first index of the joint in v
 JOINT_NQ_COL = 4       # number of position coordinates of the joint
 JOINT_NV_COL = 5       # number of velocity coordinates (columns of the motion subspace)
 PARENT_LINK = 6        # the URDF link (index into the link arrays) the body's joint hangs from
-BODY_INT_WIDTH = 7
+SUBTREE_END = 7        # one past the last descendant: bodies are numbered depth-first, so the
+                       # subtree of i is the index range [i, SUBTREE_END)
+BODY_INT_WIDTH = 8
 
 # ---- body_float columns ---------------------------------------------------------------------------
 PLACEMENT_ROT = 0      # 9: rotation of the joint frame in the parent body frame (x_p = R x + p)
@@ -80,7 +82,8 @@ TRANSFORM_SCRATCH = 204  # 36: scratch of the inertia transform to the parent fr
 UNIT_LOAD = 240        # 6: closed loops: articulated load of a unit multiplier (seed: [G_s^T]*_i)
 UNIT_U = 246           # 6: closed loops: -C_i^T [G_s^T]*_i (k)
 UNIT_ACC = 252         # 6: closed loops: body acceleration due to a unit multiplier (seed: A_i)
-WORK_WIDTH = 258
+UNIT_ON_PATH = 258     # 1: closed loops: 1 while the body is on a unit load's path to the root
+WORK_WIDTH = 259
 
 # ---- link arrays (for fixed-joint wrenches, link poses and external forces) -------------------------
 LINK_BODY = 0          # body the link is merged into

@@ -256,6 +256,12 @@ def build_model(tree: TreeSpec, floating_base=False, gravity=STANDARD_GRAVITY,
         if k == 1:
             lower[iv], upper[iv] = joint.lower, joint.upper
 
+    # depth-first numbering: a body's subtree is [i, SUBTREE_END); fill from the leaves up
+    body_int[:, L.SUBTREE_END] = np.arange(nb + 1) + 1
+    for i in range(nb, 0, -1):
+        parent = body_int[i, L.PARENT]
+        body_int[parent, L.SUBTREE_END] = max(body_int[parent, L.SUBTREE_END],
+                                              body_int[i, L.SUBTREE_END])
     for array in (body_int, body_float, link_int, link_float, damping, friction, lower, upper,
                   effort, velocity):
         array.setflags(write=False)

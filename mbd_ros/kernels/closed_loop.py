@@ -15,8 +15,8 @@ from numba import njit
 from ..layout import (ACC, CUT_BODY_A, CUT_BODY_B, CUT_ROW0, CUT_ROWS, CUT_TYPE, D_INV, IDX_V,
                       JOINT_NV_COL, LOOP_BIAS, LOOP_EIGENVALUE, LOOP_FIXED_WIDTH, LOOP_JAC_A,
                       LOOP_JAC_B, LOOP_LAMBDA, LOOP_MATRIX, LOOP_RESIDUAL, LOOP_RHS,
-                      MOTION_SUBSPACE, PARENT, POS, ROT, SCRATCH, STATUS_OK, U_MAT, UNIT_ACC,
-                      UNIT_LOAD, UNIT_U, VEL, WORLD_POS, WORLD_ROT)
+                      MOTION_SUBSPACE, PARENT, POS, ROT, SCRATCH, STATUS_OK, SUBTREE_END, U_MAT,
+                      UNIT_ACC, UNIT_LOAD, UNIT_ON_PATH, UNIT_U, VEL, WORLD_POS, WORLD_ROT)
 from . import signatures
 from .aba import forward_dynamics
 from .closure_kinematics import closure_kinematics as cut_constraints
@@ -73,23 +73,45 @@ def _row_body(cut_int, row, side):
 
 
 @njit(cache=True)
+def _top_ancestor(body_int, body):
+    """The ancestor of `body` hanging from the universe (0 for the universe itself)."""
+    while body > 0 and body_int[body, PARENT] > 0:
+        body = body_int[body, PARENT]
+    return body
+
+
+@njit(cache=True)
 def _unit_response(body_int, body_float, work, jac_a, jac_b, body_a, body_b, qdd_column):
     """Joint (qdd_column) and body (work UNIT_ACC) accelerations caused by the unit wrench pair
     G_a^T on body a, G_b^T on body b, with the articulated quantities of the last ABA.
 
     Backward: [G^T]*_p += B_pi^T (1 - P_i) [G^T]*_i; forward: L_i = N_i^-1 C_i^T ([G^T]*_i -
     M*_i B_pi A_p), A_i = B_pi A_p + C_i L_i  [000 §3, with p^A = -[G^T]* as in kernels/aba.py].
+    Only the bodies on the paths from a and b to the root carry the load, and only the subtrees
+    of their top ancestors move: the passes visit just those, which keeps a loop's cost
+    proportional to its own branch. Returns (lo_a, hi_a, lo_b, hi_b): the body index ranges
+    whose UNIT_ACC is valid (elsewhere the response is zero).
     """
-    nb = body_int.shape[0] - 1
-    for i in range(nb + 1):
-        for r in range(6):
-            work[i, UNIT_LOAD + r] = 0.0
-            work[i, UNIT_ACC + r] = 0.0
+    # ---- load on the two paths (flags mark them; loads start from zero)
+    for start in (body_a, body_b):
+        i = start
+        while i > 0:
+            work[i, UNIT_ON_PATH] = 1.0
+            for r in range(6):
+                work[i, UNIT_LOAD + r] = 0.0
+            i = body_int[i, PARENT]
     for r in range(6):
         work[body_a, UNIT_LOAD + r] -= jac_a[r]
         work[body_b, UNIT_LOAD + r] -= jac_b[r]
-    # ---- backward: project the load through every joint onto the parent
-    for i in range(nb, 0, -1):
+    # ---- backward along the union of the two paths, deepest body first (parent[i] < i)
+    ia = body_a
+    ib = body_b
+    while ia > 0 or ib > 0:
+        i = ia if ia > ib else ib
+        if ia == i:
+            ia = body_int[ia, PARENT]
+        if ib == i:
+            ib = body_int[ib, PARENT]
         parent = body_int[i, PARENT]
         k = body_int[i, JOINT_NV_COL]
         row = work[i]
@@ -111,27 +133,61 @@ def _unit_response(body_int, body_float, work, jac_a, jac_b, body_a, body_b, qdd
             projected[r] = s
         add_force_to_parent(row[ROT:ROT + 9], row[POS:POS + 3], projected,
                             work[parent, UNIT_LOAD:UNIT_LOAD + 6])
-    # ---- forward: accelerations caused by the load
-    for i in range(1, nb + 1):
-        parent = body_int[i, PARENT]
-        k = body_int[i, JOINT_NV_COL]
-        iv = body_int[i, IDX_V]
-        row = work[i]
-        acc = row[UNIT_ACC:UNIT_ACC + 6]
-        motion_to_child(row[ROT:ROT + 9], row[POS:POS + 3], work[parent, UNIT_ACC:UNIT_ACC + 6], acc)
-        scratch = row[SCRATCH:SCRATCH + 6]
-        for j in range(k):
-            s = row[UNIT_U + j]
-            for r in range(6):
-                s -= row[U_MAT + 6 * j + r] * acc[r]
-            scratch[j] = s
-        for j in range(k):
-            s = 0.0
-            for m in range(k):
-                s += row[D_INV + j * k + m] * scratch[m]
-            qdd_column[iv + j] = s
-            for r in range(6):
-                acc[r] += body_float[i, MOTION_SUBSPACE + 6 * j + r] * s
+    # ---- forward over the moved subtrees: [top, SUBTREE_END) of each path's top ancestor
+    for j in range(qdd_column.shape[0]):
+        qdd_column[j] = 0.0
+    top_a = _top_ancestor(body_int, body_a)
+    top_b = _top_ancestor(body_int, body_b)
+    if top_b == top_a:
+        top_b = 0
+    lo_a = top_a
+    hi_a = body_int[top_a, SUBTREE_END] if top_a > 0 else 0
+    lo_b = top_b
+    hi_b = body_int[top_b, SUBTREE_END] if top_b > 0 else 0
+    for lo, hi in ((lo_a, hi_a), (lo_b, hi_b)):
+        for i in range(lo, hi):
+            parent = body_int[i, PARENT]
+            k = body_int[i, JOINT_NV_COL]
+            iv = body_int[i, IDX_V]
+            row = work[i]
+            acc = row[UNIT_ACC:UNIT_ACC + 6]
+            if i == lo:  # hangs from the universe, which does not move
+                for r in range(6):
+                    acc[r] = 0.0
+            else:
+                motion_to_child(row[ROT:ROT + 9], row[POS:POS + 3],
+                                work[parent, UNIT_ACC:UNIT_ACC + 6], acc)
+            on_path = row[UNIT_ON_PATH] != 0.0
+            scratch = row[SCRATCH:SCRATCH + 6]
+            for j in range(k):
+                s = row[UNIT_U + j] if on_path else 0.0
+                for r in range(6):
+                    s -= row[U_MAT + 6 * j + r] * acc[r]
+                scratch[j] = s
+            for j in range(k):
+                s = 0.0
+                for m in range(k):
+                    s += row[D_INV + j * k + m] * scratch[m]
+                qdd_column[iv + j] = s
+                for r in range(6):
+                    acc[r] += body_float[i, MOTION_SUBSPACE + 6 * j + r] * s
+    for start in (body_a, body_b):
+        i = start
+        while i > 0:
+            work[i, UNIT_ON_PATH] = 0.0
+            i = body_int[i, PARENT]
+    return lo_a, hi_a, lo_b, hi_b
+
+
+@njit(cache=True)
+def _unit_acc_dot(work, jac_row, body, lo_a, hi_a, lo_b, hi_b):
+    """jac_row . A_body: zero for bodies outside the moved subtrees (and the universe)."""
+    if not ((lo_a <= body < hi_a) or (lo_b <= body < hi_b)):
+        return 0.0
+    x = 0.0
+    for m in range(6):
+        x += jac_row[m] * work[body, UNIT_ACC + m]
+    return x
 
 
 @njit(signatures.CLOSED_LOOP_FD, cache=True)
@@ -158,19 +214,18 @@ def closed_loop_forward_dynamics(body_int, body_float, work, cut_int, cut_float,
     cut_rows(cut_int, cut_float, work, loop_float)
     # ---- columns A, L of the unit multipliers, and G_s A
     for c in range(n_rows):
-        _unit_response(body_int, body_float, work, loop_float[c, LOOP_JAC_A:LOOP_JAC_A + 6],
-                       loop_float[c, LOOP_JAC_B:LOOP_JAC_B + 6], _row_body(cut_int, c, 0),
-                       _row_body(cut_int, c, 1), unit_qdd[c])
+        lo_a, hi_a, lo_b, hi_b = _unit_response(
+            body_int, body_float, work, loop_float[c, LOOP_JAC_A:LOOP_JAC_A + 6],
+            loop_float[c, LOOP_JAC_B:LOOP_JAC_B + 6], _row_body(cut_int, c, 0),
+            _row_body(cut_int, c, 1), unit_qdd[c])
         for s in range(cut_int.shape[0]):
             a = cut_int[s, CUT_BODY_A]
             b = cut_int[s, CUT_BODY_B]
             r0 = cut_int[s, CUT_ROW0]
             for r in range(r0, r0 + cut_int[s, CUT_ROWS]):
-                x = 0.0
-                for m in range(6):
-                    x += (loop_float[r, LOOP_JAC_A + m] * work[a, UNIT_ACC + m]
-                          + loop_float[r, LOOP_JAC_B + m] * work[b, UNIT_ACC + m])
-                matrix[r, c] = x
+                matrix[r, c] = (
+                    _unit_acc_dot(work, loop_float[r, LOOP_JAC_A:LOOP_JAC_A + 6], a, lo_a, hi_a, lo_b, hi_b)
+                    + _unit_acc_dot(work, loop_float[r, LOOP_JAC_B:LOOP_JAC_B + 6], b, lo_a, hi_a, lo_b, hi_b))
     # ---- right-hand side: -G_s a° - gamma'' (- Baumgarte terms)
     for s in range(cut_int.shape[0]):
         a = cut_int[s, CUT_BODY_A]
