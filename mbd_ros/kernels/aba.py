@@ -19,6 +19,27 @@ from .spatial import (add_cross_force, add_force_to_parent, add_inertia_to_paren
                       inertia_times, invert_spd, motion_to_child, rigid_inertia_times)
 
 
+@njit(cache=True)
+def articulated_step(row, body_row, k, u, acc, qdd_out, iv):
+    """One joint of the ABA's last pass (any number of axes k):
+    eta'_i = N_i^-1 (u_i - U_i^T a'_i) into qdd_out[iv:iv+k], then a_i = a'_i + C_i eta'_i in acc
+    (which holds a'_i = B_pi a_p + a_rel,i on entry)."""
+    scratch = row[SCRATCH:SCRATCH + 6]
+    for j in range(k):
+        s = u[j]
+        for r in range(6):
+            s -= row[U_MAT + 6 * j + r] * acc[r]
+        scratch[j] = s
+    for j in range(k):
+        s = 0.0
+        for m in range(k):
+            s += row[D_INV + j * k + m] * scratch[m]
+        qdd_out[iv + j] = s
+    for j in range(k):
+        for r in range(6):
+            acc[r] += body_row[MOTION_SUBSPACE + 6 * j + r] * qdd_out[iv + j]
+
+
 @njit(signatures.STATE_KERNEL, cache=True)
 def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
     """Joint accelerations qdd_out (nv,) for drive forces tau (nv,) at (q, v).
@@ -183,19 +204,5 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
             acc[offset + 1] += body_row[AXIS + 1] * qdd
             acc[offset + 2] += body_row[AXIS + 2] * qdd
             continue
-        scratch = row[SCRATCH:SCRATCH + 6]
-        for j in range(k):
-            s = row[U_TAU + j]
-            for r in range(6):
-                s -= row[U_MAT + 6 * j + r] * acc[r]
-            scratch[j] = s
-        for j in range(k):
-            s = 0.0
-            for m in range(k):
-                s += row[D_INV + j * k + m] * scratch[m]
-            qdd_out[iv + j] = s
-        # a_i = B_pi a_p + C_i eta'_i + a_rel,i
-        for j in range(k):
-            for r in range(6):
-                acc[r] += body_row[MOTION_SUBSPACE + 6 * j + r] * qdd_out[iv + j]
+        articulated_step(row, body_row, k, row[U_TAU:U_TAU + 6], acc, qdd_out, iv)
     return STATUS_OK

@@ -18,7 +18,7 @@ from ..layout import (ACC, CUT_BODY_A, CUT_BODY_B, CUT_ROW0, CUT_ROWS, CUT_TYPE,
                       MOTION_SUBSPACE, PARENT, POS, ROT, SCRATCH, STATUS_OK, SUBTREE_END, U_MAT,
                       UNIT_ACC, UNIT_LOAD, UNIT_ON_PATH, UNIT_U, VEL, WORLD_POS, WORLD_ROT)
 from . import signatures
-from .aba import forward_dynamics
+from .aba import articulated_step, forward_dynamics
 from .closure_kinematics import closure_kinematics as cut_constraints
 from .spatial import add_force_to_parent, compose_rotation, motion_to_child
 from .linalg import solve_psd_min_norm
@@ -157,20 +157,10 @@ def _unit_response(body_int, body_float, work, jac_a, jac_b, body_a, body_b, qdd
             else:
                 motion_to_child(row[ROT:ROT + 9], row[POS:POS + 3],
                                 work[parent, UNIT_ACC:UNIT_ACC + 6], acc)
-            on_path = row[UNIT_ON_PATH] != 0.0
-            scratch = row[SCRATCH:SCRATCH + 6]
-            for j in range(k):
-                s = row[UNIT_U + j] if on_path else 0.0
-                for r in range(6):
-                    s -= row[U_MAT + 6 * j + r] * acc[r]
-                scratch[j] = s
-            for j in range(k):
-                s = 0.0
-                for m in range(k):
-                    s += row[D_INV + j * k + m] * scratch[m]
-                qdd_column[iv + j] = s
-                for r in range(6):
-                    acc[r] += body_float[i, MOTION_SUBSPACE + 6 * j + r] * s
+            if row[UNIT_ON_PATH] == 0.0:  # moved, but carries no load of its own
+                for j in range(k):
+                    row[UNIT_U + j] = 0.0
+            articulated_step(row, body_float[i], k, row[UNIT_U:UNIT_U + 6], acc, qdd_column, iv)
     for start in (body_a, body_b):
         i = start
         while i > 0:
