@@ -134,6 +134,7 @@ class ClosedLoopRobot(Robot):
         self.baumgarte = (0.0, 0.0)
         self.last_rank = n_rows
         self._partition = None
+        self._simulators = {}
 
     def summary(self):
         """Robot.summary() plus the cut joints, actuation and constraint count."""
@@ -264,6 +265,19 @@ class ClosedLoopRobot(Robot):
             v[dep] = -np.linalg.lstsq(jac[:, dep], jac[:, ind] @ v[ind], rcond=RANK_TOLERANCE)[0]
         return v
 
+    def project_acceleration(self, q, v, qdd):
+        """qdd with its dependent components solved from G_l qdd + gamma = 0 (independent ones
+        kept): the loop-consistent acceleration closest to a commanded one, e.g. for
+        computed-torque control of a parallel robot."""
+        qdd = np.array(self._v(qdd), dtype=float)
+        ind, dep = self.partition(q)
+        if len(dep):
+            _, jac, _ = self.loop_state(q, v)
+            gamma = self._acceleration_bias(q, v)
+            qdd[dep] = -np.linalg.lstsq(jac[:, dep], jac[:, ind] @ qdd[ind] + gamma,
+                                        rcond=RANK_TOLERANCE)[0]
+        return qdd
+
     def _dof_name(self, dof):
         j = int(np.searchsorted(self.idx_v, dof, side="right") - 1)
         name = self.joint_names[j]
@@ -360,7 +374,10 @@ class ClosedLoopRobot(Robot):
         tau_tree = super().inverse_dynamics(q, v, qdd, f_ext=f_ext)
         g, jac, gv = self.loop_state(q, v)
         scale = max(1.0, np.abs(qdd).max(initial=0.0))
-        acc_residual = jac @ qdd + self._acceleration_bias(q, v)
+        # the acceleration constraint forward_dynamics enforces, Baumgarte terms included, so
+        # that its own accelerations are always accepted
+        alpha, beta = self.baumgarte
+        acc_residual = jac @ qdd + self._acceleration_bias(q, v) + 2.0 * alpha * gv + beta * beta * g
         if np.abs(acc_residual).max(initial=0.0) > 1e-6 * scale:
             raise ValueError(f"qdd violates the loop acceleration constraint G_l qdd + gamma = 0 by "
                              f"{np.abs(acc_residual).max():.3g}: only loop-consistent motions have "
@@ -556,31 +573,20 @@ class ClosedLoopRobot(Robot):
     def step(self, q, v, tau, dt, integrator="semi_implicit_euler", project=True):
         """One simulation step of the closed-loop robot; returns (q, v).
 
-        integrator: "semi_implicit_euler" or "rk4", on forward_dynamics with self.baumgarte
-        gains; project: afterwards re-close the loops (assemble) and project v onto G_l v = 0.
-        self.last_step holds the position/velocity residuals and the mechanical energy.
+        integrator: "semi_implicit_euler" or "rk4" (mbd_ros.simulation.Simulator) on
+        forward_dynamics with the self.baumgarte gains; project: afterwards re-close the loops
+        (assemble) and project v onto G_l v = 0 (THEORY §6). self.last_step holds the position
+        and velocity residuals and the mechanical energy after the step.
         """
-        q = np.array(self._q(q), dtype=float)
-        v = np.array(self._v(v), dtype=float)
-        if integrator == "semi_implicit_euler":
-            v_next = v + dt * self.forward_dynamics(q, v, tau)
-            q_next = self.integrate(q, v_next, dt)
-        elif integrator == "rk4":
-            k1v = self.forward_dynamics(q, v, tau).copy()
-            k1q = v
-            q2 = self.integrate(q, k1q, dt / 2)
-            k2q = v + dt / 2 * k1v
-            k2v = self.forward_dynamics(q2, k2q, tau).copy()
-            q3 = self.integrate(q, k2q, dt / 2)
-            k3q = v + dt / 2 * k2v
-            k3v = self.forward_dynamics(q3, k3q, tau).copy()
-            q4 = self.integrate(q, k3q, dt)
-            k4q = v + dt * k3v
-            k4v = self.forward_dynamics(q4, k4q, tau).copy()
-            q_next = self.integrate(q, (k1q + 2 * k2q + 2 * k3q + k4q) / 6.0, dt)
-            v_next = v + dt / 6.0 * (k1v + 2 * k2v + 2 * k3v + k4v)
+        from .simulation import Simulator
+        key = (float(dt), integrator)
+        simulator = self._simulators.get(key)
+        if simulator is None:
+            simulator = self._simulators[key] = Simulator(self, dt, integrator, q=q, v=v)
         else:
-            raise ValueError(f"integrator must be 'semi_implicit_euler' or 'rk4', got {integrator!r}")
+            simulator.reset(q, v)
+        simulator.step(tau)
+        q_next, v_next = simulator.q.copy(), simulator.v.copy()
         if project:
             q_next = self.assemble(q_next)
             v_next = self.project_velocity(q_next, v_next)

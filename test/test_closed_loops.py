@@ -44,6 +44,7 @@ import scipy.linalg
 import yaml
 
 import mbd_ros
+from mbd_ros.layout import MOTION_SUBSPACE
 from mbd_ros.robot import Robot
 
 from conftest import RK4_RTOL, RTOL, assert_close
@@ -436,6 +437,44 @@ def test_inverse_dynamics_round_trip(name):
         assert np.all(tau[passive] == 0.0), f"{name}: torques on passive joints {tau[passive]}"
         assert_close(tau, tau0, f"{name} seed {seed}: inverse_dynamics vs the drives used")
         assert_close(robot.forward_dynamics(q, v, tau), qdd, f"{name} seed {seed}: FD(ID(qdd))")
+
+
+@pytest.mark.parametrize("name", ["fourbar", "spatial_rssr", "delta3"])
+def test_project_acceleration_is_loop_consistent(name):
+    """project_acceleration keeps the independent components of a commanded qdd and solves the
+    dependent ones so that G_l qdd + gamma = 0 (checked against forward dynamics of the
+    resulting actuator torques, which must reproduce it)."""
+    robot, xml, closures, q0, _ = case(name)
+    q, v, rng = loop_consistent_state(robot, q0, 81)
+    commanded = rng.standard_normal(robot.nv)
+    qdd = robot.project_acceleration(q, v, commanded)
+    independent, _ = robot.partition(q)
+    assert np.all(qdd[independent] == commanded[independent])
+    tau = robot.inverse_dynamics(q, v, qdd)
+    assert_close(robot.forward_dynamics(q, v, tau), qdd, f"{name}: FD(ID(projected qdd))")
+
+
+def test_joint_wrenches_accept_stabilised_accelerations():
+    """With Baumgarte gains, forward dynamics enforces G qdd + gamma + 2 alpha G v + beta^2 g = 0;
+    joint_wrenches must accept those accelerations at a slightly drifted state, and each
+    movable joint's S^T f must be its drive plus its passive force (the cut forces act on the
+    links as loads), with the drives from the closed-loop inverse dynamics."""
+    robot, xml, closures, q0, _ = case("fourbar")
+    q, v, rng = loop_consistent_state(robot, q0, 82)
+    q = q + 1e-4 * rng.standard_normal(robot.nq)    # off the constraint manifold
+    robot.baumgarte = (10.0, 10.0)
+    try:
+        qdd = robot.forward_dynamics(q, v, actuated_tau(robot, rng)).copy()
+        wrenches = robot.joint_wrenches(q, v, qdd)
+        drives = robot.inverse_dynamics(q, v, qdd)
+    finally:
+        robot.baumgarte = (0.0, 0.0)
+    passive = -robot.damping_forces(v) if robot.model.passive_forces else np.zeros(robot.nv)
+    for j, name in enumerate(robot.joint_names):
+        row = robot.wrench_joint_names.index(name)
+        axis = robot.model.body_float[j + 1, MOTION_SUBSPACE:MOTION_SUBSPACE + 6]  # one-axis S
+        assert_close(axis @ wrenches[row], drives[j] + passive[j],
+                     f"fourbar {name}: S^T f vs drive + passive force")
 
 
 def test_gravity_forces_hold_the_mechanism_still():
