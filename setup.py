@@ -1,6 +1,7 @@
 """Build script of mbd_ros (ament_python: works with colcon and with plain pip)."""
 from glob import glob
 import os
+import sys
 
 from setuptools import find_packages, setup
 
@@ -37,6 +38,12 @@ for entry in (share_files('urdf', ['*.urdf', '*.xacro']),
     if entry:
         data_files.append(entry)
 
+NODES = ['forward_dynamics', 'inverse_dynamics', 'reference_publisher']
+if any(command in sys.argv for command in ('bdist_wheel', 'editable_wheel')):
+    # pip puts console scripts in <prefix>/bin, but launch_ros runs <prefix>/lib/mbd_ros/<node>
+    # (colcon's setup.py install path already does, through setup.cfg): ship small wrappers.
+    data_files.append(('lib/' + package_name, ['scripts/lib/' + node for node in NODES]))
+
 setup(
     name=package_name,
     version='0.1.0',
@@ -62,6 +69,9 @@ setup(
     entry_points={
         'console_scripts': [
             'mbd-ros = mbd_ros.cli:main',
+            'forward_dynamics = mbd_ros.nodes.forward_dynamics:main',
+            'inverse_dynamics = mbd_ros.nodes.inverse_dynamics:main',
+            'reference_publisher = mbd_ros.nodes.reference_publisher:main',
         ],
     },
 )

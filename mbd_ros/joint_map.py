@@ -1,0 +1,219 @@
+"""Named joint values (ROS messages) <-> the robot's q, v and tau vectors. No ROS imports.
+
+A sensor_msgs/JointState, a trajectory point or an effort command carries one value per named
+1-dof joint, in any order. JointMap turns a list of names into index arrays once (cached per
+distinct name list), validates lengths and values, and scatters the values into preallocated
+q / v / tau arrays without allocating in the steady state.
+
+Joint names used by messages (``state_names``): the robot's 1-dof movable joints (revolute,
+prismatic) in the order of v. Multi-dof joints (floating base, spherical, planar) cannot be
+expressed in a JointState; their entries of q and v are left as the caller set them.
+
+Degree-of-freedom names (``dof_names``, one per entry of v) label vectors over all of v, such as
+the accelerations: a 1-dof joint is named as itself, a dof of a multi-dof joint is
+``<joint>/<component>`` (e.g. ``root_joint/vx`` ... ``root_joint/wz``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+ONE_DOF_TYPES = ("revolute", "prismatic")
+DOF_COMPONENTS = {
+    "floating": ("vx", "vy", "vz", "wx", "wy", "wz"),
+    "spherical": ("wx", "wy", "wz"),
+    "planar": ("vx", "vy", "wz"),
+}
+
+
+class JointMapError(ValueError):
+    """A message whose names or values do not fit the robot (the message is to be dropped)."""
+
+
+def dof_names(robot):
+    """One name per entry of v: the joint's name for 1-dof joints, `<joint>/<component>` else."""
+    names = []
+    for name, kind in zip(robot.joint_names, robot.joint_types):
+        if kind in ONE_DOF_TYPES:
+            names.append(name)
+        else:
+            names.extend(f"{name}/{c}" for c in DOF_COMPONENTS[kind])
+    return names
+
+
+def _floats(values, field):
+    """values as a float64 array (a view of an array.array('d'), as rclpy gives, no copy)."""
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise JointMapError(f"{field}: not numbers ({exc})") from None
+
+
+class _Lookup:
+    """Index arrays for one list of message names (see JointMap.lookup)."""
+    __slots__ = ("src", "iq", "iv", "n")
+
+    def __init__(self, src, iq, iv, n):
+        self.src = src      # positions in the message of the known names; None when all are known
+        self.iq = iq        # (k,) index in q of each kept entry
+        self.iv = iv        # (k,) index in v of each kept entry
+        self.n = n          # number of names in the message
+
+
+class JointMap:
+    """Maps the named 1-dof joints of messages to and from q, v, tau of `robot`.
+
+    joints: names of the commanded joints, the order of effort command arrays (default: the
+        robot's `actuated_joints` if it declares them (closed loops), else every 1-dof joint in
+        the order of v). Must be 1-dof joints of the robot.
+    ignore_unknown: accept messages that also name joints the robot does not have (their
+        values are ignored) instead of rejecting them.
+    """
+
+    MAX_CACHED = 16   # distinct name lists remembered (publishers normally use one)
+
+    def __init__(self, robot, joints=None, ignore_unknown=False):
+        self.state_names = [n for n, t in zip(robot.joint_names, robot.joint_types)
+                            if t in ONE_DOF_TYPES]
+        position = {n: (int(iq), int(iv)) for n, t, iq, iv in
+                    zip(robot.joint_names, robot.joint_types, robot.idx_q, robot.idx_v)
+                    if t in ONE_DOF_TYPES}
+        self._index = position
+        self.state_iq = np.array([position[n][0] for n in self.state_names], dtype=np.int64)
+        self.state_iv = np.array([position[n][1] for n in self.state_names], dtype=np.int64)
+        self.dof_names = dof_names(robot)
+        self.nq, self.nv = robot.nq, robot.nv
+        self.ignore_unknown = bool(ignore_unknown)
+        joints = list(joints or getattr(robot, "actuated_joints", None) or self.state_names)
+        if len(set(joints)) != len(joints):
+            dup = sorted({n for n in joints if joints.count(n) > 1})
+            raise ValueError(f"joints: duplicate names {dup}")
+        unknown = [n for n in joints if n not in position]
+        if unknown:
+            multi = [n for n in unknown if n in robot.joint_names]
+            if multi:
+                raise ValueError(f"joints: {multi} are multi-dof joints; only 1-dof joints "
+                                 "(revolute, prismatic) can be commanded by name")
+            raise ValueError(f"joints: unknown joint names {unknown}; the robot's 1-dof joints "
+                             f"are {self.state_names}")
+        self.joints = joints
+        self.joint_iq = np.array([position[n][0] for n in joints], dtype=np.int64)
+        self.joint_iv = np.array([position[n][1] for n in joints], dtype=np.int64)
+        self._cache = {}
+
+    # ------------------------------------------------------------------ names -> indices
+    def lookup(self, names, required=None):
+        """Index arrays for the message names `names` (list of str).
+
+        required: the names that must all be present (default: every 1-dof joint).
+        Raises JointMapError on duplicate, unknown (unless ignore_unknown) or missing names.
+        """
+        key = (tuple(names), None if required is None else tuple(required))
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        names = list(key[0])
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise JointMapError(f"duplicate joint names {dup}")
+        known = [k for k, n in enumerate(names) if n in self._index]
+        if len(known) != len(names) and not self.ignore_unknown:
+            unknown = [n for n in names if n not in self._index]
+            raise JointMapError(f"unknown joint names {unknown[:5]}"
+                                f"{' ...' if len(unknown) > 5 else ''}")
+        need = self.state_names if required is None else required
+        present = set(names)
+        missing = [n for n in need if n not in present]
+        if missing:
+            raise JointMapError(f"missing joints {missing[:5]}{' ...' if len(missing) > 5 else ''}")
+        src = None if len(known) == len(names) else np.array(known, dtype=np.int64)
+        iq = np.array([self._index[names[k]][0] for k in known], dtype=np.int64)
+        iv = np.array([self._index[names[k]][1] for k in known], dtype=np.int64)
+        hit = _Lookup(src, iq, iv, len(names))
+        if len(self._cache) >= self.MAX_CACHED:
+            self._cache.clear()
+        self._cache[key] = hit
+        return hit
+
+    # ------------------------------------------------------------------ messages -> vectors
+    def _values(self, values, lookup, field, required):
+        """values (sequence of float) as a float64 array of the kept entries, or None if empty
+        and not required. Raises JointMapError on a wrong length or NaN/inf."""
+        n = len(values)
+        if n == 0:
+            if required:
+                raise JointMapError(f"{field} is empty")
+            return None
+        if n != lookup.n:
+            raise JointMapError(f"{field} has {n} values for {lookup.n} joint names")
+        x = _floats(values, field)
+        if not np.isfinite(x).all():
+            raise JointMapError(f"{field} contains NaN or inf")
+        return x if lookup.src is None else x[lookup.src]
+
+    def read_state(self, names, position, velocity, effort, q, v, tau=None,
+                   need_velocity=True, need_effort=False, required=None):
+        """Scatter a JointState's fields into q (nq,), v (nv,) and tau (nv,).
+
+        Empty optional fields (velocity unless need_velocity, effort unless need_effort) give
+        zeros. Entries of q, v, tau that the message does not cover are left unchanged.
+        Validates everything before writing: on JointMapError nothing has been written.
+        """
+        lookup = self.lookup(names, required)
+        pos = self._values(position, lookup, "position", True)
+        vel = self._values(velocity, lookup, "velocity", need_velocity)
+        eff = self._values(effort, lookup, "effort", need_effort) if tau is not None else None
+        q[lookup.iq] = pos
+        if vel is None:
+            v[lookup.iv] = 0.0
+        else:
+            v[lookup.iv] = vel
+        if tau is not None:
+            if eff is None:
+                tau[lookup.iv] = 0.0
+            else:
+                tau[lookup.iv] = eff
+        return lookup
+
+    def read_point(self, names, positions, velocities, accelerations, q, v, qdd, required):
+        """Scatter a trajectory point (positions required; velocities, accelerations optional,
+        zeros when empty) into q, v, qdd for the named joints; `required` names must be present."""
+        lookup = self.lookup(names, required)
+        pos = self._values(positions, lookup, "positions", True)
+        vel = self._values(velocities, lookup, "velocities", False)
+        acc = self._values(accelerations, lookup, "accelerations", False)
+        q[lookup.iq] = pos
+        v[lookup.iv] = 0.0 if vel is None else vel
+        qdd[lookup.iv] = 0.0 if acc is None else acc
+        return lookup
+
+    def read_command(self, data, tau):
+        """An effort command array in `joints` order -> tau (nv,) (zero for other dofs)."""
+        n = len(data)
+        if n != len(self.joints):
+            raise JointMapError(f"effort command has {n} values, expected {len(self.joints)} "
+                                f"(joints {self.joints})")
+        x = _floats(data, "effort command")
+        if not np.isfinite(x).all():
+            raise JointMapError("effort command contains NaN or inf")
+        tau[:] = 0.0
+        tau[self.joint_iv] = x
+
+    def read_named_command(self, names, effort, tau):
+        """A JointState effort command (all `joints` by name) -> tau (nv,) (zero elsewhere)."""
+        lookup = self.lookup(names, self.joints)
+        eff = self._values(effort, lookup, "effort", True)
+        tau[:] = 0.0
+        tau[lookup.iv] = eff
+
+    # ------------------------------------------------------------------ vectors -> messages
+    def state_positions(self, q, out):
+        """out[:] = q of the 1-dof joints, in `state_names` order."""
+        np.take(q, self.state_iq, out=out)
+
+    def state_values(self, x, out):
+        """out[:] = x (an nv vector) of the 1-dof joints, in `state_names` order."""
+        np.take(x, self.state_iv, out=out)
+
+    def joint_values(self, x, out):
+        """out[:] = x (an nv vector) of the commanded joints, in `joints` order."""
+        np.take(x, self.joint_iv, out=out)

@@ -1,0 +1,439 @@
+"""What the mbd_ros nodes share: robot parameters and loading, the lifecycle, bad-message
+accounting, /diagnostics, and `run()` (executor choice, autostart, clean shutdown).
+
+Lifecycle (rclpy.lifecycle.LifecycleNode):
+- configure: read and check the parameters, load the robot (`robot_description` parameter,
+  else `urdf_path`, else the latest message on the `robot_description` topic), build the index
+  maps and buffers, run one full cycle so numba's kernels are compiled or loaded from its cache
+  before the first message, create publishers and subscriptions. A robot that fails to load
+  fails the transition with the loader's message (logged at ERROR).
+- activate: enable the publishers, start the timers. deactivate / cleanup undo them.
+- `autostart` (default true): `run()` configures and activates the node by itself (or as soon
+  as a robot description arrives on the topic); if configuring fails the process exits with 1.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
+                                ParameterType, SetParametersResult)
+from rclpy.exceptions import (InvalidParameterTypeException, InvalidParameterValueException,
+                              ParameterException)
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
+from rclpy.parameter import Parameter
+from rclpy.task import Future
+from std_msgs.msg import String
+
+import mbd_ros
+
+from . import diagnostics as diag
+from .qos import DESCRIPTION_QOS, DIAGNOSTICS_QOS
+
+EXECUTORS = ("single_threaded", "events")
+WARNING_PERIOD = 2.0   # s between two warnings of the same kind
+SUCCESS = TransitionCallbackReturn.SUCCESS
+FAILURE = TransitionCallbackReturn.FAILURE
+
+_TYPES = {
+    bool: ParameterType.PARAMETER_BOOL,
+    int: ParameterType.PARAMETER_INTEGER,
+    float: ParameterType.PARAMETER_DOUBLE,
+    str: ParameterType.PARAMETER_STRING,
+}
+
+
+def one_of(*choices):
+    def check(value):
+        return None if value in choices else f"must be one of {', '.join(choices)}"
+    return check
+
+
+def finite_vector(length=None):
+    def check(value):
+        if length is not None and len(value) != length:
+            return f"must have {length} values"
+        if not all(math.isfinite(x) for x in value):
+            return "must be finite"
+        return None
+    return check
+
+
+def gains(value):
+    """kp / kd: a number, or one number per commanded joint (checked at configure)."""
+    values = value if isinstance(value, (list, tuple)) else [value]
+    try:
+        values = [float(x) for x in values]
+    except (TypeError, ValueError):
+        return "must be a number or an array of numbers"
+    if not values or not all(math.isfinite(x) and x >= 0.0 for x in values):
+        return "must be finite and >= 0"
+    return None
+
+
+class DynamicsNode(LifecycleNode):
+    """Base of the mbd_ros nodes. Subclasses implement `declare_node_parameters`,
+    `configure_node` (robot loaded), `activate_node`, `deactivate_node`, `cleanup_node` and
+    `diagnostic_values`."""
+
+    def __init__(self, node_name, **kwargs):
+        super().__init__(node_name, **kwargs)
+        self._validators = {}
+        self.add_on_set_parameters_callback(self._validate_parameters)
+        self._declare_common_parameters()
+        self.declare_node_parameters()
+        self.robot = None
+        self.active = False
+        self.done = Future()                      # set when the node is finalized
+        self.counts = {}                          # rejected / dropped messages by kind
+        self._last_warning = {}
+        self.stats = diag.CycleStats()
+        self._description_xml = None
+        self._description_sub = None
+        self._diag_timer = None
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_QOS)
+        self._configure_seconds = float("nan")
+        self._activated_at = None
+        if not self.param("robot_description") and not self.param("urdf_path"):
+            self._description_sub = self.create_subscription(
+                String, "robot_description", self._on_description, DESCRIPTION_QOS)
+
+    # ------------------------------------------------------------------ parameters
+    def declare(self, name, default, description, check=None, *, type_=None, dynamic=False,
+                float_range=None, int_range=None):
+        """Declare a parameter with a descriptor (description, type, range) and an optional
+        check(value) -> error text or None, run on every set (initial overrides included)."""
+        descriptor = ParameterDescriptor(description=description)
+        if dynamic:
+            descriptor.dynamic_typing = True
+        elif type_ is not None:
+            descriptor.type = type_
+        elif type(default) in _TYPES:
+            descriptor.type = _TYPES[type(default)]
+        if float_range is not None:
+            descriptor.floating_point_range = [FloatingPointRange(
+                from_value=float(float_range[0]), to_value=float(float_range[1]), step=0.0)]
+        if int_range is not None:
+            descriptor.integer_range = [IntegerRange(
+                from_value=int(int_range[0]), to_value=int(int_range[1]), step=0)]
+        if check is not None:
+            self._validators[name] = check
+        if default is None:   # an array without default: declared unset, read as []
+            self.declare_parameter(name, Parameter.Type.STRING_ARRAY if type_ ==
+                                   ParameterType.PARAMETER_STRING_ARRAY else
+                                   Parameter.Type.DOUBLE_ARRAY, descriptor)
+        else:
+            self.declare_parameter(name, default, descriptor)
+
+    def param(self, name):
+        """The parameter's value ([] for an unset array)."""
+        p = self.get_parameter_or(name, Parameter(name, Parameter.Type.NOT_SET, None))
+        if p.type_ == Parameter.Type.NOT_SET:
+            return []
+        value = p.value
+        return list(value) if isinstance(value, (list, tuple)) or hasattr(value, "tolist") \
+            else value
+
+    def _validate_parameters(self, params):
+        for p in params:
+            check = self._validators.get(p.name)
+            if check is None or p.type_ == Parameter.Type.NOT_SET:
+                continue
+            value = list(p.value) if isinstance(p.value, (list, tuple)) or \
+                hasattr(p.value, "tolist") else p.value
+            error = check(value)
+            if error:
+                return SetParametersResult(successful=False, reason=f"{p.name}: {error}")
+        return SetParametersResult(successful=True)
+
+    def _declare_common_parameters(self):
+        S = ParameterType.PARAMETER_STRING_ARRAY
+        self.declare("robot_description", "", "URDF XML of the robot (takes precedence over "
+                     "urdf_path; if both are empty the robot_description topic is used)")
+        self.declare("urdf_path", "", "path of the robot's URDF file")
+        self.declare("closures_path", "", "YAML file declaring the loop closures (cut joints) "
+                     "of a closed-loop robot; empty for a tree")
+        self.declare("floating_base", False, "add a free joint 'root_joint' above the URDF root")
+        self.declare("gravity", [0.0, 0.0, -9.81], "gravity in the root frame, m/s^2",
+                     finite_vector(3))
+        self.declare("passive_forces", True, "apply the URDF <dynamics damping friction> as "
+                     "passive joint forces")
+        self.declare("friction_velocity", float(mbd_ros.FRICTION_VELOCITY), "Coulomb friction "
+                     "F is smoothed as F tanh(v / friction_velocity), m/s or rad/s (raise it if "
+                     "an explicit integrator is unstable with large friction)",
+                     float_range=(1e-9, 1e3))
+        self.declare("joints", None, "commanded joints, the order of effort command arrays "
+                     "(default: the actuated joints of a closed-loop robot, else every 1-dof "
+                     "joint in the order of the robot's velocity vector)", type_=S)
+        self.declare("ignore_unknown_joints", False, "accept joint_states that also name joints "
+                     "the robot does not have (their values are ignored) instead of dropping them")
+        self.declare("max_message_age", 0.5, "drop input messages whose header stamp is older "
+                     "than this, s (0: no check; a zero stamp is never stale)",
+                     float_range=(0.0, 3600.0))
+        self.declare("limit_efforts", True, "clip efforts to the URDF <limit effort>")
+        self.declare("diagnostics_period", 1.0, "period of /diagnostics, s",
+                     float_range=(0.01, 60.0))
+        self.declare("autostart", True, "configure and activate the node by itself")
+        self.declare("executor", "events", "rclpy executor: events (rclpy.experimental."
+                     "EventsExecutor, about half the CPU and latency; falls back to "
+                     "single_threaded where rclpy has none) or single_threaded",
+                     one_of(*EXECUTORS))
+
+    def declare_node_parameters(self):
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ robot
+    def _robot_source(self):
+        xml = self.param("robot_description")
+        if xml:
+            return xml, "the robot_description parameter"
+        path = self.param("urdf_path")
+        if path:
+            return path, path
+        if self._description_xml:
+            return self._description_xml, "the robot_description topic"
+        return None, None
+
+    def load_robot(self):
+        source, what = self._robot_source()
+        if source is None:
+            raise RuntimeError("no robot: set the robot_description or urdf_path parameter, or "
+                               "publish the URDF on the robot_description topic")
+        closures = self.param("closures_path") or None
+        options = {}
+        if self.param("friction_velocity") != mbd_ros.FRICTION_VELOCITY:
+            options["friction_velocity"] = self.param("friction_velocity")
+        try:
+            return mbd_ros.load(source, closures=closures,
+                                floating_base=self.param("floating_base"),
+                                gravity=tuple(self.param("gravity")),
+                                passive_forces=self.param("passive_forces"), **options)
+        except NotImplementedError as exc:
+            raise RuntimeError(f"cannot load the robot from {what}: {exc}") from None
+
+    def _on_description(self, msg):
+        first = self._description_xml is None
+        self._description_xml = msg.data
+        state = self.lifecycle_state()
+        if state == "unconfigured" and self.param("autostart"):
+            self.get_logger().info("robot description received on the topic")
+            if not self.start():
+                self.get_logger().error("waiting for another robot description")
+        elif not first:
+            self.get_logger().info("a new robot description arrived; it is used at the next "
+                                   "configure")
+
+    # ------------------------------------------------------------------ lifecycle
+    def lifecycle_state(self):
+        return self._state_machine.current_state[1]
+
+    def start(self):
+        """Configure and activate (autostart). False if a transition failed; True if done or
+        still waiting for the robot description topic."""
+        if self._robot_source()[0] is None:
+            self.get_logger().info("waiting for the robot description on the "
+                                   f"'{self.resolve_topic_name('robot_description')}' topic")
+            return True
+        if self.trigger_configure() != SUCCESS:
+            return False
+        return self.trigger_activate() == SUCCESS
+
+    def on_configure(self, state):
+        t0 = time.perf_counter()
+        try:
+            self.robot = self.load_robot()
+            self.configure_node()
+        except Exception as exc:   # a failed configure must say why (rclpy would hide it)
+            self.get_logger().error(f"configure failed: {exc}")
+            self._cleanup()
+            return FAILURE
+        self._configure_seconds = time.perf_counter() - t0
+        r = self.robot
+        self.get_logger().info(
+            f"configured: robot '{r.model.name}' (nq {r.nq}, nv {r.nv}, "
+            f"{len(r.closure_names)} closures), kernels warm, {self._configure_seconds:.2f} s")
+        return super().on_configure(state)
+
+    def on_activate(self, state):
+        ret = super().on_activate(state)   # enables the lifecycle publishers first
+        if ret != SUCCESS:
+            return ret
+        self.counts = {k: 0 for k in self.counts}
+        self.stats.reset()
+        try:
+            self.activate_node()
+        except Exception as exc:
+            self.get_logger().error(f"activate failed: {exc}")
+            return FAILURE
+        self.active = True
+        self._activated_at = time.monotonic()
+        self._diag_timer = self.create_timer(self.param("diagnostics_period"),
+                                             self._publish_diagnostics)
+        return SUCCESS
+
+    def on_deactivate(self, state):
+        self.active = False
+        self.deactivate_node()
+        if self._diag_timer is not None:
+            self.destroy_timer(self._diag_timer)
+            self._diag_timer = None
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state):
+        self._cleanup()
+        return super().on_cleanup(state)
+
+    def on_shutdown(self, state):
+        self.release()
+        if not self.done.done():
+            self.done.set_result(True)   # finalized: run() returns
+        return super().on_shutdown(state)
+
+    def release(self):
+        """Stop timers and drop publishers, subscriptions and the robot (idempotent)."""
+        if self.active:
+            self.active = False
+            self.deactivate_node()
+            if self._diag_timer is not None:
+                self.destroy_timer(self._diag_timer)
+                self._diag_timer = None
+        if self.robot is not None:
+            self._cleanup()
+
+    def on_error(self, state):
+        self.active = False
+        self._cleanup()
+        return SUCCESS
+
+    def _cleanup(self):
+        try:
+            self.cleanup_node()
+        finally:
+            self.robot = None
+
+    # ------------------------------------------------------------------ bad messages
+    def reject(self, kind, reason):
+        """Drop a message: count it under `kind` and warn (throttled per kind)."""
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        self.warn_throttled(kind, f"dropped {kind}: {reason} ({self.counts[kind]} so far)")
+
+    def warn_throttled(self, key, text, period=WARNING_PERIOD):
+        """A warning at most once per `period` s for each key. (rclpy's throttle_duration_sec
+        inspects the caller's frame and source file on every call, ~0.3 ms even when it does
+        not log: too slow for a 1 kHz path under a flood of bad messages.)"""
+        now = time.monotonic()
+        if now - self._last_warning.get(key, -1e9) >= period:
+            self._last_warning[key] = now
+            self.get_logger().warning(text)
+
+    def stale(self, stamp, now_ns):
+        """Age in s of a header stamp if older than max_message_age, else None (zero stamps
+        and max_message_age 0 are never stale)."""
+        if self._max_age_ns <= 0 or (stamp.sec == 0 and stamp.nanosec == 0):
+            return None
+        age = now_ns - (stamp.sec * 1_000_000_000 + stamp.nanosec)
+        return age * 1e-9 if age > self._max_age_ns else None
+
+    def read_common_parameters(self):
+        self._max_age_ns = int(self.param("max_message_age") * 1e9)
+        self._sim_time = bool(self.get_parameter("use_sim_time").value)
+
+    def now_ns(self):
+        """ROS time in ns: the system clock unless use_sim_time (time.time_ns() is ~10x
+        cheaper than get_clock().now())."""
+        return self.get_clock().now().nanoseconds if self._sim_time else time.time_ns()
+
+    # ------------------------------------------------------------------ diagnostics
+    def diagnostic_values(self):
+        """(level, message, [(key, value), ...]) of the node-specific part."""
+        return diag.OK, "", []
+
+    @property
+    def diagnostic_name(self):
+        """The node's fully qualified name without the leading slash ('ns/name')."""
+        return self.get_fully_qualified_name().lstrip("/")
+
+    def _publish_diagnostics(self):
+        if self.robot is None:
+            return
+        rate = self.stats.take_rate()
+        c50, c99, w50, w99 = self.stats.percentiles_us()
+        level, message, values = self.diagnostic_values()
+        rejected = sum(self.counts.values())
+        common = [
+            ("state", self.lifecycle_state()),
+            ("achieved rate [Hz]", rate),
+            ("compute p50 [us]", c50),
+            ("compute p99 [us]", c99),
+            ("compute max [us]", self.stats.max_compute_ns / 1e3),
+            ("cycle p50 [us]", w50),
+            ("cycle p99 [us]", w99),
+            ("cycle max [us]", self.stats.max_cycle_ns / 1e3),
+            ("cycles", self.stats.cycles),
+            ("rejected messages", rejected),
+        ] + [(f"rejected {k}", n) for k, n in sorted(self.counts.items())]
+        common.append(("configure time [s]", self._configure_seconds))
+        if self.stats.first_output is not None and self._activated_at is not None:
+            common.append(("first output after activation [s]",
+                           self.stats.first_output - self._activated_at))
+        if rejected and level == diag.OK:
+            level, message = diag.WARN, message or f"{rejected} messages dropped"
+        msg = diag.diagnostic_array(self.get_clock().now().to_msg(),
+                                    f"{self.diagnostic_name}: dynamics", self.robot.model.name,
+                                    level, message or "ok", common + values)
+        self._diag_pub.publish(msg)
+
+
+def make_executor(kind, logger=None):
+    """SingleThreadedExecutor, or rclpy.experimental.EventsExecutor (rclpy >= 9, ROS 2 Kilted;
+    falls back to the single-threaded one where it does not exist)."""
+    if kind == "events":
+        try:
+            from rclpy.experimental import EventsExecutor
+            return EventsExecutor()
+        except ImportError:
+            if logger is not None:
+                logger.warning("this rclpy has no EventsExecutor: using SingleThreadedExecutor")
+    return SingleThreadedExecutor()
+
+
+def run(node_class, args=None):
+    """Create the node, autostart it, spin until shutdown (SIGINT/SIGTERM or the lifecycle
+    shutdown transition). Returns the process exit code."""
+    rclpy.init(args=args)
+    node = None
+    code = 0
+    try:
+        try:
+            node = node_class()
+        except (InvalidParameterValueException, InvalidParameterTypeException,
+                ParameterException) as exc:
+            print(f"{node_class.__name__}: invalid parameter: {exc}", file=sys.stderr)
+            return 2
+        executor = make_executor(node.param("executor"), node.get_logger())
+        executor.add_node(node)
+        try:
+            if node.param("autostart") and not node.start():
+                node.get_logger().fatal("autostart failed (see the error above); exiting")
+                return 1
+            # Always spin with a timeout: rclpy 9.1.2's EventsExecutor without one ignores
+            # SIGINT and burns a core.
+            while rclpy.ok() and not node.done.done():
+                executor.spin_until_future_complete(node.done, timeout_sec=0.5)
+        finally:
+            executor.shutdown(timeout_sec=1.0)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            try:
+                node.release()
+            except Exception:   # shutting down anyway
+                pass
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return code

@@ -1,0 +1,520 @@
+"""Forward dynamics node: accelerations and wrenches from joint states, or a simulated plant.
+
+    ros2 run mbd_ros forward_dynamics --ros-args -p urdf_path:=arm7.urdf [-p mode:=simulate]
+    python -m mbd_ros.nodes.forward_dynamics --ros-args --params-file config/arm7_observe.yaml
+
+mode ``observe``: for every ``joint_states`` message (sensor_msgs/JointState: position required,
+velocity and effort optional, zeros when empty; effort = drive torques) it computes
+qdd = forward_dynamics(q, v, tau) and publishes, stamped with the input's stamp:
+
+- ``~/accelerations`` (trajectory_msgs/JointTrajectory, one point: positions [when every joint
+  is 1-dof], velocities, accelerations, effort; one entry per degree of freedom)
+- ``~/wrenches/<joint>`` (geometry_msgs/WrenchStamped, frame_id = the joint's child link) for
+  the joints of ``wrench_joints``
+- ``~/closure_wrenches/<closure>`` (geometry_msgs/WrenchStamped) for every loop closure.
+
+mode ``simulate`` (a hardware-in-the-loop plant): at ``rate_hz`` it applies the latest effort
+command, from ``~/effort_commands`` (std_msgs/Float64MultiArray in the order of ``joints``, as
+ros2_control's forward command controller sends) or ``joint_commands`` (sensor_msgs/JointState,
+effort field, the topic_based_ros2_control convention), publishes ``joint_states`` (position,
+velocity, effort) and the outputs of observe for the current state, then integrates one step.
+No command yet, or a command older than ``command_timeout``: zero torque (with a warning).
+
+- ``publish_clock`` false (default): wall-clock pacing. Stamps are ROS time; a late cycle is
+  caught up with extra steps (at most ``max_catch_up``) so simulated time tracks wall time, and
+  each cycle that had to be caught up counts as missed.
+- ``publish_clock`` true: the node is the ROS time source. It publishes rosgraph_msgs/Clock on
+  /clock after every step and stamps everything with simulated time (from 0), so nodes with
+  ``use_sim_time`` run in lockstep with the simulation; after a stall simulated time stretches
+  instead of jumping (the late cycles are counted as missed, not caught up).
+
+Multi-dof joints (floating base, spherical, planar) have no JointState representation: in
+observe mode they stay at the neutral configuration, at rest; in simulate mode they move, and
+only their velocities and accelerations appear (in ``~/accelerations``, as ``<joint>/<component>``).
+
+Parameters: see ``declare_node_parameters`` and base.DynamicsNode (robot, joints, message
+checks, diagnostics, autostart, executor). /diagnostics: achieved rate, compute time
+p50/p99/max, missed cycles, rejected messages, stale commands, constraint residual, singular
+configurations.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import WrenchStamped
+from rcl_interfaces.msg import ParameterType
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
+
+from ..joint_map import JointMap, JointMapError
+from ..simulation import INTEGRATORS, Simulator
+from . import diagnostics as diag
+from .base import DynamicsNode, finite_vector, one_of, run
+from .messages import AccelerationsOut, JointStateOut, WrenchOut, topic_token
+from .qos import CLOCK_QOS, PUBLISH_QOS, SUBSCRIBE_QOS
+
+MODES = ("observe", "simulate")
+
+
+class ForwardDynamicsNode(DynamicsNode):
+
+    def __init__(self, node_name="forward_dynamics", **kwargs):
+        super().__init__(node_name, **kwargs)
+        self.counts = {"joint_states": 0}
+
+    def declare_node_parameters(self):
+        S = ParameterType.PARAMETER_STRING_ARRAY
+        D = ParameterType.PARAMETER_DOUBLE_ARRAY
+        self.declare("mode", "observe", "observe: outputs for each joint_states message; "
+                     "simulate: integrate the motion from effort commands and publish "
+                     "joint_states (hardware-in-the-loop plant)", one_of(*MODES))
+        self.declare("rate_hz", 1000.0, "simulate: step rate, Hz (observe: the expected input "
+                     "rate; a message whose processing exceeds 1/rate_hz counts as missed)",
+                     float_range=(1.0, 20000.0))
+        self.declare("wrench_joints", ["all"], "joints whose wrench is published on "
+                     "~/wrenches/<joint>: ['all'] (default), ['none'], or URDF joint names "
+                     "(fixed joints included)", type_=S)
+        self.declare("integrator", "semi_implicit_euler", "simulate: semi_implicit_euler (one "
+                     "forward dynamics per step) or rk4 (four)", one_of(*INTEGRATORS))
+        self.declare("initial_positions", None, "simulate: initial positions of `joints`, in "
+                     "their order (default: zeros)", finite_vector(), type_=D)
+        self.declare("initial_velocities", None, "simulate: initial velocities of `joints` "
+                     "(default: zeros)", finite_vector(), type_=D)
+        self.declare("baumgarte_kp", 100.0, "closed loops: Baumgarte position gain of the "
+                     "constraint stabilization, 1/s^2", float_range=(0.0, 1e8))
+        self.declare("baumgarte_kd", 20.0, "closed loops: Baumgarte velocity gain, 1/s "
+                     "(2 sqrt(kp) is critically damped)", float_range=(0.0, 1e5))
+        self.declare("publish_clock", False, "simulate: publish simulated time on /clock and "
+                     "stamp with it (lockstep with use_sim_time nodes) instead of pacing by the "
+                     "wall clock")
+        self.declare("command_timeout", 0.1, "simulate: a command older than this (s) is "
+                     "dropped with a warning and zero torque applied (0: never)",
+                     float_range=(0.0, 3600.0))
+        self.declare("max_catch_up", 10, "simulate, wall-clock pacing: most extra steps taken "
+                     "in one cycle to catch up after a stall", int_range=(0, 1000))
+
+    # ------------------------------------------------------------------ configure
+    def configure_node(self):
+        self.read_common_parameters()
+        robot = self.robot
+        self.mode = self.param("mode")
+        self.rate_hz = self.param("rate_hz")
+        self.period_ns = int(round(1e9 / self.rate_hz))
+        self.jmap = jm = JointMap(robot, self.param("joints") or None,
+                                  self.param("ignore_unknown_joints"))
+        if robot.closure_names and self.mode == "simulate":
+            self._set_baumgarte_gains()   # observe: measured states, the exact constraint
+        # buffers (Data of this node); multi-dof joints stay at neutral / rest in observe mode
+        nv = robot.nv
+        self.q = robot.neutral()
+        self.v = np.zeros(nv)
+        self.tau = np.zeros(nv)
+        self.qdd = np.zeros(nv)
+        self.command = np.zeros(nv)
+        self.W = np.zeros((len(robot.wrench_joint_names), 6))
+        self.Wc = np.zeros((len(robot.closure_names), 6))
+        self.limit = np.asarray(robot.effort_limits, dtype=float).copy() \
+            if self.param("limit_efforts") else None
+        self.wrench_rows = self._wrench_rows()
+        self.missed = 0
+        self.singular = 0
+        self.saturated = 0
+        self.wrench_failures = 0
+        # outputs
+        self.acc_out = AccelerationsOut(jm.dof_names, robot.nq == robot.nv)
+        self.pub_acc = self.create_lifecycle_publisher(JointTrajectory, "~/accelerations",
+                                                       PUBLISH_QOS)
+        self.wrench_outs = [
+            (row, WrenchOut(robot.wrench_frames[row]), self.create_lifecycle_publisher(
+                WrenchStamped, f"~/wrenches/{topic_token(robot.wrench_joint_names[row])}",
+                PUBLISH_QOS)) for row in self.wrench_rows]
+        frames = getattr(robot, "closure_frames", None) or list(robot.closure_names)
+        self.closure_outs = [
+            (k, WrenchOut(frames[k]), self.create_lifecycle_publisher(
+                WrenchStamped, f"~/closure_wrenches/{topic_token(name)}", PUBLISH_QOS))
+            for k, name in enumerate(robot.closure_names)]
+        self.subs = []
+        if self.mode == "simulate":
+            self._configure_simulation()
+        else:
+            self.subs.append(self.create_subscription(
+                JointState, "joint_states", self._on_joint_states, SUBSCRIBE_QOS))
+        self._warm_up()
+
+    def _wrench_rows(self):
+        names = list(self.robot.wrench_joint_names)
+        wanted = self.param("wrench_joints")
+        if wanted == ["all"]:
+            return list(range(len(names)))
+        if wanted in (["none"], []):
+            return []
+        unknown = [n for n in wanted if n not in names]
+        if unknown:
+            raise ValueError(f"wrench_joints: unknown joints {unknown}; the robot's joints are "
+                             f"{names} (or use ['all'] / ['none'])")
+        return [names.index(n) for n in wanted]
+
+    def _set_baumgarte_gains(self):
+        """Closed loops, simulate mode: the constraint drift is stabilized by adding
+        kd G v + kp g to the acceleration constraint G qdd + gamma = 0 (Baumgarte). The library
+        takes (alpha, beta) with 2 alpha G v + beta^2 g: alpha = kd / 2, beta = sqrt(kp)."""
+        kp, kd = self.param("baumgarte_kp"), self.param("baumgarte_kd")
+        if hasattr(self.robot, "baumgarte"):
+            self.robot.baumgarte = (0.5 * kd, kp ** 0.5)
+        else:
+            self.get_logger().warning("this robot takes no Baumgarte gains: baumgarte_kp/kd "
+                                      "are ignored")
+
+    def _configure_simulation(self):
+        robot, jm = self.robot, self.jmap
+        self.q0, self.v0 = robot.neutral(), np.zeros(robot.nv)
+        for name, target, index in (("initial_positions", self.q0, jm.joint_iq),
+                                    ("initial_velocities", self.v0, jm.joint_iv)):
+            values = self.param(name)
+            if values:
+                if len(values) != len(jm.joints):
+                    raise ValueError(f"{name} has {len(values)} values, `joints` has "
+                                     f"{len(jm.joints)} ({jm.joints})")
+                target[index] = values
+        if robot.closure_names and hasattr(robot, "assemble"):
+            # close the loops at the initial configuration (the `joints` keep their values as
+            # far as the loops allow) and remove the loop-violating part of the velocity
+            self.q0 = np.asarray(robot.assemble(self.q0), dtype=float)
+            self.v0 = np.asarray(robot.project_velocity(self.q0, self.v0), dtype=float)
+        self.sim = Simulator(robot, 1.0 / self.rate_hz, self.param("integrator"),
+                             self.q0, self.v0)
+        self.qdd = self.sim.qdd          # the accelerations published are the simulator's
+        self.publish_clock = self.param("publish_clock")
+        timeout = self.param("command_timeout")
+        self.timeout_cycles = int(round(timeout * self.rate_hz)) if timeout > 0 else 0
+        self.max_catch_up = self.param("max_catch_up")
+        self.js_out = JointStateOut(jm.state_names)
+        self.pub_js = self.create_lifecycle_publisher(JointState, "joint_states", PUBLISH_QOS)
+        self.pub_clock = self.create_lifecycle_publisher(Clock, "/clock", CLOCK_QOS) \
+            if self.publish_clock else None
+        self.counts.update({"effort_commands": 0, "joint_commands": 0, "stale commands": 0})
+        self.subs.append(self.create_subscription(
+            Float64MultiArray, "~/effort_commands", self._on_effort_command, SUBSCRIBE_QOS))
+        self.subs.append(self.create_subscription(
+            JointState, "joint_commands", self._on_joint_command, SUBSCRIBE_QOS))
+        self.timer = None
+
+    def _warm_up(self):
+        """One full cycle of library calls, so numba compiles (or loads from its cache) every
+        kernel now rather than in the first cycle."""
+        self.tau[:] = 0.0
+        failures = self.wrench_failures
+        try:
+            if self.mode == "simulate":
+                self.sim.evaluate(self.tau)
+                self._wrenches(self.sim.q, self.sim.v)
+                self.sim.advance()
+                self.sim.reset(self.q0, self.v0)
+            else:
+                q = self.q
+                if self.robot.closure_names and hasattr(self.robot, "assemble"):
+                    q = np.asarray(self.robot.assemble(q), dtype=float)
+                self._accelerations(q, self.v)
+                self._wrenches(q, self.v)
+        except (ValueError, FloatingPointError) as exc:   # the kernels are compiled anyway
+            self.get_logger().warning(f"warm-up at the initial state: {exc}")
+        self.wrench_failures = failures
+
+    def cleanup_node(self):
+        for sub in getattr(self, "subs", []):
+            self.destroy_subscription(sub)
+        self.subs = []
+        for attr in ("pub_acc", "pub_js", "pub_clock"):
+            pub = getattr(self, attr, None)
+            if pub is not None:
+                self.destroy_lifecycle_publisher(pub)
+            setattr(self, attr, None)
+        for _, _, pub in getattr(self, "wrench_outs", []) + getattr(self, "closure_outs", []):
+            self.destroy_lifecycle_publisher(pub)
+        self.wrench_outs, self.closure_outs = [], []
+
+    # ------------------------------------------------------------------ activate
+    def activate_node(self):
+        self.missed = self.singular = self.saturated = self.wrench_failures = 0
+        self.diverged = 0
+        self._window_missed = self._window_expected = 0
+        if self.mode == "simulate":
+            self.sim.reset(self.q0, self.v0)
+            self.cycles = 0
+            self._have_command = False
+            self._command_cycle = 0
+            self._command_expired = False
+            self._start_ns = None
+            self._base_stamp_ns = 0 if self.publish_clock else self.get_clock().now().nanoseconds
+            self.timer = self.create_timer(1.0 / self.rate_hz, self._on_cycle)
+
+    def deactivate_node(self):
+        if getattr(self, "timer", None) is not None:
+            self.destroy_timer(self.timer)
+            self.timer = None
+
+    # ------------------------------------------------------------------ the computation
+    def _accelerations(self, q, v):
+        """self.qdd = forward_dynamics(q, v, self.tau). Raises ValueError (singular
+        configuration) or FloatingPointError (non-finite result)."""
+        self.robot.forward_dynamics(q, v, self.tau, out=self.qdd)
+        if not np.isfinite(self.qdd).all():
+            raise FloatingPointError("non-finite accelerations")
+
+    def _wrenches(self, q, v):
+        """Joint wrenches (self.W) and closure wrenches (self.Wc) for (q, v, self.qdd).
+        Returns (joint wrenches ok, closure wrenches ok). A library error is counted and
+        warned about, and the cycle goes on without those outputs (the accelerations and the
+        simulation do not depend on them)."""
+        robot = self.robot
+        ok = [True, True]
+        for k, (wanted, compute) in enumerate((
+                (self.wrench_rows, lambda: robot.joint_wrenches(q, v, self.qdd, out=self.W)),
+                (self.closure_outs, lambda: self.Wc.__setitem__(
+                    slice(None), robot.closure_wrenches(q, v, self.tau))))):
+            if not wanted:
+                continue
+            try:
+                compute()
+            except (ValueError, FloatingPointError) as exc:
+                ok[k] = False
+                self.wrench_failures += 1
+                what = ("joint", "closure")[k]
+                self.warn_throttled(what, f"{what} wrenches failed ({exc}); none published "
+                                    f"for this state ({self.wrench_failures} so far)")
+        return ok
+
+    def _publish_outputs(self, stamp, q, v, wrenches=(True, True)):
+        out = self.acc_out
+        out.msg.header.stamp = stamp
+        if out.positions is not None:
+            out.positions[:] = q
+        out.velocities[:] = v
+        out.accelerations[:] = self.qdd
+        out.effort[:] = self.tau
+        self.pub_acc.publish(out.msg)
+        if self.wrench_outs and wrenches[0]:
+            rows = self.W.tolist()
+            for row, msg_out, pub in self.wrench_outs:
+                msg_out.fill(stamp, rows[row])
+                pub.publish(msg_out.msg)
+        if self.closure_outs and wrenches[1]:
+            rows = self.Wc.tolist()
+            for k, msg_out, pub in self.closure_outs:
+                msg_out.fill(stamp, rows[k])
+                pub.publish(msg_out.msg)
+
+    def _diverged(self, exc):
+        """The integration step failed (the state would become non-finite, or a singular
+        configuration): keep the last good configuration and stop the motion (v = 0) rather
+        than freeze the plant, and report it (an explicit integrator at too large a step for
+        the speeds reached, e.g. under sustained large torques)."""
+        self.diverged += 1
+        self.sim.v[:] = 0.0
+        self.get_logger().error(f"simulation step failed ({exc}): the robot is stopped at its "
+                                f"last good configuration ({self.diverged} times so far)")
+
+    def _compute_failed(self, exc):
+        self.singular += 1
+        self.warn_throttled("compute", f"forward dynamics failed ({exc}); no output for this "
+                            f"state ({self.singular} so far)")
+
+    # ------------------------------------------------------------------ observe mode
+    def _on_joint_states(self, msg):
+        if not self.active:
+            return
+        t0 = time.perf_counter_ns()
+        stamp = msg.header.stamp
+        age = self.stale(stamp, self.now_ns()) if self._max_age_ns else None
+        if age is not None:
+            self.reject("joint_states", f"stamp is {age:.3f} s old (max_message_age "
+                        f"{self._max_age_ns * 1e-9:g} s)")
+            return
+        try:
+            self.jmap.read_state(msg.name, msg.position, msg.velocity, msg.effort,
+                                 self.q, self.v, self.tau, need_velocity=False,
+                                 need_effort=False)
+        except JointMapError as exc:
+            self.reject("joint_states", str(exc))
+            return
+        t1 = time.perf_counter_ns()
+        try:
+            self._accelerations(self.q, self.v)
+        except (ValueError, FloatingPointError) as exc:
+            self._compute_failed(exc)
+            return
+        wrenches = self._wrenches(self.q, self.v)
+        t2 = time.perf_counter_ns()
+        self._publish_outputs(stamp, self.q, self.v, wrenches)
+        t3 = time.perf_counter_ns()
+        self._window_expected += 1
+        if t3 - t0 > self.period_ns:
+            self.missed += 1
+            self._window_missed += 1
+        self.stats.record(t2 - t1, t3 - t0)
+
+    # ------------------------------------------------------------------ simulate mode
+    def _on_effort_command(self, msg):
+        if not self.active:
+            return
+        try:
+            self.jmap.read_command(msg.data, self.command)
+        except JointMapError as exc:
+            self.reject("effort_commands", str(exc))
+            return
+        self._new_command()
+
+    def _on_joint_command(self, msg):
+        if not self.active:
+            return
+        try:
+            self.jmap.read_named_command(msg.name, msg.effort, self.command)
+        except JointMapError as exc:
+            self.reject("joint_commands", str(exc))
+            return
+        self._new_command()
+
+    def _new_command(self):
+        self._have_command = True
+        self._command_cycle = self.cycles
+        self._command_expired = False
+
+    def _apply_command(self):
+        """tau <- the latest command (zero if none or too old), clipped to the effort limits."""
+        tau = self.tau
+        if not self._have_command:
+            tau[:] = 0.0
+            return
+        if self.timeout_cycles and self.cycles - self._command_cycle > self.timeout_cycles:
+            tau[:] = 0.0
+            if not self._command_expired:
+                self._command_expired = True
+                self.counts["stale commands"] += 1
+                self.warn_throttled(
+                    "stale command", f"no effort command for {self.param('command_timeout'):g}"
+                    " s (command_timeout): dropped the last one, applying zero torque")
+            return
+        tau[:] = self.command
+        if self.limit is not None:
+            np.clip(tau, -self.limit, self.limit, out=tau)
+            if not np.array_equal(tau, self.command):
+                self.saturated += 1
+
+    def _on_cycle(self):
+        if not self.active:
+            return
+        t0 = time.perf_counter_ns()
+        now = time.monotonic_ns()
+        if self._start_ns is None:
+            self._start_ns = now - self.period_ns
+        due = (now - self._start_ns) // self.period_ns - self.cycles
+        if due <= 0:
+            return   # early wake-up
+        sim = self.sim
+        late = due - 1
+        if late:
+            self.missed += late
+            self._window_missed += late
+            catch_up = 0 if self.publish_clock else min(late, self.max_catch_up)
+            if late > catch_up:   # give up the rest: re-anchor the schedule
+                self._start_ns += (late - catch_up) * self.period_ns
+            try:
+                for _ in range(catch_up):
+                    self._apply_command()
+                    sim.step(self.tau)
+                    self.cycles += 1
+            except (ValueError, FloatingPointError) as exc:
+                self._diverged(exc)
+        self._window_expected += due
+        self._apply_command()
+        t1 = time.perf_counter_ns()
+        try:   # outputs of the current state; sim.qdd is self.qdd
+            sim.evaluate(self.tau)
+            if not np.isfinite(self.qdd).all():
+                raise FloatingPointError("non-finite accelerations")
+        except (ValueError, FloatingPointError) as exc:
+            self._compute_failed(exc)
+            self.cycles += 1
+            return
+        wrenches = self._wrenches(sim.q, sim.v)
+        t2 = time.perf_counter_ns()
+        stamp = self._stamp(self._base_stamp_ns + sim.steps * self.period_ns)
+        js = self.js_out
+        js.msg.header.stamp = stamp
+        self.jmap.state_positions(sim.q, js.position)
+        self.jmap.state_values(sim.v, js.velocity)
+        self.jmap.state_values(self.tau, js.effort)
+        self.pub_js.publish(js.msg)
+        self._publish_outputs(stamp, sim.q, sim.v, wrenches)
+        t3 = time.perf_counter_ns()
+        try:
+            sim.advance()   # from the accelerations just published
+        except (ValueError, FloatingPointError) as exc:
+            self._diverged(exc)
+        self.cycles += 1
+        if self.pub_clock is not None:
+            self.pub_clock.publish(Clock(clock=self._stamp(sim.steps * self.period_ns)))
+        t4 = time.perf_counter_ns()
+        self.stats.record((t2 - t1) + (t4 - t3), t4 - t0)
+
+    @staticmethod
+    def _stamp(ns):
+        sec, nanosec = divmod(ns, 1_000_000_000)
+        return Time(sec=sec, nanosec=nanosec)
+
+    # ------------------------------------------------------------------ diagnostics
+    def _loop_residuals(self):
+        """(position, velocity) loop-closure residuals of the latest state ((0, 0) for a tree,
+        NaN when the library cannot tell)."""
+        robot = self.robot
+        if not robot.closure_names:
+            return 0.0, 0.0
+        residual = getattr(robot, "closure_residual", None)
+        if residual is None:
+            return float("nan"), float("nan")
+        q, v = (self.sim.q, self.sim.v) if self.mode == "simulate" else (self.q, self.v)
+        try:
+            r = residual(q, v)
+        except ValueError:
+            return float("nan"), float("nan")
+        return (float(r[0]), float(r[1])) if isinstance(r, tuple) else (float(r), float("nan"))
+
+    def diagnostic_values(self):
+        expected, missed = self._window_expected, self._window_missed
+        self._window_expected = self._window_missed = 0
+        fraction = missed / expected if expected else 0.0
+        values = [("mode", self.mode), ("rate_hz", self.rate_hz),
+                  ("missed cycles", self.missed),
+                  ("missed cycles in period [%]", 100.0 * fraction),
+                  ("singular configurations", self.singular),
+                  ("failed wrench computations", self.wrench_failures)]
+        position, velocity = self._loop_residuals()
+        values += [("constraint residual", position),
+                   ("constraint velocity residual", velocity)]
+        if self.mode == "simulate":
+            values += [("integrator", self.sim.integrator),
+                       ("simulated time [s]", self.sim.time),
+                       ("commands", "yes" if self._have_command else "none yet"),
+                       ("saturated cycles", self.saturated),
+                       ("diverged steps", self.diverged)]
+        level, message = diag.OK, ""
+        if self.mode == "simulate" and self.diverged:
+            level, message = diag.ERROR, f"the simulation diverged {self.diverged} times"
+        elif self.singular:
+            level, message = diag.WARN, f"{self.singular} states without a solution"
+        if fraction > 0.005:
+            level, message = diag.WARN, f"missed {100 * fraction:.2f} % of the cycles"
+        return level, message, values
+
+
+def main(args=None):
+    return run(ForwardDynamicsNode, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,309 @@
+"""Inverse dynamics node: joint torques for controllers.
+
+    ros2 run mbd_ros inverse_dynamics --ros-args --params-file config/arm7_computed_torque.yaml
+    python -m mbd_ros.nodes.inverse_dynamics --ros-args -p urdf_path:=arm7.urdf -p mode:=gravity
+
+Subscribes ``joint_states`` (sensor_msgs/JointState: position required; velocity required
+except in gravity mode) and ``~/reference`` (trajectory_msgs/JointTrajectory: its first point's
+positions, and optionally velocities and accelerations, by joint name; every joint of
+``joints`` must be in it). ``mode``:
+
+- ``gravity``:          tau = g(q)                                 (holds the robot still)
+- ``feedforward``:      tau = ID(q_ref, qd_ref, qdd_ref)           (the reference's torque)
+- ``computed_torque``:  qdd_cmd = qdd_ref + kd (qd_ref - qd) + kp (q_ref - q),
+                        tau = ID(q, qd, qdd_cmd)                   (kp, kd per joint)
+
+ID = robot.inverse_dynamics: the drive torques, including the passive joint forces of the URDF
+<dynamics>, and for a closed-loop robot the torques of its actuated joints. Until a reference
+arrives, feedforward and computed_torque hold the first measured configuration.
+
+Publishes ``~/effort_commands`` (std_msgs/Float64MultiArray in the order of ``joints``, the
+ros2_control forward command controller format) and ``~/efforts`` (sensor_msgs/JointState with
+names and efforts, stamped with the joint state's stamp), clipped to the URDF effort limits if
+``limit_efforts``. ``rate_hz`` 0 (default): one output per joint_states message; > 0: a timer
+at that rate computes from the latest joint state. /diagnostics adds the tracking error.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+import numpy as np
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
+
+from ..joint_map import JointMap, JointMapError
+from . import diagnostics as diag
+from .base import DynamicsNode, gains, one_of, run
+from .messages import EffortCommandOut, JointStateOut
+from .qos import PUBLISH_QOS, SUBSCRIBE_QOS
+
+MODES = ("gravity", "feedforward", "computed_torque")
+
+
+class InverseDynamicsNode(DynamicsNode):
+
+    def __init__(self, node_name="inverse_dynamics", **kwargs):
+        super().__init__(node_name, **kwargs)
+        self.counts = {"joint_states": 0}
+
+    def declare_node_parameters(self):
+        self.declare("mode", "gravity", "gravity: tau = g(q); feedforward: tau = ID(reference);"
+                     " computed_torque: tau = ID(q, qd, qdd_ref + kd (qd_ref - qd) + kp (q_ref - "
+                     "q))", one_of(*MODES))
+        self.declare("kp", 100.0, "computed_torque: position gain(s), 1/s^2: one number, or one "
+                     "per joint of `joints`", gains, dynamic=True)
+        self.declare("kd", 20.0, "computed_torque: velocity gain(s), 1/s (2 sqrt(kp): critically "
+                     "damped)", gains, dynamic=True)
+        self.declare("rate_hz", 0.0, "0: compute on every joint_states message; > 0: compute at "
+                     "this rate from the latest joint state, Hz", float_range=(0.0, 20000.0))
+
+    # ------------------------------------------------------------------ configure
+    def configure_node(self):
+        self.read_common_parameters()
+        robot = self.robot
+        self.mode = self.param("mode")
+        self.rate_hz = self.param("rate_hz")
+        self.jmap = jm = JointMap(robot, self.param("joints") or None,
+                                  self.param("ignore_unknown_joints"))
+        n, nv = len(jm.joints), robot.nv
+        self.kp = self._gain_vector("kp", n)
+        self.kd = self._gain_vector("kd", n)
+        # Data
+        self.q = robot.neutral()
+        self.v = np.zeros(nv)
+        self.zero = np.zeros(nv)
+        self.qdd_cmd = np.zeros(nv)
+        self.tau = np.zeros(nv)
+        self.q_ref = robot.neutral()
+        self.v_ref = np.zeros(nv)
+        self.a_ref = np.zeros(nv)
+        self.q_ff = robot.neutral()
+        self.v_ff = np.zeros(nv)
+        self.e = np.zeros(n)         # q_ref - q on the commanded joints
+        self.ed = np.zeros(n)        # qd_ref - qd
+        self.tmp = np.zeros(n)
+        self.out_tau = np.zeros(n)
+        self.limit = np.take(np.asarray(robot.effort_limits, dtype=float), jm.joint_iv) \
+            if self.param("limit_efforts") else None
+        # Closed loops: the commanded accelerations of the actuated joints are completed to a
+        # loop-consistent qdd by the library (robot.project_acceleration(q, v, qdd): dependent
+        # components solved from G qdd + gamma = 0, like project_velocity); without it the
+        # inverse dynamics of a closed-loop robot refuses inconsistent accelerations.
+        self._project = getattr(robot, "project_acceleration", None) \
+            if robot.closure_names else None
+        # outputs
+        self.cmd_out = EffortCommandOut(jm.joints)
+        self.eff_out = JointStateOut(jm.joints, position=False, velocity=False, effort=True)
+        self.pub_cmd = self.create_lifecycle_publisher(Float64MultiArray, "~/effort_commands",
+                                                       PUBLISH_QOS)
+        self.pub_eff = self.create_lifecycle_publisher(JointState, "~/efforts", PUBLISH_QOS)
+        self.subs = [self.create_subscription(JointState, "joint_states", self._on_joint_states,
+                                              SUBSCRIBE_QOS)]
+        if self.mode != "gravity":
+            self.counts["reference"] = 0
+            self.subs.append(self.create_subscription(
+                JointTrajectory, "~/reference", self._on_reference, SUBSCRIBE_QOS))
+        self.timer = None
+        self._warm_up()
+
+    def _gain_vector(self, name, n):
+        value = self.param(name)
+        values = [float(x) for x in (value if isinstance(value, list) else [value])]
+        if len(values) == 1:
+            values = values * n
+        if len(values) != n:
+            raise ValueError(f"{name} has {len(values)} values; give one, or one per joint of "
+                             f"`joints` ({n}: {self.jmap.joints})")
+        return np.array(values)
+
+    def _warm_up(self):
+        """One computation, so numba's kernels are compiled or loaded before the first message."""
+        self._reset_reference()
+        self.have_reference = False
+        self.holding = True
+        self._compute()
+
+    def cleanup_node(self):
+        for sub in getattr(self, "subs", []):
+            self.destroy_subscription(sub)
+        self.subs = []
+        for attr in ("pub_cmd", "pub_eff"):
+            pub = getattr(self, attr, None)
+            if pub is not None:
+                self.destroy_lifecycle_publisher(pub)
+            setattr(self, attr, None)
+
+    # ------------------------------------------------------------------ activate
+    def activate_node(self):
+        self.have_state = False
+        self.have_reference = False
+        self.holding = False
+        self.state_stamp = None
+        self._err_max = 0.0
+        self._err_sq = 0.0
+        self._err_n = 0
+        self.saturated = 0
+        self.failed = 0
+        if self.rate_hz > 0:
+            self.timer = self.create_timer(1.0 / self.rate_hz, self._on_timer)
+
+    def deactivate_node(self):
+        if getattr(self, "timer", None) is not None:
+            self.destroy_timer(self.timer)
+            self.timer = None
+
+    # ------------------------------------------------------------------ inputs
+    def _on_joint_states(self, msg):
+        if not self.active:
+            return
+        t0 = time.perf_counter_ns()
+        stamp = msg.header.stamp
+        age = self.stale(stamp, self.now_ns()) if self._max_age_ns else None
+        if age is not None:
+            self.reject("joint_states", f"stamp is {age:.3f} s old (max_message_age "
+                        f"{self._max_age_ns * 1e-9:g} s)")
+            return
+        try:
+            self.jmap.read_state(msg.name, msg.position, msg.velocity, [], self.q, self.v,
+                                 need_velocity=self.mode != "gravity")
+        except JointMapError as exc:
+            self.reject("joint_states", str(exc))
+            return
+        self.state_stamp = stamp
+        if not self.have_state:
+            self.have_state = True
+        if self.rate_hz == 0:
+            self._cycle(stamp, t0)
+
+    def _on_reference(self, msg):
+        if not self.active:
+            return
+        if not msg.points:
+            self.reject("reference", "the trajectory has no points")
+            return
+        p = msg.points[0]
+        try:
+            self.jmap.read_point(msg.joint_names, p.positions, p.velocities, p.accelerations,
+                                 self.q_ref, self.v_ref, self.a_ref, self.jmap.joints)
+        except JointMapError as exc:
+            self.reject("reference", str(exc))
+            return
+        self.have_reference = True
+        self.holding = False
+
+    def _on_timer(self):
+        if not self.active or not self.have_state:
+            return
+        t0 = time.perf_counter_ns()
+        age = self.stale(self.state_stamp, self.now_ns()) \
+            if self._max_age_ns else None
+        if age is not None:
+            self.warn_throttled("no state", f"the latest joint state is {age:.3f} s old: "
+                                "no output")
+            return
+        self._cycle(self.state_stamp, t0)
+
+    # ------------------------------------------------------------------ the computation
+    def _reset_reference(self):
+        """Hold the measured configuration: q_ref = q, zero velocity and acceleration."""
+        self.q_ref[:] = self.q
+        self.v_ref[:] = 0.0
+        self.a_ref[:] = 0.0
+
+    def _compute(self):
+        robot, jm = self.robot, self.jmap
+        if self.mode == "gravity":
+            robot.inverse_dynamics(self.q, self.zero, self.zero, out=self.tau)
+            return
+        if not self.have_reference and not self.holding:
+            self._reset_reference()
+            self.holding = True
+            self.get_logger().info("no reference yet: holding the measured configuration")
+        iq, iv = jm.joint_iq, jm.joint_iv
+        # e = q_ref - q, ed = qd_ref - qd on the commanded joints
+        np.take(self.q_ref, iq, out=self.e)
+        np.take(self.q, iq, out=self.tmp)
+        self.e -= self.tmp
+        if self.mode == "feedforward":
+            # tau = ID(q_ref, qd_ref, qdd_ref); the other joints at their measured state
+            self.q_ff[:] = self.q
+            self.v_ff[:] = self.v
+            self.q_ff[iq] = self.q_ref[iq]
+            self.v_ff[iv] = self.v_ref[iv]
+            self.qdd_cmd[:] = 0.0
+            self.qdd_cmd[iv] = self.a_ref[iv]
+            robot.inverse_dynamics(self.q_ff, self.v_ff, self.qdd_cmd, out=self.tau)
+        else:
+            np.take(self.v_ref, iv, out=self.ed)
+            np.take(self.v, iv, out=self.tmp)
+            self.ed -= self.tmp
+            # qdd_cmd = qdd_ref + kd (qd_ref - qd) + kp (q_ref - q)
+            np.take(self.a_ref, iv, out=self.tmp)
+            self.ed *= self.kd
+            self.tmp += self.ed
+            np.multiply(self.kp, self.e, out=self.ed)
+            self.tmp += self.ed
+            self.qdd_cmd[:] = 0.0
+            self.qdd_cmd[iv] = self.tmp
+            if self._project is not None:   # closed loops: make qdd_cmd loop-consistent
+                self.qdd_cmd[:] = self._project(self.q, self.v, self.qdd_cmd)
+            robot.inverse_dynamics(self.q, self.v, self.qdd_cmd, out=self.tau)
+
+    def _cycle(self, stamp, t0):
+        t1 = time.perf_counter_ns()
+        try:
+            self._compute()
+            if not np.isfinite(self.tau).all():
+                raise FloatingPointError("non-finite torques")
+        except (ValueError, FloatingPointError) as exc:
+            self.failed += 1
+            self.warn_throttled("compute", f"inverse dynamics failed ({exc}); no output "
+                                f"({self.failed} so far)")
+            return
+        t2 = time.perf_counter_ns()
+        out = self.out_tau
+        np.take(self.tau, self.jmap.joint_iv, out=out)
+        if self.limit is not None and (np.abs(out) > self.limit).any():
+            self.saturated += 1
+            np.clip(out, -self.limit, self.limit, out=out)
+        self.cmd_out.data[:] = out
+        self.pub_cmd.publish(self.cmd_out.msg)
+        self.eff_out.msg.header.stamp = stamp
+        self.eff_out.effort[:] = out
+        self.pub_eff.publish(self.eff_out.msg)
+        if self.mode != "gravity" and self.have_reference:
+            err = float(np.abs(self.e).max())
+            if err > self._err_max:
+                self._err_max = err
+            self._err_sq += float(self.e @ self.e) / len(self.e)
+            self._err_n += 1
+        self.stats.record(t2 - t1, time.perf_counter_ns() - t0)
+
+    # ------------------------------------------------------------------ diagnostics
+    def diagnostic_values(self):
+        values = [("mode", self.mode), ("rate_hz", self.rate_hz or "per message"),
+                  ("saturated outputs", self.saturated), ("failed computations", self.failed)]
+        if self.mode != "gravity":
+            rms = math.sqrt(self._err_sq / self._err_n) if self._err_n else float("nan")
+            values += [("reference", "received" if self.have_reference else
+                        ("holding" if self.holding else "none yet")),
+                       ("tracking error max", self._err_max if self._err_n else
+                        float("nan")),
+                       ("tracking error rms", rms),
+                       ("tracking samples", self._err_n)]
+            self._err_max, self._err_sq, self._err_n = 0.0, 0.0, 0
+        level, message = diag.OK, ""
+        if self.failed:
+            level, message = diag.WARN, f"{self.failed} computations failed"
+        return level, message, values
+
+
+def main(args=None):
+    return run(InverseDynamicsNode, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

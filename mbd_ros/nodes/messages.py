@@ -1,0 +1,103 @@
+"""Reusable output messages whose array fields are filled in place from numpy.
+
+rclpy stores float64[] fields as array.array('d'); a numpy view of that buffer lets a cycle copy
+its results into a prebuilt message without allocating. A message is serialized synchronously by
+publish(), so reusing the same message object for every cycle is safe.
+"""
+from __future__ import annotations
+
+import array
+
+import numpy as np
+from geometry_msgs.msg import WrenchStamped
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+
+def float_field(msg, field, n):
+    """Set msg.<field> (float64[]) to n zeros and return a writable numpy view of the array the
+    message holds (the setter may copy what it is given, so the view is taken afterwards)."""
+    setattr(msg, field, array.array("d", bytes(8 * n)))
+    return np.frombuffer(getattr(msg, field), dtype=np.float64)
+
+
+def stamp_ns(stamp):
+    """builtin_interfaces/Time -> int nanoseconds."""
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+
+def set_stamp(header, ns):
+    header.stamp.sec, header.stamp.nanosec = divmod(int(ns), 1_000_000_000)
+
+
+def topic_token(name):
+    """A joint or closure name as a valid ROS topic token (letters, digits, underscores; not
+    starting with a digit): other characters become '_'."""
+    token = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in name)
+    if not token or token[0].isdigit():
+        token = "_" + token
+    return token
+
+
+class JointStateOut:
+    """sensor_msgs/JointState with fixed names; position/velocity/effort as numpy views."""
+
+    def __init__(self, names, position=True, velocity=True, effort=True):
+        n = len(names)
+        self.msg = JointState()
+        self.msg.name = list(names)
+        self.position = self.velocity = self.effort = None
+        if position:
+            self.position = float_field(self.msg, "position", n)
+        if velocity:
+            self.velocity = float_field(self.msg, "velocity", n)
+        if effort:
+            self.effort = float_field(self.msg, "effort", n)
+
+
+class AccelerationsOut:
+    """trajectory_msgs/JointTrajectory with one point: positions (when nq == nv), velocities,
+    accelerations and effort, one entry per degree of freedom."""
+
+    def __init__(self, dof_names, with_positions):
+        n = len(dof_names)
+        self.msg = JointTrajectory()
+        self.msg.joint_names = list(dof_names)
+        point = JointTrajectoryPoint()
+        self.positions = None
+        if with_positions:
+            self.positions = float_field(point, "positions", n)
+        self.velocities = float_field(point, "velocities", n)
+        self.accelerations = float_field(point, "accelerations", n)
+        self.effort = float_field(point, "effort", n)
+        self.msg.points = [point]
+
+
+class EffortCommandOut:
+    """std_msgs/Float64MultiArray in the order of `joints` (ros2_control forward command format:
+    one dimension labelled 'joints')."""
+
+    def __init__(self, joints):
+        n = len(joints)
+        self.msg = Float64MultiArray()
+        self.msg.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
+        self.data = float_field(self.msg, "data", n)
+
+
+class WrenchOut:
+    """geometry_msgs/WrenchStamped in a given frame, filled from a [fx fy fz tx ty tz] row."""
+
+    __slots__ = ("msg", "force", "torque")
+
+    def __init__(self, frame_id):
+        self.msg = WrenchStamped()
+        self.msg.header.frame_id = frame_id
+        self.force = self.msg.wrench.force
+        self.torque = self.msg.wrench.torque
+
+    def fill(self, stamp, row):
+        """stamp: builtin_interfaces/Time; row: 6 Python floats."""
+        self.msg.header.stamp = stamp
+        f, t = self.force, self.torque
+        f.x, f.y, f.z, t.x, t.y, t.z = row

@@ -1,0 +1,25 @@
+"""QoS profiles of the mbd_ros topics (explicit, as the ROS 2 examples recommend).
+
+- Subscriptions to states, commands and references: best effort, keep last 10 (sensor data).
+  A best-effort subscription receives from reliable and best-effort publishers alike.
+- Publications: reliable, keep last 10 (the ROS default), which every subscriber can match.
+- ``robot_description``: reliable, transient local, depth 1, as robot_state_publisher offers it.
+- ``/clock``: reliable, keep last 1 (matches rclpy's and rclcpp's best-effort clock subscriptions).
+"""
+from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy)
+
+SUBSCRIBE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                           reliability=ReliabilityPolicy.BEST_EFFORT,
+                           durability=DurabilityPolicy.VOLATILE)
+PUBLISH_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                         reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.VOLATILE)
+DESCRIPTION_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                             reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+CLOCK_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                       reliability=ReliabilityPolicy.RELIABLE,
+                       durability=DurabilityPolicy.VOLATILE)
+DIAGNOSTICS_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                             reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.VOLATILE)

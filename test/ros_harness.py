@@ -1,0 +1,222 @@
+"""Helpers of the process-level ROS tests (a helper module, not a test).
+
+`Ros` is this test process's side: an rclpy context on its own ROS_DOMAIN_ID with localhost
+discovery, one node, a SingleThreadedExecutor always spun with timeouts, publishers,
+collecting subscriptions and service calls. `Ros.start()` launches an mbd_ros node as a child
+process on the same domain (mbd_ros.nodes.processes) and `Ros.close()` stops every child it
+started (SIGINT, then SIGKILL after a timeout), so no process outlives the tests.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from mbd_ros.nodes import processes
+
+REPO = Path(__file__).resolve().parent.parent
+URDF = REPO / "urdf"
+CONFIG = REPO / "config"
+READY_TIMEOUT = 90.0     # s: a node's first output, generous for a cold numba cache on 2 cores
+
+
+class Ros:
+    def __init__(self, salt=0):
+        # rclpy must be imported after the environment is set (rmw reads it at context init)
+        self.domain_id = processes.unique_domain_id(salt)
+        os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        self.rclpy = rclpy
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=self.domain_id)
+        self.node = rclpy.create_node(f"mbd_ros_test_{os.getpid()}", context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        self.children = []
+        self._pubs = {}
+        self._subs = {}
+        self.received = defaultdict(list)
+
+    # ------------------------------------------------------------------ processes
+    def start(self, node, params=None, remaps=None, params_files=(), name=None):
+        args = processes.ros_arguments(params, remaps, params_files, name)
+        child = processes.NodeProcess(node, args, processes.ros_environment(self.domain_id),
+                                      label=name or node)
+        self.children.append(child)
+        return child
+
+    def stop(self, child):
+        """Stop one child now (it stays in self.children for its output)."""
+        child.must_live = False
+        return child.stop(timeout=10.0)
+
+    def close(self):
+        codes = [child.stop(timeout=10.0) for child in self.children]
+        self.children = []
+        self.executor.shutdown(timeout_sec=1.0)
+        self.node.destroy_node()
+        self.rclpy.shutdown(context=self.context)
+        return codes
+
+    # ------------------------------------------------------------------ topics
+    def publisher(self, msg_type, topic, qos=None):
+        key = (msg_type, topic)
+        if key not in self._pubs:
+            self._pubs[key] = self.node.create_publisher(msg_type, topic, qos or self.qos)
+        return self._pubs[key]
+
+    def matched_publisher(self, msg_type, topic, timeout=20.0):
+        """The publisher of `topic`, once discovery has matched it with a subscriber (messages
+        published before that are lost)."""
+        pub = self.publisher(msg_type, topic)
+        self.spin_until(lambda: pub.get_subscription_count() > 0, timeout,
+                        what=f"a subscriber of {topic}")
+        return pub
+
+    def publish(self, msg_type, topic, msg):
+        self.publisher(msg_type, topic).publish(msg)
+
+    def subscribe(self, msg_type, topic):
+        """Collect every message of `topic` in self.received[topic] (with its arrival time)."""
+        if topic not in self._subs:
+            def store(msg, topic=topic):
+                self.received[topic].append((time.monotonic(), msg))
+            self._subs[topic] = self.node.create_subscription(msg_type, topic, store, self.qos)
+        return self.received[topic]
+
+    def messages(self, topic):
+        return [m for _, m in self.received[topic]]
+
+    def spin(self, seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=min(0.05, max(0.0, end - time.monotonic())))
+
+    def spin_until(self, condition, timeout, every=None, action=None, what="condition"):
+        """Spin until condition() is true; call action() every `every` s meanwhile (e.g. to
+        publish an input until the node answers). Raises AssertionError on timeout, with the
+        children's output."""
+        end = time.monotonic() + timeout
+        next_action = time.monotonic()
+        while True:
+            if condition():
+                return
+            now = time.monotonic()
+            if now > end:
+                raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n"
+                                     + self.children_output())
+            for child in self.children:
+                if child.poll() is not None and getattr(child, "must_live", True):
+                    raise AssertionError(f"{child.label} exited with {child.poll()} while "
+                                         f"waiting for {what}\n" + self.children_output())
+            if action is not None and every is not None and now >= next_action:
+                action()
+                next_action = now + every
+            self.executor.spin_once(timeout_sec=0.02)
+
+    def children_output(self):
+        return "\n".join(f"--- output of {c.label} (pid {c.pid}, exit {c.poll()}):\n"
+                         f"{c.output()[-4000:]}" for c in self.children)
+
+    # ------------------------------------------------------------------ services
+    def call(self, srv_type, name, request, timeout=10.0):
+        client = self.node.create_client(srv_type, name)
+        try:
+            if not client.wait_for_service(timeout_sec=timeout):
+                raise AssertionError(f"service {name} not available\n" + self.children_output())
+            future = client.call_async(request)
+            self.executor.spin_until_future_complete(future, timeout_sec=timeout)
+            assert future.done(), f"no answer from {name}"
+            return future.result()
+        finally:
+            self.node.destroy_client(client)
+
+    def lifecycle_state(self, node_name):
+        from lifecycle_msgs.srv import GetState
+        return self.call(GetState, f"/{node_name}/get_state", GetState.Request()).current_state.label
+
+    def change_state(self, node_name, transition_label):
+        from lifecycle_msgs.srv import ChangeState
+        req = ChangeState.Request()
+        req.transition.label = transition_label
+        return self.call(ChangeState, f"/{node_name}/change_state", req).success
+
+    # ------------------------------------------------------------------ diagnostics
+    def diagnostics(self, node_name):
+        """Latest /diagnostics values {key: str} of node `node_name` (None if none yet)."""
+        from mbd_ros.nodes.diagnostics import values_of
+        latest = None
+        for msg in self.messages("/diagnostics"):
+            for status in msg.status:
+                if status.name == f"{node_name}: dynamics":
+                    latest = values_of(status)
+        return latest
+
+    def wait_diagnostics(self, node_name, predicate, timeout=20.0, what=None):
+        from diagnostic_msgs.msg import DiagnosticArray
+        self.subscribe(DiagnosticArray, "/diagnostics")
+        box = {}
+
+        def check():
+            d = self.diagnostics(node_name)
+            if d is not None and predicate(d):
+                box["d"] = d
+                return True
+            return False
+        self.spin_until(check, timeout, what=what or f"diagnostics of {node_name}")
+        return box["d"]
+
+
+# ---------------------------------------------------------------------- messages
+def now_stamp(ros, offset_ns=0):
+    from builtin_interfaces.msg import Time
+    ns = ros.node.get_clock().now().nanoseconds + offset_ns
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def stamp_key(stamp):
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+
+def joint_state(stamp, names, position, velocity=(), effort=()):
+    from sensor_msgs.msg import JointState
+    msg = JointState()
+    msg.header.stamp = stamp
+    msg.name = list(names)
+    msg.position = [float(x) for x in position]
+    msg.velocity = [float(x) for x in velocity]
+    msg.effort = [float(x) for x in effort]
+    return msg
+
+
+def trajectory_point(names, positions, velocities=(), accelerations=()):
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+    msg = JointTrajectory()
+    msg.joint_names = list(names)
+    p = JointTrajectoryPoint()
+    p.positions = [float(x) for x in positions]
+    p.velocities = [float(x) for x in velocities]
+    p.accelerations = [float(x) for x in accelerations]
+    msg.points = [p]
+    return msg
+
+
+def wrench_array(msg):
+    w = msg.wrench
+    return np.array([w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z])
+
+
+def warm_numba_cache(robot):
+    """Compile (or load) every kernel the nodes use in this process, so numba's on-disk cache is
+    warm before node processes start (they would otherwise each compile, ~20 s on 2 cores)."""
+    q, z = robot.neutral(), np.zeros(robot.nv)
+    robot.forward_dynamics(q, z, z)
+    robot.inverse_dynamics(q, z, z)
+    robot.joint_wrenches(q, z, z)
+    robot.integrate(q, z, 1e-3)

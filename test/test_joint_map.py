@@ -1,0 +1,169 @@
+"""mbd_ros.joint_map: named joint values of ROS messages <-> q, v, tau (no ROS needed)."""
+
+from __future__ import annotations
+
+import array
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mbd_ros
+from mbd_ros.joint_map import JointMap, JointMapError, dof_names
+
+URDF = Path(__file__).resolve().parent.parent / "urdf"
+
+
+@pytest.fixture(scope="module")
+def arm():
+    return mbd_ros.load(str(URDF / "arm7.urdf"))
+
+
+@pytest.fixture(scope="module")
+def floating():
+    return mbd_ros.load(str(URDF / "branching.urdf"), floating_base=True)
+
+
+def shuffled(names, seed=0):
+    perm = np.random.default_rng(seed).permutation(len(names))
+    return [names[i] for i in perm], perm
+
+
+def test_state_in_any_order(arm):
+    jm = JointMap(arm)
+    assert jm.state_names == arm.joint_names and jm.joints == arm.joint_names
+    names, perm = shuffled(jm.state_names)
+    q_true = np.linspace(-1, 1, 7)
+    v_true = np.linspace(2, 3, 7)
+    t_true = np.linspace(-5, 5, 7)
+    q, v, tau = np.zeros(7), np.zeros(7), np.zeros(7)
+    jm.read_state(names, array.array("d", q_true[perm]), list(v_true[perm]), t_true[perm], q, v, tau,
+                  need_effort=True)
+    np.testing.assert_array_equal(q, q_true)
+    np.testing.assert_array_equal(v, v_true)
+    np.testing.assert_array_equal(tau, t_true)
+    out = np.empty(7)
+    jm.state_positions(q, out)
+    np.testing.assert_array_equal(out, q_true)
+
+
+def test_optional_fields_give_zeros(arm):
+    jm = JointMap(arm)
+    q, v, tau = np.zeros(7), np.ones(7), np.ones(7)
+    jm.read_state(jm.state_names, np.ones(7), [], [], q, v, tau, need_velocity=False)
+    np.testing.assert_array_equal(v, 0.0)
+    np.testing.assert_array_equal(tau, 0.0)
+
+
+@pytest.mark.parametrize("case, match", [
+    ("unknown", "unknown joint names"),
+    ("missing", "missing joints"),
+    ("duplicate", "duplicate joint names"),
+    ("short position", "position has 6 values for 7"),
+    ("long velocity", "velocity has 8 values"),
+    ("nan position", "position contains NaN or inf"),
+    ("inf velocity", "velocity contains NaN or inf"),
+    ("nan effort", "effort contains NaN or inf"),
+    ("empty velocity", "velocity is empty"),
+    ("empty effort", "effort is empty"),
+    ("text", "not numbers"),
+])
+def test_bad_states_are_rejected_without_writing(arm, case, match):
+    jm = JointMap(arm)
+    names = list(jm.state_names)
+    pos, vel, eff = [0.1] * 7, [0.2] * 7, [0.3] * 7
+    if case == "unknown":
+        names[3] = "elbow_of_someone_else"
+    elif case == "missing":
+        names, pos, vel, eff = names[:6], pos[:6], vel[:6], eff[:6]
+    elif case == "duplicate":
+        names[1] = names[0]
+    elif case == "short position":
+        pos = pos[:6]
+    elif case == "long velocity":
+        vel = vel + [0.0]
+    elif case == "nan position":
+        pos[2] = float("nan")
+    elif case == "inf velocity":
+        vel[2] = float("inf")
+    elif case == "nan effort":
+        eff[6] = float("nan")
+    elif case == "empty velocity":
+        vel = []
+    elif case == "empty effort":
+        eff = []
+    elif case == "text":
+        pos[0] = "zero"
+    q, v, tau = np.full(7, 9.0), np.full(7, 9.0), np.full(7, 9.0)
+    with pytest.raises(JointMapError, match=match):
+        jm.read_state(names, pos, vel, eff, q, v, tau, need_velocity=True, need_effort=True)
+    assert (q == 9.0).all() and (v == 9.0).all() and (tau == 9.0).all()
+
+
+def test_ignore_unknown(arm):
+    jm = JointMap(arm, ignore_unknown=True)
+    names = ["gripper_finger"] + list(jm.state_names)
+    q, v = np.zeros(7), np.zeros(7)
+    jm.read_state(names, [5.0] + [1.0] * 7, [6.0] + [2.0] * 7, [], q, v)
+    assert (q == 1.0).all() and (v == 2.0).all()
+
+
+def test_commands(arm):
+    jm = JointMap(arm, joints=["joint_3", "joint_1"])
+    tau = np.full(7, 7.0)
+    jm.read_command(array.array("d", [3.0, 1.0]), tau)
+    np.testing.assert_array_equal(tau, [1, 0, 3, 0, 0, 0, 0])
+    jm.read_named_command(["joint_1", "joint_3"], [10.0, 30.0], tau)
+    np.testing.assert_array_equal(tau, [10, 0, 30, 0, 0, 0, 0])
+    out = np.empty(2)
+    jm.joint_values(np.arange(7.0), out)
+    np.testing.assert_array_equal(out, [2.0, 0.0])
+    with pytest.raises(JointMapError, match="3 values, expected 2"):
+        jm.read_command([1.0, 2.0, 3.0], tau)
+    with pytest.raises(JointMapError, match="NaN"):
+        jm.read_command([1.0, float("nan")], tau)
+    with pytest.raises(JointMapError, match="missing joints"):
+        jm.read_named_command(["joint_1"], [1.0], tau)
+
+
+def test_reference_point_requires_the_commanded_joints(arm):
+    jm = JointMap(arm, joints=["joint_1", "joint_2"])
+    q, v, a = np.zeros(7), np.ones(7), np.ones(7)
+    jm.read_point(["joint_2", "joint_1"], [2.0, 1.0], [], [0.5, 0.25], q, v, a, jm.joints)
+    np.testing.assert_array_equal(q[:2], [1, 2])
+    np.testing.assert_array_equal(v[:2], 0.0)
+    np.testing.assert_array_equal(a[:2], [0.25, 0.5])
+    with pytest.raises(JointMapError, match="missing joints"):
+        jm.read_point(["joint_2"], [2.0], [], [], q, v, a, jm.joints)
+
+
+def test_invalid_joints_parameter(arm, floating):
+    with pytest.raises(ValueError, match="unknown joint names"):
+        JointMap(arm, joints=["joint_1", "wrist"])
+    with pytest.raises(ValueError, match="duplicate"):
+        JointMap(arm, joints=["joint_1", "joint_1"])
+    with pytest.raises(ValueError, match="multi-dof"):
+        JointMap(floating, joints=["root_joint"])
+
+
+def test_multi_dof_joints_are_left_to_the_caller(floating):
+    """JointState carries only the 1-dof joints; the free joint's q and v are not touched."""
+    jm = JointMap(floating)
+    assert "root_joint" not in jm.state_names
+    names = dof_names(floating)
+    assert names[:6] == [f"root_joint/{c}" for c in ("vx", "vy", "vz", "wx", "wy", "wz")]
+    assert len(names) == floating.nv
+    q = floating.neutral()
+    v = np.zeros(floating.nv)
+    n = len(jm.state_names)
+    jm.read_state(jm.state_names, np.full(n, 0.1), np.full(n, 0.2), [], q, v)
+    np.testing.assert_array_equal(q[:7], [0, 0, 0, 0, 0, 0, 1])
+    np.testing.assert_array_equal(v[:6], 0.0)
+    assert np.count_nonzero(v == 0.2) == n
+
+
+def test_lookup_is_cached(arm):
+    jm = JointMap(arm)
+    a = jm.lookup(list(jm.state_names))
+    assert jm.lookup(list(jm.state_names)) is a
+    assert jm.lookup(list(jm.state_names), required=jm.joints) is not a
