@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 
 
 def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, passive_forces=True,
-         friction_velocity=FRICTION_VELOCITY):
+         friction_velocity=FRICTION_VELOCITY, strict_inertia=True):
     """Load a robot from a URDF file path or URDF XML text.
 
     closures: loop closures (path, YAML text or dict, DESIGN.md format): the robot is then a
@@ -29,9 +29,11 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
     friction_velocity: Coulomb friction F is smoothed as F tanh(v / friction_velocity); the
         default 1e-3 is close to sign(v) but stiff for explicit integrators at large F (the
         effective damping near v = 0 is F / friction_velocity): raise it for simulation.
+    strict_inertia: with False, link inertias that break the triangle inequality (found in some
+        published URDFs) are accepted with a warning instead of refused.
     Raises ModelError (a ValueError) naming the file and the link/joint at fault.
     """
-    model = build_model(read_urdf(urdf), floating_base=floating_base, gravity=gravity,
+    model = build_model(read_urdf(urdf, strict_inertia), floating_base=floating_base, gravity=gravity,
                         passive_forces=passive_forces, friction_velocity=friction_velocity)
     if closures is None:
         robot = Robot(model)

@@ -7,6 +7,7 @@ from an untrusted topic), then each <link>/<joint> element is read by yourdfpy's
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,11 +62,16 @@ class TreeSpec:
         return [j for j in self.joints if j.parent == link_name]
 
 
-def read_urdf(urdf) -> TreeSpec:
-    """Parse and validate a URDF given as a file path (str or Path) or as XML text."""
+def read_urdf(urdf, strict_inertia=True) -> TreeSpec:
+    """Parse and validate a URDF given as a file path (str or Path) or as XML text.
+
+    strict_inertia: principal moments that break the triangle inequality (no rigid body has
+    them, but some published URDFs do, e.g. example-robot-data's anymal and pr2) are an error;
+    with False they are a warning naming the link. Negative mass, non-symmetric or indefinite
+    tensors are always errors (they make the dynamics meaningless)."""
     text, source = _read_source(urdf)
     root = _parse_xml(text, source)
-    links, joints = _parse_elements(root, source)
+    links, joints = _parse_elements(root, source, strict_inertia)
     tree = TreeSpec(name=root.get("name", "robot"), source=source, links=links, joints=joints)
     object.__setattr__(tree, "root", _validate_tree(tree))
     return tree
@@ -106,7 +112,7 @@ def _parse_xml(text, source):
     return root
 
 
-def _parse_elements(root, source):
+def _parse_elements(root, source, strict_inertia=True):
     from yourdfpy import URDF  # yourdfpy's element parsers; imported here to keep import light
 
     links = {}
@@ -120,7 +126,7 @@ def _parse_elements(root, source):
             parsed = URDF._parse_link(element)
         except Exception as exc:  # yourdfpy raises bare ValueError/AttributeError on bad numbers
             raise ModelError(f"{source}: link '{name}': cannot parse: {exc}") from exc
-        links[name] = _link_spec(parsed, source)
+        links[name] = _link_spec(parsed, source, strict_inertia)
     if not links:
         raise ModelError(f"{source}: the robot has no <link>")
     joints = []
@@ -148,7 +154,7 @@ def _parse_elements(root, source):
     return links, joints
 
 
-def _link_spec(link, source):
+def _link_spec(link, source, strict_inertia=True):
     inertial = link.inertial
     if inertial is None:
         return LinkSpec(link.name, 0.0, np.zeros(3), np.zeros((3, 3)))
@@ -168,8 +174,11 @@ def _link_spec(link, source):
         raise ModelError(f"{where}: inertia tensor is not positive semi-definite "
                          f"(principal moments {moments.tolist()})")
     if moments[0] + moments[1] < moments[2] * (1.0 - INERTIA_TOLERANCE) - 1e-12:
-        raise ModelError(f"{where}: principal moments {moments.tolist()} violate the triangle "
-                         "inequality I1 + I2 >= I3 (no rigid body has them)")
+        message = (f"{where}: principal moments {moments.tolist()} violate the triangle "
+                   "inequality I1 + I2 >= I3 (no rigid body has them)")
+        if strict_inertia:
+            raise ModelError(message + "; load(..., strict_inertia=False) accepts it with a warning")
+        warnings.warn(message, stacklevel=4)
     if mass == 0.0 and moments.max() > 1e-12:
         raise ModelError(f"{where}: zero mass with a non-zero inertia tensor")
     rotation = origin[:3, :3]

@@ -334,6 +334,24 @@ def test_pr2_as_shipped_is_refused(erd_dir):
     assert "sensor_mount_link" in str(exc.value) and "pr2.urdf" in str(exc.value), str(exc.value)
 
 
+def test_pr2_as_shipped_loads_with_strict_inertia_off(erd_dir, pin):
+    """strict_inertia=False accepts the unrepaired PR2 with a warning naming the offending link,
+    and its dynamics are those of the file as written (= Pinocchio on the same text)."""
+    path = erd_dir / ROBOTS["pr2"][0]
+    with pytest.warns(UserWarning, match="sensor_mount_link"):
+        robot = mbd_ros.load(str(path), strict_inertia=False, passive_forces=False)
+    xml = path.read_text()
+    tree = parse_urdf(xml)
+    slots, nq, nv = layout(tree, False)
+    model, link_frame = pin_model_from_xml(pin, xml, False)
+    oracle = PinOracle(pin, model, link_frame, tree, False)
+    rng = np.random.default_rng(7)
+    q, v = random_state(slots, nq, nv, rng)
+    tau = rng.standard_normal(nv)
+    assert_close(robot.forward_dynamics(q, v, tau), oracle.aba(q, v, tau),
+                 "pr2 as shipped: FD vs pin.aba")
+
+
 # ---- coverage guard -------------------------------------------------------------------------------
 
 def test_robot_set_covers_the_joint_kinds(erd_dir):
