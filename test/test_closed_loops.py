@@ -477,6 +477,22 @@ def test_joint_wrenches_accept_stabilised_accelerations():
                      f"fourbar {name}: S^T f vs drive + passive force")
 
 
+@pytest.mark.parametrize("name", ["fourbar", "spatial_rssr", "delta3", "leg_fourbar"])
+def test_wrenches_from_forward_dynamics_multipliers(name):
+    """joint_wrenches / closure_wrenches given the multipliers of the forward dynamics at the
+    same state equal the ones that re-solve the loop forces (minimum-norm in both)."""
+    robot, xml, closures, q0, _ = case(name)
+    q, v, rng = loop_consistent_state(robot, q0, 83)
+    tau = actuated_tau(robot, rng)
+    qdd = robot.forward_dynamics(q, v, tau).copy()
+    lam = robot.multipliers()
+    fast = robot.joint_wrenches(q, v, qdd, multipliers=lam).copy()
+    fast_closure = robot.closure_wrenches(q, v, tau, multipliers=lam).copy()
+    assert_close(fast, robot.joint_wrenches(q, v, qdd), f"{name}: joint wrenches from FD multipliers")
+    assert_close(fast_closure, robot.closure_wrenches(q, v, tau),
+                 f"{name}: closure wrenches from FD multipliers")
+
+
 def test_gravity_forces_hold_the_mechanism_still():
     """gravity_forces(q) of a closed-loop robot: actuator torques (zeros on passive joints) under
     which the assembled mechanism at rest does not accelerate."""

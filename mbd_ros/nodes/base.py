@@ -316,6 +316,16 @@ class DynamicsNode(LifecycleNode):
             self.robot = None
 
     # ------------------------------------------------------------------ bad messages
+    def reject_if_stale(self, topic, stamp):
+        """True, with the message counted as rejected, when `stamp` is older than
+        max_message_age (0 disables the check)."""
+        age = self.stale(stamp, self.now_ns()) if self._max_age_ns else None
+        if age is None:
+            return False
+        self.reject(topic, f"stamp is {age:.3f} s old (max_message_age "
+                           f"{self._max_age_ns * 1e-9:g} s)")
+        return True
+
     def reject(self, kind, reason):
         """Drop a message: count it under `kind` and warn (throttled per kind)."""
         self.counts[kind] = self.counts.get(kind, 0) + 1

@@ -273,10 +273,14 @@ class ForwardDynamicsNode(DynamicsNode):
         simulation do not depend on them)."""
         robot = self.robot
         ok = [True, True]
+        # a closed-loop robot reuses the loop multipliers of the forward dynamics just computed
+        # at this state instead of solving for them again
+        reuse = {"multipliers": robot.multipliers()} if robot.closure_names else {}
         for k, (wanted, compute) in enumerate((
-                (self.wrench_rows, lambda: robot.joint_wrenches(q, v, self.qdd, out=self.W)),
+                (self.wrench_rows, lambda: robot.joint_wrenches(q, v, self.qdd, out=self.W,
+                                                                **reuse)),
                 (self.closure_outs, lambda: self.Wc.__setitem__(
-                    slice(None), robot.closure_wrenches(q, v, self.tau))))):
+                    slice(None), robot.closure_wrenches(q, v, self.tau, **reuse))))):
             if not wanted:
                 continue
             try:
@@ -330,10 +334,7 @@ class ForwardDynamicsNode(DynamicsNode):
             return
         t0 = time.perf_counter_ns()
         stamp = msg.header.stamp
-        age = self.stale(stamp, self.now_ns()) if self._max_age_ns else None
-        if age is not None:
-            self.reject("joint_states", f"stamp is {age:.3f} s old (max_message_age "
-                        f"{self._max_age_ns * 1e-9:g} s)")
+        if self.reject_if_stale("joint_states", stamp):
             return
         try:
             self.jmap.read_state(msg.name, msg.position, msg.velocity, msg.effort,

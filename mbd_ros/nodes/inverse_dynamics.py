@@ -161,10 +161,7 @@ class InverseDynamicsNode(DynamicsNode):
             return
         t0 = time.perf_counter_ns()
         stamp = msg.header.stamp
-        age = self.stale(stamp, self.now_ns()) if self._max_age_ns else None
-        if age is not None:
-            self.reject("joint_states", f"stamp is {age:.3f} s old (max_message_age "
-                        f"{self._max_age_ns * 1e-9:g} s)")
+        if self.reject_if_stale("joint_states", stamp):
             return
         try:
             self.jmap.read_state(msg.name, msg.position, msg.velocity, [], self.q, self.v,
