@@ -20,7 +20,9 @@ from . import layout as L
 from .errors import ModelError
 from .kernels import closure_kinematics as ck
 from .kernels.closed_loop import closed_loop_forward_dynamics as _closed_loop_fd
+from .kernels.closed_loop import add_loop_loads as _add_loop_loads
 from .kernels.closed_loop import cut_rows as _cut_rows
+from .kernels.closed_loop import cut_wrenches as _cut_wrench_kernel
 from .kernels.closed_loop import loop_jacobian as _loop_jacobian
 from .kernels.kinematics import forward_kinematics as _forward_kinematics
 from .kernels.linalg import RANK_TOLERANCE
@@ -124,6 +126,7 @@ class ClosedLoopRobot(Robot):
             self._cut_links.append((link_a, link_b))
             n_rows += ck.CUT_ROWS[code]
         self._cut_int = cut_int
+        self._cut_link_index = np.array(self._cut_links, dtype=np.int64).reshape(n_cuts, 2)
         self._cut_float = np.ascontiguousarray(np.array(rows, dtype=float).reshape(n_cuts, -1))
         self.n_constraints = n_rows
         self._loop_float = np.zeros((n_rows, L.LOOP_FIXED_WIDTH + 3 * n_rows + self.nv))
@@ -366,11 +369,8 @@ class ClosedLoopRobot(Robot):
 
     def _cut_wrenches(self, lam):
         out = np.zeros((len(self.closure_names), 6))
-        for s in range(len(self.closure_names)):
-            rows = self._rows(s)
-            jac_b = self._loop_float[rows, L.LOOP_JAC_B:L.LOOP_JAC_B + 6]
-            body_wrench = np.ascontiguousarray(jac_b.T @ lam[rows])
-            ck.wrench_in_cut_frame(self._cut_float[s], body_wrench, out[s])
+        _cut_wrench_kernel(self._cut_int, self._cut_float, self._loop_float,
+                           np.ascontiguousarray(lam, dtype=float), np.zeros(6), out)
         return out
 
     def _solve_actuation(self, q, v, qdd, f_ext=None):
@@ -423,33 +423,19 @@ class ClosedLoopRobot(Robot):
             _, lam = self._solve_actuation(q, v, qdd, f_ext)
         else:
             lam = np.asarray(multipliers, dtype=float)
-        link_wrench = np.zeros((len(self.link_names), 6))
-        if f_ext is not None:
-            link_wrench += self._link_wrench_array(f_ext)
-        self._add_loop_forces_to_links(lam, link_wrench)
-        return super().joint_wrenches(q, v, qdd, f_ext=link_wrench, out=out)
+        q, v, qdd, _ = self._state_arrays(q, v, qdd, None, "qdd")
+        from .robot import _output
+        out = _output(out, (len(self.wrench_joint_names), 6))
+        self._set_external_wrenches(f_ext)
+        self._add_loop_loads(lam)
+        return self._joint_wrenches_loaded(q, v, qdd, out)
 
-    def _link_wrench_array(self, f_ext):
-        if isinstance(f_ext, dict):
-            array = np.zeros((len(self.link_names), 6))
-            for link, w in f_ext.items():
-                array[self._link(link)] = w
-            return array
-        return np.asarray(f_ext, dtype=float)
-
-    def _add_loop_forces_to_links(self, lam, link_wrench):
-        """Add the cut forces G_a^T lambda, G_b^T lambda to the two cut links, in link frames."""
-        for s in range(len(self.closure_names)):
-            rows = self._rows(s)
-            lf = self._loop_float[rows]
-            for side, link in zip((L.LOOP_JAC_A, L.LOOP_JAC_B), self._cut_links[s]):
-                body_wrench = lf[:, side:side + 6].T @ lam[rows]   # body frame, body origin
-                rot, pos = self._link_placement(link)
-                # body frame -> link frame: n_l = R^T n, t_l = R^T (t - p x n)
-                force = rot.T @ body_wrench[:3]
-                torque = rot.T @ (body_wrench[3:] - np.cross(pos, body_wrench[:3]))
-                link_wrench[link, :3] += force
-                link_wrench[link, 3:] += torque
+    def _add_loop_loads(self, lam):
+        """Add the cut forces G_a^T lambda, G_b^T lambda to the loads of the two cut bodies and
+        of their cut links (for the fixed-joint wrench pass)."""
+        _add_loop_loads(self._cut_int, self._cut_link_index, self._loop_float,
+                        np.ascontiguousarray(lam, dtype=float), self._work, self._link_fext)
+        self._fext_dirty = True
 
     # ------------------------------------------------------------------ other formalisms
     def _forward_dynamics_minimal(self, q, v, tau, f_ext, out):

@@ -23,6 +23,7 @@ from .kernels.kinematics import check_state as _check_state_kernel
 from .kernels.kinematics import forward_kinematics as _forward_kinematics
 from .kernels.rnea import inverse_dynamics as _inverse_dynamics
 from .kernels.wrenches import joint_wrenches as _joint_wrenches
+from .kernels.wrenches import load_link_wrenches as _load_link_wrenches
 from .model import Model
 
 _FLOAT = np.dtype(np.float64)
@@ -233,8 +234,16 @@ class Robot:
         """
         q, v, qdd, _ = self._state_arrays(q, v, qdd, self._tau_scratch, "qdd")
         out = _output(out, (len(self.wrench_joint_names), 6))
-        # the tree's RNEA fills the workspace the wrench pass reads (never a subclass override)
-        Robot.inverse_dynamics(self, q, v, qdd, f_ext=f_ext, out=self._tau_scratch)
+        self._set_external_wrenches(f_ext)
+        return self._joint_wrenches_loaded(q, v, qdd, out)
+
+    def _joint_wrenches_loaded(self, q, v, qdd, out):
+        """Joint wrenches with the external loads already in the workspace (FEXT, link_fext):
+        the tree's RNEA fills the workspace the wrench pass reads."""
+        status = _inverse_dynamics(self._body_int, self._body_float, self._work, q, v, qdd,
+                                   self._tau_scratch)
+        if status:
+            self._raise(status, q, v, qdd, out, "qdd")
         _joint_wrenches(self._body_int, self._link_int, self._link_float, self._work,
                         self._link_fext, self._wrench_rows, self._link_wrench, out)
         return out
@@ -379,15 +388,8 @@ class Robot:
                                  f"{{link: wrench}}, got {wrench.shape}")
         if not np.all(np.isfinite(wrench)):
             raise ValueError("f_ext contains NaN or inf")
-        # each link wrench, moved from its link frame into its body frame: n_b = R n, t_b = R t + p x n_b
-        rot = self.model.link_float[:, L.LINK_ROT:L.LINK_ROT + 9].reshape(-1, 3, 3)
-        pos = self.model.link_float[:, L.LINK_POS:L.LINK_POS + 3]
-        force = np.einsum("lij,lj->li", rot, wrench[:, :3])
-        torque = np.einsum("lij,lj->li", rot, wrench[:, 3:]) + np.cross(pos, force)
-        self._link_fext[:, :3] = force
-        self._link_fext[:, 3:] = torque
-        self._work[:, L.FEXT:L.FEXT + 6] = 0.0
-        np.add.at(self._work[:, L.FEXT:L.FEXT + 6], self.model.link_int[:, L.LINK_BODY], self._link_fext)
+        _load_link_wrenches(self._link_int, self._link_float, np.ascontiguousarray(wrench),
+                            self._link_fext, self._work)
         self._fext_dirty = True
 
     def _state_arrays(self, q, v, x, out, x_name):

@@ -12,7 +12,7 @@ accelerations). The multipliers solve the b x b system
 """
 from numba import njit
 
-from ..layout import (ACC, CUT_BODY_A, CUT_BODY_B, CUT_ROW0, CUT_ROWS, CUT_TYPE, D_INV, IDX_V,
+from ..layout import (ACC, FEXT, CUT_BODY_A, CUT_BODY_B, CUT_ROW0, CUT_ROWS, CUT_TYPE, D_INV, IDX_V,
                       JOINT_NV_COL, LOOP_BIAS, LOOP_EIGENVALUE, LOOP_FIXED_WIDTH, LOOP_JAC_A,
                       LOOP_JAC_B, LOOP_LAMBDA, LOOP_MATRIX, LOOP_RESIDUAL, LOOP_RHS,
                       MOTION_SUBSPACE, PARENT, POS, ROT, SCRATCH, STATUS_OK, SUBTREE_END, U_MAT,
@@ -20,6 +20,7 @@ from ..layout import (ACC, CUT_BODY_A, CUT_BODY_B, CUT_ROW0, CUT_ROWS, CUT_TYPE,
 from . import signatures
 from .aba import articulated_step, forward_dynamics
 from .closure_kinematics import closure_kinematics as cut_constraints
+from .closure_kinematics import wrench_in_cut_frame
 from .spatial import add_force_to_parent, compose_rotation, motion_to_child
 from .linalg import solve_psd_min_norm
 
@@ -271,3 +272,36 @@ def loop_jacobian(body_int, body_float, work, cut_int, loop_float, jac_out):
                 add_force_to_parent(work[i, ROT:ROT + 9], work[i, POS:POS + 3],
                                     work[i, UNIT_LOAD:UNIT_LOAD + 6],
                                     work[parent, UNIT_LOAD:UNIT_LOAD + 6])
+
+
+@njit(cache=True)
+def add_loop_loads(cut_int, cut_links, loop_float, lam, work, link_fext):
+    """Loads of the loop multipliers lam (b,): G_a^T lam_s on body a and G_b^T lam_s on body b
+    of every cut (body frames, about the body origins), added to work[:, FEXT] and to the
+    rows of the two cut links (cut_links (n_cuts, 2)) in link_fext (same body frames)."""
+    for s in range(cut_int.shape[0]):
+        r0 = cut_int[s, CUT_ROW0]
+        for side in range(2):
+            body = cut_int[s, CUT_BODY_A + side]
+            link = cut_links[s, side]
+            column = LOOP_JAC_A if side == 0 else LOOP_JAC_B
+            for m in range(6):
+                w = 0.0
+                for r in range(r0, r0 + cut_int[s, CUT_ROWS]):
+                    w += loop_float[r, column + m] * lam[r]
+                work[body, FEXT + m] += w
+                link_fext[link, m] += w
+
+
+@njit(cache=True)
+def cut_wrenches(cut_int, cut_float, loop_float, lam, scratch, out):
+    """out (n_cuts, 6): wrench each cut exerts on its child-side link, G_b^T lam_s moved into the
+    child-side cut frame (closure_kinematics.wrench_in_cut_frame). scratch: (6,)."""
+    for s in range(cut_int.shape[0]):
+        r0 = cut_int[s, CUT_ROW0]
+        for m in range(6):
+            w = 0.0
+            for r in range(r0, r0 + cut_int[s, CUT_ROWS]):
+                w += loop_float[r, LOOP_JAC_B + m] * lam[r]
+            scratch[m] = w
+        wrench_in_cut_frame(cut_float[s], scratch, out[s])

@@ -14,7 +14,7 @@ from numba import njit
 
 from . import signatures
 
-from ..layout import (ACC, FORCE, LINK_BODY, LINK_FIXED, LINK_INERTIA, LINK_PARENT, LINK_POS,
+from ..layout import (ACC, FEXT, FORCE, LINK_BODY, LINK_FIXED, LINK_INERTIA, LINK_PARENT, LINK_POS,
                       LINK_ROT, PARENT_LINK, POS, ROT, SCRATCH, VEL)
 from .spatial import add_cross_force, add_force_to_parent, inertia_times
 
@@ -67,3 +67,25 @@ def joint_wrenches(body_int, link_int, link_float, work, link_fext, wrench_rows,
             for r in range(3):
                 out[row, r] = rot[r] * w[0] + rot[3 + r] * w[1] + rot[6 + r] * w[2]
                 out[row, 3 + r] = rot[r] * tx + rot[3 + r] * ty + rot[6 + r] * tz
+
+
+@njit(signatures.LOAD_LINK_WRENCHES, cache=True)
+def load_link_wrenches(link_int, link_float, wrench, link_fext_out, work):
+    """External wrenches on links into the workspace.
+
+    wrench (n_links, 6): on each link, in its link frame about its origin. link_fext_out
+    (n_links, 6) receives each in its body's frame about the body origin (n_b = R n,
+    t_b = R t + p x n_b); work[:, FEXT] the sum over each body's links.
+    """
+    for i in range(work.shape[0]):
+        for r in range(6):
+            work[i, FEXT + r] = 0.0
+    for link in range(link_int.shape[0]):
+        body_load = link_fext_out[link]
+        for r in range(6):
+            body_load[r] = 0.0
+        add_force_to_parent(link_float[link, LINK_ROT:LINK_ROT + 9],
+                            link_float[link, LINK_POS:LINK_POS + 3], wrench[link], body_load)
+        body = link_int[link, LINK_BODY]
+        for r in range(6):
+            work[body, FEXT + r] += body_load[r]
