@@ -1,6 +1,6 @@
 """Benchmarks of the mbd_ros ROS 2 nodes as processes (run by hand, not in CI).
 
-    python bench/bench_nodes.py [--seconds 10] [--out bench/RESULTS_nodes.md] [--only NAME ...]
+    python bench/bench_nodes.py [--seconds 10] [--out bench/results/nodes.md] [--only NAME ...]
 
 Scenarios, each with rclpy's SingleThreadedExecutor and its EventsExecutor (node parameter
 `executor`; this script's own process uses the same kind):
