@@ -54,7 +54,7 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
         return STATUS_SHAPE_OUT
     nb = body_int.shape[0] - 1
     set_base_motion(body_float, work)
-    # ---- pass 1, base -> tips: kinematics, M*_i = M_i, p^A_i = v_i x* M_i v_i - f^ext_i   [002 §2.1]
+    # ---- pass 1, base -> tips: kinematics, M*_i = M_i, p^A_i = v_i x* M_i v_i - f^ext_i   [THEORY §2 step 1]
     for i in range(1, nb + 1):
         parent = body_int[i, PARENT]
         row = work[i]
@@ -116,13 +116,13 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
             u_tau[0] = u
             if parent == 0:
                 continue
-            # M*_i (1 - P_i) = M*_i - U U^T / N_i                                [002 eq. 15]
+            # M*_i (1 - P_i) = M*_i - U U^T / N_i               [THEORY §2 step 2; 002 eq. 18]
             for r in range(6):
                 ur = u_mat[r] * d_inv[0]
                 scratch[r] = ur
                 for c in range(6):
                     articulated_inertia[6 * r + c] -= ur * u_mat[c]
-            # p^a = p^A + (M*_i - U U^T / N_i) a_rel,i + U u / N_i                [002 eq. 16]
+            # p^a = p^A + (M*_i - U U^T / N_i) a_rel,i + U u / N_i   [THEORY §2 step 2]
             bias_acc = row[BIAS_ACC:BIAS_ACC + 6]
             for r in range(6):
                 s = scratch[r] * u
@@ -159,14 +159,14 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
                     for m in range(k):
                         s += u_mat[6 * m + r] * d_inv[m * k + j]
                     scratch[6 * j + r] = s
-            # M*_i (1 - P_i) = M*_i - U N^-1 U^T                                 [002 eq. 15]
+            # M*_i (1 - P_i) = M*_i - U N^-1 U^T                [THEORY §2 step 2; 002 eq. 18]
             for r in range(6):
                 for c in range(6):
                     s = 0.0
                     for j in range(k):
                         s += scratch[6 * j + r] * u_mat[6 * j + c]
                     articulated_inertia[6 * r + c] -= s
-            # p^a = p^A + (M*_i - U N^-1 U^T) a_rel,i + U N^-1 u                 [002 eq. 16]
+            # p^a = p^A + (M*_i - U N^-1 U^T) a_rel,i + U N^-1 u     [THEORY §2 step 2]
             bias_acc = row[BIAS_ACC:BIAS_ACC + 6]
             for r in range(6):
                 s = 0.0
@@ -182,7 +182,7 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
                               row[TRANSFORM_SCRATCH:TRANSFORM_SCRATCH + 36],
                               work[parent, ART_INERTIA:ART_INERTIA + 36])
         add_force_to_parent(rot, pos, bias_force, work[parent, FORCE:FORCE + 6])
-    # ---- pass 3, base -> tips: eta'_i = N_i^-1 (u_i - U_i^T (B_pi a_p + a_rel,i))    [002 eq. 17-18]
+    # ---- pass 3, base -> tips: eta'_i = N_i^-1 (u_i - U_i^T (B_pi a_p + a_rel,i))    [THEORY §2 step 3]
     for i in range(1, nb + 1):
         parent = body_int[i, PARENT]
         row = work[i]

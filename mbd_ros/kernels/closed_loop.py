@@ -6,7 +6,7 @@ the cuts is then a unit wrench pair on the cut's two bodies; the same recursion 
 only (a_rel = 0, tau = 0, no gravity) gives its effect A (body accelerations) and L (joint
 accelerations). The multipliers solve the b x b system
 
-    (G_s A) lambda = -G_s a° - gamma''_s - 2 alpha (G_s v) - beta^2 g_s      [000 §3, + Baumgarte]
+    (G_s A) lambda = -G_s a° - gamma''_s - 2 alpha (G_s v) - beta^2 g_s   [000 eqs. 16-18, + Baumgarte]
 
 (minimum-norm when constraints are redundant), and eta' = eta'° + L lambda. Cost O(n b + b^3).
 """
@@ -87,7 +87,8 @@ def _unit_response(body_int, body_float, work, jac_a, jac_b, body_a, body_b, qdd
     G_a^T on body a, G_b^T on body b, with the articulated quantities of the last ABA.
 
     Backward: [G^T]*_p += B_pi^T (1 - P_i) [G^T]*_i; forward: L_i = N_i^-1 C_i^T ([G^T]*_i -
-    M*_i B_pi A_p), A_i = B_pi A_p + C_i L_i  [000 §3, with p^A = -[G^T]* as in kernels/aba.py].
+    M*_i B_pi A_p), A_i = B_pi A_p + C_i L_i  [THEORY §5 step 1; 000 eqs. 17-18; p^A = -[G^T]*
+    as in kernels/aba.py].
     Only the bodies on the paths from a and b to the root carry the load, and only the subtrees
     of their top ancestors move: the passes visit just those, which keeps a loop's cost
     proportional to its own branch. Returns (lo_a, hi_a, lo_b, hi_b): the body index ranges

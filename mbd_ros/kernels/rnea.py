@@ -44,19 +44,19 @@ def inverse_dynamics(body_int, body_float, work, q, v, qdd, tau_out):
         scratch = row[SCRATCH:SCRATCH + 6]
         joint_pose(body_int[i, JOINT_TYPE], body_row, q, body_int[i, IDX_Q], rot, pos,
                    row[TRANSFORM_SCRATCH:TRANSFORM_SCRATCH + 12])
-        # v_i = B_pi v_p + C_i eta_i                                          [002 eq. 5]
+        # v_i = B_pi v_p + C_i eta_i                                          [002 eq. 6]
         motion_to_child(rot, pos, work[parent, VEL:VEL + 6], vel)
         joint_motion(body_row, nv_joint, v, iv, scratch)
         for r in range(6):
             vel[r] += scratch[r]
         # a_rel,i = v_i x (C_i eta_i)
         cross_motion(vel, scratch, bias_acc)
-        # a_i = B_pi a_p + C_i eta'_i + a_rel,i                               [002 eq. 6]
+        # a_i = B_pi a_p + C_i eta'_i + a_rel,i                               [002 eq. 7]
         motion_to_child(rot, pos, work[parent, ACC:ACC + 6], acc)
         joint_motion(body_row, nv_joint, qdd, iv, scratch)
         for r in range(6):
             acc[r] += scratch[r] + bias_acc[r]
-        # body equation: f_net = M_i a_i - f^tc_i,  f^tc = f^ext - v x* M v   [002 eq. 1]
+        # body equation: f_net = M_i a_i - f^tc_i,  f^tc = f^ext - v x* M v   [002 eqs. 3-4]
         force = row[FORCE:FORCE + 6]
         inertia = body_row[SPATIAL_INERTIA:SPATIAL_INERTIA + 36]
         rigid_inertia_times(inertia, acc, force)
@@ -64,7 +64,8 @@ def inverse_dynamics(body_int, body_float, work, q, v, qdd, tau_out):
         add_cross_force(vel, scratch, force)
         for r in range(6):
             force[r] -= row[FEXT + r]
-    # ---- backward pass, tips -> base: f^p_i = f_net,i + sum_c B_ci^T f^p_c, tau_i = C_i^T f^p_i
+    # ---- backward pass, tips -> base: f^p_i = f_net,i + sum_c B_ci^T f^p_c   [002 eqs. 3-4]
+    #      tau_i = C_i^T f^p_i   [002 eq. 12, the drive carried explicitly as in THEORY §2]
     for i in range(nb, 0, -1):
         parent = body_int[i, PARENT]
         row = work[i]
