@@ -143,16 +143,7 @@ def main(argv=None):
           C.md_table(["robot", "nv", "algo", "threads", "ours out=", "ours", "pin parallel out",
                       "pin parallel", "pin loop (1 thread)", "ratio out= vs parallel",
                       "ratio vs parallel", "ratio out= vs loop"], rows), ""]
-    if notes:
-        md += ["### Notes", ""] + [f"- {n}" for n in sorted(set(notes))] + [""]
-    if failures:
-        md += ["### FAILURES", ""] + [f"- {f}" for f in failures] + [""]
-    md += [C.end_markdown(), ""]
-    text = "\n".join(md)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
-    return 1 if failures else 0
+    return C.finish_report(md, sorted(set(notes)), failures, args.out)
 
 
 if __name__ == "__main__":

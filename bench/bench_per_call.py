@@ -232,16 +232,7 @@ def main(argv=None):
                            "FD pin µs/body", "ID ours", "ID pin", "ID ratio (min / med)",
                            "ID ours µs/body", "ID pin µs/body", "rel. err FD / ID"], crow), ""]
 
-    if notes:
-        md += ["### Notes", ""] + [f"- {n}" for n in notes] + [""]
-    if failures:
-        md += ["### FAILURES", ""] + [f"- {f}" for f in failures] + [""]
-    md += [C.end_markdown(), ""]
-    text = "\n".join(md)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
-    return 1 if failures else 0
+    return C.finish_report(md, notes, failures, args.out)
 
 
 if __name__ == "__main__":

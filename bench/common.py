@@ -295,6 +295,21 @@ def end_markdown() -> str:
             + " / ".join(f"{x:.2f}" for x in os.getloadavg()) + f" ({os.cpu_count()} = all cores busy)")
 
 
+def finish_report(md: list, notes: list, failures: list, out) -> int:
+    """Append the notes, failures and end-of-run line to the markdown lines, print them, write
+    them to `out` if given; exit status 1 if a correctness check failed."""
+    if notes:
+        md += ["### Notes", ""] + [f"- {n}" for n in notes] + [""]
+    if failures:
+        md += ["### FAILURES", ""] + [f"- {f}" for f in failures] + [""]
+    md += [end_markdown(), ""]
+    text = "\n".join(md)
+    print(text)
+    if out:
+        Path(out).write_text(text + "\n")
+    return 1 if failures else 0
+
+
 def this_command() -> str:
     return "PYTHONPATH=. python " + " ".join([os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:])
 

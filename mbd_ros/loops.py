@@ -24,9 +24,10 @@ from .kernels.closed_loop import add_loop_loads as _add_loop_loads
 from .kernels.closed_loop import cut_rows as _cut_rows
 from .kernels.closed_loop import cut_wrenches as _cut_wrench_kernel
 from .kernels.closed_loop import loop_jacobian as _loop_jacobian
+from .kernels.closed_loop import world_poses as _world_poses
 from .kernels.kinematics import forward_kinematics as _forward_kinematics
 from .kernels.linalg import RANK_TOLERANCE
-from .robot import Robot
+from .robot import Robot, _output, _vector
 
 # Newton assembly stops when the largest residual is below this (m or rad).
 ASSEMBLY_TOLERANCE = 1e-12
@@ -170,8 +171,8 @@ class ClosedLoopRobot(Robot):
 
     # ------------------------------------------------------------------ loop kinematics
     def loop_state(self, q, v=None):
-        """(g (b,), G_l (b, nv), gamma_bar_dot... ) at (q, v): residuals, closure Jacobian, and the
-        velocity residual G_l v (zeros when v is None). Returns copies."""
+        """(g (b,), G_l (b, nv), G_l v (b,)) at (q, v): position residuals, closure Jacobian and
+        velocity residual (zeros when v is None). Returns copies."""
         q = self._q(q)
         v = np.zeros(self.nv) if v is None else self._v(v)
         _forward_kinematics(self._body_int, self._body_float, self._work, q, v)
@@ -207,8 +208,7 @@ class ClosedLoopRobot(Robot):
         return bias
 
     def _world_from_work(self):
-        from .kernels.closed_loop import world_poses
-        world_poses(self._body_int, self._work)
+        _world_poses(self._body_int, self._work)
         return self._work
 
     def partition(self, q, refresh=False):
@@ -312,7 +312,7 @@ class ClosedLoopRobot(Robot):
             n_loops=n_loops, n_constraints=self.n_constraints, rank=rank, generic_rank=generic,
             dof=self.nv - generic, dof_at_q=self.nv - rank,
             gruebler_kutzbach=joint_freedoms - 6 * n_loops,
-            gruebler_kutzbach_planar=joint_freedoms - 3 * n_loops - 3 * 0,
+            gruebler_kutzbach_planar=joint_freedoms - 3 * n_loops,
             redundant_constraints=self.n_constraints - generic, singular=rank < generic,
             statically_determinate=self.n_constraints == generic,
             residual=float(np.abs(g).max(initial=0.0)), independent=tuple(int(i) for i in ind),
@@ -424,7 +424,6 @@ class ClosedLoopRobot(Robot):
         else:
             lam = np.asarray(multipliers, dtype=float)
         q, v, qdd, _ = self._state_arrays(q, v, qdd, None, "qdd")
-        from .robot import _output
         out = _output(out, (len(self.wrench_joint_names), 6))
         self._set_external_wrenches(f_ext)
         self._add_loop_loads(lam)
@@ -595,9 +594,7 @@ class ClosedLoopRobot(Robot):
 
     # ------------------------------------------------------------------ validation shortcuts
     def _q(self, q):
-        from .robot import _vector
         return _vector(q, self.nq, "q")
 
     def _v(self, v):
-        from .robot import _vector
         return _vector(v, self.nv, "v")

@@ -1,5 +1,10 @@
 """The Robot facade: validation at the entry points, then one kernel call into the workspace.
 
+On the hot path the wrapper does no Python-level checks: the kernels have explicit numba
+signatures (wrong types raise TypeError, and only then are the inputs converted), and they check
+sizes, NaN/inf and quaternion norms themselves, returning a status code that the wrapper turns
+into a ValueError naming the argument. Kernels never raise.
+
 Robot holds an immutable Model and its preallocated Data (the `work` array and a few buffers).
 A Robot is not thread-safe (its workspace is shared); use one Robot per thread, or the batch forms.
 """

@@ -21,25 +21,18 @@ from . import signatures
 from .aba import articulated_step, forward_dynamics
 from .closure_kinematics import closure_kinematics as cut_constraints
 from .closure_kinematics import wrench_in_cut_frame
-from .spatial import add_force_to_parent, compose_rotation, motion_to_child
+from .kinematics import compose_world_pose, set_world_root
+from .spatial import add_force_to_parent, motion_to_child
 from .linalg import solve_psd_min_norm
 
 
 @njit(cache=True)
 def world_poses(body_int, work):
-    """WORLD_ROT/WORLD_POS of every body from the parent-relative poses ROT/POS in work."""
-    for k in range(9):
-        work[0, WORLD_ROT + k] = 1.0 if k % 4 == 0 else 0.0
-    for k in range(3):
-        work[0, WORLD_POS + k] = 0.0
+    """WORLD_ROT/WORLD_POS of every body from the parent-relative poses ROT/POS the last ABA
+    left in work (the ABA itself needs no world poses; the cut kinematics do)."""
+    set_world_root(work)
     for i in range(1, body_int.shape[0]):
-        parent = body_int[i, PARENT]
-        parent_rot = work[parent, WORLD_ROT:WORLD_ROT + 9]
-        pos = work[i, POS:POS + 3]
-        compose_rotation(parent_rot, work[i, ROT:ROT + 9], work[i, WORLD_ROT:WORLD_ROT + 9])
-        for r in range(3):
-            work[i, WORLD_POS + r] = (work[parent, WORLD_POS + r] + parent_rot[3 * r] * pos[0]
-                                      + parent_rot[3 * r + 1] * pos[1] + parent_rot[3 * r + 2] * pos[2])
+        compose_world_pose(work, i, body_int[i, PARENT])
 
 
 @njit(cache=True)

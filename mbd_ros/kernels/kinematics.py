@@ -133,16 +133,33 @@ def check_state(body_int, q, v, x, check_v, check_x):
     return STATUS_OK
 
 
+@njit(cache=True)
+def set_world_root(work):
+    """The universe row's pose in the root frame: identity."""
+    for k in range(9):
+        work[0, WORLD_ROT + k] = 1.0 if k % 4 == 0 else 0.0
+    for k in range(3):
+        work[0, WORLD_POS + k] = 0.0
+
+
+@njit(cache=True)
+def compose_world_pose(work, i, parent):
+    """^0T_i = ^0T_p ^pT_i: WORLD_ROT/WORLD_POS of body i from its parent's and its own ROT/POS."""
+    parent_rot = work[parent, WORLD_ROT:WORLD_ROT + 9]
+    pos = work[i, POS:POS + 3]
+    compose_rotation(parent_rot, work[i, ROT:ROT + 9], work[i, WORLD_ROT:WORLD_ROT + 9])
+    for r in range(3):
+        work[i, WORLD_POS + r] = (work[parent, WORLD_POS + r] + parent_rot[3 * r] * pos[0]
+                                  + parent_rot[3 * r + 1] * pos[1] + parent_rot[3 * r + 2] * pos[2])
+
+
 @njit(signatures.FORWARD_KINEMATICS, cache=True)
 def forward_kinematics(body_int, body_float, work, q, v):
     """Poses in the parent and in the root frame (ROT/POS, WORLD_ROT/WORLD_POS) and body
     velocities (VEL) of every body.  v may be empty (velocities are then not computed)."""
     nb = body_int.shape[0] - 1
     with_velocity = v.shape[0] > 0
-    for k in range(9):
-        work[0, WORLD_ROT + k] = 1.0 if k % 4 == 0 else 0.0
-    for k in range(3):
-        work[0, WORLD_POS + k] = 0.0
+    set_world_root(work)
     for k in range(6):
         work[0, VEL + k] = 0.0
     for i in range(1, nb + 1):
@@ -152,12 +169,7 @@ def forward_kinematics(body_int, body_float, work, q, v):
         pos = row[POS:POS + 3]
         joint_pose(body_int[i, JOINT_TYPE], body_float[i], q, body_int[i, IDX_Q], rot, pos,
                    row[TRANSFORM_SCRATCH:TRANSFORM_SCRATCH + 12])
-        # ^0T_i = ^0T_p ^pT_i
-        parent_rot = work[parent, WORLD_ROT:WORLD_ROT + 9]
-        compose_rotation(parent_rot, rot, row[WORLD_ROT:WORLD_ROT + 9])
-        for r in range(3):
-            row[WORLD_POS + r] = (work[parent, WORLD_POS + r] + parent_rot[3 * r] * pos[0]
-                                  + parent_rot[3 * r + 1] * pos[1] + parent_rot[3 * r + 2] * pos[2])
+        compose_world_pose(work, i, parent)
         if with_velocity:
             vel = row[VEL:VEL + 6]
             motion_to_child(rot, pos, work[parent, VEL:VEL + 6], vel)
