@@ -250,15 +250,8 @@ FOURBAR = (str(URDF / "fourbar.urdf"), str(URDF.parent / "config" / "fourbar_clo
 
 @pytest.fixture(scope="module")
 def fourbar():
-    """The closed-loop sample (four-bar), if this mbd_ros can load loop closures."""
-    from pathlib import Path
-    if not all(Path(p).is_file() for p in FOURBAR):
-        pytest.skip("the closed-loop sample urdf/fourbar.urdf + config/fourbar_closures.yaml "
-                    "is not in this tree")
-    try:
-        robot = mbd_ros.load(FOURBAR[0], closures=FOURBAR[1])
-    except NotImplementedError as exc:
-        pytest.skip(f"closed loops are not implemented in this mbd_ros yet ({exc})")
+    """The closed-loop sample (four-bar); loading it must work (no skip: a failure here is a bug)."""
+    robot = mbd_ros.load(FOURBAR[0], closures=FOURBAR[1])
     warm_numba_cache(robot)
     return robot
 
