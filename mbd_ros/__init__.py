@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 
 
 def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, passive_forces=True,
-         friction_velocity=FRICTION_VELOCITY, strict_inertia=True):
+         friction_velocity=FRICTION_VELOCITY, strict_inertia=False):
     """Load a robot from a URDF file path or URDF XML text.
 
     closures: loop closures (path, YAML text or dict, DESIGN.md format): the robot is then a
@@ -29,8 +29,13 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
     friction_velocity: Coulomb friction F is smoothed as F tanh(v / friction_velocity); the
         default 1e-3 is close to sign(v) but stiff for explicit integrators at large F (the
         effective damping near v = 0 is F / friction_velocity): raise it for simulation.
-    strict_inertia: with False, link inertias that break the triangle inequality (found in some
-        published URDFs) are accepted with a warning instead of refused.
+    strict_inertia: the merged inertia of each moving body (links welded by fixed joints
+        summed) must be physically consistent: positive semi-definite, triangle inequality, no
+        rotational inertia without mass. With False (the default; published URDFs often break
+        this) each inconsistent body gives one warning naming its link(s) and is used as written,
+        as Pinocchio does; with True it is a ModelError.
+    A joint that moves no mass (massless links below it) gives a warning at load; its
+    forward dynamics then raise ValueError, while inverse dynamics and kinematics work.
     Raises ModelError (a ValueError) naming the file and the link/joint at fault.
     """
     model = build_model(read_urdf(urdf, strict_inertia), floating_base=floating_base, gravity=gravity,

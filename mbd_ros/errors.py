@@ -1,4 +1,4 @@
-"""Exceptions of the library."""
+"""Exceptions of the library, and the helper that keeps error messages short."""
 
 
 class ModelError(ValueError):
@@ -6,3 +6,16 @@ class ModelError(ValueError):
 
     The message names the file and the link, joint or field at fault.
     """
+
+
+# Inputs may be multi-megabyte strings (a URDF on a topic); messages quote at most this much.
+EXCERPT_LENGTH = 120
+
+
+def excerpt(value, limit=EXCERPT_LENGTH):
+    """repr-like short text of `value` for an error message: at most `limit` characters, with
+    the total length said when it was cut (never echo a multi-MB input into a log)."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"

@@ -7,6 +7,7 @@ still reports its wrench (kernels/wrenches.py).
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,7 +15,7 @@ import numpy as np
 from . import layout as L
 from .constants import FRICTION_VELOCITY, STANDARD_GRAVITY
 from .errors import ModelError
-from .urdf import TreeSpec
+from .urdf import TreeSpec, inertia_problem
 
 _JOINT_CODES = {
     "revolute": L.JOINT_REVOLUTE,
@@ -117,6 +118,37 @@ def _motion_subspace(code, axis):
                             np.concatenate([zero, axis])])
 
 
+def _check_body_inertias(tree, links, body_mass, body_first_moment, body_inertia):
+    """Physical consistency of each moving body's merged inertia (what the dynamics uses; a
+    welded link's rounding error that the merge absorbs is no problem). One ModelError
+    (tree.strict_inertia) or one warning per inconsistent body, naming its link(s); the inertia
+    is then used as written, as Pinocchio does."""
+    members = {}
+    for link in links:
+        members.setdefault(link["body"], []).append(link["name"])
+    for body in range(1, len(body_mass)):
+        mass = body_mass[body]
+        com = body_first_moment[body] / mass if mass > 0 else np.zeros(3)
+        c = _skew(com)
+        # I_o = I_c - m [c][c]  (spatial_inertia)  =>  I_c = I_o + m [c][c]
+        inertia_com = body_inertia[body][3:, 3:] + mass * c @ c
+        problem = inertia_problem(mass, inertia_com)
+        if problem is None:
+            continue
+        names = members.get(body, [])
+        culprits = [n for n in names
+                    if inertia_problem(tree.links[n].mass, tree.links[n].inertia) is not None]
+        culprits = culprits or names
+        others = [n for n in names if n not in culprits]
+        what = ", ".join(f"'{n}'" for n in culprits[:5]) + (", ..." if len(culprits) > 5 else "")
+        merged = (f" (merged by fixed joints with {', '.join(others[:5])}"
+                  f"{', ...' if len(others) > 5 else ''})") if others else ""
+        message = f"{tree.source}: link {what}{merged}: {problem}"
+        if tree.strict_inertia:
+            raise ModelError(message + "; load(..., strict_inertia=False) accepts it with a warning")
+        warnings.warn(message + "; used as written (as Pinocchio does)", UserWarning, stacklevel=4)
+
+
 def build_model(tree: TreeSpec, floating_base=False, gravity=STANDARD_GRAVITY,
                 passive_forces=True, friction_velocity=FRICTION_VELOCITY) -> Model:
     """Flatten a validated tree into a Model.
@@ -128,6 +160,10 @@ def build_model(tree: TreeSpec, floating_base=False, gravity=STANDARD_GRAVITY,
     gravity = np.asarray(gravity, dtype=float)
     if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
         raise ModelError(f"gravity must be 3 finite numbers, got {gravity.tolist()}")
+    if floating_base and any(joint.name == "root_joint" for joint in tree.joints):
+        raise ModelError(f"{tree.source}: joint 'root_joint': floating_base=True adds a free joint "
+                         "of that name above the root link; rename the URDF joint or load with "
+                         "floating_base=False")
     identity = (np.eye(3), np.zeros(3))
 
     bodies = [dict(name="universe", parent=-1, code=L.JOINT_FIXED, joint=None, placement=identity,
@@ -234,6 +270,7 @@ def build_model(tree: TreeSpec, floating_base=False, gravity=STANDARD_GRAVITY,
         body_inertia[link["body"]] += inertia
         body_mass[link["body"]] += spec.mass
         body_first_moment[link["body"]] += spec.mass * com
+    _check_body_inertias(tree, links, body_mass, body_first_moment, body_inertia)
     for i in range(1, nb + 1):
         body_float[i, L.SPATIAL_INERTIA:L.SPATIAL_INERTIA + 36] = body_inertia[i].ravel()
         body_float[i, L.MASS] = body_mass[i]

@@ -352,17 +352,20 @@ class Robot:
 
     # ------------------------------------------------------------------ internals
     def _check_regular(self):
-        """Raise ModelError if some joint moves no mass (singular articulated inertia) at a
-        generic configuration: forward dynamics would be undefined everywhere."""
+        """Warn (once, at load) if some joint moves no mass (singular articulated inertia) at a
+        generic configuration: forward dynamics then raise ValueError naming it; inverse
+        dynamics, mass matrix and kinematics still work."""
         q = self.random_configuration(np.random.default_rng(0))
         zero = np.zeros(self.nv)
         status = _forward_dynamics(self._body_int, self._body_float, self._work, q, zero, zero,
                                    self._tau_scratch)
         if status >= L.STATUS_SINGULAR:
+            import warnings
             joint = self.joint_names[status - L.STATUS_SINGULAR - 1]
-            raise ModelError(f"{self.model.source}: joint '{joint}' moves no mass or inertia along "
-                             "one of its axes (the links below it are massless): its acceleration "
-                             "is undefined")
+            warnings.warn(f"{self.model.source}: joint '{joint}' moves no mass or inertia along "
+                          "one of its axes (the links below it are massless): forward dynamics "
+                          "will raise ValueError; inverse dynamics and kinematics work",
+                          UserWarning, stacklevel=3)
 
     def _link(self, link):
         try:

@@ -7,14 +7,13 @@ from an untrusted topic), then each <link>/<joint> element is read by yourdfpy's
 from __future__ import annotations
 
 import os
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from lxml import etree
 
-from .errors import ModelError
+from .errors import ModelError, excerpt
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar", "spherical")
 
@@ -56,23 +55,39 @@ class TreeSpec:
     links: dict = field(default_factory=dict)      # name -> LinkSpec, document order
     joints: list = field(default_factory=list)     # JointSpec, document order
     root: str = ""
+    strict_inertia: bool = False   # model building: refuse (True) or warn about (False) bodies
+                                   # whose merged inertia no rigid body has
+    _children: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self):
+        children = {}
+        for joint in self.joints:   # one pass: child_joints is O(children), building O(links)
+            children.setdefault(joint.parent, []).append(joint)
+        object.__setattr__(self, "_children", children)
 
     def child_joints(self, link_name):
         """Joints whose parent is `link_name`, in document order."""
-        return [j for j in self.joints if j.parent == link_name]
+        return list(self._children.get(link_name, ()))
 
 
-def read_urdf(urdf, strict_inertia=True) -> TreeSpec:
-    """Parse and validate a URDF given as a file path (str or Path) or as XML text.
+def read_urdf(urdf, strict_inertia=False) -> TreeSpec:
+    """Parse and validate a URDF given as a file path (str or Path) or as XML text (str or
+    UTF-8 bytes; a byte-order mark is allowed).
 
-    strict_inertia: principal moments that break the triangle inequality (no rigid body has
-    them, but some published URDFs do, e.g. example-robot-data's anymal and pr2) are an error;
-    with False they are a warning naming the link. Negative mass, non-symmetric or indefinite
-    tensors are always errors (they make the dynamics meaningless)."""
+    Always errors (ModelError naming the link or joint): malformed XML, negative or non-finite
+    mass, non-finite or non-symmetric inertia, partially specified <inertia>, duplicate
+    sub-elements (<axis>, <inertial>, <origin>, ...), vectors with the wrong number of
+    components, negative or NaN effort/velocity limits.
+    strict_inertia: physical consistency of inertias (positive semi-definite, triangle
+    inequality, no rotational inertia without mass) is checked on the merged bodies when the
+    model is built (model.build_model), not on each welded link: with True an inconsistent body
+    is an error, with False (the default, as Pinocchio) a warning naming the link and saying the
+    inertia is used as written."""
     text, source = _read_source(urdf)
     root = _parse_xml(text, source)
-    links, joints = _parse_elements(root, source, strict_inertia)
-    tree = TreeSpec(name=root.get("name", "robot"), source=source, links=links, joints=joints)
+    links, joints = _parse_elements(root, source)
+    tree = TreeSpec(name=root.get("name", "robot"), source=source, links=links, joints=joints,
+                    strict_inertia=bool(strict_inertia))
     object.__setattr__(tree, "root", _validate_tree(tree))
     return tree
 
@@ -80,18 +95,25 @@ def read_urdf(urdf, strict_inertia=True) -> TreeSpec:
 def _read_source(urdf):
     if isinstance(urdf, Path):
         urdf = str(urdf)
-    if isinstance(urdf, bytes):
-        urdf = urdf.decode("utf-8")
+    if isinstance(urdf, (bytes, bytearray)):
+        try:
+            urdf = bytes(urdf).decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ModelError(f"<urdf text>: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
     if not isinstance(urdf, str):
         raise ModelError(f"urdf must be a file path or XML text, got {type(urdf).__name__}")
-    if urdf.lstrip().startswith("<"):
-        return urdf, "<urdf text>"
+    if urdf.lstrip().lstrip("\ufeff").lstrip().startswith("<"):
+        return urdf.lstrip().lstrip("\ufeff"), "<urdf text>"
+    if not urdf.strip():
+        raise ModelError("the URDF is empty (expected a file path or XML text)")
     if not os.path.isfile(urdf):
-        raise ModelError(f"URDF file not found: {urdf}")
+        raise ModelError(f"URDF file not found: {excerpt(urdf)}")
     try:
-        with open(urdf, encoding="utf-8") as stream:
+        with open(urdf, encoding="utf-8-sig") as stream:
             return stream.read(), urdf
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"{urdf}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
         raise ModelError(f"{urdf}: cannot read URDF: {exc}") from exc
 
 
@@ -102,7 +124,9 @@ def _parse_xml(text, source):
     try:
         root = etree.fromstring(text.encode("utf-8"), parser=parser)
     except etree.XMLSyntaxError as exc:
-        raise ModelError(f"{source}: malformed XML: {exc}") from exc
+        raise ModelError(f"{source}: malformed XML: {excerpt(str(exc), 300)}") from None
+    except ValueError as exc:   # e.g. an XML declaration with an encoding in a str
+        raise ModelError(f"{source}: malformed XML: {excerpt(str(exc), 300)}") from None
     docinfo = root.getroottree().docinfo
     if docinfo.internalDTD is not None or any(isinstance(node, etree._Entity) for node in root.iter()):
         raise ModelError(f"{source}: DOCTYPE and entity declarations are not allowed in a URDF "
@@ -112,7 +136,48 @@ def _parse_xml(text, source):
     return root
 
 
-def _parse_elements(root, source, strict_inertia=True):
+# sub-elements URDF allows at most once, and the attributes each must carry
+_SINGLE_CHILDREN = {
+    "link": ("inertial",),
+    "inertial": ("origin", "mass", "inertia"),
+    "joint": ("parent", "child", "origin", "axis", "limit", "dynamics", "mimic", "calibration",
+              "safety_controller"),
+}
+INERTIA_ATTRIBUTES = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+# attributes that hold a fixed number of numbers
+_VECTOR_ATTRIBUTES = (("origin", "xyz", 3), ("origin", "rpy", 3), ("axis", "xyz", 3))
+
+
+def _check_structure(element, where):
+    """Duplicate sub-elements, vectors of the wrong size and partial <inertia> -> ModelError."""
+    for tag in _SINGLE_CHILDREN.get(element.tag, ()):
+        found = element.findall(tag)
+        if len(found) > 1:
+            raise ModelError(f"{where}: <{tag}> appears {len(found)} times (lines "
+                             f"{', '.join(str(e.sourceline) for e in found[:5])}); URDF allows one")
+    for tag, attribute, n in _VECTOR_ATTRIBUTES:
+        sub = element.find(tag)
+        if sub is not None and sub.get(attribute) is not None:
+            parts = sub.get(attribute).split()
+            if len(parts) != n:
+                raise ModelError(f"{where}: <{tag} {attribute}=\"{excerpt(sub.get(attribute), 60)}\">: "
+                                 f"expected {n} numbers, got {len(parts)}")
+    inertial = element.find("inertial") if element.tag == "link" else None
+    if inertial is not None:
+        _check_structure(inertial, f"{where}: <inertial>")
+        mass = inertial.find("mass")
+        if mass is None or mass.get("value") is None:
+            raise ModelError(f"{where}: <inertial> needs <mass value=\"...\"/>")
+        inertia = inertial.find("inertia")
+        if inertia is None:
+            raise ModelError(f"{where}: <inertial> needs <inertia ixx ixy ixz iyy iyz izz/>")
+        missing = [a for a in INERTIA_ATTRIBUTES if inertia.get(a) is None]
+        if missing:
+            raise ModelError(f"{where}: <inertia> is partially specified: missing "
+                             f"{', '.join(missing)} (all of {', '.join(INERTIA_ATTRIBUTES)} are required)")
+
+
+def _parse_elements(root, source):
     from yourdfpy import URDF  # yourdfpy's element parsers; imported here to keep import light
 
     links = {}
@@ -121,12 +186,14 @@ def _parse_elements(root, source, strict_inertia=True):
         if not name:
             raise ModelError(f"{source}: a <link> has no name attribute (line {element.sourceline})")
         if name in links:
-            raise ModelError(f"{source}: duplicate link name '{name}'")
+            raise ModelError(f"{source}: duplicate link name '{excerpt(name)}'")
+        _check_structure(element, f"{source}: link '{excerpt(name)}'")
         try:
             parsed = URDF._parse_link(element)
         except Exception as exc:  # yourdfpy raises bare ValueError/AttributeError on bad numbers
-            raise ModelError(f"{source}: link '{name}': cannot parse: {exc}") from exc
-        links[name] = _link_spec(parsed, source, strict_inertia)
+            raise ModelError(f"{source}: link '{excerpt(name)}': cannot parse: "
+                             f"{excerpt(str(exc))}") from None
+        links[name] = _link_spec(parsed, source)
     if not links:
         raise ModelError(f"{source}: the robot has no <link>")
     joints = []
@@ -136,25 +203,27 @@ def _parse_elements(root, source, strict_inertia=True):
         if not name:
             raise ModelError(f"{source}: a <joint> has no name attribute (line {element.sourceline})")
         if name in names:
-            raise ModelError(f"{source}: duplicate joint name '{name}'")
+            raise ModelError(f"{source}: duplicate joint name '{excerpt(name)}'")
         names.add(name)
         joint_type = element.get("type")
         if joint_type not in JOINT_TYPES:
-            raise ModelError(f"{source}: joint '{name}': unknown type '{joint_type}' "
+            raise ModelError(f"{source}: joint '{excerpt(name)}': unknown type '{excerpt(joint_type)}' "
                              f"(expected one of {', '.join(JOINT_TYPES)})")
         for tag in ("parent", "child"):
             sub = element.find(tag)
             if sub is None or not sub.get("link"):
                 raise ModelError(f"{source}: joint '{name}': missing <{tag} link=\"...\"/>")
+        _check_structure(element, f"{source}: joint '{excerpt(name)}'")
         try:
             parsed = URDF._parse_joint(element)
         except Exception as exc:
-            raise ModelError(f"{source}: joint '{name}': cannot parse: {exc}") from exc
+            raise ModelError(f"{source}: joint '{excerpt(name)}': cannot parse: "
+                             f"{excerpt(str(exc))}") from None
         joints.append(_joint_spec(parsed, source))
     return links, joints
 
 
-def _link_spec(link, source, strict_inertia=True):
+def _link_spec(link, source):
     inertial = link.inertial
     if inertial is None:
         return LinkSpec(link.name, 0.0, np.zeros(3), np.zeros((3, 3)))
@@ -165,24 +234,27 @@ def _link_spec(link, source, strict_inertia=True):
     if not np.isfinite(mass) or not np.all(np.isfinite(origin)) or not np.all(np.isfinite(inertia)):
         raise ModelError(f"{where}: <inertial> has a non-finite value")
     if mass < 0.0:
-        raise ModelError(f"{where}: negative mass {mass}")
+        raise ModelError(f"{where}: <mass>: negative mass {mass}")
     if not np.allclose(inertia, inertia.T, rtol=0.0, atol=1e-12 * max(1.0, np.abs(inertia).max())):
         raise ModelError(f"{where}: inertia tensor is not symmetric")
-    moments = np.linalg.eigvalsh(inertia)
-    scale = max(moments.max(initial=0.0), 1e-12)
-    if moments.min() < -INERTIA_TOLERANCE * scale:
-        raise ModelError(f"{where}: inertia tensor is not positive semi-definite "
-                         f"(principal moments {moments.tolist()})")
-    if moments[0] + moments[1] < moments[2] * (1.0 - INERTIA_TOLERANCE) - 1e-12:
-        message = (f"{where}: principal moments {moments.tolist()} violate the triangle "
-                   "inequality I1 + I2 >= I3 (no rigid body has them)")
-        if strict_inertia:
-            raise ModelError(message + "; load(..., strict_inertia=False) accepts it with a warning")
-        warnings.warn(message, stacklevel=4)
-    if mass == 0.0 and moments.max() > 1e-12:
-        raise ModelError(f"{where}: zero mass with a non-zero inertia tensor")
     rotation = origin[:3, :3]
     return LinkSpec(link.name, mass, origin[:3, 3].copy(), rotation @ inertia @ rotation.T)
+
+
+def inertia_problem(mass, inertia_com):
+    """None if (mass, 3x3 rotational inertia about the centre of mass) is physically consistent
+    (within INERTIA_TOLERANCE), else a short description of what is wrong."""
+    moments = np.linalg.eigvalsh(0.5 * (inertia_com + inertia_com.T))
+    scale = max(float(moments.max(initial=0.0)), 1e-12)
+    if moments.min() < -INERTIA_TOLERANCE * scale:
+        return (f"its inertia tensor is not positive semi-definite (principal moments "
+                f"{moments.tolist()})")
+    if moments[0] + moments[1] < moments[2] * (1.0 - INERTIA_TOLERANCE) - 1e-12:
+        return (f"its principal moments {moments.tolist()} violate the triangle inequality "
+                "I1 + I2 >= I3 (no rigid body has them)")
+    if mass == 0.0 and moments.max() > 1e-12:
+        return "it has zero mass but a non-zero inertia tensor"
+    return None
 
 
 def _joint_spec(joint, source):
@@ -191,6 +263,8 @@ def _joint_spec(joint, source):
     axis = np.array([1.0, 0.0, 0.0]) if joint.axis is None else np.asarray(joint.axis, dtype=float)
     if not np.all(np.isfinite(origin)):
         raise ModelError(f"{where}: <origin> has a non-finite value")
+    if axis.shape != (3,):
+        raise ModelError(f"{where}: <axis xyz> must have 3 components, got {axis.size}")
     norm = np.linalg.norm(axis) if np.all(np.isfinite(axis)) else np.nan
     if joint.type not in ("fixed", "floating", "spherical") and not norm > 1e-9:
         raise ModelError(f"{where}: <axis xyz> must be a finite non-zero vector, got {axis.tolist()}")
@@ -202,13 +276,20 @@ def _joint_spec(joint, source):
         if not (np.isfinite(damping) and np.isfinite(friction)) or damping < 0 or friction < 0:
             raise ModelError(f"{where}: <dynamics> damping and friction must be finite and >= 0")
     limits = dict(lower=-np.inf, upper=np.inf, effort=np.inf, velocity=np.inf)
-    if joint.limit is not None and joint.type in ("revolute", "prismatic"):
-        for key in limits:
-            value = getattr(joint.limit, key, None)
-            if value is not None:
-                limits[key] = float(value)
-        if limits["lower"] > limits["upper"]:
-            raise ModelError(f"{where}: <limit> lower {limits['lower']} > upper {limits['upper']}")
+    if joint.limit is not None:
+        given = {key: float(getattr(joint.limit, key)) for key in limits
+                 if getattr(joint.limit, key, None) is not None}
+        for key in ("effort", "velocity"):
+            if key in given and not given[key] >= 0.0:   # NaN too
+                raise ModelError(f"{where}: <limit {key}=\"{given[key]}\">: must be a number >= 0 "
+                                 "(omit the attribute for no limit)")
+        for key in ("lower", "upper"):
+            if key in given and np.isnan(given[key]):
+                raise ModelError(f"{where}: <limit {key}=\"nan\">: must be a number")
+        if joint.type in ("revolute", "prismatic"):   # continuous joints: no position limits
+            limits.update(given)
+            if limits["lower"] > limits["upper"]:
+                raise ModelError(f"{where}: <limit> lower {limits['lower']} > upper {limits['upper']}")
     return JointSpec(joint.name, joint.type, joint.parent, joint.child, origin, axis,
                      damping, friction, **limits)
 

@@ -80,14 +80,21 @@ MODEL_ERRORS = {
                                    joint("dup_joint", "upper", "lower")), ["dup_joint"]),
     "negative mass": (robot(link("base"), link("neg_mass_link", m=-1.0), joint("shoulder", "base", "neg_mass_link")),
                       ["neg_mass_link"]),
+    "non-finite mass": (robot(link("base"), link("nan_link", m="nan"), joint("shoulder", "base", "nan_link")),
+                        ["nan_link"]),
+}
+
+# physically inconsistent inertias: refused with strict_inertia=True, a warning naming the link by
+# default (published URDFs have them; the inertia is used as written, as Pinocchio does)
+INCONSISTENT_INERTIA = {
     "negative principal moment": (robot(link("base"), link("nonpsd_link", ixx=-0.1), joint("shoulder", "base", "nonpsd_link")),
                                   ["nonpsd_link"]),
     "indefinite tensor (products)": (robot(link("base"), link("offdiag_link", ixy=0.2), joint("shoulder", "base", "offdiag_link")),
                                      ["offdiag_link"]),
     "triangle inequality violated": (robot(link("base"), link("triangle_link", ixx=0.1, iyy=0.1, izz=0.3),
                                            joint("shoulder", "base", "triangle_link")), ["triangle_link"]),
-    "non-finite mass": (robot(link("base"), link("nan_link", m="nan"), joint("shoulder", "base", "nan_link")),
-                        ["nan_link"]),
+    "zero mass with an inertia": (robot(link("base"), link("massless_rotor", m=0.0),
+                                        joint("shoulder", "base", "massless_rotor")), ["massless_rotor"]),
 }
 
 SINGULAR = {
@@ -117,12 +124,34 @@ def test_invalid_urdf_text(case):
         assert name in str(exc.value), f"{case}: the message does not name {name!r}: {exc.value}"
 
 
+@pytest.mark.parametrize("case", list(INCONSISTENT_INERTIA))
+def test_inconsistent_inertia(case):
+    xml, names = INCONSISTENT_INERTIA[case]
+    with pytest.raises(mbd_ros.ModelError) as exc:
+        mbd_ros.load(xml, strict_inertia=True)
+    for name in names:
+        assert name in str(exc.value), f"{case}: the message does not name {name!r}: {exc.value}"
+    with pytest.warns(UserWarning) as caught:
+        mbd_ros.load(xml)
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and all(n in messages[0] for n in names), messages
+    assert "used as written" in messages[0], messages
+
+
 @pytest.mark.parametrize("case", list(SINGULAR))
 def test_singular_robot(case):
+    """A joint that moves no mass: load warns naming it, forward dynamics raise ValueError naming
+    it, inverse dynamics still work."""
     xml, names = SINGULAR[case]
-    with pytest.raises(mbd_ros.ModelError) as exc:
-        mbd_ros.load(xml)
-    assert any(n in str(exc.value) for n in names), f"{case}: the message names none of {names}: {exc.value}"
+    with pytest.warns(UserWarning) as caught:
+        r = mbd_ros.load(xml)
+    message = " ".join(str(w.message) for w in caught)
+    assert any(n in message for n in names), f"{case}: the warning names none of {names}: {message}"
+    q = r.random_configuration(np.random.default_rng(1))
+    with pytest.raises(ValueError) as exc:
+        r.forward_dynamics(q, np.zeros(r.nv), np.zeros(r.nv))
+    assert any(n in str(exc.value) for n in names), f"{case}: the error names none of {names}: {exc.value}"
+    assert np.all(np.isfinite(r.inverse_dynamics(q, np.zeros(r.nv), np.ones(r.nv))))
 
 
 def test_massless_leaf_on_a_fixed_joint_is_fine():
@@ -135,9 +164,9 @@ def test_massless_leaf_on_a_fixed_joint_is_fine():
 
 def test_errors_in_a_file_name_the_file(tmp_path):
     path = tmp_path / "broken_robot.urdf"
-    path.write_text(MODEL_ERRORS["triangle inequality violated"][0])
+    path.write_text(INCONSISTENT_INERTIA["triangle inequality violated"][0])
     with pytest.raises(mbd_ros.ModelError) as exc:
-        mbd_ros.load(str(path))
+        mbd_ros.load(str(path), strict_inertia=True)
     assert "broken_robot.urdf" in str(exc.value) and "triangle_link" in str(exc.value), str(exc.value)
     path.write_text(VALID[: len(VALID) // 2])
     with pytest.raises(mbd_ros.ModelError) as exc:
