@@ -23,7 +23,8 @@ frame B; they must not be parallel (kernels/closure_kinematics.py keeps their an
 ClosureSet. It checks everything that does not need the tree's joints: every error is a
 ModelError naming the source (file path, '<closures text>' or '<closures dict>'), the entry
 (index and name) and the field. The names in `actuated` and `independent` are returned as given;
-the model builder checks them against the tree's joints. Only yaml.safe_load is used.
+the model builder checks them against the tree's joints. YAML is read by yaml_input.read_yaml
+(safe constructors only, duplicate keys refused, sizes capped).
 """
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ModelError
+from .errors import ModelError, excerpt
+from .yaml_input import read_yaml
 
 CUT_TYPES = ("revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "fixed",
              "distance")
@@ -45,6 +47,9 @@ TOP_LEVEL_KEYS = ("closures", "actuated", "independent")
 ENTRY_FIELDS = ("name", "type", "parent", "child", "parent_origin", "child_origin", "axis",
                 "axis2", "length")
 ORIGIN_KEYS = ("xyz", "rpy")
+# More cut joints than this is not a mechanism but a hostile input (the loop workspace grows with
+# the square of the constraint rows: 1000 spherical cuts already need ~0.2 GB).
+MAX_CLOSURES = 1000
 
 # |norm - 1| allowed for `axis` and `axis2` (they are never silently normalised: a wrong axis is
 # more often a typo than round-off), and the smallest |axis x axis2| of a universal joint.
@@ -120,11 +125,15 @@ def read_closures(source, link_names) -> ClosureSet:
     if "closures" not in data:
         raise ModelError(f"{where}: missing the 'closures' list")
     entries = data["closures"]
-    if entries is None:
-        entries = []
     if not isinstance(entries, (list, tuple)):
         raise ModelError(f"{where}: 'closures' must be a list of closure entries, "
                          f"got {_kind(entries)}")
+    if not entries:
+        raise ModelError(f"{where}: 'closures' is empty: declare at least one closure "
+                         "(or load the robot without closures)")
+    if len(entries) > MAX_CLOSURES:
+        raise ModelError(f"{where}: 'closures' has {len(entries)} entries, more than the "
+                         f"{MAX_CLOSURES} a model may have")
     specs = []
     first_index = {}
     for index, entry in enumerate(entries):
@@ -143,39 +152,9 @@ def read_closures(source, link_names) -> ClosureSet:
 # ---- sources -----------------------------------------------------------------------------------
 
 def _load(source):
-    """(parsed data, name of the source for messages)."""
-    import yaml  # PyYAML, safe loading only
-
-    if isinstance(source, dict):
-        return source, "<closures dict>"
-    if isinstance(source, Path):
-        return _load_file(str(source), yaml), str(source)
-    if isinstance(source, bytes):
-        source = source.decode("utf-8")
-    if not isinstance(source, str):
-        raise ModelError("closures must be a file path, YAML text or a dict, "
-                         f"got {type(source).__name__}")
-    if "\n" not in source and os.path.isfile(source):
-        return _load_file(source, yaml), source
-    try:
-        data = yaml.safe_load(source)
-    except yaml.YAMLError as exc:
-        raise ModelError(f"<closures text>: malformed YAML: {exc}") from exc
-    if (data is None or isinstance(data, str)) and "\n" not in source:
-        raise ModelError(f"closure file not found: {source}")
-    return data, "<closures text>"
-
-
-def _load_file(path, yaml):
-    if not os.path.isfile(path):
-        raise ModelError(f"closure file not found: {path}")
-    try:
-        with open(path, encoding="utf-8") as stream:
-            return yaml.safe_load(stream)
-    except yaml.YAMLError as exc:
-        raise ModelError(f"{path}: malformed YAML: {exc}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ModelError(f"{path}: cannot read the closure file: {exc}") from exc
+    """(parsed data, name of the source for messages): yaml_input.read_yaml (safe loading,
+    duplicate keys refused, sizes capped)."""
+    return read_yaml(source, "closures", "closure file")
 
 
 # ---- one entry ---------------------------------------------------------------------------------
@@ -306,10 +285,13 @@ def _number(value, what):
         raise ModelError(f"{what}: must be a number, got {_kind(value)}")
     if isinstance(value, str):
         if not _FLOAT_TEXT.match(value.strip()):
-            raise ModelError(f"{what}: must be a number, got the string {value!r}")
+            raise ModelError(f"{what}: must be a number, got the string {excerpt(repr(value))}")
         value = float(value)
     try:
         number = float(value)
+    except OverflowError:
+        raise ModelError(f"{what}: must be a finite number, got an integer of "
+                         f"~{_digits(value)} digits") from None
     except (TypeError, ValueError):
         raise ModelError(f"{what}: must be a number, got {_kind(value)}") from None
     if not math.isfinite(number):
@@ -364,11 +346,18 @@ def _suggest(name, names):
     return f"links are {shown}"
 
 
+def _digits(value):
+    """Decimal digits of an int, without converting it to text (huge ints cannot be)."""
+    return int(abs(value).bit_length() * 0.30103) + 1 if isinstance(value, int) else 0
+
+
 def _kind(value):
     if value is None:
         return "nothing (null)"
     if isinstance(value, str):
-        return f"the string {value!r}"
+        return f"the string {excerpt(repr(value))}"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10 ** 30:
+        return f"an integer of ~{_digits(value)} digits"
     if isinstance(value, (bool, int, float)):
         return f"{type(value).__name__} {value!r}"
     return f"a {type(value).__name__}"

@@ -31,6 +31,8 @@ from .robot import Robot, _output, _vector
 
 # Newton assembly stops when the largest residual is below this (m or rad).
 ASSEMBLY_TOLERANCE = 1e-12
+# The loop workspace grows with the square of the constraint rows; refuse absurd sizes.
+MAX_LOOP_WORKSPACE_BYTES = 2**30
 # A partition is re-chosen when cond(G_ld) exceeds this (the independent set no longer
 # parametrises the motion well, THEORY §4).
 PARTITION_CONDITION_LIMIT = 1e8
@@ -130,7 +132,16 @@ class ClosedLoopRobot(Robot):
         self._cut_link_index = np.array(self._cut_links, dtype=np.int64).reshape(n_cuts, 2)
         self._cut_float = np.ascontiguousarray(np.array(rows, dtype=float).reshape(n_cuts, -1))
         self.n_constraints = n_rows
-        self._loop_float = np.zeros((n_rows, L.LOOP_FIXED_WIDTH + 3 * n_rows + self.nv))
+        width = L.LOOP_FIXED_WIDTH + 3 * n_rows + self.nv
+        if n_rows * width * 8 > MAX_LOOP_WORKSPACE_BYTES:
+            raise ModelError(f"{where}: {n_cuts} closures with {n_rows} constraint rows need a "
+                             f"{n_rows * width * 8 / 2**30:.1f} GiB loop workspace (more than "
+                             f"{MAX_LOOP_WORKSPACE_BYTES / 2**30:.0f} GiB): too many closures")
+        try:
+            self._loop_float = np.zeros((n_rows, width))
+        except MemoryError:
+            raise ModelError(f"{where}: not enough memory for the loop workspace of {n_cuts} "
+                             f"closures ({n_rows} constraint rows)") from None
         self._info = np.zeros(2, dtype=np.int64)
         self._loop_jac = np.zeros((n_rows, self.nv))
         # Baumgarte gains (alpha, beta) used by forward_dynamics: 0 = the exact acceleration

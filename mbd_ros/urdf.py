@@ -149,20 +149,23 @@ _VECTOR_ATTRIBUTES = (("origin", "xyz", 3), ("origin", "rpy", 3), ("axis", "xyz"
 
 
 def _check_structure(element, where):
-    """Duplicate sub-elements, vectors of the wrong size and partial <inertia> -> ModelError."""
-    for tag in _SINGLE_CHILDREN.get(element.tag, ()):
-        found = element.findall(tag)
-        if len(found) > 1:
-            raise ModelError(f"{where}: <{tag}> appears {len(found)} times (lines "
-                             f"{', '.join(str(e.sourceline) for e in found[:5])}); URDF allows one")
-    for tag, attribute, n in _VECTOR_ATTRIBUTES:
-        sub = element.find(tag)
-        if sub is not None and sub.get(attribute) is not None:
-            parts = sub.get(attribute).split()
-            if len(parts) != n:
-                raise ModelError(f"{where}: <{tag} {attribute}=\"{excerpt(sub.get(attribute), 60)}\">: "
-                                 f"expected {n} numbers, got {len(parts)}")
-    inertial = element.find("inertial") if element.tag == "link" else None
+    """Duplicate sub-elements, vectors of the wrong size and partial <inertia> -> ModelError.
+    One pass over the element's children."""
+    single = _SINGLE_CHILDREN.get(element.tag, ())
+    seen = {}
+    for child in element:
+        tag = child.tag
+        if tag in seen and tag in single:
+            raise ModelError(f"{where}: <{tag}> appears more than once (lines {seen[tag].sourceline} "
+                             f"and {child.sourceline}); URDF allows one")
+        seen[tag] = child
+        for vector_tag, attribute, n in _VECTOR_ATTRIBUTES:
+            if tag == vector_tag:
+                text = child.get(attribute)
+                if text is not None and len(text.split()) != n:
+                    raise ModelError(f"{where}: <{tag} {attribute}=\"{excerpt(text, 60)}\">: "
+                                     f"expected {n} numbers, got {len(text.split())}")
+    inertial = seen.get("inertial") if element.tag == "link" else None
     if inertial is not None:
         _check_structure(inertial, f"{where}: <inertial>")
         mass = inertial.find("mass")

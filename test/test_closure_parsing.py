@@ -105,7 +105,9 @@ def test_optional_lists_and_yaml_numbers():
     assert result.actuated == () and result.independent == ()
     assert result.closures[0].length == 0.05          # YAML 1.1 reads 5e-2 as a string
     assert result.closures[0].parent_origin[0, 3] == 1e-3
-    assert read_closures({"closures": []}, LINKS).closures == ()
+    # an empty list declares no loop: an error naming the field, not an empty ClosedLoopRobot
+    with pytest.raises(ModelError, match="'closures' is empty"):
+        read_closures({"closures": []}, LINKS)
 
 
 # ---- errors: (description, mutation of VALID, entry label or None, field, message fragment) ----

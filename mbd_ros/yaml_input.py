@@ -1,0 +1,125 @@
+"""Reading YAML model inputs (closure, force, flexible-link files) safely.
+
+One entry point, `read_yaml(source, what)`: a file path, YAML text (str or UTF-8 bytes) or an
+already-parsed dict. Only PyYAML's safe constructors are used (no Python objects), through a
+SafeLoader subclass that refuses duplicate mapping keys (YAML forbids them; PyYAML silently keeps
+the last). Whatever the input, the only exception is ModelError naming the source: sizes are
+capped (text length, nesting depth) so that RecursionError, MemoryError and OverflowError never
+escape, and long inputs are quoted only in excerpts.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+from .errors import ModelError, excerpt
+
+# Caps on hostile inputs: a model file is a few kB; these are far above any real one.
+MAX_YAML_CHARACTERS = 8_000_000
+MAX_YAML_DEPTH = 64
+
+
+class UniqueKeySafeLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses duplicate keys in a mapping and nesting deeper than
+    MAX_YAML_DEPTH (the composer recurses once per level)."""
+
+    def compose_node(self, parent, index):
+        self._depth = getattr(self, "_depth", 0) + 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                mark = self.peek_event().start_mark
+                raise ModelError(f"nesting deeper than {MAX_YAML_DEPTH} levels (line {mark.line + 1})")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        seen = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                hash(key)
+            except TypeError:
+                raise ModelError(f"line {key_node.start_mark.line + 1}: a mapping key must be a "
+                                 "plain value") from None
+            if key in seen:
+                raise ModelError(f"duplicate key '{excerpt(str(key), 60)}' (lines {seen[key]} and "
+                                 f"{key_node.start_mark.line + 1})")
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def parse_yaml_text(text, where):
+    """Parse YAML text with UniqueKeySafeLoader; every failure is a ModelError naming `where`."""
+    if len(text) > MAX_YAML_CHARACTERS:
+        raise ModelError(f"{where}: {len(text)} characters, more than the {MAX_YAML_CHARACTERS} "
+                         "a model file may have")
+    text = text.lstrip("\ufeff")
+    try:
+        return yaml.load(text, Loader=UniqueKeySafeLoader)   # noqa: S506 - a SafeLoader subclass
+    except ModelError as exc:
+        raise ModelError(f"{where}: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ModelError(f"{where}: malformed YAML: {excerpt(str(exc), 300)}") from None
+    except (RecursionError, MemoryError, OverflowError, ValueError) as exc:
+        raise ModelError(f"{where}: unreadable YAML ({type(exc).__name__}: "
+                         f"{excerpt(str(exc), 100)})") from None
+
+
+def read_yaml(source, what, file_noun=None):
+    """(parsed data, name of the source for messages) from a file path (str or Path), YAML text
+    (str or bytes, a multi-line string or one that is not an existing file) or a dict.
+
+    what: the kind of input, e.g. 'closures', used in messages ('<closures text>');
+    file_noun: how to call its file ('closure file'; default '<what> file')."""
+    noun = file_noun or f"{what} file"
+    if isinstance(source, dict):
+        return source, f"<{what} dict>"
+    if isinstance(source, Path):
+        return _read_file(str(source), noun), str(source)
+    if isinstance(source, (bytes, bytearray)):
+        try:
+            source = bytes(source).decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ModelError(f"<{what} text>: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if not isinstance(source, str):
+        raise ModelError(f"{what} must be a file path, YAML text or a dict, "
+                         f"got {type(source).__name__}")
+    if not source.strip().lstrip("\ufeff").strip():
+        raise ModelError(f"<{what} text>: the {what} text is empty")
+    if "\n" not in source and len(source) < 4096 and _is_file(source):
+        return _read_file(source, noun), source
+    data = parse_yaml_text(source, f"<{what} text>")
+    if isinstance(data, str) and "\n" not in source.strip():
+        # one line that is neither an existing file nor YAML structure: most likely a path
+        raise ModelError(f"{noun} not found: {excerpt(source)}")
+    return data, f"<{what} text>"
+
+
+def _is_file(path):
+    try:
+        return os.path.isfile(path)
+    except (ValueError, OSError):
+        return False
+
+
+def _read_file(path, noun):
+    if not _is_file(path):
+        raise ModelError(f"{noun} not found: {excerpt(path)}")
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_YAML_CHARACTERS * 4:
+            raise ModelError(f"{path}: {size} bytes, too large for a {noun}")
+        with open(path, "rb") as stream:
+            raw = stream.read()
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read the {noun}: {exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if not text.strip():
+        raise ModelError(f"{path}: the {noun} is empty")
+    return parse_yaml_text(text, path)
