@@ -11,6 +11,7 @@ ClosedLoopRobot keeps the Robot contract and adds the loops:
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,16 +27,28 @@ from .kernels.closed_loop import cut_wrenches as _cut_wrench_kernel
 from .kernels.closed_loop import loop_jacobian as _loop_jacobian
 from .kernels.closed_loop import world_poses as _world_poses
 from .kernels.kinematics import forward_kinematics as _forward_kinematics
+from .finite import all_finite as _all_finite
 from .kernels.linalg import RANK_TOLERANCE
-from .robot import Robot, _output, _vector
+from .robot import _EMPTY, Robot, _locked, _output, _vector
 
 # Newton assembly stops when the largest residual is below this (m or rad).
 ASSEMBLY_TOLERANCE = 1e-12
+# assemble(): steps of the continuation in the held coordinates, and further random starts.
+ASSEMBLY_CONTINUATION_STEPS = 16
+ASSEMBLY_STARTS = 8
+# Forward and inverse dynamics warn (LoopResidualWarning) when the loops are open by more than
+# this (m or rad) at the given q: the results then describe a configuration the mechanism
+# cannot take (assemble() first). Measured states carry noise well below it.
+LOOP_RESIDUAL_WARNING = 1e-3
 # The loop workspace grows with the square of the constraint rows; refuse absurd sizes.
 MAX_LOOP_WORKSPACE_BYTES = 2**30
 # A partition is re-chosen when cond(G_ld) exceeds this (the independent set no longer
 # parametrises the motion well, THEORY §4).
 PARTITION_CONDITION_LIMIT = 1e8
+
+
+class LoopResidualWarning(UserWarning):
+    """Dynamics asked for at a configuration where the loops are not closed."""
 
 
 @dataclass(frozen=True)
@@ -105,8 +118,12 @@ class ClosedLoopRobot(Robot):
                 raise ModelError(f"{where}: '{name}' in actuated/independent is not a movable joint "
                                  f"of the tree (joints: {', '.join(self.joint_names[:8])}...)")
         self._actuated_dofs = self._dofs(self.actuated_joints)
-        if model.floating_base:  # the root wrench is reported like rnea's, never solved away
-            self._actuated_dofs = np.union1d(np.arange(6), self._actuated_dofs)
+        # a free joint on the universe (floating_base=True, or a URDF root joint of type
+        # "floating"): its wrench is reported like rnea's, never solved away
+        for i in range(1, model.n_bodies + 1):
+            if model.body_int[i, L.PARENT] == 0 and model.body_int[i, L.JOINT_TYPE] == L.JOINT_FREE:
+                iv = int(model.body_int[i, L.IDX_V])
+                self._actuated_dofs = np.union1d(np.arange(iv, iv + 6), self._actuated_dofs)
         self._preferred_independent = self._dofs(closure_set.independent)
 
         n_cuts = len(closure_set.closures)
@@ -146,10 +163,32 @@ class ClosedLoopRobot(Robot):
         self._loop_jac = np.zeros((n_rows, self.nv))
         # Baumgarte gains (alpha, beta) used by forward_dynamics: 0 = the exact acceleration
         # constraint; simulation sets them (THEORY §6).
-        self.baumgarte = (0.0, 0.0)
+        self._baumgarte = (0.0, 0.0)
         self.last_rank = n_rows
         self._partition = None
         self._simulators = {}
+        self._last_assembled = None        # the last configuration assemble() returned
+        self._reference_assemblies = {}    # dependent dofs -> neutral configuration assembled
+        # q index of each v index of a one-dof joint (revolute, prismatic), -1 elsewhere
+        self._dof_q = np.full(self.nv, -1, dtype=np.int64)
+        for t, iq, iv in zip(self.joint_types, self.idx_q, self.idx_v):
+            if t in ("revolute", "prismatic"):
+                self._dof_q[iv] = iq
+
+    @property
+    def baumgarte(self):
+        """(alpha, beta): Baumgarte gains of forward_dynamics, finite and >= 0 (THEORY §6)."""
+        return self._baumgarte
+
+    @baumgarte.setter
+    def baumgarte(self, gains):
+        try:
+            alpha, beta = (float(g) for g in gains)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"baumgarte must be two numbers (alpha, beta), got {gains!r}") from None
+        if not (np.isfinite(alpha) and np.isfinite(beta) and alpha >= 0.0 and beta >= 0.0):
+            raise ValueError(f"baumgarte gains must be finite and >= 0, got ({alpha}, {beta})")
+        self._baumgarte = (alpha, beta)
 
     def summary(self):
         """Robot.summary() plus the cut joints, actuation and constraint count."""
@@ -181,11 +220,13 @@ class ClosedLoopRobot(Robot):
         return slice(r0, r0 + self._cut_int[s, L.CUT_ROWS])
 
     # ------------------------------------------------------------------ loop kinematics
+    @_locked
     def loop_state(self, q, v=None):
         """(g (b,), G_l (b, nv), G_l v (b,)) at (q, v): position residuals, closure Jacobian and
         velocity residual (zeros when v is None). Returns copies."""
         q = self._q(q)
         v = np.zeros(self.nv) if v is None else self._v(v)
+        self._check_state(q, v, _EMPTY, "")
         _forward_kinematics(self._body_int, self._body_float, self._work, q, v)
         _cut_rows(self._cut_int, self._cut_float, self._work, self._loop_float)
         _loop_jacobian(self._body_int, self._body_float, self._work, self._cut_int,
@@ -206,7 +247,7 @@ class ClosedLoopRobot(Robot):
     def _acceleration_bias(self, q, v):
         """gamma''_l (b,) with G_l qdd + gamma''_l = 0: G_s a(qdd = 0) + gamma''_s. The RNEA's
         accelerations carry a uniform -g, which relative constraints do not see."""
-        super().inverse_dynamics(q, v, np.zeros(self.nv), out=self._tau_scratch)
+        self._tree_inverse_dynamics(q, v, np.zeros(self.nv), out=self._tau_scratch)
         _cut_rows(self._cut_int, self._cut_float, self._world_from_work(), self._loop_float)
         bias = np.empty(self.n_constraints)
         for s in range(len(self.closure_names)):
@@ -222,6 +263,7 @@ class ClosedLoopRobot(Robot):
         _world_poses(self._body_int, self._work)
         return self._work
 
+    @_locked
     def partition(self, q, refresh=False):
         """(independent, dependent) v indices: `independent` from the closure file if given, else
         chosen by QR with column pivoting of G_l (THEORY §4); re-chosen when cond(G_ld) grows
@@ -244,46 +286,150 @@ class ClosedLoopRobot(Robot):
         self._partition = (ind, dep)
         return self._partition
 
+    @_locked
     def assemble(self, q, independent=None, max_iterations=50):
         """q with the dependent coordinates moved so that every loop closes (Newton on g_l = 0
         with the independent coordinates held, minimum-norm steps, THEORY §4).
 
-        Raises ValueError naming the worst closure when the loops cannot be closed."""
+        independent: joint names to hold (default: the closure file's `independent`, else a
+        partition chosen at q). The guess q need not be close: when Newton from q (with a
+        backtracking line search on |g|) fails, the independent coordinates are reached by
+        continuation from the last assembled configuration and from the assembled neutral one,
+        then from ASSEMBLY_STARTS other guesses of the dependent coordinates.
+        Raises ValueError naming the held coordinates and the worst closure when none closes
+        the loops: the configuration is then out of the mechanism's reach."""
         q = np.array(self._q(q), dtype=float)
+        self._check_finite(q, "q")
         if independent is not None:
-            ind = self._dofs(independent)
-            dep = np.setdiff1d(np.arange(self.nv), ind)
+            candidates = [self._dofs(independent)]
         else:
-            ind, dep = self.partition(q)
+            candidates = []
+            if len(self._preferred_independent):
+                candidates.append(self._preferred_independent)
+            candidates.append(self.partition(q)[0])
+        best_residual, best_q, best_ind = np.inf, q, candidates[0]
+        tried = []
+        for ind in candidates:
+            if any(np.array_equal(ind, other) for other in tried):
+                continue
+            tried.append(ind)
+            dep = np.setdiff1d(np.arange(self.nv), ind)
+            result, residual, closest = self._assemble_holding(q, ind, dep, max_iterations)
+            if result is not None:
+                self._last_assembled = result.copy()
+                return result
+            if residual < best_residual:
+                best_residual, best_q, best_ind = residual, closest, ind
+        g = self.loop_state(best_q)[0]
+        worst = max(range(len(self.closure_names)), key=lambda s: np.abs(g[self._rows(s)]).max())
+        held = ", ".join(f"{self._dof_name(i)}" for i in best_ind)
+        raise ValueError(f"the loops cannot be closed with the independent coordinates ({held}) "
+                         f"held: Newton from q, continuation from assembled configurations and "
+                         f"{ASSEMBLY_STARTS} other starts leave a residual of at least "
+                         f"{best_residual:.3g} (worst: closure '{self.closure_names[worst]}'); "
+                         "this configuration is out of the mechanism's reach")
+
+    def _newton(self, q, dep, max_iterations):
+        """Newton on g(q) = 0 moving the dependent dofs, with a backtracking line search on |g|.
+        Returns (q, max |g|)."""
         step = np.zeros(self.nv)
+        g = self.loop_state(q)[0]
+        norm = np.linalg.norm(g)
         for _ in range(max_iterations):
-            g, jac, _ = self.loop_state(q)
             if np.abs(g).max(initial=0.0) < ASSEMBLY_TOLERANCE:
-                return q
+                break
+            jac = self.loop_state(q)[1]
             step[:] = 0.0
             step[dep] = -np.linalg.lstsq(jac[:, dep], g, rcond=RANK_TOLERANCE)[0]
-            q = self.integrate(q, step, 1.0)
-        g = self.loop_state(q)[0]
-        worst = max(range(len(self.closure_names)), key=lambda s: np.abs(g[self._rows(s)]).max())
-        raise ValueError(f"the loops cannot be closed at this configuration: residual "
-                         f"{np.abs(g).max():.3g} after {max_iterations} Newton steps (worst: closure "
-                         f"'{self.closure_names[worst]}'); move the independent coordinates "
-                         f"{[self._dof_name(i) for i in ind]} into the mechanism's workspace")
+            if not np.all(np.isfinite(step)):
+                break
+            scale = 1.0
+            while True:
+                q_try = self.integrate(q, step, scale)
+                g_try = self.loop_state(q_try)[0]
+                norm_try = np.linalg.norm(g_try)
+                if norm_try < norm or scale < 1.0 / 64:
+                    break
+                scale *= 0.5
+            if not norm_try < norm:   # no descent even for a tiny step: a local minimum of |g|
+                break
+            q, g, norm = q_try, g_try, norm_try
+        return q, float(np.abs(g).max(initial=0.0))
 
+    def _assemble_holding(self, q, ind, dep, max_iterations):
+        """(assembled q or None, smallest residual seen, q of that residual), independent dofs
+        `ind` held at their values in q."""
+        result, residual = self._newton(q, dep, max_iterations)
+        if residual < ASSEMBLY_TOLERANCE:
+            return result, residual, result
+        best = (residual, result)
+        held_q = self._dof_q[ind]
+        # continuation: walk the held coordinates from an assembled configuration to q's values
+        if np.all(held_q >= 0):
+            starts = [self._last_assembled] if self._last_assembled is not None else []
+            reference = self._reference_assembly(dep)
+            if reference is not None:
+                starts.append(reference)
+            for start in starts:
+                current = start.copy()
+                for t in np.linspace(0.0, 1.0, ASSEMBLY_CONTINUATION_STEPS + 1)[1:]:
+                    current[held_q] = (1.0 - t) * start[held_q] + t * q[held_q]
+                    current, residual = self._newton(current, dep, 20)
+                    if residual > 1e-6:
+                        break
+                if residual < 1e-6:
+                    current, residual = self._newton(current, dep, max_iterations)
+                    if residual < ASSEMBLY_TOLERANCE:
+                        return current, residual, current
+                if residual < best[0]:
+                    best = (residual, current)
+        # other guesses of the dependent coordinates (fixed seed: reproducible)
+        rng = np.random.default_rng(0)
+        for _ in range(ASSEMBLY_STARTS):
+            guess = self.random_configuration(rng)
+            for j in range(len(self.joint_names)):   # joints with a held dof keep q's values
+                start, stop = self.idx_v[j], (self.idx_v[j + 1] if j + 1 < len(self.idx_v) else self.nv)
+                if np.any(np.isin(np.arange(start, stop), ind)):
+                    iq = self.idx_q[j]
+                    nq = (self.idx_q[j + 1] if j + 1 < len(self.idx_q) else self.nq) - iq
+                    guess[iq:iq + nq] = q[iq:iq + nq]
+            result, residual = self._newton(guess, dep, max_iterations)
+            if residual < ASSEMBLY_TOLERANCE:
+                return result, residual, result
+            if residual < best[0]:
+                best = (residual, result)
+        return None, best[0], best[1]
+
+    def _reference_assembly(self, dep):
+        """The neutral configuration assembled (cached per dependent set), or None."""
+        key = tuple(int(i) for i in dep)
+        if key not in self._reference_assemblies:
+            q, residual = self._newton(self.neutral(), dep, 50)
+            self._reference_assemblies[key] = q if residual < ASSEMBLY_TOLERANCE else None
+        return self._reference_assemblies[key]
+
+    def _check_finite(self, x, name):
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"{name} contains NaN or inf")
+
+    @_locked
     def project_velocity(self, q, v):
         """v with its dependent components solved from G_l v = 0 (independent ones kept)."""
         v = np.array(self._v(v), dtype=float)
+        self._check_state(self._q(q), v, _EMPTY, "")
         ind, dep = self.partition(q)
         jac = self.loop_jacobian(q)
         if len(dep):
             v[dep] = -np.linalg.lstsq(jac[:, dep], jac[:, ind] @ v[ind], rcond=RANK_TOLERANCE)[0]
         return v
 
+    @_locked
     def project_acceleration(self, q, v, qdd):
         """qdd with its dependent components solved from G_l qdd + gamma = 0 (independent ones
         kept): the loop-consistent acceleration closest to a commanded one, e.g. for
         computed-torque control of a parallel robot."""
         qdd = np.array(self._v(qdd), dtype=float)
+        self._check_state(self._q(q), self._v(v), qdd, "qdd")
         ind, dep = self.partition(q)
         if len(dep):
             _, jac, _ = self.loop_state(q, v)
@@ -299,6 +445,7 @@ class ClosedLoopRobot(Robot):
         return name if (j + 1 < len(self.idx_v) and self.idx_v[j + 1] - self.idx_v[j] == 1) or \
             (j + 1 == len(self.idx_v) and self.nv - self.idx_v[j] == 1) else f"{name}[{k}]"
 
+    @_locked
     def analyze(self, q, samples=5, rng=0):
         """LoopAnalysis at q: DOF by Grübler-Kutzbach and by the rank of G_l, redundant
         constraints, singular configuration, static determinacy (THEORY §4)."""
@@ -338,35 +485,52 @@ class ClosedLoopRobot(Robot):
         constraints the accelerations are exact and the multipliers minimum-norm.
         Baumgarte gains self.baumgarte = (alpha, beta) add 2 alpha G v + beta^2 g.
         """
-        if method == "minimal":
-            return self._forward_dynamics_minimal(q, v, tau, f_ext, out)
-        if method == "descriptor":
-            return self._forward_dynamics_descriptor(q, v, tau, f_ext, out)[0]
-        if method != "recursive":
-            raise ValueError(f"method must be 'recursive', 'minimal' or 'descriptor', got {method!r}")
-        if f_ext is not None or self._fext_dirty:
-            self._set_external_wrenches(f_ext)
-        if out is None:
-            out = np.empty(self.nv)
-        alpha, beta = self.baumgarte
-        try:  # fast path as in Robot.forward_dynamics (explicit signature refuses other types)
-            status = _closed_loop_fd(self._body_int, self._body_float, self._work, self._cut_int,
-                                     self._cut_float, self._loop_float, q, v, tau, alpha, beta,
-                                     out, self._info)
-        except TypeError:
-            q, v, tau, out = self._state_arrays(q, v, tau, out, "tau")
-            status = _closed_loop_fd(self._body_int, self._body_float, self._work, self._cut_int,
-                                     self._cut_float, self._loop_float, q, v, tau, float(alpha),
-                                     float(beta), out, self._info)
-        if status:
-            self._raise(status, q, v, tau, out, "tau")
-        self.last_rank = int(self._info[1])
-        return out
+        with self._lock:
+            if method == "minimal":
+                return self._forward_dynamics_minimal(q, v, tau, f_ext, out)
+            if method == "descriptor":
+                return self._forward_dynamics_descriptor(q, v, tau, f_ext, out)[0]
+            if method != "recursive":
+                raise ValueError(f"method must be 'recursive', 'minimal' or 'descriptor', got {method!r}")
+            if f_ext is not None or self._fext_dirty:
+                self._set_external_wrenches(f_ext)
+            if out is None:
+                out = np.empty(self.nv)
+            alpha, beta = self._baumgarte
+            try:  # fast path as in Robot.forward_dynamics (explicit signature refuses other types)
+                if out is q or out is v or out is tau:
+                    raise TypeError
+                status = _closed_loop_fd(self._body_int, self._body_float, self._work, self._cut_int,
+                                         self._cut_float, self._loop_float, q, v, tau, alpha, beta,
+                                         out, self._info)
+            except TypeError:
+                q, v, tau, _ = self._state_arrays(q, v, tau, None, "tau")
+                out = _output(out, (self.nv,), inputs=(q, v, tau))
+                status = _closed_loop_fd(self._body_int, self._body_float, self._work, self._cut_int,
+                                         self._cut_float, self._loop_float, q, v, tau, float(alpha),
+                                         float(beta), out, self._info)
+            if status or not _all_finite(out):
+                self._raise(status, q, v, tau, out, "tau")
+            self.last_rank = int(self._info[1])
+            residual = self._loop_float[:, L.LOOP_RESIDUAL]
+            if residual.shape[0] and (residual.max() > LOOP_RESIDUAL_WARNING
+                                      or residual.min() < -LOOP_RESIDUAL_WARNING):
+                self._warn_off_loop(float(np.abs(residual).max()), "forward_dynamics")
+            return out
 
+    def _warn_off_loop(self, residual, what):
+        if residual > LOOP_RESIDUAL_WARNING:
+            warnings.warn(f"{what}: the loops are open by {residual:.3g} (m or rad) at this q, more "
+                          f"than {LOOP_RESIDUAL_WARNING:g}: the result is for a configuration the "
+                          "mechanism cannot take (assemble(q) first)", LoopResidualWarning,
+                          stacklevel=4)
+
+    @_locked
     def multipliers(self):
         """(b,) loop multipliers lambda_s of the last recursive forward_dynamics call."""
         return self._loop_float[:, L.LOOP_LAMBDA].copy()
 
+    @_locked
     def closure_wrenches(self, q, v, tau, f_ext=None, multipliers=None):
         """(n_closures, 6): wrench each cut joint exerts on its child-side link, in the child-side
         cut frame about its origin [fx fy fz tx ty tz] (minimum-norm if redundant).
@@ -376,7 +540,20 @@ class ClosedLoopRobot(Robot):
         if multipliers is None:
             self.forward_dynamics(q, v, tau, f_ext=f_ext)
             multipliers = self.multipliers()
-        return self._cut_wrenches(np.asarray(multipliers, dtype=float))
+        return self._cut_wrenches(self._multiplier_vector(multipliers))
+
+    def _multiplier_vector(self, multipliers):
+        """multipliers as a finite float64 (n_constraints,) array, else ValueError."""
+        try:
+            lam = np.array(multipliers, dtype=float, order="C")
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError("multipliers must be an array of numbers (robot.multipliers())") from None
+        if lam.shape != (self.n_constraints,):
+            raise ValueError(f"multipliers must have shape ({self.n_constraints},) (one per "
+                             f"constraint row, robot.multipliers()), got {lam.shape}")
+        if not np.all(np.isfinite(lam)):
+            raise ValueError("multipliers contain NaN or inf")
+        return lam
 
     def _cut_wrenches(self, lam):
         out = np.zeros((len(self.closure_names), 6))
@@ -387,8 +564,9 @@ class ClosedLoopRobot(Robot):
     def _solve_actuation(self, q, v, qdd, f_ext=None):
         """(tau (nv,) on the actuated dofs, lambda (b,)) with tau_rnea = tau + G_l^T lambda;
         tau minimum-norm (redundant actuation), lambda minimum-norm (redundant constraints)."""
-        tau_tree = super().inverse_dynamics(q, v, qdd, f_ext=f_ext)
+        tau_tree = self._tree_inverse_dynamics(q, v, qdd, f_ext=f_ext)
         g, jac, gv = self.loop_state(q, v)
+        self._warn_off_loop(np.abs(g).max(initial=0.0), "inverse_dynamics")
         scale = max(1.0, np.abs(qdd).max(initial=0.0))
         # the acceleration constraint forward_dynamics enforces, Baumgarte terms included, so
         # that its own accelerations are always accepted
@@ -414,15 +592,17 @@ class ClosedLoopRobot(Robot):
         lam, *_ = np.linalg.lstsq(jac.T, tau_tree - tau, rcond=RANK_TOLERANCE)
         return tau, lam
 
+    @_locked
     def inverse_dynamics(self, q, v, qdd, f_ext=None, out=None):
         """Drive forces (nv,) of the actuated joints (zeros elsewhere; the root wrench too for a
         floating base) that make forward_dynamics reproduce the loop-consistent qdd."""
         tau, _ = self._solve_actuation(q, v, qdd, f_ext)
         if out is None:
             return tau
-        out[:] = tau
+        _output(out, (self.nv,))[:] = tau   # written after every input was read: aliasing is fine
         return out
 
+    @_locked
     def joint_wrenches(self, q, v, qdd, f_ext=None, out=None, multipliers=None):
         """Joint wrenches (see Robot.joint_wrenches) including the loop forces, for a
         loop-consistent (q, v, qdd).
@@ -433,7 +613,7 @@ class ClosedLoopRobot(Robot):
         if multipliers is None:
             _, lam = self._solve_actuation(q, v, qdd, f_ext)
         else:
-            lam = np.asarray(multipliers, dtype=float)
+            lam = self._multiplier_vector(multipliers)
         q, v, qdd, _ = self._state_arrays(q, v, qdd, None, "qdd")
         out = _output(out, (len(self.wrench_joint_names), 6))
         self._set_external_wrenches(f_ext)
@@ -452,8 +632,12 @@ class ClosedLoopRobot(Robot):
         """Minimal coordinates (THEORY §5 end): M = J_l^T M^ J_l, s' = M^-1 J_l^T (tau - b - M^ eta''),
         eta' = J_l s' + eta''."""
         q, v, tau, _ = self._state_arrays(q, v, tau, None, "tau")
+        self._check_state(q, v, tau, "tau")
+        if out is not None:
+            _output(out, (self.nv,))
+        self._warn_off_loop(self.closure_residual(q)[0], "forward_dynamics")
         mass = self.mass_matrix(q).copy()
-        bias_tree = Robot.inverse_dynamics(self, q, v, np.zeros(self.nv), f_ext=f_ext).copy()
+        bias_tree = self._tree_inverse_dynamics(q, v, np.zeros(self.nv), f_ext=f_ext).copy()
         jac = self.loop_jacobian(q)
         gamma = self._acceleration_bias(q, v)
         alpha, beta = self.baumgarte
@@ -481,10 +665,14 @@ class ClosedLoopRobot(Robot):
         a constraint between two bodies' accelerations; one dense KKT solve (minimum-norm).
         Returns (qdd, joint wrenches of the movable joints (nb, 6), loop multipliers (b,))."""
         q, v, tau, _ = self._state_arrays(q, v, tau, None, "tau")
+        self._check_state(q, v, tau, "tau")
+        if out is not None:
+            _output(out, (self.nv,))
+        self._warn_off_loop(self.closure_residual(q)[0], "forward_dynamics")
         if f_ext is not None or self._fext_dirty:
             self._set_external_wrenches(f_ext)
         # kinematics (poses, velocities, c_i) from one RNEA pass with qdd = 0
-        Robot.inverse_dynamics(self, q, v, np.zeros(self.nv), out=self._tau_scratch)
+        self._tree_inverse_dynamics(q, v, np.zeros(self.nv), out=self._tau_scratch)
         self._world_from_work()
         _cut_rows(self._cut_int, self._cut_float, self._work, self._loop_float)
         nb = self.model.n_bodies
@@ -558,6 +746,9 @@ class ClosedLoopRobot(Robot):
                         acc_base += jrow @ np.concatenate([-gravity, np.zeros(3)])
                 rhs[col] = (lf[r, L.LOOP_BIAS] + acc_base + 2 * alpha * vel_term
                             + beta * beta * lf[r, L.LOOP_RESIDUAL])
+        if not (np.all(np.isfinite(kkt)) and np.all(np.isfinite(rhs))):
+            raise ValueError("forward_dynamics (descriptor): the system is not finite (overflow "
+                             "for absurd velocities or forces?)")
         solution, *_ = np.linalg.lstsq(kkt, rhs, rcond=None)
         qdd = np.empty(self.nv)
         wrenches = np.zeros((nb, 6))
@@ -578,6 +769,7 @@ class ClosedLoopRobot(Robot):
         return qdd, wrenches, solution[6 * nb + n_joint_lam:]
 
     # ------------------------------------------------------------------ simulation
+    @_locked
     def step(self, q, v, tau, dt, integrator="semi_implicit_euler", project=True):
         """One simulation step of the closed-loop robot; returns (q, v).
 

@@ -6,11 +6,21 @@ sizes, NaN/inf and quaternion norms themselves, returning a status code that the
 into a ValueError naming the argument. Kernels never raise.
 
 Robot holds an immutable Model and its preallocated Data (the `work` array and a few buffers).
-A Robot is not thread-safe (its workspace is shared); use one Robot per thread, or the batch forms.
+
+Threads: every public method may be called from several threads sharing one Robot.
+forward_dynamics, inverse_dynamics (without f_ext) and mass_matrix are one kernel call on a
+workspace only they use; numba kernels hold the GIL while they run, so such a call is atomic and
+needs no lock (zero cost on the hot path; tests/test_threads.py fails if a kernel ever releases
+the GIL there). Every other method (f_ext, joint wrenches, poses, energies, batches, closed-loop
+methods) runs under the robot's re-entrant lock, on the other workspace. Per-call results are
+private; what a robot remembers of its last call (ClosedLoopRobot.multipliers(), last_rank,
+last_step) is that of the last call from any thread.
 """
 from __future__ import annotations
 
+import functools
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
@@ -29,6 +39,7 @@ from .kernels.kinematics import forward_kinematics as _forward_kinematics
 from .kernels.rnea import inverse_dynamics as _inverse_dynamics
 from .kernels.wrenches import joint_wrenches as _joint_wrenches
 from .kernels.wrenches import load_link_wrenches as _load_link_wrenches
+from .finite import all_finite as _all_finite
 from .model import Model
 
 _FLOAT = np.dtype(np.float64)
@@ -43,10 +54,12 @@ def _thread_pool(n_threads):
 
 def _vector(x, n, name):
     """x as a C-contiguous float64 (n,) array (no copy when it already is one)."""
-    if type(x) is not np.ndarray or x.dtype != _FLOAT or not x.flags.c_contiguous:
+    if type(x) is not np.ndarray or x.dtype != _FLOAT or not x.flags.c_contiguous \
+            or not x.flags.writeable:
         try:
-            x = np.ascontiguousarray(x, dtype=_FLOAT)
-        except (TypeError, ValueError) as exc:
+            x = np.array(x, dtype=_FLOAT, order="C", copy=True) if isinstance(x, np.ndarray) \
+                else np.ascontiguousarray(x, dtype=_FLOAT)
+        except (TypeError, ValueError, OverflowError) as exc:
             raise ValueError(f"{name} must be an array of {n} numbers: {exc}") from None
     if x.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
@@ -54,20 +67,49 @@ def _vector(x, n, name):
 
 
 def _batch(x, n, name, n_states=None):
-    x = np.ascontiguousarray(x, dtype=_FLOAT)
+    try:
+        x = np.ascontiguousarray(x, dtype=_FLOAT)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{name} must be an array of shape (N, {n}): {exc}") from None
+    if not x.flags.writeable:
+        x = x.copy()
     if x.ndim != 2 or x.shape[1] != n or (n_states is not None and x.shape[0] != n_states):
         want = f"({n_states if n_states is not None else 'N'}, {n})"
         raise ValueError(f"{name} must have shape {want}, got {x.shape}")
     return x
 
 
-def _output(out, shape, name="out"):
+def _output(out, shape, name="out", inputs=()):
+    """A validated output array (a new one for None). out must not overlap an input: the kernels
+    read inputs after writing outputs."""
     if out is None:
         return np.empty(shape)
     if type(out) is not np.ndarray or out.dtype != _FLOAT or out.shape != shape \
             or not out.flags.c_contiguous or not out.flags.writeable:
         raise ValueError(f"{name} must be a writable C-contiguous float64 array of shape {shape}")
+    for x in inputs:
+        if x is out or (isinstance(x, np.ndarray) and np.may_share_memory(out, x)):
+            raise ValueError(f"{name} must not share memory with an input")
     return out
+
+
+def _aliased(out, a, b, c):
+    """True when `out` is (or, for views, may overlap) one of the input arrays a, b, c."""
+    if out is a or out is b or out is c:
+        return True
+    if out.base is None and getattr(a, "base", None) is None and getattr(b, "base", None) is None \
+            and getattr(c, "base", None) is None:
+        return False   # distinct base arrays never overlap
+    return any(isinstance(x, np.ndarray) and np.may_share_memory(out, x) for x in (a, b, c))
+
+
+def _locked(method):
+    """Run the method under the robot's re-entrant lock (see the module docstring)."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return wrapper
 
 
 class Robot:
@@ -106,7 +148,9 @@ class Robot:
         self._wrench_rows = np.array(model.wrench_rows)
         n_rows = model.body_int.shape[0]
         # Data: the workspace every kernel writes into, allocated once
-        self._work = np.zeros((n_rows, L.WORK_WIDTH))
+        self._work = np.zeros((n_rows, L.WORK_WIDTH))        # locked methods (FEXT loads)
+        self._fast_work = np.zeros((n_rows, L.WORK_WIDTH))   # lock-free FD / ID / M, FEXT = 0
+        self._lock = threading.RLock()
         self._link_fext = np.zeros((len(self.link_names), 6))
         self._link_wrench = np.zeros((len(self.link_names), 6))
         self._tau_scratch = np.zeros(self.nv)
@@ -154,10 +198,21 @@ class Robot:
         """(nq,) q (+) v dt, the exact exponential map on every joint (as pinocchio.integrate)."""
         q = _vector(q, self.nq, "q")
         v = _vector(v, self.nv, "v")
-        dt = float(dt)
-        out = _output(out, (self.nq,))
+        try:
+            dt = float(dt)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"dt must be a number, got {type(dt).__name__}") from None
+        if not np.isfinite(dt):
+            raise ValueError(f"dt must be finite, got {dt}")
         self._check_state(q, v, _EMPTY, "")
+        if out is not None and (out is q or np.may_share_memory(out, q)):
+            result = self.integrate(q, v, dt)   # q is read while out is written
+            _output(out, (self.nq,), inputs=(v,))[:] = result
+            return out
+        out = _output(out, (self.nq,), inputs=(v,))
         _integrate(self._body_int, q, v, dt, out)
+        if not _all_finite(out):
+            raise ValueError("integrate: the result is not finite (v * dt overflows)")
         return out
 
     # ------------------------------------------------------------------ dynamics
@@ -166,45 +221,78 @@ class Robot:
 
         Includes gravity, the URDF joint damping and smoothed friction (if loaded with
         passive_forces) and f_ext (see `joint_wrenches`). Recursive O(n) (THEORY.md §2).
+        Raises ValueError for bad inputs and when the result is not finite (e.g. overflow for
+        absurd velocities). out may not share memory with q, v or tau (then a new array).
         """
-        if f_ext is not None or self._fext_dirty:
-            self._set_external_wrenches(f_ext)
+        if f_ext is not None:
+            with self._lock:
+                self._set_external_wrenches(f_ext)
+                return self._dynamics(_forward_dynamics, self._work, q, v, tau, out, "tau")
+        # lock-free: one GIL-holding kernel call on a workspace with no external loads
         if out is None:
             out = np.empty(self.nv)
+        elif _aliased(out, q, v, tau):
+            return self._dynamics(_forward_dynamics, self._fast_work, q, v, tau, out, "tau")
         try:  # fast path: numba accepts only C-contiguous float64 vectors (explicit signature)
-            status = _forward_dynamics(self._body_int, self._body_float, self._work, q, v, tau, out)
+            status = _forward_dynamics(self._body_int, self._body_float, self._fast_work, q, v, tau, out)
         except TypeError:
-            q, v, tau, out = self._state_arrays(q, v, tau, out, "tau")
-            status = _forward_dynamics(self._body_int, self._body_float, self._work, q, v, tau, out)
-        if status:
+            return self._dynamics(_forward_dynamics, self._fast_work, q, v, tau, out, "tau")
+        if status or not _all_finite(out):
             self._raise(status, q, v, tau, out, "tau")
         return out
 
     def inverse_dynamics(self, q, v, qdd, f_ext=None, out=None):
-        """Drive forces tau (nv,) that produce qdd (nv,) at (q, v): M qdd + b - tau_passive (RNEA)."""
-        if f_ext is not None or self._fext_dirty:
-            self._set_external_wrenches(f_ext)
+        """Drive forces tau (nv,) that produce qdd (nv,) at (q, v): M qdd + b - tau_passive (RNEA).
+        Raises ValueError for bad inputs and non-finite results; out as in forward_dynamics."""
+        if f_ext is not None:
+            with self._lock:
+                self._set_external_wrenches(f_ext)
+                return self._dynamics(_inverse_dynamics, self._work, q, v, qdd, out, "qdd")
         if out is None:
             out = np.empty(self.nv)
+        elif _aliased(out, q, v, qdd):
+            return self._dynamics(_inverse_dynamics, self._fast_work, q, v, qdd, out, "qdd")
         try:
-            status = _inverse_dynamics(self._body_int, self._body_float, self._work, q, v, qdd, out)
+            status = _inverse_dynamics(self._body_int, self._body_float, self._fast_work, q, v, qdd, out)
         except TypeError:
-            q, v, qdd, out = self._state_arrays(q, v, qdd, out, "qdd")
-            status = _inverse_dynamics(self._body_int, self._body_float, self._work, q, v, qdd, out)
-        if status:
+            return self._dynamics(_inverse_dynamics, self._fast_work, q, v, qdd, out, "qdd")
+        if status or not _all_finite(out):
             self._raise(status, q, v, qdd, out, "qdd")
         return out
+
+    def _dynamics(self, kernel, work, q, v, x, out, x_name):
+        """Slow path of forward/inverse dynamics: convert and check the inputs, compute into a
+        private array when out overlaps an input, then one kernel call on `work` (the locked
+        workspace, or the lock-free one: the call is atomic under the GIL)."""
+        q, v, x, _ = self._state_arrays(q, v, x, None, x_name)
+        target = _output(out, (self.nv,))
+        if out is not None and _aliased(out, q, v, x):
+            target = np.empty(self.nv)
+        status = kernel(self._body_int, self._body_float, work, q, v, x, target)
+        if status or not _all_finite(target):
+            self._raise(status, q, v, x, target, x_name)
+        if target is not out and out is not None:
+            out[:] = target
+            return out
+        return target
+
+    def _tree_inverse_dynamics(self, q, v, qdd, f_ext=None, out=None):
+        """The tree's RNEA on the locked workspace (which keeps the kinematics, accelerations and
+        forces for the caller to read); caller holds the lock. f_ext None clears earlier loads."""
+        if f_ext is not None or self._fext_dirty:
+            self._set_external_wrenches(f_ext)
+        return self._dynamics(_inverse_dynamics, self._work, q, v, qdd, out, "qdd")
 
     def mass_matrix(self, q, out=None):
         """Joint-space mass matrix M(q) (nv, nv), symmetric positive definite (CRBA)."""
         if out is None:
             out = np.empty((self.nv, self.nv))
         try:
-            status = _mass_matrix(self._body_int, self._body_float, self._work, q, out)
+            status = _mass_matrix(self._body_int, self._body_float, self._fast_work, q, out)
         except TypeError:
             q = _vector(q, self.nq, "q")
             out = _output(out, (self.nv, self.nv))
-            status = _mass_matrix(self._body_int, self._body_float, self._work, q, out)
+            status = _mass_matrix(self._body_int, self._body_float, self._fast_work, q, out)
         if status:
             self._raise(status, q, _EMPTY, _EMPTY, out, "")
         return out
@@ -227,6 +315,7 @@ class Robot:
         v = _vector(v, self.nv, "v")
         return self.damping * v + self.friction * np.tanh(v / self.model.friction_velocity)
 
+    @_locked
     def joint_wrenches(self, q, v, qdd, f_ext=None, out=None):
         """Wrench each URDF joint transmits (len(wrench_joint_names), 6), [fx fy fz tx ty tz].
 
@@ -280,16 +369,19 @@ class Robot:
         self._raise_batch(status, q, v, x, x_name)
         return out
 
+    @_locked
     def forward_dynamics_batch(self, q, v, tau, out=None):
         """qdd (N, nv) for N states q (N, nq), v (N, nv), tau (N, nv), on `batch_threads` threads
         (default: the number of CPUs). External wrenches are not applied in batches."""
         return self._run_batch(_forward_dynamics_batch, q, v, tau, "tau", out)
 
+    @_locked
     def inverse_dynamics_batch(self, q, v, qdd, out=None):
         """tau (N, nv) for N states q (N, nq), v (N, nv), qdd (N, nv), on `batch_threads` threads."""
         return self._run_batch(_inverse_dynamics_batch, q, v, qdd, "qdd", out)
 
     # ------------------------------------------------------------------ kinematics and energy
+    @_locked
     def link_pose(self, q, link):
         """(4, 4) homogeneous pose of `link`'s frame in the root (world) frame at q."""
         q = _vector(q, self.nq, "q")
@@ -306,6 +398,7 @@ class Robot:
         pose[:3, 3] = body_pos + body_rot @ link_pos
         return pose
 
+    @_locked
     def kinetic_energy(self, q, v):
         """1/2 v^T M(q) v (J)."""
         q = _vector(q, self.nq, "q")
@@ -314,6 +407,7 @@ class Robot:
         _mechanical_energy(self._body_int, self._body_float, self._work, q, v, self._energy)
         return float(self._energy[0])
 
+    @_locked
     def potential_energy(self, q):
         """Gravitational potential energy -sum m_i g . c_i (J), zero at the root frame origin."""
         q = _vector(q, self.nq, "q")
@@ -437,6 +531,9 @@ class Robot:
                    if abs(np.dot(q[s], q[s]) - 1.0) > 2 * L.QUATERNION_NORM_TOL]
             raise ValueError(f"q: the quaternion of joint(s) {', '.join(bad)} must have unit norm "
                              f"(tolerance {L.QUATERNION_NORM_TOL:g})")
+        if status == L.STATUS_OK:
+            raise ValueError("the result is not finite: an overflow inside the dynamics (absurd "
+                             "velocities, forces or external wrenches?)")
         if status >= L.STATUS_SINGULAR:
             joint = self.joint_names[status - L.STATUS_SINGULAR - 1]  # body i <- movable joint i-1
             raise ValueError(f"joint '{joint}': the articulated inertia is singular (the joint "

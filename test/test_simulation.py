@@ -179,9 +179,15 @@ def test_a_failed_step_leaves_the_state_unchanged(arm, integrator):
     np.testing.assert_array_equal(sim.v, v)
     assert sim.time == t and sim.steps == 1
     with np.errstate(all="ignore"):
-        sim.evaluate(np.full(arm.nv, 1e308))      # finite torques, overflowing state
-        # semi-implicit Euler: the new state is not finite; RK4: a stage's velocity is not
-        with pytest.raises((FloatingPointError, ValueError), match="non-finite|NaN or inf"):
+        # finite torques whose accelerations overflow: forward dynamics refuse the result
+        with pytest.raises(ValueError, match="not finite"):
+            sim.evaluate(np.full(arm.nv, 1e308))
+        # finite accelerations whose step overflows: the new state is not finite
+        sim.evaluate(np.ones(arm.nv))
+        sim.v[:] = 1.797e308
+        sim.qdd[:] = 1e308                         # v + dt qdd overflows
+        q, v = sim.q.copy(), sim.v.copy()
+        with pytest.raises((FloatingPointError, ValueError), match="non-finite|NaN or inf|not finite"):
             sim.advance()
     np.testing.assert_array_equal(sim.q, q)
     np.testing.assert_array_equal(sim.v, v)
