@@ -29,7 +29,7 @@ from .kernels.closed_loop import world_poses as _world_poses
 from .kernels.kinematics import forward_kinematics as _forward_kinematics
 from .finite import all_finite as _all_finite
 from .kernels.linalg import RANK_TOLERANCE
-from .robot import _EMPTY, Robot, _locked, _output, _vector
+from .robot import _EMPTY, Robot, _aliased, _locked, _output, _vector
 
 # Newton assembly stops when the largest residual is below this (m or rad).
 ASSEMBLY_TOLERANCE = 1e-12
@@ -505,10 +505,15 @@ class ClosedLoopRobot(Robot):
                                          out, self._info)
             except TypeError:
                 q, v, tau, _ = self._state_arrays(q, v, tau, None, "tau")
-                out = _output(out, (self.nv,), inputs=(q, v, tau))
+                requested = _output(out, (self.nv,))
+                # compute privately when out overlaps an input (the kernel reads them late)
+                out = np.empty(self.nv) if _aliased(requested, q, v, tau) else requested
                 status = _closed_loop_fd(self._body_int, self._body_float, self._work, self._cut_int,
                                          self._cut_float, self._loop_float, q, v, tau, float(alpha),
                                          float(beta), out, self._info)
+                if out is not requested and not status:
+                    requested[:] = out
+                    out = requested
             if status or not _all_finite(out):
                 self._raise(status, q, v, tau, out, "tau")
             self.last_rank = int(self._info[1])

@@ -366,7 +366,7 @@ class Robot:
             kernel(*chunks[0])
         else:
             list(_thread_pool(n_threads).map(lambda args: kernel(*args), chunks))
-        self._raise_batch(status, q, v, x, x_name)
+        self._raise_batch(status, q, v, x, x_name, out)
         return out
 
     @_locked
@@ -540,8 +540,8 @@ class Robot:
                              "moves no mass or inertia in some direction)")
         raise ValueError(f"dynamics kernel failed with status {status}")
 
-    def _raise_batch(self, status, q, v, x, x_name):
-        bad = np.flatnonzero(status)
+    def _raise_batch(self, status, q, v, x, x_name, out):
+        bad = np.flatnonzero(status | ~np.isfinite(out).all(axis=1))
         if bad.size:
             s = bad[0]
             try:
