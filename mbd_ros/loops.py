@@ -171,9 +171,12 @@ class ClosedLoopRobot(Robot):
         self._reference_assemblies = {}    # dependent dofs -> neutral configuration assembled
         # q index of each v index of a one-dof joint (revolute, prismatic), -1 elsewhere
         self._dof_q = np.full(self.nv, -1, dtype=np.int64)
+        self._revolute_q = np.full(self.nv, -1, dtype=np.int64)
         for t, iq, iv in zip(self.joint_types, self.idx_q, self.idx_v):
             if t in ("revolute", "prismatic"):
                 self._dof_q[iv] = iq
+            if t == "revolute":
+                self._revolute_q[iv] = iq
 
     @property
     def baumgarte(self):
@@ -316,6 +319,12 @@ class ClosedLoopRobot(Robot):
             dep = np.setdiff1d(np.arange(self.nv), ind)
             result, residual, closest = self._assemble_holding(q, ind, dep, max_iterations)
             if result is not None:
+                # revolute angles: the equivalent angle nearest to the guess (continuity for
+                # simulation steps; no multiples of 2 pi from far starts)
+                moved = self._revolute_q[dep]
+                moved = moved[moved >= 0]
+                result[moved] = q[moved] + np.remainder(result[moved] - q[moved] + np.pi,
+                                                        2.0 * np.pi) - np.pi
                 self._last_assembled = result.copy()
                 return result
             if residual < best_residual:
