@@ -27,8 +27,11 @@ from functools import lru_cache
 import numpy as np
 
 from . import layout as L
-from .errors import ModelError
-from .kernels.aba import forward_dynamics as _forward_dynamics
+from .errors import ModelError, excerpt
+from .kernels.checked import STATUS_ALIASED as _STATUS_ALIASED
+from .kernels.checked import STATUS_NOT_FINITE as _STATUS_NOT_FINITE
+from .kernels.checked import forward_dynamics as _forward_dynamics
+from .kernels.checked import inverse_dynamics as _inverse_dynamics
 from .kernels.batch import forward_dynamics_batch as _forward_dynamics_batch
 from .kernels.batch import inverse_dynamics_batch as _inverse_dynamics_batch
 from .kernels.configuration import integrate as _integrate
@@ -36,7 +39,6 @@ from .kernels.configuration import mechanical_energy as _mechanical_energy
 from .kernels.crba import mass_matrix as _mass_matrix
 from .kernels.kinematics import check_state as _check_state_kernel
 from .kernels.kinematics import forward_kinematics as _forward_kinematics
-from .kernels.rnea import inverse_dynamics as _inverse_dynamics
 from .kernels.wrenches import joint_wrenches as _joint_wrenches
 from .kernels.wrenches import load_link_wrenches as _load_link_wrenches
 from .finite import all_finite as _all_finite
@@ -222,7 +224,7 @@ class Robot:
         Includes gravity, the URDF joint damping and smoothed friction (if loaded with
         passive_forces) and f_ext (see `joint_wrenches`). Recursive O(n) (THEORY.md §2).
         Raises ValueError for bad inputs and when the result is not finite (e.g. overflow for
-        absurd velocities). out may not share memory with q, v or tau (then a new array).
+        absurd velocities). out may overlap q, v or tau (the result is then computed privately).
         """
         if f_ext is not None:
             with self._lock:
@@ -231,13 +233,13 @@ class Robot:
         # lock-free: one GIL-holding kernel call on a workspace with no external loads
         if out is None:
             out = np.empty(self.nv)
-        elif _aliased(out, q, v, tau):
-            return self._dynamics(_forward_dynamics, self._fast_work, q, v, tau, out, "tau")
         try:  # fast path: numba accepts only C-contiguous float64 vectors (explicit signature)
             status = _forward_dynamics(self._body_int, self._body_float, self._fast_work, q, v, tau, out)
         except TypeError:
             return self._dynamics(_forward_dynamics, self._fast_work, q, v, tau, out, "tau")
-        if status or not _all_finite(out):
+        if status:
+            if status == _STATUS_ALIASED:
+                return self._dynamics(_forward_dynamics, self._fast_work, q, v, tau, out, "tau")
             self._raise(status, q, v, tau, out, "tau")
         return out
 
@@ -250,13 +252,13 @@ class Robot:
                 return self._dynamics(_inverse_dynamics, self._work, q, v, qdd, out, "qdd")
         if out is None:
             out = np.empty(self.nv)
-        elif _aliased(out, q, v, qdd):
-            return self._dynamics(_inverse_dynamics, self._fast_work, q, v, qdd, out, "qdd")
         try:
             status = _inverse_dynamics(self._body_int, self._body_float, self._fast_work, q, v, qdd, out)
         except TypeError:
             return self._dynamics(_inverse_dynamics, self._fast_work, q, v, qdd, out, "qdd")
-        if status or not _all_finite(out):
+        if status:
+            if status == _STATUS_ALIASED:
+                return self._dynamics(_inverse_dynamics, self._fast_work, q, v, qdd, out, "qdd")
             self._raise(status, q, v, qdd, out, "qdd")
         return out
 
@@ -269,7 +271,7 @@ class Robot:
         if out is not None and _aliased(out, q, v, x):
             target = np.empty(self.nv)
         status = kernel(self._body_int, self._body_float, work, q, v, x, target)
-        if status or not _all_finite(target):
+        if status:
             self._raise(status, q, v, x, target, x_name)
         if target is not out and out is not None:
             out[:] = target
@@ -465,7 +467,7 @@ class Robot:
         try:
             return self._link_index[link]
         except KeyError:
-            raise ValueError(f"unknown link '{link}' (links: {', '.join(self.link_names[:8])}"
+            raise ValueError(f"unknown link '{excerpt(str(link))}' (links: {', '.join(self.link_names[:8])}"
                              f"{', ...' if len(self.link_names) > 8 else ''})") from None
 
     def _set_external_wrenches(self, f_ext):
@@ -531,7 +533,7 @@ class Robot:
                    if abs(np.dot(q[s], q[s]) - 1.0) > 2 * L.QUATERNION_NORM_TOL]
             raise ValueError(f"q: the quaternion of joint(s) {', '.join(bad)} must have unit norm "
                              f"(tolerance {L.QUATERNION_NORM_TOL:g})")
-        if status == L.STATUS_OK:
+        if status in (L.STATUS_OK, _STATUS_NOT_FINITE):
             raise ValueError("the result is not finite: an overflow inside the dynamics (absurd "
                              "velocities, forces or external wrenches?)")
         if status >= L.STATUS_SINGULAR:
