@@ -29,11 +29,13 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
     friction_velocity: Coulomb friction F is smoothed as F tanh(v / friction_velocity); the
         default 1e-3 is close to sign(v) but stiff for explicit integrators at large F (the
         effective damping near v = 0 is F / friction_velocity): raise it for simulation.
-    strict_inertia: the merged inertia of each moving body (links welded by fixed joints
-        summed) must be physically consistent: positive semi-definite, triangle inequality, no
-        rotational inertia without mass. With False (the default; published URDFs often break
-        this) each inconsistent body gives one warning naming its link(s) and is used as written,
-        as Pinocchio does; with True it is a ModelError.
+    strict_inertia: inertias must be physically consistent (positive semi-definite, triangle
+        inequality, no rotational inertia without mass), each link's as written and each moving
+        body's merged one (links welded by fixed joints summed: what the dynamics uses). With
+        True an inconsistent link or body is a ModelError naming the link. With False (the
+        default; published URDFs often break this, e.g. by rounding) each problem gives one
+        warning naming the link, saying whether its merged body absorbs the defect, and the
+        inertia is used as written, as Pinocchio does.
     A joint that moves no mass (massless links below it) gives a warning at load; its
     forward dynamics then raise ValueError, while inverse dynamics and kinematics work.
     Raises ModelError (a ValueError) naming the file and the link/joint at fault.

@@ -119,34 +119,64 @@ def _motion_subspace(code, axis):
 
 
 def _check_body_inertias(tree, links, body_mass, body_first_moment, body_inertia):
-    """Physical consistency of each moving body's merged inertia (what the dynamics uses; a
-    welded link's rounding error that the merge absorbs is no problem). One ModelError
-    (tree.strict_inertia) or one warning per inconsistent body, naming its link(s); the inertia
-    is then used as written, as Pinocchio does."""
+    """Physical consistency of the inertias: of each link as written, and of each moving body's
+    merged inertia (what the dynamics uses). With tree.strict_inertia the first problem is a
+    ModelError (links in document order, then bodies). Otherwise one warning per problem, naming
+    the link(s) and saying what was assumed: the inertia is used as written, as Pinocchio does;
+    a link whose defect is absorbed by the body it is welded into is said to be harmless."""
     members = {}
+    body_of = {}
     for link in links:
         members.setdefault(link["body"], []).append(link["name"])
+        body_of[link["name"]] = link["body"]
+    link_problems = {}
+    for name, spec in tree.links.items():   # document order
+        problem = inertia_problem(spec.mass, spec.inertia)
+        if problem is not None:
+            link_problems[name] = problem
+    body_problems = {}
     for body in range(1, len(body_mass)):
         mass = body_mass[body]
         com = body_first_moment[body] / mass if mass > 0 else np.zeros(3)
         c = _skew(com)
         # I_o = I_c - m [c][c]  (spatial_inertia)  =>  I_c = I_o + m [c][c]
-        inertia_com = body_inertia[body][3:, 3:] + mass * c @ c
-        problem = inertia_problem(mass, inertia_com)
-        if problem is None:
-            continue
+        problem = inertia_problem(mass, body_inertia[body][3:, 3:] + mass * c @ c)
+        if problem is not None:
+            body_problems[body] = problem
+    refuse = "; load(..., strict_inertia=False) accepts it with a warning"
+    messages = []
+    covered = set()
+    for body, problem in body_problems.items():
         names = members.get(body, [])
-        culprits = [n for n in names
-                    if inertia_problem(tree.links[n].mass, tree.links[n].inertia) is not None]
-        culprits = culprits or names
+        culprits = [n for n in names if n in link_problems] or names
         others = [n for n in names if n not in culprits]
         what = ", ".join(f"'{n}'" for n in culprits[:5]) + (", ..." if len(culprits) > 5 else "")
         merged = (f" (merged by fixed joints with {', '.join(others[:5])}"
                   f"{', ...' if len(others) > 5 else ''})") if others else ""
-        message = f"{tree.source}: link {what}{merged}: {problem}"
-        if tree.strict_inertia:
-            raise ModelError(message + "; load(..., strict_inertia=False) accepts it with a warning")
-        warnings.warn(message + "; used as written (as Pinocchio does)", UserWarning, stacklevel=4)
+        messages.append((f"{tree.source}: link {what}{merged}: {problem}",
+                         "; used as written (as Pinocchio does)"))
+        covered.update(culprits)
+    for name, problem in link_problems.items():
+        if name in covered:
+            continue
+        body = body_of[name]
+        if body == 0 and not tree.strict_inertia:
+            where = "it belongs to the fixed base, which never moves: harmless"
+        else:
+            root = members[body][0]
+            where = (f"welded into the body of link '{root}', whose merged inertia is consistent: "
+                     "harmless" if root != name else
+                     "the body it forms with the links welded to it is consistent: harmless")
+        messages.append((f"{tree.source}: link '{name}': {problem}", f"; {where}, used as written"))
+    if tree.strict_inertia:   # today's refusal: the first link in document order, then bodies
+        if link_problems:
+            name, problem = next(iter(link_problems.items()))
+            raise ModelError(f"{tree.source}: link '{name}': {problem}{refuse}")
+        if messages:
+            raise ModelError(messages[0][0] + refuse)
+        return
+    for message, assumed in messages:
+        warnings.warn(message + assumed, UserWarning, stacklevel=4)
 
 
 def build_model(tree: TreeSpec, floating_base=False, gravity=STANDARD_GRAVITY,

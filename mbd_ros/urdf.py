@@ -55,8 +55,8 @@ class TreeSpec:
     links: dict = field(default_factory=dict)      # name -> LinkSpec, document order
     joints: list = field(default_factory=list)     # JointSpec, document order
     root: str = ""
-    strict_inertia: bool = False   # model building: refuse (True) or warn about (False) bodies
-                                   # whose merged inertia no rigid body has
+    strict_inertia: bool = False   # model building: refuse (True) or warn about (False) links
+                                   # and merged bodies whose inertia no rigid body has
     _children: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
@@ -79,10 +79,10 @@ def read_urdf(urdf, strict_inertia=False) -> TreeSpec:
     sub-elements (<axis>, <inertial>, <origin>, ...), vectors with the wrong number of
     components, negative or NaN effort/velocity limits.
     strict_inertia: physical consistency of inertias (positive semi-definite, triangle
-    inequality, no rotational inertia without mass) is checked on the merged bodies when the
-    model is built (model.build_model), not on each welded link: with True an inconsistent body
-    is an error, with False (the default, as Pinocchio) a warning naming the link and saying the
-    inertia is used as written."""
+    inequality, no rotational inertia without mass) is checked when the model is built
+    (model.build_model), on each link and on each merged body: with True an inconsistent one is
+    an error, with False (the default, as Pinocchio) a warning naming the link and saying the
+    inertia is used as written (and whether the merged body absorbs the defect)."""
     text, source = _read_source(urdf)
     root = _parse_xml(text, source)
     links, joints = _parse_elements(root, source)

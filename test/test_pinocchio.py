@@ -30,7 +30,7 @@ from oracle import (PinOracle, layout, parse_urdf, pin_model_from_xml, random_st
 N_STATES = 20
 
 # PR2's URDF gives two sensor links principal moments (0.001, 0.001, 0.01), which violate the
-# triangle inequality (their merged bodies are valid: test_pr2_as_shipped_loads_strictly). The
+# triangle inequality (refused with strict_inertia=True; their merged bodies are valid). The
 # comparisons use a copy with those two tensors set to 0.001 * identity, given to both mbd_ros
 # (as XML text) and Pinocchio, which also exercises loading from XML text.
 PR2_INVALID_INERTIAS = ("sensor_mount_link", "double_stereo_link")
@@ -326,16 +326,22 @@ def test_passive_forces_present(case):
         assert any(j.friction > 0 for j in case.tree.joints), case.key
 
 
-def test_pr2_as_shipped_loads_strictly(erd_dir, pin):
-    """The unrepaired PR2 file: its two sensor links break the triangle inequality, but they are
-    welded to links whose merged body is a valid rigid body, which is what the dynamics use:
-    it loads without a warning even with strict_inertia=True, and its dynamics are those of the
-    file as written (= Pinocchio on the same text)."""
+def test_pr2_as_shipped_is_refused_when_strict(erd_dir):
+    """The unrepaired PR2 file with strict_inertia=True: a ModelError naming the file and the
+    first offending link."""
     path = erd_dir / ROBOTS["pr2"][0]
-    import warnings
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        robot = mbd_ros.load(str(path), strict_inertia=True, passive_forces=False)
+    with pytest.raises(mbd_ros.ModelError) as exc:
+        mbd_ros.load(str(path), strict_inertia=True)
+    assert "sensor_mount_link" in str(exc.value) and "pr2.urdf" in str(exc.value), str(exc.value)
+
+
+def test_pr2_as_shipped_loads_by_default(erd_dir, pin):
+    """By default the unrepaired PR2 loads with a warning naming each offending link (welded
+    into valid bodies: harmless), and its dynamics are those of the file as written (=
+    Pinocchio on the same text)."""
+    path = erd_dir / ROBOTS["pr2"][0]
+    with pytest.warns(UserWarning, match="sensor_mount_link"):
+        robot = mbd_ros.load(str(path), passive_forces=False)
     xml = path.read_text()
     tree = parse_urdf(xml)
     slots, nq, nv = layout(tree, False)
