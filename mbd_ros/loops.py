@@ -11,6 +11,7 @@ ClosedLoopRobot keeps the Robot contract and adds the loops:
 """
 from __future__ import annotations
 
+import threading
 import warnings
 from dataclasses import dataclass
 
@@ -167,6 +168,7 @@ class ClosedLoopRobot(Robot):
         self.last_rank = n_rows
         self._partition = None
         self._simulators = {}
+        self._thread_state = threading.local()   # per-thread: multipliers of the last FD
         self._last_assembled = None        # the last configuration assemble() returned
         self._reference_assemblies = {}    # dependent dofs -> neutral configuration assembled
         # q index of each v index of a one-dof joint (revolute, prismatic), -1 elsewhere
@@ -526,6 +528,7 @@ class ClosedLoopRobot(Robot):
             if status or not _all_finite(out):
                 self._raise(status, q, v, tau, out, "tau")
             self.last_rank = int(self._info[1])
+            self._thread_state.multipliers = self._loop_float[:, L.LOOP_LAMBDA].copy()
             residual = self._loop_float[:, L.LOOP_RESIDUAL]
             if residual.shape[0] and (residual.max() > LOOP_RESIDUAL_WARNING
                                       or residual.min() < -LOOP_RESIDUAL_WARNING):
@@ -541,8 +544,9 @@ class ClosedLoopRobot(Robot):
 
     @_locked
     def multipliers(self):
-        """(b,) loop multipliers lambda_s of the last recursive forward_dynamics call."""
-        return self._loop_float[:, L.LOOP_LAMBDA].copy()
+        """(b,) loop multipliers lambda_s of this thread's last recursive forward_dynamics call."""
+        mine = getattr(self._thread_state, "multipliers", None)
+        return mine.copy() if mine is not None else self._loop_float[:, L.LOOP_LAMBDA].copy()
 
     @_locked
     def closure_wrenches(self, q, v, tau, f_ext=None, multipliers=None):
@@ -554,6 +558,8 @@ class ClosedLoopRobot(Robot):
         if multipliers is None:
             self.forward_dynamics(q, v, tau, f_ext=f_ext)
             multipliers = self.multipliers()
+        else:
+            self.loop_state(q)   # the cut frames at this q (another thread may have moved them)
         return self._cut_wrenches(self._multiplier_vector(multipliers))
 
     def _multiplier_vector(self, multipliers):
@@ -628,6 +634,7 @@ class ClosedLoopRobot(Robot):
             _, lam = self._solve_actuation(q, v, qdd, f_ext)
         else:
             lam = self._multiplier_vector(multipliers)
+            self.loop_state(q, v)   # the cut rows at this state (not another call's)
         q, v, qdd, _ = self._state_arrays(q, v, qdd, None, "qdd")
         out = _output(out, (len(self.wrench_joint_names), 6))
         self._set_external_wrenches(f_ext)

@@ -13,8 +13,9 @@ workspace only they use; numba kernels hold the GIL while they run, so such a ca
 needs no lock (zero cost on the hot path; tests/test_threads.py fails if a kernel ever releases
 the GIL there). Every other method (f_ext, joint wrenches, poses, energies, batches, closed-loop
 methods) runs under the robot's re-entrant lock, on the other workspace. Per-call results are
-private; what a robot remembers of its last call (ClosedLoopRobot.multipliers(), last_rank,
-last_step) is that of the last call from any thread.
+private; ClosedLoopRobot.multipliers() are those of the calling thread's last forward dynamics
+(closure_wrenches / joint_wrenches with multipliers= recompute the cut frames at their own q);
+last_rank and last_step are those of the last call from any thread.
 """
 from __future__ import annotations
 

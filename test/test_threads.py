@@ -119,6 +119,10 @@ def test_threads_sharing_a_closed_loop_robot():
             "project": lambda: robot.project_velocity(q, np.array([1.0, 0.0, 0.0])),
             "step": lambda: np.concatenate(robot.step(q, v, tau, 1e-3)),
             "residual": lambda: np.array(robot.closure_residual(q, v)),
+            "fd_then_wrenches": lambda: np.concatenate([
+                robot.forward_dynamics(q, v, tau),
+                robot.closure_wrenches(q, v, tau, multipliers=robot.multipliers()).ravel(),
+                robot.joint_wrenches(q, v, qdd, multipliers=robot.multipliers()).ravel()]),
         }
         expected = {name: np.array(call()) for name, call in calls(reference).items()}
         cases.append((calls, expected))
