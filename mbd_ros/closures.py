@@ -170,14 +170,14 @@ def _read_entry(entry, index, where, links, link_set):
                          "unique name")
     if not isinstance(name, str):
         raise ModelError(f"{label}: field 'name': must be a string, got {_kind(name)}")
-    label = f"{where}: closure {index} ('{name}')"
+    label = f"{where}: closure {index} ('{excerpt(name, 80)}')"
     _check_keys(entry, ENTRY_FIELDS, f"{label}: unknown field", "expected")
 
     cut_type = entry.get("type")
     if cut_type is None:
         raise ModelError(f"{label}: field 'type': missing (one of {', '.join(CUT_TYPES)})")
     if not isinstance(cut_type, str) or cut_type not in CUT_TYPES:
-        raise ModelError(f"{label}: field 'type': unknown type {cut_type!r} "
+        raise ModelError(f"{label}: field 'type': unknown type {excerpt(repr(cut_type), 80)} "
                          f"(expected one of {', '.join(CUT_TYPES)})")
 
     ends = {}
@@ -188,7 +188,7 @@ def _read_entry(entry, index, where, links, link_set):
         if not isinstance(link, str):
             raise ModelError(f"{label}: field '{role}': must be a link name, got {_kind(link)}")
         if link not in link_set:
-            raise ModelError(f"{label}: field '{role}': unknown link '{link}' "
+            raise ModelError(f"{label}: field '{role}': unknown link '{excerpt(link, 80)}' "
                              f"({_suggest(link, links)})")
         ends[role] = link
     if ends["parent"] == ends["child"]:
@@ -320,7 +320,7 @@ def _joint_list(data, key, where):
             raise ModelError(f"{where}: '{key}[{i}]': must be a joint name (a string), "
                              f"got {_kind(name)}")
         if name in seen:
-            raise ModelError(f"{where}: '{key}[{i}]': joint '{name}' is listed twice")
+            raise ModelError(f"{where}: '{key}[{i}]': joint '{excerpt(name, 80)}' is listed twice")
         seen.add(name)
     return tuple(value)
 
@@ -333,13 +333,13 @@ def _item(what, i):
 def _check_keys(mapping, allowed, prefix, word):
     for key in mapping:
         if key not in allowed:
-            close = difflib.get_close_matches(str(key), allowed, n=1)
+            close = difflib.get_close_matches(str(key), allowed, n=1) if len(str(key)) < 200 else []
             hint = f"did you mean '{close[0]}'? " if close else ""
-            raise ModelError(f"{prefix} '{key}' ({hint}{word} {', '.join(allowed)})")
+            raise ModelError(f"{prefix} '{excerpt(str(key), 80)}' ({hint}{word} {', '.join(allowed)})")
 
 
 def _suggest(name, names):
-    close = difflib.get_close_matches(name, names, n=3)
+    close = difflib.get_close_matches(name, names, n=3) if len(name) < 200 else []
     if close:
         return "did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
     shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")

@@ -19,7 +19,7 @@ import numpy as np
 import scipy.linalg
 
 from . import layout as L
-from .errors import ModelError
+from .errors import ModelError, excerpt
 from .kernels import closure_kinematics as ck
 from .kernels.closed_loop import closed_loop_forward_dynamics as _closed_loop_fd
 from .kernels.closed_loop import add_loop_loads as _add_loop_loads
@@ -116,7 +116,7 @@ class ClosedLoopRobot(Robot):
         self.actuated_joints = list(closure_set.actuated)
         for name in self.actuated_joints + list(closure_set.independent):
             if name not in joint_index:
-                raise ModelError(f"{where}: '{name}' in actuated/independent is not a movable joint "
+                raise ModelError(f"{where}: '{excerpt(name, 80)}' in actuated/independent is not a movable joint "
                                  f"of the tree (joints: {', '.join(self.joint_names[:8])}...)")
         self._actuated_dofs = self._dofs(self.actuated_joints)
         # a free joint on the universe (floating_base=True, or a URDF root joint of type

@@ -174,3 +174,18 @@ def test_effort_limits_of_a_valid_file_are_kept():
     xml = (HOSTILE / "negative_effort.urdf").read_text().replace('effort="-5"', 'effort="0"')
     robot = mbd_ros.load(xml)
     assert np.array_equal(robot.effort_limits, [0.0])
+
+
+def test_huge_names_in_a_closure_file_are_not_echoed():
+    big = "z" * 2_000_000
+    entry = {"name": "c", "type": "spherical", "parent": "coupler", "child": "rocker"}
+    for mutate in (lambda e: e.update(name=big, parent=big), lambda e: e.update(child=big),
+                   lambda e: e.update(type=big), lambda e: e.update({big: 1})):
+        data = {"closures": [dict(entry)]}
+        mutate(data["closures"][0])
+        with pytest.raises(mbd_ros.ModelError) as exc:
+            mbd_ros.load(FOURBAR, closures=data)
+        assert len(str(exc.value)) < 1000, str(exc.value)[:200]
+    with pytest.raises(mbd_ros.ModelError) as exc:
+        mbd_ros.load(FOURBAR, closures={"closures": [entry], "actuated": [big]})
+    assert len(str(exc.value)) < 1000, str(exc.value)[:200]
