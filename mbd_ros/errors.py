@@ -4,12 +4,17 @@
 class ModelError(ValueError):
     """A robot description (URDF, closure file) that cannot be turned into a model.
 
-    The message names the file and the link, joint or field at fault.
+    The message names the file and the link, joint or field at fault. It is capped at
+    MAX_MESSAGE_LENGTH characters (a safety net: inputs are quoted in excerpts anyway).
     """
+
+    def __init__(self, message=""):
+        super().__init__(excerpt(str(message), MAX_MESSAGE_LENGTH))
 
 
 # Inputs may be multi-megabyte strings (a URDF on a topic); messages quote at most this much.
 EXCERPT_LENGTH = 120
+MAX_MESSAGE_LENGTH = 2000
 
 
 def excerpt(value, limit=EXCERPT_LENGTH):

@@ -189,3 +189,12 @@ def test_huge_names_in_a_closure_file_are_not_echoed():
     with pytest.raises(mbd_ros.ModelError) as exc:
         mbd_ros.load(FOURBAR, closures={"closures": [entry], "actuated": [big]})
     assert len(str(exc.value)) < 1000, str(exc.value)[:200]
+
+
+def test_huge_undefined_link_names_in_a_urdf_are_not_echoed():
+    big = "w" * 3_000_000
+    xml = (f'<robot name="r"><link name="a"/><link name="b"/>'
+           f'<joint name="j" type="fixed"><parent link="a"/><child link="{big}"/></joint></robot>')
+    with pytest.raises(mbd_ros.ModelError) as exc:
+        mbd_ros.load(xml)
+    assert "joint 'j'" in str(exc.value) and len(str(exc.value)) < 2100
