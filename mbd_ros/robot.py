@@ -10,7 +10,7 @@ Robot holds an immutable Model and its preallocated Data (the `work` array and a
 Threads: every public method may be called from several threads sharing one Robot.
 forward_dynamics, inverse_dynamics (without f_ext) and mass_matrix are one kernel call on a
 workspace only they use; numba kernels hold the GIL while they run, so such a call is atomic and
-needs no lock (zero cost on the hot path; tests/test_threads.py fails if a kernel ever releases
+needs no lock (zero cost on the hot path; test/test_threads.py fails if a kernel ever releases
 the GIL there). Every other method (f_ext, joint wrenches, poses, energies, batches, closed-loop
 methods) runs under the robot's re-entrant lock, on the other workspace. Per-call results are
 private; ClosedLoopRobot.multipliers() are those of the calling thread's last forward dynamics
