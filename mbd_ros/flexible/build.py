@@ -55,6 +55,7 @@ class FlexibleModel:
     elastic_v_indices: np.ndarray
     bodies: list                   # FlexibleBody per flexible link
     link_shapes: dict              # link index -> (Phi_t (3, n), Phi_r (3, n), FlexibleBody)
+    tree_links: dict               # link name -> urdf LinkSpec (mass properties of welded links)
 
 
 def build_flexible(tree, model, specs):
@@ -133,6 +134,7 @@ def build_flexible(tree, model, specs):
             com=own[1], inertia=own[2], K=0.5 * (K + K.T), D=0.5 * (D + D.T), Mff=Mff, iq=nq,
             iv=nv, shapes=shapes)
         bodies[body].invariants = invariants
+        bodies[body].points = points           # MassPoints in the modal coordinates q_f
         nq += n
         nv += n
 
@@ -200,7 +202,8 @@ def build_flexible(tree, model, specs):
                          nq=nq, nv=nv, elastic_names=names,
                          elastic_q_indices=np.array(iq_list, dtype=np.int64),
                          elastic_v_indices=np.array(iv_list, dtype=np.int64),
-                         bodies=[bodies[b] for b in sorted(bodies)], link_shapes=link_shapes)
+                         bodies=[bodies[b] for b in sorted(bodies)], link_shapes=link_shapes,
+                         tree_links=dict(tree.links))
 
 
 def _flex_block(inv, K, D):

@@ -53,6 +53,7 @@ class FlexibleRobot(Robot):
         self._energy3 = np.zeros(3)
         self._link_fext = np.zeros((len(self.link_names), 6))
         self._n_rigid_q = model.nq
+        self._tree_links = flexible.tree_links
 
     # ------------------------------------------------------------------ configuration
     def neutral(self):
@@ -155,7 +156,7 @@ class FlexibleRobot(Robot):
             if body >= 0:
                 out[row] = self._work[body, F.FORCE:F.FORCE + 6]
             else:
-                out[row] = self._fixed_joint_wrench(link)
+                out[row] = self._fixed_joint_wrench(link, q, v, qdd)
         return out
 
     def closure_wrenches(self, q, v, tau):
@@ -308,19 +309,18 @@ class FlexibleRobot(Robot):
             work[body, F.FEXT + 3:F.FEXT + 6] += torque
         self._link_fext = wrench
 
-    def _fixed_joint_wrench(self, link):
+    def _fixed_joint_wrench(self, link, q, v, qdd):
         """Wrench through the fixed joint above `link` (rigid bodies): the inertial wrenches of
         the links welded below it plus the wrenches of movable joints hanging from them, in the
         link frame (Newton-Euler of the welded sub-assembly)."""
         model, work = self.model, self._work
         body = model.link_int[link, L.LINK_BODY]
-        if self._fint[body, F.NF] > 0:
-            raise ValueError(f"joint wrench of the fixed joint above '{self.link_names[link]}' on "
-                             "a flexible link is not supported")
         below = {link}
         for index in range(link + 1, len(self.link_names)):
             if model.link_int[index, L.LINK_FIXED] and model.link_int[index, L.LINK_PARENT] in below:
                 below.add(index)
+        if self._fint[body, F.NF] > 0:
+            return self._welded_on_flexible_wrench(link, below, q, v, qdd)
         vel = work[body, F.VEL:F.VEL + 6]
         acc = work[body, F.ACC:F.ACC + 6]
         total = np.zeros(6)
@@ -340,6 +340,48 @@ class FlexibleRobot(Robot):
         # body frame -> link frame: n_l = R^T n, t_l = R^T (t - p x n)
         rot = model.link_float[link, L.LINK_ROT:L.LINK_ROT + 9].reshape(3, 3)
         pos = model.link_float[link, L.LINK_POS:L.LINK_POS + 3]
+        force = total[:3]
+        return np.concatenate([rot.T @ force, rot.T @ (total[3:] - np.cross(pos, force))])
+
+
+    def _welded_on_flexible_wrench(self, link, below, q, v, qdd):
+        """Fixed joint above `link`, welded to a flexible link: Newton-Euler of the welded links as
+        the model moves them (rigid attachments at the deformed points of their centres of mass,
+        see build.py): f_j = m_j a_j (gravity in a_j), torque u_j x f_j + J_j (alpha + Psi_j
+        qdd_f) + w x J_j (w + Psi_j qd_f), plus the movable joints hanging from them; about the
+        deformed link origin, in the link's deformed axes."""
+        model, work, tree_links = self.model, self._work, self._tree_links
+        body = model.link_int[link, L.LINK_BODY]
+        fb = next(f for f in self.flexible.bodies if f.body == body)
+        sl = slice(fb.iq, fb.iq + fb.n_modes)
+        qf, vf, af = q[sl], v[sl], qdd[sl]
+        vel, acc = work[body, F.VEL:F.VEL + 6], work[body, F.ACC:F.ACC + 6]
+        w, alpha = vel[3:], acc[3:]
+        a_origin = acc[:3] + np.cross(w, vel[:3])      # classical, gravity included
+        total = np.zeros(6)
+        for index in below:
+            spec = tree_links[self.link_names[index]]
+            if spec.mass <= 0:
+                continue
+            rot = model.link_float[index, L.LINK_ROT:L.LINK_ROT + 9].reshape(3, 3)
+            pos = model.link_float[index, L.LINK_POS:L.LINK_POS + 3]
+            com = rot @ spec.com + pos
+            N, Psi = fb.shapes(com)
+            u = com + N @ qf
+            a = (a_origin + np.cross(alpha, u) + np.cross(w, np.cross(w, u))
+                 + 2 * np.cross(w, N @ vf) + N @ af)
+            J = rot @ spec.inertia @ rot.T
+            f = spec.mass * a
+            total[:3] += f
+            total[3:] += (np.cross(u, f) + J @ (alpha + Psi @ af)
+                          + np.cross(w, J @ (w + Psi @ vf)))
+        for child in range(1, self._fint.shape[0]):
+            if self._fint[child, F.PARENT] == body and model.body_int[child, L.PARENT_LINK] in below:
+                X = work[child, F.X_MAT:F.X_MAT + 36].reshape(6, 6)
+                total += X.T @ work[child, F.FORCE:F.FORCE + 6]
+        Phi_t, Phi_r, _ = self.flexible.link_shapes[link]
+        rot = cayley(Phi_r @ qf) @ model.link_float[link, L.LINK_ROT:L.LINK_ROT + 9].reshape(3, 3)
+        pos = model.link_float[link, L.LINK_POS:L.LINK_POS + 3] + Phi_t @ qf
         force = total[:3]
         return np.concatenate([rot.T @ force, rot.T @ (total[3:] - np.cross(pos, force))])
 
