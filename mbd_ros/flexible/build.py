@@ -141,6 +141,8 @@ def build_flexible(tree, model, specs):
     # ---- flat arrays
     fint = -np.ones((nb + 1, F.FINT_WIDTH), dtype=np.int64)
     fint[:, F.NF] = 0
+    fint[0, F.IDX_Q] = nq          # row 0 (the universe) carries the sizes of q and v
+    fint[0, F.IDX_V] = nv
     ffloat = np.zeros((nb + 1, F.FFLOAT_WIDTH))
     ffloat[0, F.GRAVITY:F.GRAVITY + 3] = model.body_float[0, L.GRAVITY:L.GRAVITY + 3]
     blocks, fwork_size = [], 0

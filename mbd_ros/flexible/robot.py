@@ -91,11 +91,11 @@ class FlexibleRobot(Robot):
             out = np.empty(self.nv)
         try:
             status = K.forward_dynamics(self._fint, self._ffloat, self._fdata, self._work,
-                                        self._fwork, self.nq, q, v, tau, out)
+                                        self._fwork, q, v, tau, out)
         except TypeError:
             q, v, tau, out = self._state_arrays(q, v, tau, out, "tau")
             status = K.forward_dynamics(self._fint, self._ffloat, self._fdata, self._work,
-                                        self._fwork, self.nq, q, v, tau, out)
+                                        self._fwork, q, v, tau, out)
         if status:
             self._raise(status, q, v, tau, out, "tau")
         return out
@@ -109,11 +109,11 @@ class FlexibleRobot(Robot):
             out = np.empty(self.nv)
         try:
             status = K.inverse_dynamics(self._fint, self._ffloat, self._fdata, self._work,
-                                        self._fwork, self.nq, q, v, qdd, out)
+                                        self._fwork, q, v, qdd, out)
         except TypeError:
             q, v, qdd, out = self._state_arrays(q, v, qdd, out, "qdd")
             status = K.inverse_dynamics(self._fint, self._ffloat, self._fdata, self._work,
-                                        self._fwork, self.nq, q, v, qdd, out)
+                                        self._fwork, q, v, qdd, out)
         if status:
             self._raise(status, q, v, qdd, out, "qdd")
         return out
@@ -123,7 +123,7 @@ class FlexibleRobot(Robot):
         q = _vector(q, self.nq, "q")
         out = _output(out, (self.nv, self.nv))
         status = K.mass_matrix(self._fint, self._ffloat, self._fdata, self._work, self._fwork,
-                               self.nq, q, self._unit, self._column, out)
+                               q, self._unit, self._column, out)
         if status:
             self._raise(status, q, _EMPTY, _EMPTY, out, "")
         return out
@@ -178,8 +178,7 @@ class FlexibleRobot(Robot):
         out = _output(out, (q.shape[0], self.nv))
         status = np.zeros(q.shape[0], dtype=np.int64)
         self._set_external_wrenches(None)
-        kernel(self._fint, self._ffloat, self._fdata, self._work, self._fwork, self.nq, q, v, x,
-               out, status)
+        kernel(self._fint, self._ffloat, self._fdata, self._work, self._fwork, q, v, x, out, status)
         self._raise_batch(status, q, v, x, x_name)
         return out
 
@@ -255,7 +254,7 @@ class FlexibleRobot(Robot):
         q = self.random_configuration(np.random.default_rng(0))
         zero = np.zeros(self.nv)
         status = K.forward_dynamics(self._fint, self._ffloat, self._fdata, self._work, self._fwork,
-                                    self.nq, q, zero, zero, self._tau_scratch)
+                                    q, zero, zero, self._tau_scratch)
         if status >= L.STATUS_SINGULAR:
             body = status - L.STATUS_SINGULAR
             raise ModelError(f"{self.model.source}: joint '{self.joint_names[body - 1]}' moves no "

@@ -34,7 +34,7 @@ joints (one axis) are supported in robots with flexible links.
 """
 import math
 
-from numba import njit
+from numba import njit, types
 
 from ..flexible.layout import (ACC, ART_INERTIA, ATTACH, AXIS, BIAS, D_INV, DAMPING, FEXT, FLEX,
                                FLEX_JSUM, FLEX_MASS, FLEX_P0, FLEX_S0, FLEX_SF, FORCE, FRICTION,
@@ -45,6 +45,14 @@ from ..flexible.layout import (ACC, ART_INERTIA, ATTACH, AXIS, BIAS, D_INV, DAMP
 from ..layout import (JOINT_REVOLUTE, STATUS_BAD_INPUT, STATUS_BAD_Q, STATUS_BAD_V, STATUS_OK,
                       STATUS_SHAPE_INPUT, STATUS_SHAPE_OUT, STATUS_SHAPE_Q, STATUS_SHAPE_V,
                       STATUS_SINGULAR)
+
+
+# explicit signatures of the entry points (as kernels/signatures.py): other argument types raise
+# TypeError instead of compiling a new specialisation, and dispatch is cheaper
+_I2 = types.Array(types.int64, 2, "C")
+_F2 = types.Array(types.float64, 2, "C")
+_F1 = types.Array(types.float64, 1, "C")
+STATE_KERNEL = types.int64(_I2, _F2, _F1, _F2, _F1, _F1, _F1, _F1, _F1)
 
 
 # =============================================================================== offsets
@@ -647,13 +655,14 @@ def _passive(ffloat, i, vi):
 
 
 # =============================================================================== forward dynamics
-@njit(cache=True)
-def forward_dynamics(fint, ffloat, fdata, work, fwork, nq, q, v, tau, qdd_out):
+@njit(STATE_KERNEL, cache=True)
+def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
     """Accelerations qdd_out (nv,) (joint and elastic) for generalized forces tau (nv,) at (q, v).
 
-    Model: fint, ffloat, fdata. Data: work, fwork (FEXT read). Returns a status code.
+    Model: fint (nq, nv in row 0), ffloat, fdata. Data: work, fwork (FEXT read). Returns a status.
     """
-    nv = v.shape[0]
+    nq = fint[0, IDX_Q]
+    nv = fint[0, IDX_V]
     status = check_inputs(nq, nv, q, v, tau, True, True)
     if status != STATUS_OK:
         return status
@@ -867,12 +876,13 @@ def _rnea(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out, velocities, forc
                 fwork[bbp + 6 + a] += s
 
 
-@njit(cache=True)
-def inverse_dynamics(fint, ffloat, fdata, work, fwork, nq, q, v, qdd, tau_out):
+@njit(STATE_KERNEL, cache=True)
+def inverse_dynamics(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out):
     """Generalized forces tau_out (nv,) for accelerations qdd (nv,) at (q, v): the rigid rows are
     the drive forces, the elastic rows the generalized forces on the elastic coordinates (zero
     for a free motion). Returns a status code."""
-    nv = v.shape[0]
+    nq = fint[0, IDX_Q]
+    nv = fint[0, IDX_V]
     status = check_inputs(nq, nv, q, v, qdd, True, True)
     if status != STATUS_OK:
         return status
@@ -883,10 +893,13 @@ def inverse_dynamics(fint, ffloat, fdata, work, fwork, nq, q, v, qdd, tau_out):
 
 
 @njit(cache=True)
-def mass_matrix(fint, ffloat, fdata, work, fwork, nq, q, unit, column, out):
+def mass_matrix(fint, ffloat, fdata, work, fwork, q, unit, column, out):
     """M(q) (nv, nv), column by column from the RNEA with unit accelerations (O(n nv)).
     unit, column: (nv,) scratch."""
-    nv = out.shape[0]
+    nq = fint[0, IDX_Q]
+    nv = fint[0, IDX_V]
+    if out.shape[0] != nv:
+        return STATUS_SHAPE_OUT
     status = check_inputs(nq, nv, q, q, q, False, False)
     if status != STATUS_OK:
         return status
@@ -903,17 +916,17 @@ def mass_matrix(fint, ffloat, fdata, work, fwork, nq, q, unit, column, out):
 
 
 @njit(cache=True)
-def forward_dynamics_batch(fint, ffloat, fdata, work, fwork, nq, q, v, tau, out, status):
+def forward_dynamics_batch(fint, ffloat, fdata, work, fwork, q, v, tau, out, status):
     """forward_dynamics for each row of q (N, nq), v, tau (N, nv) into out (N, nv)."""
     for s in range(q.shape[0]):
-        status[s] = forward_dynamics(fint, ffloat, fdata, work, fwork, nq, q[s], v[s], tau[s], out[s])
+        status[s] = forward_dynamics(fint, ffloat, fdata, work, fwork, q[s], v[s], tau[s], out[s])
 
 
 @njit(cache=True)
-def inverse_dynamics_batch(fint, ffloat, fdata, work, fwork, nq, q, v, qdd, out, status):
+def inverse_dynamics_batch(fint, ffloat, fdata, work, fwork, q, v, qdd, out, status):
     """inverse_dynamics for each row of q (N, nq), v, qdd (N, nv) into out (N, nv)."""
     for s in range(q.shape[0]):
-        status[s] = inverse_dynamics(fint, ffloat, fdata, work, fwork, nq, q[s], v[s], qdd[s], out[s])
+        status[s] = inverse_dynamics(fint, ffloat, fdata, work, fwork, q[s], v[s], qdd[s], out[s])
 
 
 # =============================================================================== kinematics, energy
