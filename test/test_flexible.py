@@ -219,8 +219,9 @@ def test_mass_matrix_spd_and_fd_id_round_trip(make):
 
 def test_energy_conservation_undamped_arm_rk4_10s():
     """Undamped flexible arm with a joint on the deformed tip (chain), released undeformed and
-    swinging, 10 s of RK4 at dt = 1e-4 s (omega_max dt = 0.2: RK4's own amplitude error per step,
-    ~(omega dt)^6 / 144, stays far below the tolerance): kinetic + gravitational + elastic energy
+    swinging, 10 s of RK4 at dt = 1e-4 s (omega_max dt < 1 for the highest mode of the
+    linearised system with free joints; RK4's own amplitude error per step, ~(omega dt)^6 / 144,
+    mostly hits the barely excited top modes): kinetic + gravitational + elastic energy
     stays within 1e-6 of the energy scale m g (1 m)."""
     robot = chain(damping_ratio=0.0)
     q = robot.neutral()
@@ -229,7 +230,7 @@ def test_energy_conservation_undamped_arm_rk4_10s():
     v[:2] = [1.0, -2.0]
     from mbd_ros.simulation import Simulator
     dt = 1e-4
-    assert dt * 2 * np.pi * robot.flexible.bodies[0].frequencies.max() < 0.25
+    assert dt * 2 * np.pi * robot.highest_frequency(q) < 1.0
     sim = Simulator(robot, dt, "rk4", q=q, v=v)
     tau = np.zeros(robot.nv)
     energy = lambda: robot.kinetic_energy(sim.q, sim.v) + robot.potential_energy(sim.q)  # noqa: E731
