@@ -110,6 +110,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds")
     parser.add_argument("--out", default=None, help="also write the markdown here")
+    parser.add_argument("--no-exudyn", action="store_true", help="skip part 2")
     args = parser.parse_args()
     failures, notes = [], []
     md = ["## Flexible links (bench/bench_flexible.py)", "", C.machine_markdown(C.this_command()), ""]
@@ -118,6 +119,8 @@ def main():
            C.md_table(["algo", "robot", "min [us]", "median [us]", "/ rigid"], rows), ""]
     notes.append(f"FD flexible (4 modes) / rigid = {ratio4:.2f} (goal <= 2)")
     try:
+        if args.no_exudyn:
+            raise ImportError("--no-exudyn")
         rows = per_simulated_second(2 if args.quick else 5)
         md += ["### Per simulated second, flexible pendulum, dt = 1e-4 s (wall s per simulated s)", "",
                C.md_table(["integrator", "min [s/s]", "median [s/s]", "/ Exudyn"], rows), ""]

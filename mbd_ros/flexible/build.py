@@ -174,6 +174,12 @@ def build_flexible(tree, model, specs):
             fint[i, F.FWORK] = fwork_size
             fwork_size += F.fwork_block_size(n)
             ffloat[i, F.INERTIA:F.INERTIA + 36] = 0.0     # the FLEX block holds its inertia
+    parents = {int(fint[i, F.PARENT]) for i in range(1, nb + 1)}
+    for body, fb in bodies.items():
+        if body not in parents:      # no movable child: M_ff = m_ff is constant, invert it once
+            fint[body, F.MFF_INV] = offset
+            blocks.append(np.linalg.inv(fb.Mff).ravel())
+            offset += fb.n_modes ** 2
     link_shapes = {}
     for i in range(1, nb + 1):
         parent = int(fint[i, F.PARENT])
@@ -209,9 +215,12 @@ def build_flexible(tree, model, specs):
 
 
 def _flex_block(inv, K, D):
+    S = inv["Skl"]
     return np.concatenate([[inv["mass"]], inv["S0"], inv["P0"].ravel(), inv["Jsum"].ravel(),
                            inv["Sf"].ravel(), inv["Iu"].ravel(), inv["Skl"].ravel(),
-                           inv["JPsi"].ravel(), inv["Mff"].ravel(), K.ravel(), D.ravel()])
+                           inv["JPsi"].ravel(), inv["Mff"].ravel(), K.ravel(), D.ravel(),
+                           (S[2, 1] - S[1, 2]).ravel(), (S[0, 2] - S[2, 0]).ravel(),
+                           (S[1, 0] - S[0, 1]).ravel()])
 
 
 def _fixed_children_points(tree, model, body, flexible_index):

@@ -26,7 +26,9 @@ FLEX = 7            # offset of the body's FLEX block in fdata (-1: rigid)
 ATTACH = 8          # offset of the ATTACH block of the joint origin on a flexible parent (-1: none)
 FWORK = 9           # offset of the body's FW block in fwork (-1: rigid)
 XI = 10             # offset in fwork of the node Jacobian Xi (6 x n_f of the parent) (-1: none)
-FINT_WIDTH = 11
+MFF_INV = 11        # flexible body without movable children: offset in fdata of the constant
+                    # m_ff^-1 (n x n) (-1: children add to M_ff, factorised at run time)
+FINT_WIDTH = 12
 
 # ---- ffloat columns -------------------------------------------------------------------------------
 PLACEMENT_ROT = 0   # 9: joint frame in the parent's reference frame (undeformed), row-major
@@ -50,10 +52,12 @@ FLEX_SF = 22        # then: S_f (3 x n) = sum m_j N_j                     (seed 
 #                         J_Psi (3 x n) = sum J_j Psi_j                  (rotary inertia coupling)
 #                         m_ff (n x n) = S^xx + S^yy + S^zz + sum Psi_j^T J_j Psi_j
 #                         K_ff (n x n), D_ff (n x n)
+#                         G (3 x n x n): G_x = S^zy - S^yz, G_y = S^xz - S^zx, G_z = S^yx - S^xy
+#                         (the seed's I_Rf quadratic part and the gyroscopic matrix sum w_k G_k)
 
 
 def flex_block_size(n):
-    return FLEX_SF + 3 * n + 9 * n + 9 * n * n + 3 * n + 3 * n * n
+    return FLEX_SF + 3 * n + 9 * n + 9 * n * n + 3 * n + 3 * n * n + 3 * n * n
 
 
 def attach_block_size(n):

@@ -86,7 +86,8 @@ class FlexibleRobot(Robot):
         """Accelerations (nv,) of the joints and elastic coordinates for generalized forces tau
         (nv,): recursive O(n) articulated-body algorithm with the elastic coordinates condensed
         inside each flexible body (docs/flexible.md)."""
-        self._set_external_wrenches(f_ext)
+        if f_ext is not None or self._fext_dirty:
+            self._set_external_wrenches(f_ext)
         if out is None:
             out = np.empty(self.nv)
         try:
@@ -104,7 +105,8 @@ class FlexibleRobot(Robot):
         """tau (nv,) with M qdd + b + [K_ff q_f + D_ff qd_f] - tau_passive = tau: drive forces of
         the joints, and in the elastic rows the generalized forces the elastic coordinates need
         (zero when qdd is the free motion of the structure)."""
-        self._set_external_wrenches(f_ext)
+        if f_ext is not None or self._fext_dirty:
+            self._set_external_wrenches(f_ext)
         if out is None:
             out = np.empty(self.nv)
         try:
@@ -296,9 +298,13 @@ class FlexibleRobot(Robot):
         On a flexible link the wrench acts at its reference frame (the clamp), where the elastic
         field vanishes, so it does no elastic work; links welded to a flexible link are refused."""
         work = self._work
-        work[:, F.FEXT:F.FEXT + 6] = 0.0
         if f_ext is None:
+            if self._fext_dirty:          # clear only after a call with f_ext (hot path: no-op)
+                work[:, F.FEXT:F.FEXT + 6] = 0.0
+                self._link_fext[:] = 0.0
+                self._fext_dirty = False
             return
+        work[:, F.FEXT:F.FEXT + 6] = 0.0
         wrench = np.zeros((len(self.link_names), 6))
         if isinstance(f_ext, dict):
             for link, w in f_ext.items():
@@ -325,6 +331,7 @@ class FlexibleRobot(Robot):
             work[body, F.FEXT:F.FEXT + 3] += force
             work[body, F.FEXT + 3:F.FEXT + 6] += torque
         self._link_fext = wrench
+        self._fext_dirty = True
 
     def _fixed_joint_wrench(self, link, q, v, qdd):
         """Wrench through the fixed joint above `link` (rigid bodies): the inertial wrenches of

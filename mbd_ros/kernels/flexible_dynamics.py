@@ -39,7 +39,7 @@ from numba import njit, types
 from ..flexible.layout import (ACC, ART_INERTIA, ATTACH, AXIS, BIAS, D_INV, DAMPING, FEXT, FLEX,
                                FLEX_JSUM, FLEX_MASS, FLEX_P0, FLEX_S0, FLEX_SF, FORCE, FRICTION,
                                FRICTION_SPEED, FWORK, GRAVITY, IDX_Q, IDX_QF, IDX_V, IDX_VF,
-                               INERTIA, JOINT_TYPE, NF, NODE_POS, NODE_TWIST, PARENT,
+                               INERTIA, JOINT_TYPE, MFF_INV, NF, NODE_POS, NODE_TWIST, PARENT,
                                PLACEMENT_POS, PLACEMENT_ROT, POS, ROT, SCRATCH, SCRATCH2, U_TAU,
                                U_VEC, VEL, WORLD_POS, WORLD_ROT, X_MAT, XI)
 from ..layout import (JOINT_REVOLUTE, STATUS_BAD_INPUT, STATUS_BAD_Q, STATUS_BAD_V, STATUS_OK,
@@ -371,6 +371,7 @@ def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
     n = fint[i, NF]
     o = fint[i, FLEX]
     sf, iu, skl, jpsi, mff, kff, dff = _flex_offsets(o, n)
+    gyro = dff + n * n
     mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
     iqf = fint[i, IDX_QF]
     ivf = fint[i, IDX_VF]
@@ -503,11 +504,9 @@ def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
     for a in range(n):
         s = 0.0
         for b in range(n):
-            vb = v[ivf + b]
             nn = a * n + b
-            s += vb * (wx * (fdata[skl + 7 * n * n + nn] - fdata[skl + 5 * n * n + nn])
-                       + wy * (fdata[skl + 2 * n * n + nn] - fdata[skl + 6 * n * n + nn])
-                       + wz * (fdata[skl + 3 * n * n + nn] - fdata[skl + 1 * n * n + nn]))
+            s += v[ivf + b] * (wx * fdata[gyro + nn] + wy * fdata[gyro + n * n + nn]
+                               + wz * fdata[gyro + 2 * n * n + nn])
         fwork[bb + 6 + a] += 2.0 * s
 
 
@@ -559,6 +558,36 @@ def _add_child_to_flexible(fint, work, fwork, child, p):
             for k in range(6):
                 s += fwork[xi + k * n + a] * fwork[wmat + k * n + b]
             fwork[mm + (6 + a) * w6 + 6 + b] += s
+
+
+@njit(cache=True)
+def _condense_constant(fint, fdata, work, fwork, i):
+    """_condense_flexible for a flexible body without movable children: M_ff = m_ff is constant
+    and its inverse precomputed (fdata at MFF_INV): Y = m_ff^-1 M_fr, z = m_ff^-1 beta_f."""
+    n = fint[i, NF]
+    w6 = 6 + n
+    inv = fint[i, MFF_INV]
+    mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
+    for a in range(n):
+        s = 0.0
+        for b in range(n):
+            s += fdata[inv + a * n + b] * fwork[bb + 6 + b]
+        fwork[z + a] = s
+        for c in range(6):
+            s = 0.0
+            for b in range(n):
+                s += fdata[inv + a * n + b] * fwork[mm + (6 + b) * w6 + c]
+            fwork[y + a * 6 + c] = s
+    for r in range(6):
+        for c in range(6):
+            s = fwork[mm + r * w6 + c]
+            for a in range(n):
+                s -= fwork[mm + r * w6 + 6 + a] * fwork[y + a * 6 + c]
+            work[i, ART_INERTIA + 6 * r + c] = s
+        s = fwork[bb + r]
+        for a in range(n):
+            s -= fwork[mm + r * w6 + 6 + a] * fwork[z + a]
+        work[i, FORCE + r] = s
 
 
 @njit(cache=True)
@@ -692,7 +721,9 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
     # ---- pass 2, tips -> base: articulated inertias                            [seed 002 step 2]
     for i in range(nb, 0, -1):
         if fint[i, NF] > 0:
-            if not _condense_flexible(fint, work, fwork, i):
+            if fint[i, MFF_INV] >= 0:
+                _condense_constant(fint, fdata, work, fwork, i)
+            elif not _condense_flexible(fint, work, fwork, i):
                 return STATUS_SINGULAR + i
         revolute = fint[i, JOINT_TYPE] == JOINT_REVOLUTE
         off = 3 if revolute else 0
