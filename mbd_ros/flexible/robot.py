@@ -54,6 +54,7 @@ class FlexibleRobot(Robot):
         self._link_fext = np.zeros((len(self.link_names), 6))
         self._n_rigid_q = model.nq
         self._tree_links = flexible.tree_links
+        self._flex_batch_works = None
 
     # ------------------------------------------------------------------ configuration
     def neutral(self):
@@ -166,21 +167,35 @@ class FlexibleRobot(Robot):
         return np.zeros((0, 6))
 
     def forward_dynamics_batch(self, q, v, tau, out=None):
-        """(N, nv) accelerations for N states (single thread)."""
+        """(N, nv) accelerations for N states q (N, nq), v (N, nv), tau (N, nv), on
+        `batch_threads` threads (external wrenches are not applied in batches)."""
         return self._batch_call(K.forward_dynamics_batch, q, v, tau, "tau", out)
 
     def inverse_dynamics_batch(self, q, v, qdd, out=None):
-        """(N, nv) generalized forces for N states (single thread)."""
+        """(N, nv) generalized forces for N states, on `batch_threads` threads."""
         return self._batch_call(K.inverse_dynamics_batch, q, v, qdd, "qdd", out)
 
     def _batch_call(self, kernel, q, v, x, x_name, out):
+        """One contiguous chunk of states per worker thread, each on its own workspace (the
+        batch kernels release the GIL)."""
+        from ..robot import _thread_pool
         q = _batch(q, self.nq, "q")
         v = _batch(v, self.nv, "v", q.shape[0])
         x = _batch(x, self.nv, x_name, q.shape[0])
         out = _output(out, (q.shape[0], self.nv))
         status = np.zeros(q.shape[0], dtype=np.int64)
-        self._set_external_wrenches(None)
-        kernel(self._fint, self._ffloat, self._fdata, self._work, self._fwork, q, v, x, out, status)
+        n_threads = max(1, min(self.batch_threads, q.shape[0] // 64))
+        if self._flex_batch_works is None or len(self._flex_batch_works) < n_threads:
+            self._flex_batch_works = [(np.zeros_like(self._work), np.zeros_like(self._fwork))
+                                      for _ in range(n_threads)]
+        bounds = np.linspace(0, q.shape[0], n_threads + 1).astype(int)
+        chunks = [(self._fint, self._ffloat, self._fdata, *self._flex_batch_works[t], q[a:b],
+                   v[a:b], x[a:b], out[a:b], status[a:b])
+                  for t, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]))]
+        if n_threads == 1:
+            kernel(*chunks[0])
+        else:
+            list(_thread_pool(n_threads).map(lambda args: kernel(*args), chunks))
         self._raise_batch(status, q, v, x, x_name)
         return out
 

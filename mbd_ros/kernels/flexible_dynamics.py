@@ -946,14 +946,14 @@ def mass_matrix(fint, ffloat, fdata, work, fwork, q, unit, column, out):
     return STATUS_OK
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def forward_dynamics_batch(fint, ffloat, fdata, work, fwork, q, v, tau, out, status):
     """forward_dynamics for each row of q (N, nq), v, tau (N, nv) into out (N, nv)."""
     for s in range(q.shape[0]):
         status[s] = forward_dynamics(fint, ffloat, fdata, work, fwork, q[s], v[s], tau[s], out[s])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def inverse_dynamics_batch(fint, ffloat, fdata, work, fwork, q, v, qdd, out, status):
     """inverse_dynamics for each row of q (N, nq), v, qdd (N, nv) into out (N, nv)."""
     for s in range(q.shape[0]):
