@@ -335,3 +335,45 @@ def test_batches_equal_single_calls():
         np.testing.assert_array_equal(TAU[k], robot.inverse_dynamics(Q[k], V[k], QDD[k]))
     # round trip: elastic accelerations reach 1e5, so M qdd carries ~1e-9 absolute round-off
     np.testing.assert_allclose(TAU, T, rtol=1e-9, atol=1e-7)
+
+
+def test_fixed_joint_wrench_on_the_flexible_link_and_deformed_child_pose():
+    """The tool welded to the forearm's deformed tip: the force of its fixed joint equals
+    m_tool (a_com - g) with a_com from second differences of the tool's deformed pose along the
+    motion (relative 1e-5; small elastic coordinates and rates: the dynamics attach welded links
+    to first order in the elastic rotation g, the pose uses its Cayley rotation, and the two
+    differ by O(|g'|^2 d + |g| |g''| d) accelerations, see docs/flexible.md);
+    the second link of `chain` sits at the deformed tip (1e-12)."""
+    robot = arm(damping_ratio=0.0)
+    rng = np.random.default_rng(4)
+    q = robot.random_configuration(rng)
+    q[robot.elastic_q_indices] = 0.0      # undeformed at this instant, moving and accelerating
+    v = rng.normal(size=robot.nv)
+    v[robot.elastic_v_indices] *= 1e-3
+    tau = np.zeros(robot.nv)
+    qdd = robot.forward_dynamics(q, v, tau)
+    W = robot.joint_wrenches(q, v, qdd)[robot.wrench_joint_names.index("tool_mount")]
+    m_tool, com = 0.05, np.array([0.01, 0.0, 0.0])
+
+    def com_world(x):
+        pose = robot.link_pose(x, "tool")
+        return pose[:3, 3] + pose[:3, :3] @ com
+
+    def acc(h):
+        qp, qm = q + h * v + 0.5 * h * h * qdd, q - h * v + 0.5 * h * h * qdd
+        return (com_world(qp) - 2 * com_world(q) + com_world(qm)) / h ** 2
+
+    a = (4 * acc(2e-5) - acc(4e-5)) / 3
+    R = robot.link_pose(q, "tool")[:3, :3]
+    expected = m_tool * (a - np.array([0, 0, -G]))
+    np.testing.assert_allclose(R @ W[:3], expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+    # a movable child on the deformed tip: its joint origin is the tip point deformed by Phi_t q_f
+    robot2 = chain()
+    q2 = robot2.neutral()
+    q2[:2] = [0.3, -0.7]
+    q2[robot2.elastic_q_indices] = rng.normal(size=6) * 1e-3
+    fb = robot2.flexible.bodies[0]
+    Phi_t, _ = fb.shapes(np.array([0.7, 0.0, 0.0]))
+    beam = robot2.link_pose(q2, "beam")
+    tip = beam[:3, 3] + beam[:3, :3] @ (np.array([0.7, 0, 0]) + Phi_t @ q2[robot2.elastic_q_indices])
+    np.testing.assert_allclose(robot2.link_pose(q2, "link2")[:3, 3], tip, rtol=0, atol=1e-12)
