@@ -63,3 +63,44 @@ def test_elastic_states_follow_rk4(robot):
         assert moved > 0.0          # the falling arm deforms its forearm
     finally:
         ros.close()
+
+
+def test_inverse_dynamics_node_commands_the_rigid_joints(robot):
+    """Computed-torque and gravity modes with a flexible forearm: the node commands the two joints;
+    the elastic coordinates are taken at rest (q_f = v_f = qdd_f = 0), so its efforts equal the
+    library's inverse dynamics at that state (relative 1e-9)."""
+    from ros_harness import joint_state, now_stamp, trajectory_point
+    names = ["shoulder", "elbow"]
+    ros = Ros(salt=89)
+    try:
+        common = {"urdf_path": ARM, "flexible_path": FLEX, "max_message_age": 5.0,
+                  "limit_efforts": False}
+        ros.start("inverse_dynamics", {**common, "mode": "gravity"}, name="flex_grav")
+        ros.start("inverse_dynamics", {**common, "mode": "computed_torque", "kp": [50.0, 40.0],
+                                       "kd": [5.0, 4.0]}, name="flex_ct")
+        grav = ros.subscribe(JointState, "/flex_grav/efforts")
+        ct = ros.subscribe(JointState, "/flex_ct/efforts")
+        q, v = np.array([0.4, -0.6]), np.array([0.3, -0.2])
+        ref_q, ref_v, ref_a = np.array([0.5, -0.5]), np.array([0.0, 0.1]), np.array([1.0, -2.0])
+        point = trajectory_point(names, ref_q, ref_v, ref_a)
+        full_q = np.zeros(robot.nq)
+        full_q[:2] = q
+        full_v = np.zeros(robot.nv)
+        full_v[:2] = v
+        expected_grav = robot.gravity_forces(full_q)[:2]
+        qdd = np.zeros(robot.nv)
+        qdd[:2] = ref_a + np.array([50.0, 40.0]) * (ref_q - q) + np.array([5.0, 4.0]) * (ref_v - v)
+        expected_ct = robot.inverse_dynamics(full_q, full_v, qdd)[:2]
+
+        def close(messages, expected):
+            return bool(messages) and np.allclose(messages[-1].effort, expected, rtol=1e-9,
+                                                  atol=1e-12)
+        ros.spin_until(lambda: close(ros.messages("/flex_grav/efforts"), expected_grav)
+                       and close(ros.messages("/flex_ct/efforts"), expected_ct),
+                       READY_TIMEOUT, every=0.2, what="the expected efforts of both nodes",
+                       action=lambda: (ros.publish(JointTrajectory, "/flex_ct/reference", point),
+                                       ros.publish(JointState, "joint_states",
+                                                   joint_state(now_stamp(ros), names, q, v))))
+        assert list(ros.messages("/flex_grav/efforts")[-1].name) == names
+    finally:
+        ros.close()
