@@ -52,7 +52,6 @@ class FlexibleRobot(Robot):
         self._column = np.zeros(self.nv)
         self._energy3 = np.zeros(3)
         self._link_fext = np.zeros((len(self.link_names), 6))
-        self._n_rigid_q = model.nq
         self._tree_links = flexible.tree_links
         self._flex_batch_works = None
 
