@@ -219,3 +219,15 @@ def test_beam_data_from_yaml_text_and_torsion_free():
         warnings.simplefilter("ignore", UserWarning)
         robot = mbd_ros.load(pendulum_urdf(0.6), flexible=text)
     assert robot.elastic_names == ["beam/mode_1", "beam/mode_2", "beam/mode_3"]
+
+
+def test_unsupported_combinations_are_refused():
+    """Closures with flexible links, a floating base and multi-dof joints: clear ModelErrors
+    (not yet supported), never a silently rigid robot."""
+    with pytest.raises(ModelError, match="closures together with flexible links are not supported"):
+        mbd_ros.load(ARM_URDF, flexible=arm_data(), closures={"closures": []})
+    with pytest.raises(ModelError, match="fixed-base robots only"):
+        mbd_ros.load(ARM_URDF, flexible=arm_data(), floating_base=True)
+    planar = pendulum_urdf(0.5).replace('type="continuous"', 'type="planar"')
+    with pytest.raises(ModelError, match="joint 'joint' is planar"):
+        mbd_ros.load(planar, flexible=beam_entry(0.5, 2e-4, 2e-9, 2e-9, modes=2))
