@@ -377,14 +377,30 @@ def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
     ivf = fint[i, IDX_VF]
     w6 = 6 + n
     mass = fdata[o + FLEX_MASS]
-    # s_kl = S^kl q_f (9 vectors of n)
-    for kl in range(9):
-        base = skl + kl * n * n
+    # s_kl = S^kl q_f (9 vectors of n); S^lk = S^kl^T, so one pass over S^kl gives s_kl and s_lk
+    for k in range(3):
+        base = skl + 4 * k * n * n
         for a in range(n):
             s = 0.0
             for b in range(n):
                 s += fdata[base + a * n + b] * q[iqf + b]
-            fwork[skq + kl * n + a] = s
+            fwork[skq + 4 * k * n + a] = s
+    for pair in range(3):
+        k = 0 if pair < 2 else 1
+        l = 2 if pair > 0 else 1
+        base = skl + (3 * k + l) * n * n
+        out_kl = skq + (3 * k + l) * n
+        out_lk = skq + (3 * l + k) * n
+        for b in range(n):
+            fwork[out_lk + b] = 0.0
+        for a in range(n):
+            qa = q[iqf + a]
+            s = 0.0
+            for b in range(n):
+                value = fdata[base + a * n + b]
+                s += value * q[iqf + b]
+                fwork[out_lk + b] += value * qa
+            fwork[out_kl + a] = s
     # S_t = S_0 + S_f q_f   (seed eqs. 2-4)
     st0 = fdata[o + FLEX_S0]
     st1 = fdata[o + FLEX_S0 + 1]
@@ -395,13 +411,14 @@ def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
         st1 += fdata[sf + n + b] * qb
         st2 += fdata[sf + 2 * n + b] * qb
     # P_kl = Theta^kl + (I^kl + I^lk) q_f + q_f^T S^kl q_f   (seed eq. 7); scratch in work SCRATCH
-    for k in range(3):
-        for l in range(3):
+    for k in range(3):            # P is symmetric: the upper triangle, mirrored
+        for l in range(k, 3):
             s = fdata[o + FLEX_P0 + 3 * k + l]
             for b in range(n):
-                s += (fdata[iu + (3 * k + l) * n + b] + fdata[iu + (3 * l + k) * n + b]) * q[iqf + b]
-                s += q[iqf + b] * fwork[skq + (3 * k + l) * n + b]
+                s += ((fdata[iu + (3 * k + l) * n + b] + fdata[iu + (3 * l + k) * n + b]
+                       + fwork[skq + (3 * k + l) * n + b]) * q[iqf + b])
             work[i, SCRATCH + 3 * k + l] = s
+            work[i, SCRATCH + 3 * l + k] = s
     trace = work[i, SCRATCH] + work[i, SCRATCH + 4] + work[i, SCRATCH + 8]
     # M_rr = [[m 1, -[S_t]], [[S_t], Theta + J]] with Theta = tr(P) 1 - P   (seed eqs. 5-6)
     for r in range(6):
@@ -491,15 +508,21 @@ def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
     fwork[bb + 5] = (st0 * cy - st1 * cx) + (wx * h1 - wy * h0) + 2.0 * (wz * trc - ctw2)
     # elastic: S_f^T (w x v) + sum_kl w_k w_l (I^lk + s_kl) - |w|^2 sum_k (I^kk + s_kk)
     #          + 2 sum_kl [w]_kl S^kl qd
+    # with W = w w^T - |w|^2 1 (symmetric): sum_kl W_kl (I^lk + s_kl)
     wsq = wx * wx + wy * wy + wz * wz
+    d0, d1, d2 = wx * wx - wsq, wy * wy - wsq, wz * wz - wsq
+    w01, w02, w12 = wx * wy, wx * wz, wy * wz
     for a in range(n):
         s = fdata[sf + a] * cx + fdata[sf + n + a] * cy + fdata[sf + 2 * n + a] * cz
-        for k in range(3):
-            wk = work[i, VEL + 3 + k]
-            for l in range(3):
-                wl = work[i, VEL + 3 + l]
-                s += wk * wl * (fdata[iu + (3 * l + k) * n + a] + fwork[skq + (3 * k + l) * n + a])
-            s -= wsq * (fdata[iu + 4 * k * n + a] + fwork[skq + 4 * k * n + a])
+        s += d0 * (fdata[iu + a] + fwork[skq + a])
+        s += d1 * (fdata[iu + 4 * n + a] + fwork[skq + 4 * n + a])
+        s += d2 * (fdata[iu + 8 * n + a] + fwork[skq + 8 * n + a])
+        s += w01 * (fdata[iu + n + a] + fdata[iu + 3 * n + a] + fwork[skq + n + a]
+                    + fwork[skq + 3 * n + a])
+        s += w02 * (fdata[iu + 2 * n + a] + fdata[iu + 6 * n + a] + fwork[skq + 2 * n + a]
+                    + fwork[skq + 6 * n + a])
+        s += w12 * (fdata[iu + 5 * n + a] + fdata[iu + 7 * n + a] + fwork[skq + 5 * n + a]
+                    + fwork[skq + 7 * n + a])
         fwork[bb + 6 + a] = s
     for a in range(n):
         s = 0.0
