@@ -62,8 +62,9 @@ setup(
     ],
     extras_require={
         'ros': ROS_WHEELS,
-        'test': ['pytest', 'pin', 'example-robot-data'],
-        'bench': ['pin', 'example-robot-data'],
+        'test': ['pytest', 'pin', 'example-robot-data', 'exudyn'],   # exudyn: flexible-link oracle
+        'bench': ['pin', 'example-robot-data', 'exudyn'],
+        'plot': ['matplotlib'],                                     # mbd-ros flex-demo --plot
     },
     zip_safe=True,
     entry_points={

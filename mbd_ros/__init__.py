@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 
 
 def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, passive_forces=True,
-         friction_velocity=FRICTION_VELOCITY, strict_inertia=False):
+         friction_velocity=FRICTION_VELOCITY, strict_inertia=False, flexible=None):
     """Load a robot from a URDF file path or URDF XML text.
 
     closures: loop closures (path, YAML text or dict, DESIGN.md format): the robot is then a
@@ -38,10 +38,22 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
         inertia is used as written, as Pinocchio does.
     A joint that moves no mass (massless links below it) gives a warning at load; its
     forward dynamics then raise ValueError, while inverse dynamics and kinematics work.
+    flexible: flexible links (path, YAML text or dict with a `flexible_links:` section,
+        docs/flexible.md): the robot is then a FlexibleRobot with elastic coordinates.
     Raises ModelError (a ValueError) naming the file and the link/joint at fault.
     """
-    model = build_model(read_urdf(urdf, strict_inertia), floating_base=floating_base, gravity=gravity,
+    tree = read_urdf(urdf, strict_inertia)
+    model = build_model(tree, floating_base=floating_base, gravity=gravity,
                         passive_forces=passive_forces, friction_velocity=friction_velocity)
+    # ---- flexible links (mbd_ros/flexible) -------------------------------------------------
+    if flexible is not None:
+        if closures is not None:
+            raise ModelError("closures together with flexible links are not supported yet")
+        from .flexible import make_flexible_robot
+        robot = make_flexible_robot(tree, model, flexible)
+        robot._check_regular()
+        return robot
+    # ---- end flexible links ----------------------------------------------------------------
     if closures is None:
         robot = Robot(model)
     else:

@@ -9,6 +9,7 @@
   inverse dynamics node in computed-torque mode and a reference publisher, as ROS 2 processes
   (rclpy from the PyPI wheels or a ROS install), for a few seconds; prints achieved rate,
   compute p99 and tracking error.
+- ``flex-demo``: the flexible arm's tip vibration after a torque step (--plot FILE.png).
 - ``demo [ROBOT.urdf]``: the passive arm (tau = 0) falls from a bent configuration for 2 s,
   integrated with fixed-step RK4; prints the energy balance KE + PE + dissipated = const.
 
@@ -353,6 +354,14 @@ def build_parser():
     p.add_argument('--duration', type=float, default=2.0, help='simulated time in s (default 2)')
     p.add_argument('--dt', type=float, default=1e-3, help='RK4 step in s (default 0.001)')
     p.set_defaults(func=cmd_demo)
+
+    # ---- flexible links (mbd_ros/flexible/demo.py) --------------------------------------------
+    from .flexible import demo as flex_demo
+    p = sub.add_parser('flex-demo', help='tip vibration of the flexible arm after a torque step '
+                                         '(printed, and as a PNG with --plot)')
+    flex_demo.add_arguments(p)
+    p.set_defaults(func=flex_demo.run)
+    # ---- end flexible links -----------------------------------------------------------------
     return parser
 
 

@@ -37,6 +37,8 @@ def dof_names(robot):
             names.append(name)
         else:
             names.extend(f"{name}/{c}" for c in DOF_COMPONENTS[kind])
+    # flexible links: their elastic coordinates follow the joints in v ('forearm/mode_1', ...)
+    names.extend(getattr(robot, "elastic_names", ()))
     return names
 
 

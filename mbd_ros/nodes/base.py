@@ -157,6 +157,10 @@ class DynamicsNode(LifecycleNode):
         self.declare("urdf_path", "", "path of the robot's URDF file")
         self.declare("closures_path", "", "YAML file declaring the loop closures (cut joints) "
                      "of a closed-loop robot; empty for a tree")
+        # ---- flexible links (mbd_ros/flexible) ----
+        self.declare("flexible_path", "", "YAML file with a flexible_links: section (flexible "
+                     "links, elastic coordinates); empty for rigid links")
+        # ---- end flexible links ----
         self.declare("floating_base", False, "add a free joint 'root_joint' above the URDF root")
         self.declare("gravity", [0.0, 0.0, -9.81], "gravity in the root frame, m/s^2",
                      finite_vector(3))
@@ -207,6 +211,8 @@ class DynamicsNode(LifecycleNode):
         options = {}
         if self.param("friction_velocity") != mbd_ros.FRICTION_VELOCITY:
             options["friction_velocity"] = self.param("friction_velocity")
+        if self.param("flexible_path"):        # flexible links (mbd_ros/flexible)
+            options["flexible"] = self.param("flexible_path")
         try:
             return mbd_ros.load(source, closures=closures,
                                 floating_base=self.param("floating_base"),

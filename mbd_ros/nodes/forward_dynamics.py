@@ -195,6 +195,13 @@ class ForwardDynamicsNode(DynamicsNode):
         self.max_catch_up = self.param("max_catch_up")
         self.js_out = JointStateOut(jm.state_names)
         self.pub_js = self.create_lifecycle_publisher(JointState, "joint_states", PUBLISH_QOS)
+        # ---- flexible links: elastic coordinates on ~/elastic_states (names 'link/mode_k') ----
+        self.elastic_out = self.pub_elastic = None
+        if getattr(robot, "elastic_names", None):
+            self.elastic_out = JointStateOut(robot.elastic_names)
+            self.pub_elastic = self.create_lifecycle_publisher(JointState, "~/elastic_states",
+                                                               PUBLISH_QOS)
+        # ---- end flexible links ----
         self.pub_clock = self.create_lifecycle_publisher(Clock, "/clock", CLOCK_QOS) \
             if self.publish_clock else None
         self.counts.update({"effort_commands": 0, "joint_commands": 0, "stale commands": 0})
@@ -229,7 +236,7 @@ class ForwardDynamicsNode(DynamicsNode):
         for sub in getattr(self, "subs", []):
             self.destroy_subscription(sub)
         self.subs = []
-        for attr in ("pub_acc", "pub_js", "pub_clock"):
+        for attr in ("pub_acc", "pub_js", "pub_clock", "pub_elastic"):
             pub = getattr(self, attr, None)
             if pub is not None:
                 self.destroy_lifecycle_publisher(pub)
@@ -451,6 +458,13 @@ class ForwardDynamicsNode(DynamicsNode):
         self.jmap.state_values(sim.v, js.velocity)
         self.jmap.state_values(self.tau, js.effort)
         self.pub_js.publish(js.msg)
+        if self.pub_elastic is not None:      # flexible links
+            el = self.elastic_out
+            el.msg.header.stamp = stamp
+            el.position[:] = sim.q[self.robot.elastic_q_indices]
+            el.velocity[:] = sim.v[self.robot.elastic_v_indices]
+            el.effort[:] = self.tau[self.robot.elastic_v_indices]
+            self.pub_elastic.publish(el.msg)
         self._publish_outputs(stamp, sim.q, sim.v, wrenches)
         t3 = time.perf_counter_ns()
         try:

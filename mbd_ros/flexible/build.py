@@ -1,0 +1,250 @@
+"""Build the flat arrays of a robot with flexible links (layout.py) from the rigid Model.
+
+Coordinates: the rigid joints keep their places in q and v (those of the rigid robot, depth-first
+over the URDF), and the elastic coordinates of the flexible links are appended after them, link
+by link in body order (`elastic_names` 'forearm/mode_1', ...). The recursion does not care where
+they sit (it addresses them by offsets), and every rigid-joint index stays what it is for the
+same URDF without flexible links.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg
+
+from .. import layout as L
+from ..errors import ModelError
+from . import layout as F
+from .beam import BeamFE
+from .modal import ModalData
+from .points import MassPoints, rigid_properties, shape_integrals
+
+MASS_WARNING_RATIO = 0.05
+
+
+@dataclass
+class FlexibleBody:
+    """What the builder knows of one flexible link (for summaries, tests and docs)."""
+    link: str
+    body: int
+    n_modes: int
+    frequencies: np.ndarray        # (n_modes,) Hz, of the link clamped at its joint frame
+    mass: float
+    com: np.ndarray                # (3,) link frame
+    inertia: np.ndarray            # (3, 3) about the com
+    K: np.ndarray                  # (n, n) modal stiffness
+    D: np.ndarray                  # (n, n) modal damping
+    Mff: np.ndarray                # (n, n) modal mass
+    iq: int                        # first elastic coordinate in q
+    iv: int                        # first elastic velocity in v
+    shapes: object = field(repr=False, default=None)   # callable point (3,) -> (Phi_t, Phi_r)
+
+
+@dataclass
+class FlexibleModel:
+    fint: np.ndarray
+    ffloat: np.ndarray
+    fdata: np.ndarray
+    fwork_size: int
+    nq: int
+    nv: int
+    elastic_names: list
+    elastic_q_indices: np.ndarray
+    elastic_v_indices: np.ndarray
+    bodies: list                   # FlexibleBody per flexible link
+    link_shapes: dict              # link index -> (Phi_t (3, n), Phi_r (3, n), FlexibleBody)
+    tree_links: dict               # link name -> urdf LinkSpec (mass properties of welded links)
+
+
+def build_flexible(tree, model, specs):
+    """FlexibleModel for the rigid `model` of `tree` with the FlexibleLinkSpec tuple `specs`."""
+    source = model.source
+    if model.floating_base:
+        raise ModelError(f"{source}: flexible links are supported on fixed-base robots only")
+    for name, kind in zip(model.joint_names, model.joint_types):
+        if kind not in ("revolute", "prismatic"):
+            raise ModelError(f"{source}: joint '{name}' is {kind}: robots with flexible links "
+                             "support revolute, continuous and prismatic joints only")
+    link_index = {name: i for i, name in enumerate(model.link_names)}
+    nb = model.n_bodies
+    flexible = {}                                    # body -> (spec, link index)
+    for spec in specs:
+        index = link_index[spec.link]
+        body = int(model.link_int[index, L.LINK_BODY])
+        if body == 0 or model.link_int[index, L.LINK_FIXED]:
+            what = ("is the fixed root of the robot" if body == 0 and index == 0 else
+                    "is welded to its parent by a fixed joint")
+            raise ModelError(f"{spec.label}: field 'link': '{spec.link}' {what}; a flexible link "
+                             "must hang from a movable (revolute, continuous or prismatic) joint")
+        flexible[body] = (spec, index)
+
+    # ---- per flexible body: points, modes, shape integrals
+    bodies = {}
+    nq, nv = model.nq, model.nv
+    for body in sorted(flexible):
+        spec, index = flexible[body]
+        extra = _fixed_children_points(tree, model, body, index)
+        if spec.beam is not None:
+            fe = BeamFE(spec.beam)
+            points_full = fe.points
+            own = rigid_properties(points_full)
+            if extra is not None:
+                points_full = points_full.extend(_with_shapes(extra, fe.point_shapes))
+            if spec.modes > fe.n_dofs:
+                raise ModelError(f"{spec.label}: field 'modes': {spec.modes} modes requested, the "
+                                 f"beam of {spec.beam.elements} elements has {fe.n_dofs}")
+            M = points_full.mass_matrix()
+            w2, phi = scipy.linalg.eigh(fe.K, M, subset_by_index=[0, spec.modes - 1])
+            points = points_full.in_basis(phi)
+            K = phi.T @ fe.K @ phi
+
+            def shapes(point, fe=fe, phi=phi):
+                N, Psi = fe.point_shapes(point)
+                return N @ phi, Psi @ phi
+        else:
+            data = ModalData(spec.modal_data, spec.modes, spec.label)
+            points = data.points
+            own = rigid_properties(points)
+            if extra is not None:
+                points = points.extend(_with_shapes(extra, data.point_shapes))
+            K = data.K
+            shapes = data.point_shapes
+        n = K.shape[0]
+        invariants = shape_integrals(points)
+        Mff = 0.5 * (invariants["Mff"] + invariants["Mff"].T)
+        try:
+            w2, modes = scipy.linalg.eigh(K, Mff)
+        except np.linalg.LinAlgError:
+            raise ModelError(f"{spec.label}: the modal mass matrix is not positive definite "
+                             "(the modes move no mass)") from None
+        if np.any(w2 <= 0):
+            raise ModelError(f"{spec.label}: the modal stiffness K_ff is not positive definite")
+        omega = np.sqrt(w2)
+        D = Mff @ modes @ np.diag(2.0 * spec.damping_ratio * omega) @ modes.T @ Mff
+        urdf_mass = tree.links[spec.link].mass
+        if urdf_mass > 0 and abs(own[0] - urdf_mass) > MASS_WARNING_RATIO * urdf_mass:
+            warnings.warn(f"{spec.label}: the URDF mass of '{spec.link}' ({urdf_mass:.4g} kg) "
+                          f"differs from its flexible model's ({own[0]:.4g} kg) by more than "
+                          f"{MASS_WARNING_RATIO:.0%}; the flexible model's mass properties are used",
+                          stacklevel=3)
+        bodies[body] = FlexibleBody(
+            link=spec.link, body=body, n_modes=n, frequencies=omega / (2 * np.pi), mass=own[0],
+            com=own[1], inertia=own[2], K=0.5 * (K + K.T), D=0.5 * (D + D.T), Mff=Mff, iq=nq,
+            iv=nv, shapes=shapes)
+        bodies[body].invariants = invariants
+        bodies[body].points = points           # MassPoints in the modal coordinates q_f
+        nq += n
+        nv += n
+
+    # ---- flat arrays
+    fint = -np.ones((nb + 1, F.FINT_WIDTH), dtype=np.int64)
+    fint[:, F.NF] = 0
+    fint[0, F.IDX_Q] = nq          # row 0 (the universe) carries the sizes of q and v
+    fint[0, F.IDX_V] = nv
+    ffloat = np.zeros((nb + 1, F.FFLOAT_WIDTH))
+    ffloat[0, F.GRAVITY:F.GRAVITY + 3] = model.body_float[0, L.GRAVITY:L.GRAVITY + 3]
+    blocks, fwork_size = [], 0
+    offset = 0
+    for i in range(1, nb + 1):
+        bi, bf = model.body_int[i], model.body_float[i]
+        fint[i, F.PARENT] = bi[L.PARENT]
+        fint[i, F.JOINT_TYPE] = bi[L.JOINT_TYPE]
+        fint[i, F.IDX_Q] = bi[L.IDX_Q]
+        fint[i, F.IDX_V] = bi[L.IDX_V]
+        ffloat[i, F.PLACEMENT_ROT:F.PLACEMENT_ROT + 9] = bf[L.PLACEMENT_ROT:L.PLACEMENT_ROT + 9]
+        ffloat[i, F.PLACEMENT_POS:F.PLACEMENT_POS + 3] = bf[L.PLACEMENT_POS:L.PLACEMENT_POS + 3]
+        ffloat[i, F.AXIS:F.AXIS + 3] = bf[L.AXIS:L.AXIS + 3]
+        ffloat[i, F.INERTIA:F.INERTIA + 36] = bf[L.SPATIAL_INERTIA:L.SPATIAL_INERTIA + 36]
+        ffloat[i, F.DAMPING] = bf[L.DAMPING]
+        ffloat[i, F.FRICTION] = bf[L.FRICTION]
+        ffloat[i, F.FRICTION_SPEED] = bf[L.FRICTION_SPEED]
+        if i in bodies:
+            fb = bodies[i]
+            n = fb.n_modes
+            fint[i, F.NF] = n
+            fint[i, F.IDX_QF] = fb.iq
+            fint[i, F.IDX_VF] = fb.iv
+            fint[i, F.FLEX] = offset
+            block = _flex_block(fb.invariants, fb.K, fb.D)
+            assert block.size == F.flex_block_size(n)
+            blocks.append(block)
+            offset += block.size
+            fint[i, F.FWORK] = fwork_size
+            fwork_size += F.fwork_block_size(n)
+            ffloat[i, F.INERTIA:F.INERTIA + 36] = 0.0     # the FLEX block holds its inertia
+    parents = {int(fint[i, F.PARENT]) for i in range(1, nb + 1)}
+    for body, fb in bodies.items():
+        if body not in parents:      # no movable child: M_ff = m_ff is constant, invert it once
+            fint[body, F.MFF_INV] = offset
+            blocks.append(np.linalg.inv(fb.Mff).ravel())
+            offset += fb.n_modes ** 2
+    link_shapes = {}
+    for i in range(1, nb + 1):
+        parent = int(fint[i, F.PARENT])
+        if parent in bodies:
+            fb = bodies[parent]
+            Phi_t, Phi_r = fb.shapes(ffloat[i, F.PLACEMENT_POS:F.PLACEMENT_POS + 3])
+            fint[i, F.ATTACH] = offset
+            blocks.append(np.concatenate([Phi_t.ravel(), Phi_r.ravel()]))
+            offset += 6 * fb.n_modes
+            fint[i, F.XI] = fwork_size
+            fwork_size += 6 * fb.n_modes
+    for index in range(len(model.link_names)):
+        body = int(model.link_int[index, L.LINK_BODY])
+        if body in bodies and not (index == link_index[bodies[body].link]):
+            fb = bodies[body]
+            pos = model.link_float[index, L.LINK_POS:L.LINK_POS + 3]
+            link_shapes[index] = (*fb.shapes(pos), fb)
+    fdata = np.concatenate(blocks) if blocks else np.zeros(1)
+    names, iq_list, iv_list = [], [], []
+    for body in sorted(bodies):
+        fb = bodies[body]
+        names += [f"{fb.link}/mode_{k + 1}" for k in range(fb.n_modes)]
+        iq_list += list(range(fb.iq, fb.iq + fb.n_modes))
+        iv_list += list(range(fb.iv, fb.iv + fb.n_modes))
+    for array in (fint, ffloat, fdata):
+        array.setflags(write=False)
+    return FlexibleModel(fint=fint, ffloat=ffloat, fdata=fdata, fwork_size=max(fwork_size, 1),
+                         nq=nq, nv=nv, elastic_names=names,
+                         elastic_q_indices=np.array(iq_list, dtype=np.int64),
+                         elastic_v_indices=np.array(iv_list, dtype=np.int64),
+                         bodies=[bodies[b] for b in sorted(bodies)], link_shapes=link_shapes,
+                         tree_links=dict(tree.links))
+
+
+def _flex_block(inv, K, D):
+    S = inv["Skl"]
+    return np.concatenate([[inv["mass"]], inv["S0"], inv["P0"].ravel(), inv["Jsum"].ravel(),
+                           inv["Sf"].ravel(), inv["Iu"].ravel(), inv["Skl"].ravel(),
+                           inv["JPsi"].ravel(), inv["Mff"].ravel(), K.ravel(), D.ravel(),
+                           (S[2, 1] - S[1, 2]).ravel(), (S[0, 2] - S[2, 0]).ravel(),
+                           (S[1, 0] - S[0, 1]).ravel()])
+
+
+def _fixed_children_points(tree, model, body, flexible_index):
+    """Links welded (fixed joints) to the flexible link ride on it as rigid bodies attached at the
+    deformed point of their centre of mass: (mass (p,), com (p, 3), inertia (p, 3, 3)) in the
+    flexible link's frame, or None."""
+    mass, com, inertia = [], [], []
+    for index, name in enumerate(model.link_names):
+        if index == flexible_index or int(model.link_int[index, L.LINK_BODY]) != body:
+            continue
+        spec = tree.links[name]
+        if spec.mass <= 0:
+            continue
+        rot = model.link_float[index, L.LINK_ROT:L.LINK_ROT + 9].reshape(3, 3)
+        pos = model.link_float[index, L.LINK_POS:L.LINK_POS + 3]
+        mass.append(spec.mass)
+        com.append(rot @ spec.com + pos)
+        inertia.append(rot @ spec.inertia @ rot.T)
+    if not mass:
+        return None
+    return np.array(mass), np.array(com), np.array(inertia)
+
+
+def _with_shapes(extra, shapes):
+    mass, com, inertia = extra
+    N, Psi = zip(*(shapes(c) for c in com))
+    return MassPoints(mass, com, inertia, np.array(N), np.array(Psi))

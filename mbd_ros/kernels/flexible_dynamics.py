@@ -1,0 +1,1057 @@
+"""Recursive dynamics of trees whose bodies may be flexible (floating frame of reference).
+
+A flexible body i carries a reference frame (its joint frame, where the beam is clamped) and
+n_f elastic coordinates q_f. Its points move as u = u0 + N q_f with small rotations Psi q_f
+(seed 001, eq. 1; lumped points, seed 001 "Koncentralt tomegek"). Its equations, written with the
+reference twist V = [v; w] and acceleration a of the reference frame (body components):
+
+    [f]   [m_RR(q_f)  m_Rf(q_f)] [a    ]   [b_R(V, q_f, qd_f)]
+    [Q] = [m_fR(q_f)  m_ff     ] [qdd_f] + [b_f(V, q_f, qd_f)] + [0; K_ff q_f + D_ff qd_f]
+
+with the blocks from the shape integrals (seed 001 eqs. 2-7 and I_Rf; m_TT = m 1, m_TR from
+S_t = S_0 + S_f q_f, the deformed inertia Theta = tr(P) 1 - P with
+P_kl = Theta^kl + I^kl q_f + I^lk q_f + q_f^T S^kl q_f: note the signs, Theta_xy = -P_xy: the
+expanded matrix after seed eq. 7 has them wrong) and quadratic velocity terms from the point
+accelerations a_j = a_O + alpha x r_j + w x (w x r_j) + 2 w x N_j qd_f + N_j qdd_f. The seed
+writes the blocks in global translation/rotation-parameter coordinates (T, H^-1); here they are in
+the reference frame's body components, which is the same matrix with T = 1, H = 1 (quasi-
+velocities), as the rigid recursion of seed 002 uses.
+
+A child joint hangs from the deformed origin of its frame on the flexible body: translated by
+Phi_t q_f and rotated by the Cayley rotation of g = Phi_r q_f (exact rotation, = the small
+rotation to first order; its angular velocity G(g) gdot has a closed form, so the kinematics is
+exactly consistent and energy is conserved). Its parent-side motion is
+V_node = V_ref + Xi qd_f (Xi: 6 x n_f in the reference frame).
+
+Forward dynamics is the articulated-body recursion (THEORY §2, seed 002) with a flexible body's
+elastic coordinates as extra degrees of freedom eliminated inside the body: the body plus its
+articulated children give a (6+n_f)^2 system; its elastic rows are solved for qdd_f in terms of
+a (a Cholesky of n_f x n_f), leaving a 6 x 6 articulated inertia that the joint recursion uses as
+for a rigid body. O(n) in bodies, O(n_f^3) per flexible body.
+
+Kernels never raise: they return a status (mbd_ros.layout STATUS_*). Only revolute and prismatic
+joints (one axis) are supported in robots with flexible links.
+"""
+import math
+
+from numba import njit, types
+
+from ..flexible.layout import (ACC, ART_INERTIA, ATTACH, AXIS, BIAS, D_INV, DAMPING, FEXT, FLEX,
+                               FLEX_JSUM, FLEX_MASS, FLEX_P0, FLEX_S0, FLEX_SF, FORCE, FRICTION,
+                               FRICTION_SPEED, FWORK, GRAVITY, IDX_Q, IDX_QF, IDX_V, IDX_VF,
+                               INERTIA, JOINT_TYPE, MFF_INV, NF, NODE_POS, NODE_TWIST, PARENT,
+                               PLACEMENT_POS, PLACEMENT_ROT, POS, ROT, SCRATCH, SCRATCH2, U_TAU,
+                               U_VEC, VEL, WORLD_POS, WORLD_ROT, X_MAT, XI)
+from ..layout import (JOINT_REVOLUTE, STATUS_BAD_INPUT, STATUS_BAD_Q, STATUS_BAD_V, STATUS_OK,
+                      STATUS_SHAPE_INPUT, STATUS_SHAPE_OUT, STATUS_SHAPE_Q, STATUS_SHAPE_V,
+                      STATUS_SINGULAR)
+
+
+# explicit signatures of the entry points (as kernels/signatures.py): other argument types raise
+# TypeError instead of compiling a new specialisation, and dispatch is cheaper
+_I2 = types.Array(types.int64, 2, "C")
+_F2 = types.Array(types.float64, 2, "C")
+_F1 = types.Array(types.float64, 1, "C")
+STATE_KERNEL = types.int64(_I2, _F2, _F1, _F2, _F1, _F1, _F1, _F1, _F1)
+
+
+# =============================================================================== offsets
+@njit(inline="always", cache=True)
+def _flex_offsets(o, n):
+    """Offsets of S_f, I^kl, S^kl, J_Psi, m_ff, K_ff, D_ff in a FLEX block starting at o."""
+    sf = o + FLEX_SF
+    iu = sf + 3 * n
+    skl = iu + 9 * n
+    jpsi = skl + 9 * n * n
+    mff = jpsi + 3 * n
+    kff = mff + n * n
+    dff = kff + n * n
+    return sf, iu, skl, jpsi, mff, kff, dff
+
+
+@njit(inline="always", cache=True)
+def _fwork_offsets(w, n):
+    """Offsets of M, beta, Y, z, qdd_f, S^kl q, tmp, tmp2, L, W in an FW block starting at w."""
+    mm = w
+    bb = mm + (6 + n) * (6 + n)
+    y = bb + 6 + n
+    z = y + 6 * n
+    qddf = z + n
+    skq = qddf + n
+    tmp = skq + 9 * n
+    tmp2 = tmp + n
+    chol = tmp2 + n
+    wmat = chol + n * n
+    return mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat
+
+
+# =============================================================================== small helpers
+@njit(inline="always", cache=True)
+def _cross_motion(work, i, a, b, out):
+    """work[i, out:out+6] = m_a x m_b (motion cross product, [lin; ang]); out must not alias."""
+    vx, vy, vz = work[i, a], work[i, a + 1], work[i, a + 2]
+    wx, wy, wz = work[i, a + 3], work[i, a + 4], work[i, a + 5]
+    lx, ly, lz = work[i, b], work[i, b + 1], work[i, b + 2]
+    ax, ay, az = work[i, b + 3], work[i, b + 4], work[i, b + 5]
+    work[i, out] = wy * lz - wz * ly + vy * az - vz * ay
+    work[i, out + 1] = wz * lx - wx * lz + vz * ax - vx * az
+    work[i, out + 2] = wx * ly - wy * lx + vx * ay - vy * ax
+    work[i, out + 3] = wy * az - wz * ay
+    work[i, out + 4] = wz * ax - wx * az
+    work[i, out + 5] = wx * ay - wy * ax
+
+
+@njit(inline="always", cache=True)
+def _set_transform(work, i):
+    """X_MAT (6x6) of body i from ROT, POS: motion parent -> body, [[R^T, -R^T [p]], [0, R^T]]."""
+    px, py, pz = work[i, POS], work[i, POS + 1], work[i, POS + 2]
+    for r in range(3):
+        rx = work[i, ROT + r]          # column r of R = row r of R^T
+        ry = work[i, ROT + 3 + r]
+        rz = work[i, ROT + 6 + r]
+        base = X_MAT + 6 * r
+        work[i, base] = rx
+        work[i, base + 1] = ry
+        work[i, base + 2] = rz
+        # -(R^T [p])_row r = -(row r of R^T) [p] = (p x rowR^T)... computed explicitly:
+        # (R^T [p])_{r,c} = sum_k RT_rk [p]_kc ; [p] = [[0,-pz,py],[pz,0,-px],[-py,px,0]]
+        work[i, base + 3] = -(ry * pz - rz * py)
+        work[i, base + 4] = -(-rx * pz + rz * px)
+        work[i, base + 5] = -(rx * py - ry * px)
+        base2 = X_MAT + 6 * (r + 3)
+        work[i, base2] = 0.0
+        work[i, base2 + 1] = 0.0
+        work[i, base2 + 2] = 0.0
+        work[i, base2 + 3] = rx
+        work[i, base2 + 4] = ry
+        work[i, base2 + 5] = rz
+
+
+@njit(inline="always", cache=True)
+def _x_times(work, i, src_row, src, dst):
+    """work[i, dst:dst+6] = X_i work[src_row, src:src+6]."""
+    for r in range(6):
+        s = 0.0
+        for c in range(6):
+            s += work[i, X_MAT + 6 * r + c] * work[src_row, src + c]
+        work[i, dst + r] = s
+
+
+@njit(inline="always", cache=True)
+def _xt_times(work, i, src, dst_row, dst):
+    """work[dst_row, dst:dst+6] += X_i^T work[i, src:src+6] (force to the parent frame)."""
+    for c in range(6):
+        s = 0.0
+        for r in range(6):
+            s += work[i, X_MAT + 6 * r + c] * work[i, src + r]
+        work[dst_row, dst + c] += s
+
+
+@njit(inline="always", cache=True)
+def _inertia_to_parent(work, i, src):
+    """work[i, SCRATCH2] = X_i^T I X_i for I = work[i, src:src+36] (6x6, body frame)."""
+    for r in range(6):                      # SCRATCH = I X
+        for c in range(6):
+            s = 0.0
+            for k in range(6):
+                s += work[i, src + 6 * r + k] * work[i, X_MAT + 6 * k + c]
+            work[i, SCRATCH + 6 * r + c] = s
+    for r in range(6):                      # SCRATCH2 = X^T (I X)
+        for c in range(6):
+            s = 0.0
+            for k in range(6):
+                s += work[i, X_MAT + 6 * k + r] * work[i, SCRATCH + 6 * k + c]
+            work[i, SCRATCH2 + 6 * r + c] = s
+
+
+@njit(inline="always", cache=True)
+def _rigid_bias(ffloat, work, i, dst):
+    """work[i, dst:dst+6] = V x* (I V) for a rigid body (seed 002: -f^c)."""
+    for r in range(6):
+        s = 0.0
+        for c in range(6):
+            s += ffloat[i, INERTIA + 6 * r + c] * work[i, VEL + c]
+        work[i, SCRATCH + r] = s
+    vx, vy, vz = work[i, VEL], work[i, VEL + 1], work[i, VEL + 2]
+    wx, wy, wz = work[i, VEL + 3], work[i, VEL + 4], work[i, VEL + 5]
+    hx, hy, hz = work[i, SCRATCH], work[i, SCRATCH + 1], work[i, SCRATCH + 2]
+    kx, ky, kz = work[i, SCRATCH + 3], work[i, SCRATCH + 4], work[i, SCRATCH + 5]
+    work[i, dst] = wy * hz - wz * hy
+    work[i, dst + 1] = wz * hx - wx * hz
+    work[i, dst + 2] = wx * hy - wy * hx
+    work[i, dst + 3] = wy * kz - wz * ky + vy * hz - vz * hy
+    work[i, dst + 4] = wz * kx - wx * kz + vz * hx - vx * hz
+    work[i, dst + 5] = wx * ky - wy * kx + vx * hy - vy * hx
+
+
+# =============================================================================== kinematics
+@njit(cache=True)
+def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
+    """Pose (ROT, POS, X_MAT, WORLD_*) of body i in its parent's reference frame, twist VEL, bias
+    acceleration BIAS and, on a flexible parent, the node Jacobian Xi (seed 002 eqs. 3-4 with the
+    parent-side node motion added; see the module docstring)."""
+    p = fint[i, PARENT]
+    qi = q[fint[i, IDX_Q]]
+    ax, ay, az = ffloat[i, AXIS], ffloat[i, AXIS + 1], ffloat[i, AXIS + 2]
+    revolute = fint[i, JOINT_TYPE] == JOINT_REVOLUTE
+    # ---- node frame N on the parent: R_N = R_el(g) R_pl, p_N = p_pl + Phi_t q_f
+    att = fint[i, ATTACH]
+    n_p = fint[p, NF] if att >= 0 else 0
+    g0 = g1 = g2 = 0.0
+    for r in range(3):
+        work[i, NODE_POS + r] = ffloat[i, PLACEMENT_POS + r]
+    if att >= 0:
+        iqf = fint[p, IDX_QF]
+        for k in range(n_p):
+            qk = q[iqf + k]
+            work[i, NODE_POS] += fdata[att + k] * qk
+            work[i, NODE_POS + 1] += fdata[att + n_p + k] * qk
+            work[i, NODE_POS + 2] += fdata[att + 2 * n_p + k] * qk
+            g0 += fdata[att + 3 * n_p + k] * qk
+            g1 += fdata[att + 4 * n_p + k] * qk
+            g2 += fdata[att + 5 * n_p + k] * qk
+    gg = g0 * g0 + g1 * g1 + g2 * g2
+    scale = 1.0 / (1.0 + 0.25 * gg)
+    # Cayley rotation R_el = 1 + s ([g] + [g]^2 / 2) with s = 1 / (1 + g.g / 4)
+    e00 = 1.0 + scale * 0.5 * (-g1 * g1 - g2 * g2)
+    e11 = 1.0 + scale * 0.5 * (-g0 * g0 - g2 * g2)
+    e22 = 1.0 + scale * 0.5 * (-g0 * g0 - g1 * g1)
+    e01 = scale * (-g2 + 0.5 * g0 * g1)
+    e10 = scale * (g2 + 0.5 * g0 * g1)
+    e02 = scale * (g1 + 0.5 * g0 * g2)
+    e20 = scale * (-g1 + 0.5 * g0 * g2)
+    e12 = scale * (-g0 + 0.5 * g1 * g2)
+    e21 = scale * (g0 + 0.5 * g1 * g2)
+    # R_N = R_el R_pl into SCRATCH2[0:9]
+    for c in range(3):
+        a0 = ffloat[i, PLACEMENT_ROT + c]
+        a1 = ffloat[i, PLACEMENT_ROT + 3 + c]
+        a2 = ffloat[i, PLACEMENT_ROT + 6 + c]
+        work[i, SCRATCH2 + c] = e00 * a0 + e01 * a1 + e02 * a2
+        work[i, SCRATCH2 + 3 + c] = e10 * a0 + e11 * a1 + e12 * a2
+        work[i, SCRATCH2 + 6 + c] = e20 * a0 + e21 * a1 + e22 * a2
+    # ---- joint: R = R_N R_j, p = p_N (+ R_N a q for a prismatic joint)
+    if revolute:
+        cq = math.cos(qi)
+        sq = math.sin(qi)
+        tq = 1.0 - cq
+        j00 = tq * ax * ax + cq
+        j01 = tq * ax * ay - sq * az
+        j02 = tq * ax * az + sq * ay
+        j10 = tq * ax * ay + sq * az
+        j11 = tq * ay * ay + cq
+        j12 = tq * ay * az - sq * ax
+        j20 = tq * ax * az - sq * ay
+        j21 = tq * ay * az + sq * ax
+        j22 = tq * az * az + cq
+        for r in range(3):
+            n0 = work[i, SCRATCH2 + 3 * r]
+            n1 = work[i, SCRATCH2 + 3 * r + 1]
+            n2 = work[i, SCRATCH2 + 3 * r + 2]
+            work[i, ROT + 3 * r] = n0 * j00 + n1 * j10 + n2 * j20
+            work[i, ROT + 3 * r + 1] = n0 * j01 + n1 * j11 + n2 * j21
+            work[i, ROT + 3 * r + 2] = n0 * j02 + n1 * j12 + n2 * j22
+            work[i, POS + r] = work[i, NODE_POS + r]
+    else:
+        for r in range(3):
+            n0 = work[i, SCRATCH2 + 3 * r]
+            n1 = work[i, SCRATCH2 + 3 * r + 1]
+            n2 = work[i, SCRATCH2 + 3 * r + 2]
+            work[i, ROT + 3 * r] = n0
+            work[i, ROT + 3 * r + 1] = n1
+            work[i, ROT + 3 * r + 2] = n2
+            work[i, POS + r] = work[i, NODE_POS + r] + (n0 * ax + n1 * ay + n2 * az) * qi
+    _set_transform(work, i)
+    # world pose: R_w = R_w,p R, p_w = p_w,p + R_w,p p
+    for r in range(3):
+        for c in range(3):
+            s = 0.0
+            for k in range(3):
+                s += work[p, WORLD_ROT + 3 * r + k] * work[i, ROT + 3 * k + c]
+            work[i, WORLD_ROT + 3 * r + c] = s
+        s = work[p, WORLD_POS + r]
+        for k in range(3):
+            s += work[p, WORLD_ROT + 3 * r + k] * work[i, POS + k]
+        work[i, WORLD_POS + r] = s
+    # ---- node Jacobian Xi (6 x n_p, parent frame): [Phi_t + [p_N] G Phi_r; G Phi_r]
+    if att >= 0:
+        xi = fint[i, XI]
+        px, py, pz = work[i, NODE_POS], work[i, NODE_POS + 1], work[i, NODE_POS + 2]
+        for k in range(n_p):
+            r0 = fdata[att + 3 * n_p + k]
+            r1 = fdata[att + 4 * n_p + k]
+            r2 = fdata[att + 5 * n_p + k]
+            # G = (1 + [g]/2) s
+            w0 = scale * (r0 + 0.5 * (g1 * r2 - g2 * r1))
+            w1 = scale * (r1 + 0.5 * (g2 * r0 - g0 * r2))
+            w2 = scale * (r2 + 0.5 * (g0 * r1 - g1 * r0))
+            fwork[xi + k] = fdata[att + k] + py * w2 - pz * w1
+            fwork[xi + n_p + k] = fdata[att + n_p + k] + pz * w0 - px * w2
+            fwork[xi + 2 * n_p + k] = fdata[att + 2 * n_p + k] + px * w1 - py * w0
+            fwork[xi + 3 * n_p + k] = w0
+            fwork[xi + 4 * n_p + k] = w1
+            fwork[xi + 5 * n_p + k] = w2
+    if not velocities:
+        return
+    # ---- twist: V_i = X (V_p + nu) + S qd, nu = [pdot - w_s x p_N; w_s]   (seed 002 eq. 3)
+    qdi = v[fint[i, IDX_V]]
+    for r in range(6):
+        work[i, NODE_TWIST + r] = 0.0
+    if att >= 0:
+        xi = fint[i, XI]
+        ivf = fint[p, IDX_VF]
+        for k in range(n_p):
+            vk = v[ivf + k]
+            for r in range(6):
+                work[i, NODE_TWIST + r] += fwork[xi + r * n_p + k] * vk
+    for r in range(6):
+        work[i, SCRATCH + r] = work[p, VEL + r] + work[i, NODE_TWIST + r]
+    _x_times(work, i, i, SCRATCH, VEL)
+    if revolute:
+        work[i, VEL + 3] += ax * qdi
+        work[i, VEL + 4] += ay * qdi
+        work[i, VEL + 5] += az * qdi
+    else:
+        work[i, VEL] += ax * qdi
+        work[i, VEL + 1] += ay * qdi
+        work[i, VEL + 2] += az * qdi
+    # ---- bias acceleration c = V x w - w x (X nu) + X [p_N x Gdot gdot - w_s x pdot; Gdot gdot],
+    # w = X nu + S qd (relative twist of the body w.r.t. the parent reference frame)
+    _x_times(work, i, i, NODE_TWIST, SCRATCH)          # SCRATCH[0:6] = X nu
+    for r in range(6):
+        work[i, SCRATCH + 6 + r] = work[i, SCRATCH + r]
+    if revolute:
+        work[i, SCRATCH + 9] += ax * qdi
+        work[i, SCRATCH + 10] += ay * qdi
+        work[i, SCRATCH + 11] += az * qdi
+    else:
+        work[i, SCRATCH + 6] += ax * qdi
+        work[i, SCRATCH + 7] += ay * qdi
+        work[i, SCRATCH + 8] += az * qdi
+    _cross_motion(work, i, VEL, SCRATCH + 6, BIAS)     # V x w
+    if att >= 0:
+        _cross_motion(work, i, SCRATCH + 6, SCRATCH, SCRATCH + 12)   # w x (X nu)
+        # node-motion terms in the parent frame: gdot = Phi_r qd_f, w_s = G gdot,
+        # Gdot gdot = -w_s (g . gdot / 2) s, pdot = Phi_t qd_f
+        iqf = fint[p, IDX_QF]
+        ivf = fint[p, IDX_VF]
+        d0 = d1 = d2 = 0.0
+        t0 = t1 = t2 = 0.0
+        for k in range(n_p):
+            vk = v[ivf + k]
+            t0 += fdata[att + k] * vk
+            t1 += fdata[att + n_p + k] * vk
+            t2 += fdata[att + 2 * n_p + k] * vk
+            d0 += fdata[att + 3 * n_p + k] * vk
+            d1 += fdata[att + 4 * n_p + k] * vk
+            d2 += fdata[att + 5 * n_p + k] * vk
+        ws0 = work[i, NODE_TWIST + 3]
+        ws1 = work[i, NODE_TWIST + 4]
+        ws2 = work[i, NODE_TWIST + 5]
+        f = -0.5 * (g0 * d0 + g1 * d1 + g2 * d2) * scale
+        h0, h1, h2 = ws0 * f, ws1 * f, ws2 * f
+        px, py, pz = work[i, NODE_POS], work[i, NODE_POS + 1], work[i, NODE_POS + 2]
+        work[i, SCRATCH + 18] = py * h2 - pz * h1 - (ws1 * t2 - ws2 * t1)
+        work[i, SCRATCH + 19] = pz * h0 - px * h2 - (ws2 * t0 - ws0 * t2)
+        work[i, SCRATCH + 20] = px * h1 - py * h0 - (ws0 * t1 - ws1 * t0)
+        work[i, SCRATCH + 21] = h0
+        work[i, SCRATCH + 22] = h1
+        work[i, SCRATCH + 23] = h2
+        _x_times(work, i, i, SCRATCH + 18, SCRATCH + 24)
+        for r in range(6):
+            work[i, BIAS + r] += work[i, SCRATCH + 24 + r] - work[i, SCRATCH + 12 + r]
+
+
+# =============================================================================== flexible body
+@njit(cache=True)
+def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
+    """Generalized mass M (6+n)^2 and velocity terms beta (6+n) of flexible body i into its FW
+    block (seed 001: m_TT..m_ff from S_0, S_f, Theta^kl, I^kl, S^kl; quadratic velocity terms
+    from the point accelerations). beta holds no elastic/external forces yet."""
+    n = fint[i, NF]
+    o = fint[i, FLEX]
+    sf, iu, skl, jpsi, mff, kff, dff = _flex_offsets(o, n)
+    gyro = dff + n * n
+    mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
+    iqf = fint[i, IDX_QF]
+    ivf = fint[i, IDX_VF]
+    w6 = 6 + n
+    mass = fdata[o + FLEX_MASS]
+    # s_kl = S^kl q_f (9 vectors of n); S^lk = S^kl^T, so one pass over S^kl gives s_kl and s_lk
+    for k in range(3):
+        base = skl + 4 * k * n * n
+        for a in range(n):
+            s = 0.0
+            for b in range(n):
+                s += fdata[base + a * n + b] * q[iqf + b]
+            fwork[skq + 4 * k * n + a] = s
+    for pair in range(3):
+        k = 0 if pair < 2 else 1
+        l = 2 if pair > 0 else 1
+        base = skl + (3 * k + l) * n * n
+        out_kl = skq + (3 * k + l) * n
+        out_lk = skq + (3 * l + k) * n
+        for b in range(n):
+            fwork[out_lk + b] = 0.0
+        for a in range(n):
+            qa = q[iqf + a]
+            s = 0.0
+            for b in range(n):
+                value = fdata[base + a * n + b]
+                s += value * q[iqf + b]
+                fwork[out_lk + b] += value * qa
+            fwork[out_kl + a] = s
+    # S_t = S_0 + S_f q_f   (seed eqs. 2-4)
+    st0 = fdata[o + FLEX_S0]
+    st1 = fdata[o + FLEX_S0 + 1]
+    st2 = fdata[o + FLEX_S0 + 2]
+    for b in range(n):
+        qb = q[iqf + b]
+        st0 += fdata[sf + b] * qb
+        st1 += fdata[sf + n + b] * qb
+        st2 += fdata[sf + 2 * n + b] * qb
+    # P_kl = Theta^kl + (I^kl + I^lk) q_f + q_f^T S^kl q_f   (seed eq. 7); scratch in work SCRATCH
+    for k in range(3):            # P is symmetric: the upper triangle, mirrored
+        for l in range(k, 3):
+            s = fdata[o + FLEX_P0 + 3 * k + l]
+            for b in range(n):
+                s += ((fdata[iu + (3 * k + l) * n + b] + fdata[iu + (3 * l + k) * n + b]
+                       + fwork[skq + (3 * k + l) * n + b]) * q[iqf + b])
+            work[i, SCRATCH + 3 * k + l] = s
+            work[i, SCRATCH + 3 * l + k] = s
+    trace = work[i, SCRATCH] + work[i, SCRATCH + 4] + work[i, SCRATCH + 8]
+    # M_rr = [[m 1, -[S_t]], [[S_t], Theta + J]] with Theta = tr(P) 1 - P   (seed eqs. 5-6)
+    for r in range(6):
+        for c in range(6):
+            fwork[mm + r * w6 + c] = 0.0
+    for r in range(3):
+        fwork[mm + r * w6 + r] = mass
+        for c in range(3):
+            fwork[mm + (3 + r) * w6 + 3 + c] = (-work[i, SCRATCH + 3 * r + c]
+                                                 + fdata[o + FLEX_JSUM + 3 * r + c])
+        fwork[mm + (3 + r) * w6 + 3 + r] += trace
+    fwork[mm + 0 * w6 + 4] = st2     # -[S_t] in the top-right block
+    fwork[mm + 0 * w6 + 5] = -st1
+    fwork[mm + 1 * w6 + 3] = -st2
+    fwork[mm + 1 * w6 + 5] = st0
+    fwork[mm + 2 * w6 + 3] = st1
+    fwork[mm + 2 * w6 + 4] = -st0
+    for r in range(3):
+        for c in range(3):
+            fwork[mm + (3 + r) * w6 + c] = fwork[mm + c * w6 + 3 + r]
+    # M_rf: linear rows S_f; angular rows I_Rf (seed "I_Rf" with S^kl - S^kl^T) + J_Psi
+    for a in range(n):
+        for r in range(3):
+            fwork[mm + r * w6 + 6 + a] = fdata[sf + r * n + a]
+        # row x: I^yz - I^zy + s_zy - s_yz ; row y: I^zx - I^xz + s_xz - s_zx ; row z: I^xy - I^yx + s_yx - s_xy
+        fwork[mm + 3 * w6 + 6 + a] = (fdata[iu + 5 * n + a] - fdata[iu + 7 * n + a]
+                                      + fwork[skq + 7 * n + a] - fwork[skq + 5 * n + a]
+                                      + fdata[jpsi + a])
+        fwork[mm + 4 * w6 + 6 + a] = (fdata[iu + 6 * n + a] - fdata[iu + 2 * n + a]
+                                      + fwork[skq + 2 * n + a] - fwork[skq + 6 * n + a]
+                                      + fdata[jpsi + n + a])
+        fwork[mm + 5 * w6 + 6 + a] = (fdata[iu + 1 * n + a] - fdata[iu + 3 * n + a]
+                                      + fwork[skq + 3 * n + a] - fwork[skq + 1 * n + a]
+                                      + fdata[jpsi + 2 * n + a])
+        for r in range(6):
+            fwork[mm + (6 + a) * w6 + r] = fwork[mm + r * w6 + 6 + a]
+        for b in range(n):
+            fwork[mm + (6 + a) * w6 + 6 + b] = fdata[mff + a * n + b]
+    for r in range(w6):
+        fwork[bb + r] = 0.0
+    if not velocities:
+        return
+    # ---- quadratic velocity terms
+    vx, vy, vz = work[i, VEL], work[i, VEL + 1], work[i, VEL + 2]
+    wx, wy, wz = work[i, VEL + 3], work[i, VEL + 4], work[i, VEL + 5]
+    cx = wy * vz - wz * vy            # w x v (origin acceleration part)
+    cy = wz * vx - wx * vz
+    cz = wx * vy - wy * vx
+    sfq0 = sfq1 = sfq2 = 0.0          # S_f qd_f
+    jq0 = jq1 = jq2 = 0.0             # J_Psi qd_f
+    for b in range(n):
+        vb = v[ivf + b]
+        sfq0 += fdata[sf + b] * vb
+        sfq1 += fdata[sf + n + b] * vb
+        sfq2 += fdata[sf + 2 * n + b] * vb
+        jq0 += fdata[jpsi + b] * vb
+        jq1 += fdata[jpsi + n + b] * vb
+        jq2 += fdata[jpsi + 2 * n + b] * vb
+    # w x (w x S_t)
+    u0 = wy * st2 - wz * st1
+    u1 = wz * st0 - wx * st2
+    u2 = wx * st1 - wy * st0
+    fwork[bb] = mass * cx + (wy * u2 - wz * u1) + 2.0 * (wy * sfq2 - wz * sfq1)
+    fwork[bb + 1] = mass * cy + (wz * u0 - wx * u2) + 2.0 * (wz * sfq0 - wx * sfq2)
+    fwork[bb + 2] = mass * cz + (wx * u1 - wy * u0) + 2.0 * (wx * sfq1 - wy * sfq0)
+    # angular: S_t x (w x v) + w x ((Theta + J) w + J_Psi qd) + 2 (w tr C - C^T w),
+    # C_kl = sum m r_k rdot_l = I^kl qd + s_lk . qd   (reuses SCRATCH+9.. for C)
+    for k in range(3):
+        for l in range(3):
+            s = 0.0
+            for b in range(n):
+                s += (fdata[iu + (3 * k + l) * n + b] + fwork[skq + (3 * l + k) * n + b]) * v[ivf + b]
+            work[i, SCRATCH + 9 + 3 * k + l] = s
+    h0 = jq0
+    h1 = jq1
+    h2 = jq2
+    for c in range(3):
+        h0 += fwork[mm + 3 * w6 + 3 + c] * work[i, VEL + 3 + c]
+        h1 += fwork[mm + 4 * w6 + 3 + c] * work[i, VEL + 3 + c]
+        h2 += fwork[mm + 5 * w6 + 3 + c] * work[i, VEL + 3 + c]
+    trc = work[i, SCRATCH + 9] + work[i, SCRATCH + 13] + work[i, SCRATCH + 17]
+    ctw0 = (work[i, SCRATCH + 9] * wx + work[i, SCRATCH + 12] * wy + work[i, SCRATCH + 15] * wz)
+    ctw1 = (work[i, SCRATCH + 10] * wx + work[i, SCRATCH + 13] * wy + work[i, SCRATCH + 16] * wz)
+    ctw2 = (work[i, SCRATCH + 11] * wx + work[i, SCRATCH + 14] * wy + work[i, SCRATCH + 17] * wz)
+    fwork[bb + 3] = (st1 * cz - st2 * cy) + (wy * h2 - wz * h1) + 2.0 * (wx * trc - ctw0)
+    fwork[bb + 4] = (st2 * cx - st0 * cz) + (wz * h0 - wx * h2) + 2.0 * (wy * trc - ctw1)
+    fwork[bb + 5] = (st0 * cy - st1 * cx) + (wx * h1 - wy * h0) + 2.0 * (wz * trc - ctw2)
+    # elastic: S_f^T (w x v) + sum_kl w_k w_l (I^lk + s_kl) - |w|^2 sum_k (I^kk + s_kk)
+    #          + 2 sum_kl [w]_kl S^kl qd
+    # with W = w w^T - |w|^2 1 (symmetric): sum_kl W_kl (I^lk + s_kl)
+    wsq = wx * wx + wy * wy + wz * wz
+    d0, d1, d2 = wx * wx - wsq, wy * wy - wsq, wz * wz - wsq
+    w01, w02, w12 = wx * wy, wx * wz, wy * wz
+    for a in range(n):
+        s = fdata[sf + a] * cx + fdata[sf + n + a] * cy + fdata[sf + 2 * n + a] * cz
+        s += d0 * (fdata[iu + a] + fwork[skq + a])
+        s += d1 * (fdata[iu + 4 * n + a] + fwork[skq + 4 * n + a])
+        s += d2 * (fdata[iu + 8 * n + a] + fwork[skq + 8 * n + a])
+        s += w01 * (fdata[iu + n + a] + fdata[iu + 3 * n + a] + fwork[skq + n + a]
+                    + fwork[skq + 3 * n + a])
+        s += w02 * (fdata[iu + 2 * n + a] + fdata[iu + 6 * n + a] + fwork[skq + 2 * n + a]
+                    + fwork[skq + 6 * n + a])
+        s += w12 * (fdata[iu + 5 * n + a] + fdata[iu + 7 * n + a] + fwork[skq + 5 * n + a]
+                    + fwork[skq + 7 * n + a])
+        fwork[bb + 6 + a] = s
+    for a in range(n):
+        s = 0.0
+        for b in range(n):
+            nn = a * n + b
+            s += v[ivf + b] * (wx * fdata[gyro + nn] + wy * fdata[gyro + n * n + nn]
+                               + wz * fdata[gyro + 2 * n * n + nn])
+        fwork[bb + 6 + a] += 2.0 * s
+
+
+@njit(inline="always", cache=True)
+def _elastic_forces(fint, fdata, fwork, i, q, v, sign):
+    """beta_f += sign (K_ff q_f + D_ff qd_f) (seed 001: delta W = -q_f^T K_ff delta q_f)."""
+    n = fint[i, NF]
+    sf, iu, skl, jpsi, mff, kff, dff = _flex_offsets(fint[i, FLEX], n)
+    bb = fint[i, FWORK] + (6 + n) * (6 + n)
+    iqf = fint[i, IDX_QF]
+    ivf = fint[i, IDX_VF]
+    for a in range(n):
+        s = 0.0
+        for b in range(n):
+            s += fdata[kff + a * n + b] * q[iqf + b] + fdata[dff + a * n + b] * v[ivf + b]
+        fwork[bb + 6 + a] += sign * s
+
+
+@njit(cache=True)
+def _add_child_to_flexible(fint, work, fwork, child, p):
+    """Add an articulated child (inertia in SCRATCH2 of `child`, already in the parent's frame,
+    and load in FORCE scratch SCRATCH[0:6] of child, parent frame) to the (6+n) system of the
+    flexible parent p through the node Jacobian Xi: M += [I, I Xi; Xi^T I, Xi^T I Xi],
+    beta += [p; Xi^T p]."""
+    n = fint[p, NF]
+    w6 = 6 + n
+    mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[p, FWORK], n)
+    xi = fint[child, XI]
+    for r in range(6):
+        for c in range(6):
+            fwork[mm + r * w6 + c] += work[child, SCRATCH2 + 6 * r + c]
+        fwork[bb + r] += work[child, SCRATCH + r]
+    for r in range(6):                        # W = I Xi (6 x n)
+        for a in range(n):
+            s = 0.0
+            for k in range(6):
+                s += work[child, SCRATCH2 + 6 * r + k] * fwork[xi + k * n + a]
+            fwork[wmat + r * n + a] = s
+    for a in range(n):
+        s = 0.0
+        for k in range(6):
+            s += fwork[xi + k * n + a] * work[child, SCRATCH + k]
+        fwork[bb + 6 + a] += s
+        for r in range(6):
+            fwork[mm + r * w6 + 6 + a] += fwork[wmat + r * n + a]
+            fwork[mm + (6 + a) * w6 + r] += fwork[wmat + r * n + a]
+        for b in range(n):
+            s = 0.0
+            for k in range(6):
+                s += fwork[xi + k * n + a] * fwork[wmat + k * n + b]
+            fwork[mm + (6 + a) * w6 + 6 + b] += s
+
+
+@njit(cache=True)
+def _condense_constant(fint, fdata, work, fwork, i):
+    """_condense_flexible for a flexible body without movable children: M_ff = m_ff is constant
+    and its inverse precomputed (fdata at MFF_INV): Y = m_ff^-1 M_fr, z = m_ff^-1 beta_f."""
+    n = fint[i, NF]
+    w6 = 6 + n
+    inv = fint[i, MFF_INV]
+    mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
+    for a in range(n):
+        s = 0.0
+        for b in range(n):
+            s += fdata[inv + a * n + b] * fwork[bb + 6 + b]
+        fwork[z + a] = s
+        for c in range(6):
+            s = 0.0
+            for b in range(n):
+                s += fdata[inv + a * n + b] * fwork[mm + (6 + b) * w6 + c]
+            fwork[y + a * 6 + c] = s
+    for r in range(6):
+        for c in range(6):
+            s = fwork[mm + r * w6 + c]
+            for a in range(n):
+                s -= fwork[mm + r * w6 + 6 + a] * fwork[y + a * 6 + c]
+            work[i, ART_INERTIA + 6 * r + c] = s
+        s = fwork[bb + r]
+        for a in range(n):
+            s -= fwork[mm + r * w6 + 6 + a] * fwork[z + a]
+        work[i, FORCE + r] = s
+
+
+@njit(cache=True)
+def _condense_flexible(fint, work, fwork, i):
+    """Eliminate qdd_f of flexible body i (seed 002 articulated step applied to the elastic rows):
+    qdd_f = -M_ff^-1 (beta_f + M_fr a); I^A = M_rr - M_rf Y, p^A = beta_r - M_rf z with
+    Y = M_ff^-1 M_fr, z = M_ff^-1 beta_f. Returns False if M_ff is not positive definite."""
+    n = fint[i, NF]
+    w6 = 6 + n
+    mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
+    # Cholesky M_ff = L L^T
+    for a in range(n):
+        for b in range(a + 1):
+            s = fwork[mm + (6 + a) * w6 + 6 + b]
+            for k in range(b):
+                s -= fwork[chol + a * n + k] * fwork[chol + b * n + k]
+            if a == b:
+                if not s > 0.0:
+                    return False
+                fwork[chol + a * n + a] = math.sqrt(s)
+            else:
+                fwork[chol + a * n + b] = s / fwork[chol + b * n + b]
+    # Y columns (6 right-hand sides) and z
+    for c in range(7):
+        for a in range(n):             # forward: L t = rhs
+            s = fwork[mm + (6 + a) * w6 + c] if c < 6 else fwork[bb + 6 + a]
+            for k in range(a):
+                s -= fwork[chol + a * n + k] * fwork[tmp + k]
+            fwork[tmp + a] = s / fwork[chol + a * n + a]
+        for a in range(n - 1, -1, -1):  # backward: L^T x = t
+            s = fwork[tmp + a]
+            for k in range(a + 1, n):
+                s -= fwork[chol + k * n + a] * fwork[tmp2 + k]
+            fwork[tmp2 + a] = s / fwork[chol + a * n + a]
+        for a in range(n):
+            if c < 6:
+                fwork[y + a * 6 + c] = fwork[tmp2 + a]
+            else:
+                fwork[z + a] = fwork[tmp2 + a]
+    for r in range(6):
+        for c in range(6):
+            s = fwork[mm + r * w6 + c]
+            for a in range(n):
+                s -= fwork[mm + r * w6 + 6 + a] * fwork[y + a * 6 + c]
+            work[i, ART_INERTIA + 6 * r + c] = s
+        s = fwork[bb + r]
+        for a in range(n):
+            s -= fwork[mm + r * w6 + 6 + a] * fwork[z + a]
+        work[i, FORCE + r] = s
+    return True
+
+
+# =============================================================================== checks
+@njit(cache=True)
+def check_inputs(nq, nv, q, v, x, check_v, check_x):
+    """Status of the shapes and finiteness of q (nq,), v (nv,), x (nv,)."""
+    if q.shape[0] != nq:
+        return STATUS_SHAPE_Q
+    for k in range(nq):
+        if not math.isfinite(q[k]):
+            return STATUS_BAD_Q
+    if check_v:
+        if v.shape[0] != nv:
+            return STATUS_SHAPE_V
+        for k in range(nv):
+            if not math.isfinite(v[k]):
+                return STATUS_BAD_V
+    if check_x:
+        if x.shape[0] != nv:
+            return STATUS_SHAPE_INPUT
+        for k in range(nv):
+            if not math.isfinite(x[k]):
+                return STATUS_BAD_INPUT
+    return STATUS_OK
+
+
+@njit(inline="always", cache=True)
+def _set_base(ffloat, work, gravity_on):
+    """Body 0: identity pose, zero twist, acceleration -g (gravity as a base acceleration)."""
+    for k in range(9):
+        work[0, WORLD_ROT + k] = 1.0 if k % 4 == 0 else 0.0
+    for k in range(3):
+        work[0, WORLD_POS + k] = 0.0
+        work[0, ACC + k] = -ffloat[0, GRAVITY + k] if gravity_on else 0.0
+        work[0, ACC + 3 + k] = 0.0
+    for k in range(6):
+        work[0, VEL + k] = 0.0
+
+
+@njit(inline="always", cache=True)
+def _passive(ffloat, i, vi):
+    """Joint passive force -damping v - friction tanh(v / friction_speed)."""
+    return -ffloat[i, DAMPING] * vi - ffloat[i, FRICTION] * math.tanh(vi / ffloat[i, FRICTION_SPEED])
+
+
+# =============================================================================== forward dynamics
+@njit(STATE_KERNEL, cache=True)
+def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
+    """Accelerations qdd_out (nv,) (joint and elastic) for generalized forces tau (nv,) at (q, v).
+
+    Model: fint (nq, nv in row 0), ffloat, fdata. Data: work, fwork (FEXT read). Returns a status.
+    """
+    nq = fint[0, IDX_Q]
+    nv = fint[0, IDX_V]
+    status = check_inputs(nq, nv, q, v, tau, True, True)
+    if status != STATUS_OK:
+        return status
+    if qdd_out.shape[0] != nv:
+        return STATUS_SHAPE_OUT
+    nb = fint.shape[0] - 1
+    _set_base(ffloat, work, True)
+    # ---- pass 1, base -> tips: kinematics, body inertia and velocity terms    [seed 002 step 1]
+    for i in range(1, nb + 1):
+        _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, True)
+        if fint[i, NF] == 0:
+            for k in range(36):
+                work[i, ART_INERTIA + k] = ffloat[i, INERTIA + k]
+            _rigid_bias(ffloat, work, i, FORCE)
+            for r in range(6):
+                work[i, FORCE + r] -= work[i, FEXT + r]
+        else:
+            _flex_body_terms(fint, fdata, work, fwork, i, q, v, True)
+            _elastic_forces(fint, fdata, fwork, i, q, v, 1.0)
+            n = fint[i, NF]
+            bb = fint[i, FWORK] + (6 + n) * (6 + n)
+            ivf = fint[i, IDX_VF]
+            for a in range(n):
+                fwork[bb + 6 + a] -= tau[ivf + a]
+            for r in range(6):
+                fwork[bb + r] -= work[i, FEXT + r]
+    # ---- pass 2, tips -> base: articulated inertias                            [seed 002 step 2]
+    for i in range(nb, 0, -1):
+        if fint[i, NF] > 0:
+            if fint[i, MFF_INV] >= 0:
+                _condense_constant(fint, fdata, work, fwork, i)
+            elif not _condense_flexible(fint, work, fwork, i):
+                return STATUS_SINGULAR + i
+        revolute = fint[i, JOINT_TYPE] == JOINT_REVOLUTE
+        off = 3 if revolute else 0
+        iv = fint[i, IDX_V]
+        d = 0.0
+        for r in range(6):
+            s = 0.0
+            for k in range(3):
+                s += work[i, ART_INERTIA + 6 * r + off + k] * ffloat[i, AXIS + k]
+            work[i, U_VEC + r] = s
+        for k in range(3):
+            d += ffloat[i, AXIS + k] * work[i, U_VEC + off + k]
+        if not d > 0.0:
+            return STATUS_SINGULAR + i
+        work[i, D_INV] = 1.0 / d
+        u = tau[iv] + _passive(ffloat, i, v[iv])
+        for k in range(3):
+            u -= ffloat[i, AXIS + k] * work[i, FORCE + off + k]
+        work[i, U_TAU] = u
+        p = fint[i, PARENT]
+        if p == 0:
+            continue
+        # I^a = I^A - U U^T / D ; p^a = p^A + I^a c + U u / D  (in place), then to the parent
+        dinv = work[i, D_INV]
+        for r in range(6):
+            for c in range(6):
+                work[i, ART_INERTIA + 6 * r + c] -= work[i, U_VEC + r] * work[i, U_VEC + c] * dinv
+        for r in range(6):
+            s = work[i, FORCE + r] + work[i, U_VEC + r] * u * dinv
+            for c in range(6):
+                s += work[i, ART_INERTIA + 6 * r + c] * work[i, BIAS + c]
+            work[i, SCRATCH2 + r] = s
+        for r in range(6):
+            work[i, FORCE + r] = work[i, SCRATCH2 + r]
+        if fint[p, NF] == 0:
+            _inertia_to_parent(work, i, ART_INERTIA)
+            for k in range(36):
+                work[p, ART_INERTIA + k] += work[i, SCRATCH2 + k]
+            _xt_times(work, i, FORCE, p, FORCE)
+        else:
+            _inertia_to_parent(work, i, ART_INERTIA)   # SCRATCH2 = X^T I^a X
+            for r in range(6):
+                s = 0.0
+                for k in range(6):
+                    s += work[i, X_MAT + 6 * k + r] * work[i, FORCE + k]
+                work[i, SCRATCH + r] = s                # SCRATCH[0:6] = X^T p^a
+            _add_child_to_flexible(fint, work, fwork, i, p)
+    # ---- pass 3, base -> tips: accelerations                                    [seed 002 step 3]
+    for i in range(1, nb + 1):
+        p = fint[i, PARENT]
+        for r in range(6):
+            work[i, SCRATCH + r] = work[p, ACC + r]
+        if fint[i, ATTACH] >= 0:
+            n_p = fint[p, NF]
+            xi = fint[i, XI]
+            qddf = _fwork_offsets(fint[p, FWORK], n_p)[4]
+            for r in range(6):
+                s = 0.0
+                for a in range(n_p):
+                    s += fwork[xi + r * n_p + a] * fwork[qddf + a]
+                work[i, SCRATCH + r] += s
+        _x_times(work, i, i, SCRATCH, ACC)
+        for r in range(6):
+            work[i, ACC + r] += work[i, BIAS + r]
+        revolute = fint[i, JOINT_TYPE] == JOINT_REVOLUTE
+        off = 3 if revolute else 0
+        s = work[i, U_TAU]
+        for r in range(6):
+            s -= work[i, U_VEC + r] * work[i, ACC + r]
+        qdd = s * work[i, D_INV]
+        qdd_out[fint[i, IDX_V]] = qdd
+        for k in range(3):
+            work[i, ACC + off + k] += ffloat[i, AXIS + k] * qdd
+        n = fint[i, NF]
+        if n > 0:
+            mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
+            ivf = fint[i, IDX_VF]
+            for a in range(n):
+                s = -fwork[z + a]
+                for c in range(6):
+                    s -= fwork[y + a * 6 + c] * work[i, ACC + c]
+                fwork[qddf + a] = s
+                qdd_out[ivf + a] = s
+    return STATUS_OK
+
+
+# =============================================================================== inverse dynamics
+@njit(cache=True)
+def _rnea(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out, velocities, forces):
+    """Recursive Newton-Euler (seed 002 / THEORY §2) with flexible bodies: tau_out (nv,) such that
+    M qdd + b(q, v) + [K q_f + D qd_f] - tau_passive - Q_ext = tau_out. With forces=False the
+    gravity, elastic, passive and external forces are left out (and with velocities=False the
+    velocity terms): then tau_out = M qdd (one column of the mass matrix per unit qdd)."""
+    nb = fint.shape[0] - 1
+    _set_base(ffloat, work, forces)
+    for i in range(1, nb + 1):
+        _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities)
+        p = fint[i, PARENT]
+        # a_i = X (a_p + Xi qdd_f,p) + c_i + S qdd_i
+        for r in range(6):
+            work[i, SCRATCH + r] = work[p, ACC + r]
+        if fint[i, ATTACH] >= 0:
+            n_p = fint[p, NF]
+            xi = fint[i, XI]
+            ivf = fint[p, IDX_VF]
+            for r in range(6):
+                s = 0.0
+                for a in range(n_p):
+                    s += fwork[xi + r * n_p + a] * qdd[ivf + a]
+                work[i, SCRATCH + r] += s
+        _x_times(work, i, i, SCRATCH, ACC)
+        if velocities:
+            for r in range(6):
+                work[i, ACC + r] += work[i, BIAS + r]
+        off = 3 if fint[i, JOINT_TYPE] == JOINT_REVOLUTE else 0
+        qddi = qdd[fint[i, IDX_V]]
+        for k in range(3):
+            work[i, ACC + off + k] += ffloat[i, AXIS + k] * qddi
+        n = fint[i, NF]
+        if n == 0:
+            # f = I a + V x* I V - f_ext
+            for r in range(6):
+                s = 0.0
+                for c in range(6):
+                    s += ffloat[i, INERTIA + 6 * r + c] * work[i, ACC + c]
+                work[i, FORCE + r] = s
+            if velocities:
+                _rigid_bias(ffloat, work, i, SCRATCH2)
+                for r in range(6):
+                    work[i, FORCE + r] += work[i, SCRATCH2 + r]
+        else:
+            _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities)
+            if forces:
+                _elastic_forces(fint, fdata, fwork, i, q, v, 1.0)
+            mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
+            w6 = 6 + n
+            ivf = fint[i, IDX_VF]
+            # [f; Q] = M [a; qdd_f] + beta, kept in beta
+            for r in range(w6):
+                s = fwork[bb + r]
+                for c in range(6):
+                    s += fwork[mm + r * w6 + c] * work[i, ACC + c]
+                for a in range(n):
+                    s += fwork[mm + r * w6 + 6 + a] * qdd[ivf + a]
+                fwork[bb + r] = s
+            for r in range(6):
+                work[i, FORCE + r] = fwork[bb + r]
+        if forces:
+            for r in range(6):
+                work[i, FORCE + r] -= work[i, FEXT + r]
+    for i in range(nb, 0, -1):
+        off = 3 if fint[i, JOINT_TYPE] == JOINT_REVOLUTE else 0
+        iv = fint[i, IDX_V]
+        s = 0.0
+        for k in range(3):
+            s += ffloat[i, AXIS + k] * work[i, FORCE + off + k]
+        tau_out[iv] = s - (_passive(ffloat, i, v[iv]) if forces else 0.0)
+        n = fint[i, NF]
+        if n > 0:
+            bb = fint[i, FWORK] + (6 + n) * (6 + n)
+            ivf = fint[i, IDX_VF]
+            for a in range(n):
+                tau_out[ivf + a] = fwork[bb + 6 + a]
+        p = fint[i, PARENT]
+        if p == 0:
+            continue
+        for r in range(6):
+            s = 0.0
+            for k in range(6):
+                s += work[i, X_MAT + 6 * k + r] * work[i, FORCE + k]
+            work[i, SCRATCH + r] = s
+            work[p, FORCE + r] += s
+        if fint[i, ATTACH] >= 0:
+            n_p = fint[p, NF]
+            xi = fint[i, XI]
+            bbp = fint[p, FWORK] + (6 + n_p) * (6 + n_p)
+            for a in range(n_p):
+                s = 0.0
+                for k in range(6):
+                    s += fwork[xi + k * n_p + a] * work[i, SCRATCH + k]
+                fwork[bbp + 6 + a] += s
+
+
+@njit(STATE_KERNEL, cache=True)
+def inverse_dynamics(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out):
+    """Generalized forces tau_out (nv,) for accelerations qdd (nv,) at (q, v): the rigid rows are
+    the drive forces, the elastic rows the generalized forces on the elastic coordinates (zero
+    for a free motion). Returns a status code."""
+    nq = fint[0, IDX_Q]
+    nv = fint[0, IDX_V]
+    status = check_inputs(nq, nv, q, v, qdd, True, True)
+    if status != STATUS_OK:
+        return status
+    if tau_out.shape[0] != nv:
+        return STATUS_SHAPE_OUT
+    _rnea(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out, True, True)
+    return STATUS_OK
+
+
+@njit(cache=True)
+def mass_matrix(fint, ffloat, fdata, work, fwork, q, unit, column, out):
+    """M(q) (nv, nv), column by column from the RNEA with unit accelerations (O(n nv)).
+    unit, column: (nv,) scratch."""
+    nq = fint[0, IDX_Q]
+    nv = fint[0, IDX_V]
+    if out.shape[0] != nv:
+        return STATUS_SHAPE_OUT
+    status = check_inputs(nq, nv, q, q, q, False, False)
+    if status != STATUS_OK:
+        return status
+    if out.shape[1] != nv or unit.shape[0] != nv or column.shape[0] != nv:
+        return STATUS_SHAPE_OUT
+    for j in range(nv):
+        for k in range(nv):
+            unit[k] = 0.0
+        unit[j] = 1.0
+        _rnea(fint, ffloat, fdata, work, fwork, q, unit, unit, column, False, False)
+        for k in range(nv):
+            out[k, j] = column[k]
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True)
+def forward_dynamics_batch(fint, ffloat, fdata, work, fwork, q, v, tau, out, status):
+    """forward_dynamics for each row of q (N, nq), v, tau (N, nv) into out (N, nv)."""
+    for s in range(q.shape[0]):
+        status[s] = forward_dynamics(fint, ffloat, fdata, work, fwork, q[s], v[s], tau[s], out[s])
+
+
+@njit(cache=True, nogil=True)
+def inverse_dynamics_batch(fint, ffloat, fdata, work, fwork, q, v, qdd, out, status):
+    """inverse_dynamics for each row of q (N, nq), v, qdd (N, nv) into out (N, nv)."""
+    for s in range(q.shape[0]):
+        status[s] = inverse_dynamics(fint, ffloat, fdata, work, fwork, q[s], v[s], qdd[s], out[s])
+
+
+# =============================================================================== kinematics, energy
+@njit(cache=True)
+def forward_kinematics(fint, ffloat, fdata, work, fwork, q):
+    """Poses of every body (WORLD_ROT, WORLD_POS) at q, deformed by the elastic coordinates."""
+    _set_base(ffloat, work, True)
+    for i in range(1, fint.shape[0]):
+        _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, q, False)
+
+
+@njit(cache=True)
+def mechanical_energy(fint, ffloat, fdata, work, fwork, q, v, with_kinetic, out):
+    """out[0] = kinetic energy 1/2 sum [V; qd_f]^T M_body [V; qd_f]; out[1] = gravitational
+    potential -sum g . (m p_w + R_w S_t); out[2] = elastic energy 1/2 sum q_f^T K_ff q_f."""
+    _set_base(ffloat, work, True)
+    kinetic = 0.0
+    gravity = 0.0
+    elastic = 0.0
+    g0, g1, g2 = ffloat[0, GRAVITY], ffloat[0, GRAVITY + 1], ffloat[0, GRAVITY + 2]
+    for i in range(1, fint.shape[0]):
+        _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, with_kinetic)
+        n = fint[i, NF]
+        if n == 0:
+            mass = ffloat[i, INERTIA]
+            # first moment m c from the spatial inertia's lower-left block m [c]
+            s0 = ffloat[i, INERTIA + 6 * 5 + 1]
+            s1 = ffloat[i, INERTIA + 6 * 3 + 2]
+            s2 = ffloat[i, INERTIA + 6 * 4 + 0]
+            if with_kinetic:
+                for r in range(6):
+                    s = 0.0
+                    for c in range(6):
+                        s += ffloat[i, INERTIA + 6 * r + c] * work[i, VEL + c]
+                    kinetic += 0.5 * work[i, VEL + r] * s
+        else:
+            _flex_body_terms(fint, fdata, work, fwork, i, q, v, False)
+            o = fint[i, FLEX]
+            sf = o + FLEX_SF
+            mm = fint[i, FWORK]
+            w6 = 6 + n
+            iqf = fint[i, IDX_QF]
+            ivf = fint[i, IDX_VF]
+            mass = fdata[o + FLEX_MASS]
+            s0 = fdata[o + FLEX_S0]
+            s1 = fdata[o + FLEX_S0 + 1]
+            s2 = fdata[o + FLEX_S0 + 2]
+            for b in range(n):
+                qb = q[iqf + b]
+                s0 += fdata[sf + b] * qb
+                s1 += fdata[sf + n + b] * qb
+                s2 += fdata[sf + 2 * n + b] * qb
+            kff = _flex_offsets(o, n)[5]
+            for a in range(n):
+                for b in range(n):
+                    elastic += 0.5 * q[iqf + a] * fdata[kff + a * n + b] * q[iqf + b]
+            if with_kinetic:
+                for r in range(w6):
+                    xr = work[i, VEL + r] if r < 6 else v[ivf + r - 6]
+                    s = 0.0
+                    for c in range(w6):
+                        xc = work[i, VEL + c] if c < 6 else v[ivf + c - 6]
+                        s += fwork[mm + r * w6 + c] * xc
+                    kinetic += 0.5 * xr * s
+        # world first moment m p_w + R_w S_t
+        for r in range(3):
+            gr = g0 if r == 0 else (g1 if r == 1 else g2)
+            m_r = mass * work[i, WORLD_POS + r] + (work[i, WORLD_ROT + 3 * r] * s0
+                                                  + work[i, WORLD_ROT + 3 * r + 1] * s1
+                                                  + work[i, WORLD_ROT + 3 * r + 2] * s2)
+            gravity -= gr * m_r
+    out[0] = kinetic
+    out[1] = gravity
+    out[2] = elastic
