@@ -1,0 +1,187 @@
+"""Drive emulation of a simulated plant: effort, position and velocity command interfaces, as a
+robot's joint drivers offer them. No ROS imports.
+
+    drives = JointDrives(robot, joints=["joint_1", ...], kp=400.0, kd=40.0)
+    drives.command_position([0.1, ...])            # all joints, or some by index: idx=[0, 2]
+    drives.command_velocity([0.2, ...])
+    drives.command_effort([1.0, ...])
+    tau = drives.torques(q, v, dt)                  # (nv,) drive torques for this step
+
+Each commanded joint i (of `joints`) is in one of three modes, set by its latest command:
+
+- EFFORT:   tau_i = the commanded effort.
+- POSITION: tau_i = b_i(q, v) + M_ii(q) (kp_i (q_ref_i - q_i) + kd_i (v_ref_i - v_i))
+- VELOCITY: the same law with q_ref_i advancing by v_ref_i dt every step from the position the
+            joint had when the velocity command arrived (a velocity loop that holds its position
+            when the command is 0 and has no steady-state error).
+
+b(q, v) = ID(q, v, 0) is the model's gravity, Coriolis and passive-force compensation (the
+feed-forward a model-based driver adds), M_ii(q) the joint's own inertia: the gains are
+inertia-normalised (kp in 1/s^2, kd in 1/s), so one pair of gains behaves alike on every joint
+of every robot: kd = 2 sqrt(kp) is critically damped for an isolated joint. With the exact
+model compensation the steady-state error is zero. Position targets are clipped to the URDF
+position limits (`limits`), and the torques are clipped by the plant's JointLimits afterwards
+(effort-limited drives). Commands are held until the next one (as a real driver holds them);
+timing out effort commands is the caller's business.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+EFFORT, POSITION, VELOCITY = 0, 1, 2
+MODE_NAMES = ("effort", "position", "velocity")
+
+
+def gain_vector(value, n, name):
+    """A gain given as one number or one per joint -> (n,) array; ValueError otherwise."""
+    values = np.atleast_1d(np.asarray(value, dtype=float))
+    if values.ndim != 1:
+        raise ValueError(f"{name} must be a number or a list of numbers")
+    if len(values) == 1:
+        values = np.full(n, values[0])
+    if len(values) != n:
+        raise ValueError(f"{name} has {len(values)} values; give one, or one per commanded "
+                         f"joint ({n})")
+    if not (np.isfinite(values).all() and (values >= 0.0).all()):
+        raise ValueError(f"{name} must be finite and >= 0, got {values.tolist()}")
+    return values
+
+
+class JointDrives:
+    """Drives of the commanded joints of `robot` (1-dof joints, by name).
+
+    joints: the commanded joints (their order is that of command arrays);
+    kp, kd: inertia-normalised gains, 1/s^2 and 1/s (one number or one per joint);
+    lower, upper: (nv,) position limits for the targets (default: none).
+    Attributes (n,) in `joints` order: mode, effort_cmd, position_cmd, velocity_cmd, and
+    q_ref (the position tracked, = position_cmd in POSITION mode).
+    """
+
+    def __init__(self, robot, joints, kp=400.0, kd=40.0, lower=None, upper=None):
+        names = list(robot.joint_names)
+        iv_of = {n: int(iv) for n, iv in zip(names, robot.idx_v)}
+        iq_of = {n: int(iq) for n, iq in zip(names, robot.idx_q)}
+        types = dict(zip(names, robot.joint_types))
+        unknown = [j for j in joints if types.get(j) not in ("revolute", "prismatic")]
+        if unknown:
+            raise ValueError(f"drives: {unknown} are not 1-dof joints of the robot")
+        self.robot = robot
+        self.joints = list(joints)
+        n = len(self.joints)
+        self.iv = np.array([iv_of[j] for j in joints], dtype=np.int64)
+        self.iq = np.array([iq_of[j] for j in joints], dtype=np.int64)
+        self.kp = np.zeros(n)
+        self.kd = np.zeros(n)
+        self.set_gains(kp, kd)
+        nv = robot.nv
+        lo = np.full(nv, -np.inf) if lower is None else np.asarray(lower, dtype=float)
+        hi = np.full(nv, np.inf) if upper is None else np.asarray(upper, dtype=float)
+        self.lower = lo[self.iv].copy()
+        self.upper = hi[self.iv].copy()
+        self.mode = np.full(n, EFFORT, dtype=np.int64)
+        self.effort_cmd = np.zeros(n)
+        self.position_cmd = np.zeros(n)
+        self.velocity_cmd = np.zeros(n)
+        self.q_ref = np.zeros(n)
+        # Data
+        self._zero = np.zeros(nv)
+        self._bias = np.zeros(nv)
+        self._m = np.zeros((nv, nv))
+        self._tau = np.zeros(nv)
+        self._e = np.zeros(n)
+
+    def set_gains(self, kp=None, kd=None):
+        """Change the gains at once (one number or one per joint); ValueError if invalid."""
+        n = len(self.joints)
+        kp = self.kp if kp is None else gain_vector(kp, n, "kp")
+        kd = self.kd if kd is None else gain_vector(kd, n, "kd")
+        self.kp[:] = kp
+        self.kd[:] = kd
+
+    def reset(self):
+        """Every joint back to EFFORT mode with zero commands."""
+        self.mode[:] = EFFORT
+        self.effort_cmd[:] = 0.0
+        self.position_cmd[:] = 0.0
+        self.velocity_cmd[:] = 0.0
+
+    def _index(self, values, idx):
+        values = np.asarray(values, dtype=float)
+        idx = np.arange(len(self.joints)) if idx is None else np.asarray(idx, dtype=np.int64)
+        if values.shape != idx.shape:
+            raise ValueError(f"{values.size} command values for {idx.size} joints")
+        if not np.isfinite(values).all():
+            raise ValueError("command contains NaN or inf")
+        return values, idx
+
+    # ------------------------------------------------------------------ commands
+    def command_effort(self, values, idx=None):
+        """EFFORT mode with these efforts for the joints idx (default all, in `joints` order)."""
+        values, idx = self._index(values, idx)
+        self.mode[idx] = EFFORT
+        self.effort_cmd[idx] = values
+
+    def command_position(self, values, idx=None, velocities=None):
+        """POSITION mode towards these positions (clipped to the limits); optional velocity
+        feed-forward (default 0)."""
+        values, idx = self._index(values, idx)
+        vel = np.zeros(len(idx)) if velocities is None else self._index(velocities, idx)[0]
+        self.mode[idx] = POSITION
+        self.position_cmd[idx] = np.clip(values, self.lower[idx], self.upper[idx])
+        self.q_ref[idx] = self.position_cmd[idx]
+        self.velocity_cmd[idx] = vel
+
+    def command_velocity(self, values, idx=None, q=None):
+        """VELOCITY mode with these velocities; q (nq,): the current configuration, where the
+        velocity loop starts from for joints not already in VELOCITY mode."""
+        values, idx = self._index(values, idx)
+        starting = idx[self.mode[idx] != VELOCITY]
+        if len(starting):
+            if q is None:
+                raise ValueError("command_velocity needs q for joints entering velocity mode")
+            self.q_ref[starting] = np.clip(np.asarray(q, dtype=float)[self.iq[starting]],
+                                           self.lower[starting], self.upper[starting])
+        self.mode[idx] = VELOCITY
+        self.velocity_cmd[idx] = values
+
+    def zero_efforts(self):
+        """The effort commands become 0 (an effort command timed out); other modes are held."""
+        self.effort_cmd[:] = 0.0
+
+    # ------------------------------------------------------------------ torques
+    def needs_model_terms(self):
+        """True when torques() uses M(q) and b(q, v) (a joint in position or velocity mode)."""
+        return bool((self.mode != EFFORT).any())
+
+    def torques(self, q, v, dt, out=None, m=None, bias=None):
+        """(nv,) drive torques at (q, v) for a step of dt (zero on dofs without a drive).
+        Advances the velocity-mode references by v_ref dt. m (nv, nv) = M(q) and
+        bias (nv,) = ID(q, v, 0) if the caller has them (else computed here when needed)."""
+        tau = self._tau if out is None else out
+        tau[:] = 0.0
+        effort = self.mode == EFFORT
+        tau[self.iv[effort]] = self.effort_cmd[effort]
+        if effort.all():
+            return tau
+        servo = np.flatnonzero(~effort)
+        velocity = servo[self.mode[servo] == VELOCITY]
+        if len(velocity):   # q_ref += v_ref dt, kept inside the limits (no wind-up at a stop)
+            self.q_ref[velocity] += self.velocity_cmd[velocity] * dt
+            self.q_ref[velocity] = np.clip(self.q_ref[velocity], self.lower[velocity],
+                                           self.upper[velocity])
+        robot = self.robot
+        # b(q, v) = ID(q, v, 0): gravity, Coriolis and passive forces compensated
+        if bias is None:
+            bias = robot.inverse_dynamics(q, v, self._zero, out=self._bias)
+        if m is None:
+            m = robot.mass_matrix(q, out=self._m)
+        iv, iq = self.iv[servo], self.iq[servo]
+        e = self.q_ref[servo] - q[iq]
+        ed = self.velocity_cmd[servo] - v[iv]
+        # tau_i = b_i + M_ii (kp_i e_i + kd_i ed_i)
+        tau[iv] = bias[iv] + m[iv, iv] * (self.kp[servo] * e + self.kd[servo] * ed)
+        return tau
+
+    def modes(self):
+        """{joint: 'effort' | 'position' | 'velocity'}."""
+        return {j: MODE_NAMES[m] for j, m in zip(self.joints, self.mode)}
