@@ -11,10 +11,10 @@ the joints.
 Velocity (``<limit velocity>``): a drive never drives a joint beyond its velocity limit, and
 brakes it when something else does. The drive torque is kept inside the envelope
 
-    b_i + M_ii (-vmax_i - v_i) / T  <=  tau_i  <=  b_i + M_ii (vmax_i - v_i) / T
+    b_i + m_i (-vmax_i - v_i) / T  <=  tau_i  <=  b_i + m_i (vmax_i - v_i) / T
 
-(b = ID(q, v, 0) the torque that holds the joint's speed, M_ii(q) its own inertia,
-T = VELOCITY_TIME_CONSTANT): far below the limit the envelope is wide and inactive; near it the
+(b = ID(q, v, 0) the torque that holds the speeds, m_i = 1 / (M(q)^-1)_ii the inertia the
+joint's drive feels with the other joints free, T = VELOCITY_TIME_CONSTANT): far below the limit the envelope is wide and inactive; near it the
 drive can add at most what brings the joint to vmax in about T; beyond it, it brakes. The
 effort limit comes last, so a drive whose effort cannot stop the motion lets the joint exceed
 its velocity limit, as a real one would (ros2_control's joint limiters treat effort commands
@@ -153,6 +153,7 @@ class JointLimits:
             active |= more
         self._apply_position(q, dq)
         q[lim_iq[k]] = target                          # exactly on the limit (round-off)
+        minv = np.linalg.inv(robot.mass_matrix(q, out=self._m))   # impulses act at the stop
         # velocities: impulses on the joints B of A moving outward, so that v_B = 0, with
         # B grown by joints of A pushed outward and shrunk by joints the impulse would pull
         # outward (a small linear complementarity problem, active-set iterations)
@@ -189,21 +190,22 @@ class JointLimits:
             q[:] = robot.integrate(q, dq, 1.0)
 
     # ------------------------------------------------------------------ torques
-    def saturate(self, q, v, tau, m_diag=None, bias=None):
+    def saturate(self, q, v, tau, m=None, bias=None):
         """Clip the drive torques tau (nv,) in place to the velocity-limit envelope and the
-        effort limits (see the module docstring). m_diag (nv,) = diag M(q) and bias (nv,) =
+        effort limits (see the module docstring). m (nv, nv) = M(q) and bias (nv,) =
         ID(q, v, 0), if the caller has them (else they are computed when a joint has a
         velocity limit). Returns True if a torque was changed."""
         changed = False
         if self._any_velocity:
-            if m_diag is None:
-                m_diag = np.diagonal(self.robot.mass_matrix(q, out=self._m))
+            if m is None:
+                m = self.robot.mass_matrix(q, out=self._m)
             if bias is None:
                 bias = self.robot.inverse_dynamics(q, v, self._zero, out=self._bias)
             # b + M_ii (-vmax - v) / T <= tau <= b + M_ii (vmax - v) / T, on the joints with a
             # velocity limit
             k = self._vel_idx
-            scale = m_diag[k] * (1.0 / VELOCITY_TIME_CONSTANT)
+            m_eff = 1.0 / np.diagonal(np.linalg.inv(m))[k]
+            scale = m_eff * (1.0 / VELOCITY_TIME_CONSTANT)
             hi = bias[k] + scale * (self.velocity[k] - v[k])
             lo = bias[k] - scale * (self.velocity[k] + v[k])
             tk = tau[k]

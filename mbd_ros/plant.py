@@ -121,16 +121,15 @@ class Plant:
     def evaluate(self):
         """Drive torques (saturated) and accelerations at the current state; returns qdd."""
         sim, robot = self.sim, self.robot
-        m = bias = m_diag = None
+        m = bias = None
         if self.drives.needs_model_terms() or (self.limits is not None and
                                                len(self.limits._vel_idx)):
             # M(q) and b(q, v) = ID(q, v, 0), once for the drives and the velocity limits
             m = robot.mass_matrix(sim.q, out=self._m)
             bias = robot.inverse_dynamics(sim.q, sim.v, self._zero, out=self._bias)
-            m_diag = np.diagonal(m)
         self.drives.torques(sim.q, sim.v, sim.dt, out=self.tau, m=m, bias=bias)
         if self.limits is not None:
-            self.limits.saturate(sim.q, sim.v, self.tau, m_diag, bias)
+            self.limits.saturate(sim.q, sim.v, self.tau, m, bias)
         return sim.evaluate(self.tau)
 
     def advance(self):
