@@ -52,16 +52,17 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from ..joint_map import JointMap, JointMapError
-from ..simulation import INTEGRATORS, Simulator
+from ..simulation import INTEGRATORS
 from . import diagnostics as diag
 from .base import DynamicsNode, finite_vector, one_of, run
 from .messages import AccelerationsOut, JointStateOut, WrenchOut, topic_token
+from .plant_interface import PlantInterface
 from .qos import CLOCK_QOS, PUBLISH_QOS, SUBSCRIBE_QOS
 
 MODES = ("observe", "simulate")
 
 
-class ForwardDynamicsNode(DynamicsNode):
+class ForwardDynamicsNode(PlantInterface, DynamicsNode):
 
     def __init__(self, node_name="forward_dynamics", **kwargs):
         super().__init__(node_name, **kwargs)
@@ -97,6 +98,7 @@ class ForwardDynamicsNode(DynamicsNode):
                      float_range=(0.0, 3600.0))
         self.declare("max_catch_up", 10, "simulate, wall-clock pacing: most extra steps taken "
                      "in one cycle to catch up after a stall", int_range=(0, 1000))
+        self.declare_plant_parameters()   # drives, limits, divergence (plant_interface.py)
 
     # ------------------------------------------------------------------ configure
     def configure_node(self):
@@ -186,8 +188,9 @@ class ForwardDynamicsNode(DynamicsNode):
             # far as the loops allow) and remove the loop-violating part of the velocity
             self.q0 = np.asarray(robot.assemble(self.q0), dtype=float)
             self.v0 = np.asarray(robot.project_velocity(self.q0, self.v0), dtype=float)
-        self.sim = Simulator(robot, 1.0 / self.rate_hz, self.param("integrator"),
-                             self.q0, self.v0)
+        self.plant = self.make_plant(self.q0, self.v0)   # drives, limits (plant_interface.py)
+        self.sim = self.plant.sim
+        self.tau = self.plant.tau        # the drive torques applied are the plant's
         self.qdd = self.sim.qdd          # the accelerations published are the simulator's
         self.publish_clock = self.param("publish_clock")
         timeout = self.param("command_timeout")
@@ -202,6 +205,7 @@ class ForwardDynamicsNode(DynamicsNode):
             Float64MultiArray, "~/effort_commands", self._on_effort_command, SUBSCRIBE_QOS))
         self.subs.append(self.create_subscription(
             JointState, "joint_commands", self._on_joint_command, SUBSCRIBE_QOS))
+        self.configure_plant_interface()   # position/velocity commands, ~/reset
         self.timer = None
 
     def _warm_up(self):
@@ -211,10 +215,10 @@ class ForwardDynamicsNode(DynamicsNode):
         failures = self.wrench_failures
         try:
             if self.mode == "simulate":
-                self.sim.evaluate(self.tau)
+                self.plant.evaluate()
                 self._wrenches(self.sim.q, self.sim.v)
-                self.sim.advance()
-                self.sim.reset(self.q0, self.v0)
+                self.plant.advance()
+                self.plant.reset(self.q0, self.v0)
             else:
                 q = self.q
                 if self.robot.closure_names and hasattr(self.robot, "assemble"):
@@ -226,6 +230,7 @@ class ForwardDynamicsNode(DynamicsNode):
         self.wrench_failures = failures
 
     def cleanup_node(self):
+        self.cleanup_plant_interface()
         for sub in getattr(self, "subs", []):
             self.destroy_subscription(sub)
         self.subs = []
@@ -244,7 +249,7 @@ class ForwardDynamicsNode(DynamicsNode):
         self.diverged = 0
         self._window_missed = self._window_expected = 0
         if self.mode == "simulate":
-            self.sim.reset(self.q0, self.v0)
+            self.reset_plant(self.q0, self.v0, time=0.0)
             self.cycles = 0
             self._have_command = False
             self._command_cycle = 0
@@ -313,16 +318,6 @@ class ForwardDynamicsNode(DynamicsNode):
                 msg_out.fill(stamp, rows[k])
                 pub.publish(msg_out.msg)
 
-    def _diverged(self, exc):
-        """The integration step failed (the state would become non-finite, or a singular
-        configuration): keep the last good configuration and stop the motion (v = 0) rather
-        than freeze the plant, and report it (an explicit integrator at too large a step for
-        the speeds reached, e.g. under sustained large torques)."""
-        self.diverged += 1
-        self.sim.v[:] = 0.0
-        self.get_logger().error(f"simulation step failed ({exc}): the robot is stopped at its "
-                                f"last good configuration ({self.diverged} times so far)")
-
     def _compute_failed(self, exc):
         self.singular += 1
         self.warn_throttled("compute", f"forward dynamics failed ({exc}); no output for this "
@@ -368,43 +363,12 @@ class ForwardDynamicsNode(DynamicsNode):
         except JointMapError as exc:
             self.reject("effort_commands", str(exc))
             return
-        self._new_command()
-
-    def _on_joint_command(self, msg):
-        if not self.active:
-            return
-        try:
-            self.jmap.read_named_command(msg.name, msg.effort, self.command)
-        except JointMapError as exc:
-            self.reject("joint_commands", str(exc))
-            return
-        self._new_command()
+        self._effort_command()
 
     def _new_command(self):
         self._have_command = True
         self._command_cycle = self.cycles
         self._command_expired = False
-
-    def _apply_command(self):
-        """tau <- the latest command (zero if none or too old), clipped to the effort limits."""
-        tau = self.tau
-        if not self._have_command:
-            tau[:] = 0.0
-            return
-        if self.timeout_cycles and self.cycles - self._command_cycle > self.timeout_cycles:
-            tau[:] = 0.0
-            if not self._command_expired:
-                self._command_expired = True
-                self.counts["stale commands"] += 1
-                self.warn_throttled(
-                    "stale command", f"no effort command for {self.param('command_timeout'):g}"
-                    " s (command_timeout): dropped the last one, applying zero torque")
-            return
-        tau[:] = self.command
-        if self.limit is not None:
-            np.clip(tau, -self.limit, self.limit, out=tau)
-            if not np.array_equal(tau, self.command):
-                self.saturated += 1
 
     def _on_cycle(self):
         if not self.active:
@@ -416,6 +380,10 @@ class ForwardDynamicsNode(DynamicsNode):
         due = (now - self._start_ns) // self.period_ns - self.cycles
         if due <= 0:
             return   # early wake-up
+        if self.halted:   # diverged: nothing published until ~/reset (plant_interface.py)
+            self.cycles += due
+            self._diverged_log()
+            return
         sim = self.sim
         late = due - 1
         if late:
@@ -427,15 +395,17 @@ class ForwardDynamicsNode(DynamicsNode):
             try:
                 for _ in range(catch_up):
                     self._apply_command()
-                    sim.step(self.tau)
+                    self.plant.step()
                     self.cycles += 1
             except (ValueError, FloatingPointError) as exc:
                 self._diverged(exc)
+                self.cycles += due - catch_up
+                return
         self._window_expected += due
         self._apply_command()
         t1 = time.perf_counter_ns()
         try:   # outputs of the current state; sim.qdd is self.qdd
-            sim.evaluate(self.tau)
+            self.plant.evaluate()   # drive torques (limited) -> self.tau, qdd
             if not np.isfinite(self.qdd).all():
                 raise FloatingPointError("non-finite accelerations")
         except (ValueError, FloatingPointError) as exc:
@@ -444,7 +414,7 @@ class ForwardDynamicsNode(DynamicsNode):
             return
         wrenches = self._wrenches(sim.q, sim.v)
         t2 = time.perf_counter_ns()
-        stamp = self._stamp(self._base_stamp_ns + sim.steps * self.period_ns)
+        stamp = self._stamp(self._base_stamp_ns + round(sim.time * 1e9))
         js = self.js_out
         js.msg.header.stamp = stamp
         self.jmap.state_positions(sim.q, js.position)
@@ -454,12 +424,13 @@ class ForwardDynamicsNode(DynamicsNode):
         self._publish_outputs(stamp, sim.q, sim.v, wrenches)
         t3 = time.perf_counter_ns()
         try:
-            sim.advance()   # from the accelerations just published
+            self.plant.advance()   # from the accelerations just published; stops, divergence
         except (ValueError, FloatingPointError) as exc:
             self._diverged(exc)
         self.cycles += 1
         if self.pub_clock is not None:
-            self.pub_clock.publish(Clock(clock=self._stamp(sim.steps * self.period_ns)))
+            self.pub_clock.publish(Clock(clock=self._stamp(self._base_stamp_ns +
+                                                           round(sim.time * 1e9))))
         t4 = time.perf_counter_ns()
         self.stats.record((t2 - t1) + (t4 - t3), t4 - t0)
 
@@ -501,16 +472,30 @@ class ForwardDynamicsNode(DynamicsNode):
             values += [("integrator", self.sim.integrator),
                        ("simulated time [s]", self.sim.time),
                        ("commands", "yes" if self._have_command else "none yet"),
-                       ("saturated cycles", self.saturated),
+                       ("saturated cycles", self.plant.limits.saturated if self.plant.limits
+                        else 0),
                        ("diverged steps", self.diverged)]
         level, message = diag.OK, ""
-        if self.mode == "simulate" and self.diverged:
-            level, message = diag.ERROR, f"the simulation diverged {self.diverged} times"
+        if self.mode == "simulate":
+            values += self.plant_diagnostics()
+        if self.mode == "simulate" and self.halted:
+            level, message = diag.ERROR, f"halted: the simulation {self.halt_reason}; call " \
+                "~/reset"
+        elif self.mode == "simulate" and self.diverged:
+            level, message = diag.WARN, f"the simulation diverged {self.diverged} times " \
+                "(reset since)"
         elif self.singular:
             level, message = diag.WARN, f"{self.singular} states without a solution"
-        if fraction > 0.005:
+        if fraction > 0.005 and level < diag.WARN:   # never hide an ERROR behind a WARN
             level, message = diag.WARN, f"missed {100 * fraction:.2f} % of the cycles"
         return level, message, values
+
+    def apply_node_parameter(self, name, value):
+        """Runtime parameter changes (base.DynamicsNode.apply_parameter): the plant's are
+        applied at once in simulate mode; the others need a reconfigure."""
+        if self.mode == "simulate":
+            return self.plant_parameter(name, value)
+        return NotImplemented
 
 
 def main(args=None):
