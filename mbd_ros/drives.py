@@ -10,15 +10,20 @@ robot's joint drivers offer them. No ROS imports.
 Each commanded joint i (of `joints`) is in one of three modes, set by its latest command:
 
 - EFFORT:   tau_i = the commanded effort.
-- POSITION: tau_i = b_i(q, v) + M_ii(q) (kp_i (q_ref_i - q_i) + kd_i (v_ref_i - v_i))
+- POSITION: tau_i = b_i(q, v) + K_i (q_ref_i - q_i) + D_i (v_ref_i - v_i)
 - VELOCITY: the same law with q_ref_i advancing by v_ref_i dt every step from the position the
             joint had when the velocity command arrived (a velocity loop that holds its position
             when the command is 0 and has no steady-state error).
 
 b(q, v) = ID(q, v, 0) is the model's gravity, Coriolis and passive-force compensation (the
-feed-forward a model-based driver adds), M_ii(q) the joint's own inertia: the gains are
-inertia-normalised (kp in 1/s^2, kd in 1/s), so one pair of gains behaves alike on every joint
-of every robot: kd = 2 sqrt(kp) is critically damped for an isolated joint. With the exact
+feed-forward a model-based driver adds). The gains are inertia-normalised (kp in 1/s^2, kd in
+1/s), so one pair behaves alike on every joint of every robot: K_i = kp_i M_ii(q),
+D_i = kd_i M_ii(q) with M_ii the joint's inertia (kd = 2 sqrt(kp) is critically damped for a
+joint whose neighbours are held). An explicit integrator is stable only while the torque gains
+are small for the inertia the joint shows when its neighbours are free, m_i = 1 / (M^-1)_ii
+<= M_ii (tiny for a light leg on a floating base): the drive therefore caps them at
+D_i <= m_i / dt and K_i <= m_i / (4 dt^2) (a digital drive's gains are bounded by its sample
+rate as well).With the exact
 model compensation the steady-state error is zero. Position targets are clipped to the URDF
 position limits (`limits`), and the torques are clipped by the plant's JointLimits afterwards
 (effort-limited drives). Commands are held until the next one (as a real driver holds them);
@@ -30,6 +35,11 @@ import numpy as np
 
 EFFORT, POSITION, VELOCITY = 0, 1, 2
 MODE_NAMES = ("effort", "position", "velocity")
+
+
+def effective_inertia(m):
+    """(nv,) 1 / diag(M^-1): the inertia each dof shows to a force on it alone, the others free."""
+    return 1.0 / np.diagonal(np.linalg.inv(m))
 
 
 def gain_vector(value, n, name):
@@ -153,10 +163,11 @@ class JointDrives:
         """True when torques() uses M(q) and b(q, v) (a joint in position or velocity mode)."""
         return bool((self.mode != EFFORT).any())
 
-    def torques(self, q, v, dt, out=None, m=None, bias=None):
+    def torques(self, q, v, dt, out=None, m=None, m_eff=None, bias=None):
         """(nv,) drive torques at (q, v) for a step of dt (zero on dofs without a drive).
-        Advances the velocity-mode references by v_ref dt. m (nv, nv) = M(q) and
-        bias (nv,) = ID(q, v, 0) if the caller has them (else computed here when needed)."""
+        Advances the velocity-mode references by v_ref dt. m = M(q), m_eff (nv,) =
+        1 / diag(M(q)^-1) and bias (nv,) = ID(q, v, 0) if the caller has them (else computed
+        here when needed)."""
         tau = self._tau if out is None else out
         tau[:] = 0.0
         effort = self.mode == EFFORT
@@ -175,11 +186,17 @@ class JointDrives:
             bias = robot.inverse_dynamics(q, v, self._zero, out=self._bias)
         if m is None:
             m = robot.mass_matrix(q, out=self._m)
+        if m_eff is None:
+            m_eff = effective_inertia(m)
         iv, iq = self.iv[servo], self.iq[servo]
         e = self.q_ref[servo] - q[iq]
         ed = self.velocity_cmd[servo] - v[iv]
-        # tau_i = b_i + M_ii (kp_i e_i + kd_i ed_i)
-        tau[iv] = bias[iv] + m[iv, iv] * (self.kp[servo] * e + self.kd[servo] * ed)
+        # K_i = min(kp_i M_ii, m_i / (4 dt^2)), D_i = min(kd_i M_ii, m_i / dt)
+        m_ii = m[iv, iv]
+        stiffness = np.minimum(self.kp[servo] * m_ii, m_eff[iv] / (4.0 * dt * dt))
+        damping = np.minimum(self.kd[servo] * m_ii, m_eff[iv] / dt)
+        # tau_i = b_i + K_i e_i + D_i ed_i
+        tau[iv] = bias[iv] + stiffness * e + damping * ed
         return tau
 
     def modes(self):

@@ -190,22 +190,21 @@ class JointLimits:
             q[:] = robot.integrate(q, dq, 1.0)
 
     # ------------------------------------------------------------------ torques
-    def saturate(self, q, v, tau, m=None, bias=None):
+    def saturate(self, q, v, tau, m_eff=None, bias=None):
         """Clip the drive torques tau (nv,) in place to the velocity-limit envelope and the
-        effort limits (see the module docstring). m (nv, nv) = M(q) and bias (nv,) =
+        effort limits (see the module docstring). m_eff (nv,) = 1 / diag(M(q)^-1) and bias =
         ID(q, v, 0), if the caller has them (else they are computed when a joint has a
         velocity limit). Returns True if a torque was changed."""
         changed = False
         if self._any_velocity:
-            if m is None:
-                m = self.robot.mass_matrix(q, out=self._m)
+            if m_eff is None:
+                m_eff = 1.0 / np.diagonal(np.linalg.inv(self.robot.mass_matrix(q, out=self._m)))
             if bias is None:
                 bias = self.robot.inverse_dynamics(q, v, self._zero, out=self._bias)
             # b + M_ii (-vmax - v) / T <= tau <= b + M_ii (vmax - v) / T, on the joints with a
             # velocity limit
             k = self._vel_idx
-            m_eff = 1.0 / np.diagonal(np.linalg.inv(m))[k]
-            scale = m_eff * (1.0 / VELOCITY_TIME_CONSTANT)
+            scale = m_eff[k] * (1.0 / VELOCITY_TIME_CONSTANT)
             hi = bias[k] + scale * (self.velocity[k] - v[k])
             lo = bias[k] - scale * (self.velocity[k] + v[k])
             tk = tau[k]

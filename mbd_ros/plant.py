@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .drives import JointDrives
+from .drives import JointDrives, effective_inertia
 from .joint_map import ONE_DOF_TYPES
 from .limits import JointLimits
 from .simulation import Simulator
@@ -43,14 +43,15 @@ class Plant:
     q, v: initial state (default neutral, at rest); joints: joints with a drive (default every
     1-dof joint); kp, kd: the drives' inertia-normalised gains (see mbd_ros.drives);
     limits: True (the URDF limits), False (none) or a JointLimits; forces: force hooks
-    fn(t, q, v) -> (nv,) (see Simulator); max_speed: divergence bound on |v|.
+    fn(t, q, v) -> (nv,) (see Simulator); max_speed: divergence bound on |v|; substeps:
+    integrator steps per plant step (the drive torques held over them; stiff contacts).
     Attributes: sim (Simulator), drives (JointDrives), limits (JointLimits or None), tau (nv,)
     the drive torques of the last step (after saturation), divergences (count).
     """
 
     def __init__(self, robot, dt, integrator="semi_implicit_euler", q=None, v=None,
                  joints=None, kp=400.0, kd=40.0, limits=True, forces=None,
-                 max_speed=MAX_SPEED):
+                 max_speed=MAX_SPEED, substeps=1):
         self.robot = robot
         if limits is True:
             limits = JointLimits(robot)
@@ -66,7 +67,12 @@ class Plant:
         if not max_speed > 0.0:
             raise ValueError(f"max_speed must be > 0, got {max_speed}")
         self.max_speed = max_speed
-        self.sim = Simulator(robot, dt, integrator, q, v, forces)
+        substeps = int(substeps)
+        if substeps < 1:
+            raise ValueError(f"substeps must be >= 1, got {substeps}")
+        self.substeps = substeps
+        self.step_dt = float(dt)
+        self.sim = Simulator(robot, float(dt) / substeps, integrator, q, v, forces)
         self._check_limits(self.sim.q)
         self.tau = np.zeros(robot.nv)
         self._m = np.zeros((robot.nv, robot.nv))
@@ -95,7 +101,8 @@ class Plant:
 
     @property
     def dt(self):
-        return self.sim.dt
+        """The plant's step (s): `substeps` integrator steps of dt / substeps."""
+        return self.step_dt
 
     def add_force(self, fn):
         """A force hook fn(t, q, v) -> (nv,) generalized forces, at every integrator stage."""
@@ -121,15 +128,17 @@ class Plant:
     def evaluate(self):
         """Drive torques (saturated) and accelerations at the current state; returns qdd."""
         sim, robot = self.sim, self.robot
-        m = bias = None
+        m = m_eff = bias = None
         if self.drives.needs_model_terms() or (self.limits is not None and
                                                len(self.limits._vel_idx)):
-            # M(q) and b(q, v) = ID(q, v, 0), once for the drives and the velocity limits
+            # M, m_eff = 1 / diag(M^-1), b(q, v) = ID(q, v, 0): once for drives and limits
             m = robot.mass_matrix(sim.q, out=self._m)
+            m_eff = effective_inertia(m)
             bias = robot.inverse_dynamics(sim.q, sim.v, self._zero, out=self._bias)
-        self.drives.torques(sim.q, sim.v, sim.dt, out=self.tau, m=m, bias=bias)
+        self.drives.torques(sim.q, sim.v, self.step_dt, out=self.tau, m=m, m_eff=m_eff,
+                           bias=bias)
         if self.limits is not None:
-            self.limits.saturate(sim.q, sim.v, self.tau, m, bias)
+            self.limits.saturate(sim.q, sim.v, self.tau, m_eff, bias)
         return sim.evaluate(self.tau)
 
     def advance(self):
@@ -138,9 +147,18 @@ class Plant:
         sim = self.sim
         self._q_prev[:] = sim.q
         self._v_prev[:] = sim.v
-        sim.advance()   # FloatingPointError (non-finite) leaves the state unchanged
-        if self.limits is not None:
-            self.limits.enforce(sim.q, sim.v)
+        try:
+            for k in range(self.substeps):
+                if k:
+                    sim.step(self.tau)   # the drive torques are held over the plant step
+                else:
+                    sim.advance()        # FloatingPointError (non-finite): state unchanged
+                if self.limits is not None:
+                    self.limits.enforce(sim.q, sim.v)
+        except (FloatingPointError, ValueError):
+            sim.q[:] = self._q_prev
+            sim.v[:] = self._v_prev
+            raise
         speed = float(np.abs(sim.v).max()) if sim.v.size else 0.0
         if not speed <= self.max_speed:
             sim.q[:] = self._q_prev
