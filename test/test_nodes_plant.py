@@ -24,7 +24,6 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 
 import mbd_ros  # noqa: E402
-from conftest import example_robot_data_dir  # noqa: E402
 from mbd_ros.nodes.diagnostics import values_of  # noqa: E402
 from ros_harness import READY_TIMEOUT, URDF, Ros, warm_numba_cache  # noqa: E402
 
@@ -109,13 +108,10 @@ def set_parameters(ros, node, **values):
 
 
 # ---------------------------------------------------------------------- limits
-def test_saturating_efforts_keep_a_6dof_arm_within_its_limits(ros):
+def test_saturating_efforts_keep_a_6dof_arm_within_its_limits(ros, erd_dir):
     """50 N m on every joint of ur5 for 2 s through ~/effort_commands, with the parameter names
     of a typical params file: every published position within the URDF limits."""
-    erd = example_robot_data_dir()
-    if erd is None:
-        pytest.importorskip("example_robot_data")
-    path = str(erd / UR5)
+    path = str(erd_dir / UR5)
     robot = mbd_ros.load(path)
     lower, upper = robot.position_limits
     ns = "/sat"
@@ -294,3 +290,48 @@ def test_divergence_halts_reports_error_and_recovers_on_reset(ros):
     assert np.abs(np.array(restarted.position) - Q0).max() < 1e-2
     ros.spin_until(lambda: diag_status(ros, "div/forward_dynamics").level != DiagnosticStatus.ERROR,
                    5.0, what="diagnostics to leave ERROR after the reset")
+
+
+# ---------------------------------------------------------------------- floating base
+SOLO = "solo_description/robots/solo12.urdf"
+SOLO_JOINTS = ["FL_HAA", "FL_HFE", "FL_KFE", "FR_HAA", "FR_HFE", "FR_KFE", "HL_HAA", "HL_HFE",
+               "HL_KFE", "HR_HAA", "HR_HFE", "HR_KFE"]
+SOLO_STANDING = [0.1, 0.8, -1.6, -0.1, 0.8, -1.6, 0.1, -0.8, 1.6, -0.1, -0.8, 1.6]
+
+
+def test_floating_quadruped_stands_and_publishes_odometry(ros, erd_dir):
+    """solo12 as a floating-base plant with ground contact at its feet, its legs held by the
+    position drives (the PD controller) for 5 s of simulated time: ~/odom reports a base that
+    stays upright at a constant height, in frame odom -> base_link."""
+    from nav_msgs.msg import Odometry
+    ns = "/solo"
+    odom = ros.subscribe(Odometry, f"{ns}/forward_dynamics/odom")
+    start_plant(ros, ns, {"urdf_path": str(erd_dir / SOLO), "mode": "simulate",
+                          "floating_base": True, "ground_contact": True,
+                          "contact_links": ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"],
+                          "contact_radius": 0.016, "substeps": 2, "drive_kp": 1e4,
+                          "drive_kd": 200.0, "joints": SOLO_JOINTS,
+                          "initial_positions": SOLO_STANDING, "wrench_joints": ["none"],
+                          "publish_clock": True, "diagnostics_period": 0.5})
+    pub = ros.matched_publisher(Float64MultiArray, f"{ns}/forward_dynamics/position_commands")
+    pub.publish(Float64MultiArray(data=SOLO_STANDING))
+
+    def sim_time(m):
+        return m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
+    ros.spin_until(lambda: odom and sim_time(odom[-1][1]) > 5.0, 60.0,
+                   what="5 s of simulated time on ~/odom")
+    msgs = [m for _, m in odom]
+    assert msgs[0].header.frame_id == "odom" and msgs[0].child_frame_id == "base_link"
+    z = np.array([m.pose.pose.position.z for m in msgs])
+    t = np.array([sim_time(m) for m in msgs])
+    tilt = np.array([2 * np.arcsin(min(1.0, np.hypot(m.pose.pose.orientation.x,
+                                                     m.pose.pose.orientation.y)))
+                     for m in msgs])
+    assert 0.15 < z.min() and z.max() < 0.25, (z.min(), z.max())
+    assert tilt.max() < 0.02
+    late = t > t[-1] - 2.0
+    assert z[late].max() - z[late].min() < 1e-3                 # standing still
+    last = msgs[-1].twist.twist
+    speed = np.abs([last.linear.x, last.linear.y, last.linear.z,
+                    last.angular.x, last.angular.y, last.angular.z]).max()
+    assert speed < 1e-2

@@ -422,6 +422,8 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
         self.jmap.state_values(self.tau, js.effort)
         self.pub_js.publish(js.msg)
         self._publish_outputs(stamp, sim.q, sim.v, wrenches)
+        if self.pub_odom is not None:   # floating base: ~/odom and /tf (plant_interface.py)
+            self.publish_odometry(stamp)
         t3 = time.perf_counter_ns()
         try:
             self.plant.advance()   # from the accelerations just published; stops, divergence

@@ -18,6 +18,15 @@ Drives: PD + the model's compensation, inertia-normalised gains ``drive_kp`` (1/
 (mbd_ros.drives). Limits: the URDF position limits are hard stops, velocity and effort limits
 bound the drive torques (``enforce_limits``, ``limit_efforts``; mbd_ros.limits).
 
+Floating base (a free root joint: ``floating_base`` or a URDF floating root): the pose is
+published as nav_msgs/Odometry on ``~/odom`` (frame ``odom_frame`` -> the root link, twist in
+the root link frame) and as the transform odom -> root link on /tf (tf2_msgs/TFMessage, where
+tf2_msgs is installed). ``ground_contact``: compliant contact with the ground (contact points
+from ``contact_links`` + ``contact_radius`` or the URDF <collision> spheres and boxes;
+stiffness, damping, friction, slip velocity, ground height; mbd_ros.contact), ``substeps``
+integrator steps per cycle for stiff contacts, ``initial_base_pose`` (default: lifted onto the
+ground).
+
 Divergence: a non-finite state or a joint speed above ``max_speed`` halts the plant at the last
 sane state: it stops publishing joint_states and the other outputs, /diagnostics reports ERROR
 until ``~/reset`` (std_srvs/Trigger: back to the initial state, commands dropped) is called or
@@ -29,6 +38,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from rcl_interfaces.msg import ParameterType
 from std_msgs.msg import Float64MultiArray
 
 from ..drives import EFFORT, MODE_NAMES
@@ -36,7 +46,7 @@ from ..joint_map import JointMapError
 from ..limits import JointLimits
 from ..plant import MAX_SPEED, Plant
 from .base import WARNING_PERIOD, finite_vector, gains
-from .qos import SUBSCRIBE_QOS
+from .qos import PUBLISH_QOS, SUBSCRIBE_QOS
 
 
 class PlantInterface:
@@ -55,6 +65,7 @@ class PlantInterface:
         self.declare("max_speed", MAX_SPEED, "simulate: a joint speed above this (rad/s or m/s)"
                      " is a divergence: the plant halts until ~/reset",
                      float_range=(1e-3, 1e9))
+        self.declare_floating_parameters()
 
     def make_plant(self, q0, v0):
         """The Plant for the node's parameters (raises ValueError naming what is wrong)."""
@@ -66,9 +77,14 @@ class PlantInterface:
         from ..drives import gain_vector
         kp = gain_vector(self.param("drive_kp"), n, "drive_kp")
         kd = gain_vector(self.param("drive_kd"), n, "drive_kd")
+        contact = self.contact_force()
+        self.contact = contact
+        self.initial_base(q0, contact)   # in place: the caller's q0 becomes the initial state
         return Plant(robot, 1.0 / self.rate_hz, self.param("integrator"), q0, v0,
                      joints=jm.joints, kp=kp, kd=kd, limits=limits,
-                     max_speed=self.param("max_speed"))
+                     max_speed=self.param("max_speed"),
+                     forces=[contact] if contact is not None else None,
+                     substeps=self.param("substeps"))
 
     def configure_plant_interface(self):
         """Subscriptions and the reset service of the plant (after make_plant)."""
@@ -83,8 +99,10 @@ class PlantInterface:
         self.subs.append(self.create_subscription(
             Float64MultiArray, "~/velocity_commands", self._on_velocity_command, SUBSCRIBE_QOS))
         self.reset_service = self.create_service(Trigger, "~/reset", self._on_reset)
+        self.configure_floating()
 
     def cleanup_plant_interface(self):
+        self.cleanup_floating()
         service = getattr(self, "reset_service", None)
         if service is not None:
             self.destroy_service(service)
@@ -295,3 +313,140 @@ class PlantInterface:
             self.max_catch_up = int(value)
             return None
         return NotImplemented
+
+    # ------------------------------------------------------------------ floating base
+    def declare_floating_parameters(self):
+        S = ParameterType.PARAMETER_STRING_ARRAY
+        D = ParameterType.PARAMETER_DOUBLE_ARRAY
+        self.declare("ground_contact", False, "simulate: compliant contact with the ground "
+                     "plane z = ground_height (mbd_ros.contact)")
+        self.declare("contact_links", None, "simulate: links whose frame origin is a contact "
+                     "sphere of contact_radius (e.g. the feet); empty: the URDF <collision> "
+                     "spheres and box corners", type_=S)
+        self.declare("contact_radius", 0.0, "simulate: radius of the contact_links spheres, m",
+                     float_range=(0.0, 10.0))
+        self.declare("contact_stiffness", -1.0, "simulate: normal stiffness, N/m (negative: "
+                     "1 mm of penetration under the robot's weight shared by the points)")
+        self.declare("contact_damping", -1.0, "simulate: normal damping, N s/m (negative: a "
+                     "damping ratio of 0.1 for each point's share of the mass)")
+        self.declare("contact_friction", 0.8, "simulate: Coulomb friction coefficient",
+                     float_range=(0.0, 10.0))
+        self.declare("contact_slip_velocity", 0.1, "simulate: regularisation speed of the "
+                     "Coulomb friction, m/s", float_range=(1e-6, 10.0))
+        self.declare("ground_height", 0.0, "simulate: height of the ground plane, m",
+                     float_range=(-1e3, 1e3))
+        self.declare("substeps", 1, "simulate: integrator steps per cycle (the drive torques "
+                     "held over them; 2-4 for stiff contacts)", int_range=(1, 100))
+        self.declare("initial_base_pose", None, "simulate, floating base: [x y z qx qy qz qw] "
+                     "of the root link in the odom frame (default: identity; with "
+                     "ground_contact, lifted so that the lowest contact point touches the "
+                     "ground)", finite_vector(7), type_=D)
+        self.declare("odom_frame", "odom", "frame_id of ~/odom and of the /tf transform to the "
+                     "root link (floating base)")
+        self.declare("publish_tf", True, "floating base: publish odom -> root link on /tf "
+                     "(tf2_msgs/TFMessage, where tf2_msgs is installed)")
+
+    def floating_joint(self):
+        """(q index, v index) of the root free joint, or None for a fixed-base robot."""
+        robot = self.robot
+        if robot.joint_types and robot.joint_types[0] == "floating":
+            return int(robot.idx_q[0]), int(robot.idx_v[0])
+        return None
+
+    def contact_force(self):
+        """The GroundContact force hook of the parameters, or None."""
+        if not self.param("ground_contact"):
+            return None
+        from ..contact import ContactPoint, GroundContact, contact_points_from_urdf
+        links = self.param("contact_links")
+        if links:
+            points = [ContactPoint(link, (0.0, 0.0, 0.0), self.param("contact_radius"))
+                      for link in links]
+        else:
+            source, _ = self._robot_source()
+            points = contact_points_from_urdf(self.robot, source)
+            if not points:
+                raise ValueError("ground_contact: the URDF has no <collision> sphere or box; "
+                                 "declare contact_links (and contact_radius)")
+        options = {}
+        for name, key in (("contact_stiffness", "stiffness"), ("contact_damping", "damping")):
+            if self.param(name) >= 0.0:
+                options[key] = self.param(name)
+        return GroundContact(self.robot, points, friction=self.param("contact_friction"),
+                             slip_velocity=self.param("contact_slip_velocity"),
+                             ground_height=self.param("ground_height"), **options)
+
+    def initial_base(self, q0, contact):
+        """Set the free joint of q0 from initial_base_pose, or lift it onto the ground."""
+        root = self.floating_joint()
+        if root is None:
+            return
+        iq = root[0]
+        pose = self.param("initial_base_pose")
+        if pose:
+            quat = np.asarray(pose[3:7], dtype=float)
+            if not 0.5 < np.linalg.norm(quat) < 2.0:
+                raise ValueError("initial_base_pose: the quaternion [qx qy qz qw] must be "
+                                 "(close to) unit")
+            q0[iq:iq + 3] = pose[:3]
+            q0[iq + 3:iq + 7] = quat / np.linalg.norm(quat)
+        elif contact is not None:
+            # lowest contact point on the ground
+            contact(0.0, q0, np.zeros(self.robot.nv))
+            lowest = float(np.max(contact.penetration))
+            q0[iq + 2] += lowest
+
+    def configure_floating(self):
+        """~/odom and /tf publishers for a floating-base robot."""
+        self.pub_odom = self.pub_tf = None
+        root = self.floating_joint()
+        if root is None:
+            return
+        from nav_msgs.msg import Odometry
+        self._odom = Odometry()
+        self._odom.header.frame_id = self.param("odom_frame")
+        self._odom.child_frame_id = self.robot.link_names[0]
+        self.pub_odom = self.create_lifecycle_publisher(Odometry, "~/odom", PUBLISH_QOS)
+        if self.param("publish_tf"):
+            try:
+                from geometry_msgs.msg import TransformStamped
+                from tf2_msgs.msg import TFMessage
+            except ImportError:
+                self.get_logger().warning("tf2_msgs is not installed: no odom -> "
+                                          f"{self.robot.link_names[0]} transform on /tf "
+                                          "(~/odom has the pose)")
+            else:
+                self._tf = TransformStamped()
+                self._tf.header.frame_id = self._odom.header.frame_id
+                self._tf.child_frame_id = self._odom.child_frame_id
+                self._tf_msg = TFMessage(transforms=[self._tf])
+                self.pub_tf = self.create_lifecycle_publisher(TFMessage, "/tf", PUBLISH_QOS)
+
+    def cleanup_floating(self):
+        for attr in ("pub_odom", "pub_tf"):
+            pub = getattr(self, attr, None)
+            if pub is not None:
+                self.destroy_lifecycle_publisher(pub)
+            setattr(self, attr, None)
+
+    def publish_odometry(self, stamp):
+        """nav_msgs/Odometry of the free joint (pose in the odom frame; twist in the root link
+        frame, as the free joint's v) and the odom -> root link transform."""
+        iq, iv = self.floating_joint()
+        q, v = self.sim.q, self.sim.v
+        odom = self._odom
+        odom.header.stamp = stamp
+        p, o = odom.pose.pose.position, odom.pose.pose.orientation
+        p.x, p.y, p.z = float(q[iq]), float(q[iq + 1]), float(q[iq + 2])
+        o.x, o.y, o.z, o.w = (float(x) for x in q[iq + 3:iq + 7])
+        lin, ang = odom.twist.twist.linear, odom.twist.twist.angular
+        lin.x, lin.y, lin.z = float(v[iv]), float(v[iv + 1]), float(v[iv + 2])
+        ang.x, ang.y, ang.z = float(v[iv + 3]), float(v[iv + 4]), float(v[iv + 5])
+        self.pub_odom.publish(odom)
+        if self.pub_tf is not None:
+            tf = self._tf
+            tf.header.stamp = stamp
+            t, r = tf.transform.translation, tf.transform.rotation
+            t.x, t.y, t.z = p.x, p.y, p.z
+            r.x, r.y, r.z, r.w = o.x, o.y, o.z, o.w
+            self.pub_tf.publish(self._tf_msg)
