@@ -11,7 +11,9 @@ qdd = forward_dynamics(q, v, tau) and publishes, stamped with the input's stamp:
   is 1-dof], velocities, accelerations, effort; one entry per degree of freedom)
 - ``~/wrenches/<joint>`` (geometry_msgs/WrenchStamped, frame_id = the joint's child link) for
   the joints of ``wrench_joints``
-- ``~/closure_wrenches/<closure>`` (geometry_msgs/WrenchStamped) for every loop closure.
+- ``~/closure_wrenches/<closure>`` (geometry_msgs/WrenchStamped) for every loop closure: the
+  wrench the cut joint exerts on its child-side link, expressed in that link's frame about its
+  origin (frame_id = the link: a frame TF can resolve).
 
 mode ``simulate`` (a hardware-in-the-loop plant): at ``rate_hz`` it applies the latest effort
 command, from ``~/effort_commands`` (std_msgs/Float64MultiArray in the order of ``joints``, as
@@ -99,6 +101,10 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
         self.declare("max_catch_up", 10, "simulate, wall-clock pacing: most extra steps taken "
                      "in one cycle to catch up after a stall", int_range=(0, 1000))
         self.declare_plant_parameters()   # drives, limits, divergence (plant_interface.py)
+        self.declare("joint_state_staleness", 0.1, "observe: joint_states messages that name "
+                     "only some joints (several drivers) are merged, latest value per joint; "
+                     "outputs need every joint's value to be at most this old, s",
+                     float_range=(0.0, 3600.0))
 
     # ------------------------------------------------------------------ configure
     def configure_node(self):
@@ -135,7 +141,14 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
             (row, WrenchOut(robot.wrench_frames[row]), self.create_lifecycle_publisher(
                 WrenchStamped, f"~/wrenches/{topic_token(robot.wrench_joint_names[row])}",
                 PUBLISH_QOS)) for row in self.wrench_rows]
-        frames = getattr(robot, "closure_frames", None) or list(robot.closure_names)
+        # closure wrenches are published in the child-side link frame (a frame TF knows), moved
+        # from the cut frame B (child_origin in that link): f_L = R f_B, t_L = R t_B + p x f_L
+        specs = list(getattr(robot, "closure_set", None).closures) if robot.closure_names \
+            else []
+        frames = [spec.child for spec in specs]
+        self._cut_rot = np.array([spec.child_origin[:3, :3] for spec in specs]).reshape(-1, 3, 3)
+        self._cut_pos = np.array([spec.child_origin[:3, 3] for spec in specs]).reshape(-1, 3)
+        self._wc_link = np.zeros((len(specs), 6))
         self.closure_outs = [
             (k, WrenchOut(frames[k]), self.create_lifecycle_publisher(
                 WrenchStamped, f"~/closure_wrenches/{topic_token(name)}", PUBLISH_QOS))
@@ -144,6 +157,8 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
         if self.mode == "simulate":
             self._configure_simulation()
         else:
+            self._seen_ns = np.zeros(nv, dtype=np.int64)   # arrival of each joint's value
+            self._staleness_ns = int(self.param("joint_state_staleness") * 1e9)
             self.subs.append(self.create_subscription(
                 JointState, "joint_states", self._on_joint_states, SUBSCRIBE_QOS))
         self._warm_up()
@@ -313,7 +328,11 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
                 msg_out.fill(stamp, rows[row])
                 pub.publish(msg_out.msg)
         if self.closure_outs and wrenches[1]:
-            rows = self.Wc.tolist()
+            w = self._wc_link   # in the child-side link frame (see configure_node)
+            np.einsum("kij,kj->ki", self._cut_rot, self.Wc[:, :3], out=w[:, :3])
+            np.einsum("kij,kj->ki", self._cut_rot, self.Wc[:, 3:], out=w[:, 3:])
+            w[:, 3:] += np.cross(self._cut_pos, w[:, :3])
+            rows = w.tolist()
             for k, msg_out, pub in self.closure_outs:
                 msg_out.fill(stamp, rows[k])
                 pub.publish(msg_out.msg)
@@ -331,12 +350,14 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
         stamp = msg.header.stamp
         if self.reject_if_stale("joint_states", stamp):
             return
-        try:
-            self.jmap.read_state(msg.name, msg.position, msg.velocity, msg.effort,
-                                 self.q, self.v, self.tau, need_velocity=False,
-                                 need_effort=False)
+        try:   # partial messages (several drivers) are merged: latest value per joint
+            lookup = self.jmap.read_state(msg.name, msg.position, msg.velocity, msg.effort,
+                                          self.q, self.v, self.tau, need_velocity=False,
+                                          need_effort=False, required=())
         except JointMapError as exc:
             self.reject("joint_states", str(exc))
+            return
+        if not self._merged(lookup):
             return
         t1 = time.perf_counter_ns()
         try:
@@ -353,6 +374,25 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
             self.missed += 1
             self._window_missed += 1
         self.stats.record(t2 - t1, t3 - t0)
+
+    def _merged(self, lookup):
+        """A joint_states message was read: True when it was complete, or when every joint now
+        has a value received within joint_state_staleness (the merged state is computed)."""
+        now = time.monotonic_ns()
+        self._seen_ns[lookup.iv] = now
+        if len(lookup.iv) == len(self.jmap.state_names):
+            return True   # a complete message
+        age = now - self._seen_ns[self.jmap.state_iv].min()
+        if age <= self._staleness_ns:
+            return True
+        never = [n for n, iv in zip(self.jmap.state_names, self.jmap.state_iv)
+                 if self._seen_ns[iv] == 0]
+        self.counts["incomplete joint_states"] = self.counts.get("incomplete joint_states", 0) + 1
+        self.warn_throttled("incomplete", "partial joint_states: waiting for "
+                            + (f"joints {never[:5]}" if never else
+                               f"fresher values (joint_state_staleness "
+                               f"{self._staleness_ns * 1e-9:g} s)") + "; no output")
+        return False
 
     # ------------------------------------------------------------------ simulate mode
     def _on_effort_command(self, msg):
@@ -497,6 +537,9 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
         applied at once in simulate mode; the others need a reconfigure."""
         if self.mode == "simulate":
             return self.plant_parameter(name, value)
+        if name == "joint_state_staleness":
+            self._staleness_ns = int(value * 1e9)
+            return None
         return NotImplemented
 
 
