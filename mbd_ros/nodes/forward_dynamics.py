@@ -143,8 +143,11 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
                 PUBLISH_QOS)) for row in self.wrench_rows]
         # closure wrenches are published in the child-side link frame (a frame TF knows), moved
         # from the cut frame B (child_origin in that link): f_L = R f_B, t_L = R t_B + p x f_L
-        specs = list(getattr(robot, "closure_set", None).closures) if robot.closure_names \
-            else []
+        closure_set = getattr(robot, "closure_set", None)
+        specs = list(closure_set.closures) if robot.closure_names and closure_set else []
+        if len(specs) != len(robot.closure_names):
+            raise ValueError("this closed-loop robot does not describe its cut joints "
+                             "(closure_set): cannot express the closure wrenches in a link frame")
         frames = [spec.child for spec in specs]
         self._cut_rot = np.array([spec.child_origin[:3, :3] for spec in specs]).reshape(-1, 3, 3)
         self._cut_pos = np.array([spec.child_origin[:3, 3] for spec in specs]).reshape(-1, 3)
