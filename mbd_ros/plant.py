@@ -78,6 +78,8 @@ class Plant:
         self._m = np.zeros((robot.nv, robot.nv))
         self._bias = np.zeros(robot.nv)
         self._zero = np.zeros(robot.nv)
+        self._project = getattr(robot, "project_acceleration", None) \
+            if robot.closure_names else None
         self._q_prev = self.sim.q.copy()
         self._v_prev = self.sim.v.copy()
         self.divergences = 0
@@ -134,12 +136,27 @@ class Plant:
             # M, m_eff = 1 / diag(M^-1), b(q, v) = ID(q, v, 0): once for drives and limits
             m = robot.mass_matrix(sim.q, out=self._m)
             m_eff = effective_inertia(m)
-            bias = robot.inverse_dynamics(sim.q, sim.v, self._zero, out=self._bias)
+            bias = self._compensation(sim.q, sim.v)
         self.drives.torques(sim.q, sim.v, self.step_dt, out=self.tau, m=m, m_eff=m_eff,
                            bias=bias)
         if self.limits is not None:
             self.limits.saturate(sim.q, sim.v, self.tau, m_eff, bias)
         return sim.evaluate(self.tau)
+
+    def _compensation(self, q, v):
+        """b(q, v): the drive torques that give zero acceleration, ID(q, v, 0). A closed-loop
+        robot takes the loop-consistent acceleration nearest to 0 (project_acceleration) and
+        returns its actuated joints' torques; where that has no solution (a singular
+        configuration) the compensation is 0 for this step."""
+        robot = self.robot
+        if self._project is None:
+            return robot.inverse_dynamics(q, v, self._zero, out=self._bias)
+        try:
+            qdd = self._project(q, v, self._zero)
+            self._bias[:] = robot.inverse_dynamics(q, v, qdd)
+        except ValueError:
+            self._bias[:] = 0.0
+        return self._bias
 
     def advance(self):
         """Integrate one step from the accelerations of evaluate(), then the position stops and
