@@ -20,8 +20,8 @@ For each point, with c its centre in the world (root) frame and n = (0, 0, 1) th
 
 v the velocity of the contact point (the sphere's lowest point), v_t its horizontal part. The
 force f = (f_t, f_n) acts at the contact point c - radius n; it is applied as a link wrench, and
-the generalized force is tau_c = J^T f, obtained exactly from two Newton-Euler passes:
-tau_c = ID(q, 0, 0) - ID(q, 0, 0, f_ext) (both hold gravity; their difference is J^T f).
+the generalized force is tau_c = J^T f, the backward pass of Newton-Euler with only these
+wrenches (mbd_ros.kernels.contact: one numba kernel, no allocation).
 
 Parameters (defaults): ``stiffness`` k [N/m] (default: the robot's weight shared by all points
 gives 1 mm of penetration, k = m g / (n_points * 1e-3)), ``damping`` c_d [N s/m] (default:
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import layout as L
-from .kernels.kinematics import forward_kinematics as _forward_kinematics
+from .kernels.contact import ground_contact as _ground_contact
 
 GRAVITY_ACCELERATION = 9.81
 DEFAULT_PENETRATION = 1e-3     # m: static penetration under the robot's weight (default stiffness)
@@ -171,66 +171,26 @@ class GroundContact:
         self.link_pos = np.array([model.link_float[i, L.LINK_POS:L.LINK_POS + 3]
                                   for i in self.link_rows])
         local = np.array([p.position for p in points], dtype=float)
-        self.r_body = np.einsum("kij,kj->ki", self.link_rot, local) + self.link_pos
+        self.r_body = np.ascontiguousarray(np.einsum("kij,kj->ki", self.link_rot, local)
+                                           + self.link_pos)
         self.radius = np.array([p.radius for p in points], dtype=float)
         self.forces = np.zeros((n, 3))
         self.penetration = np.zeros(n)
         self.in_contact = np.zeros(n, dtype=bool)
-        nv = robot.nv
-        self._zero = np.zeros(nv)
-        self._g = np.zeros(nv)
-        self._loaded = np.zeros(nv)
-        self._tau = np.zeros(nv)
-        self._wrench = np.zeros((len(robot.link_names), 6))
+        self._params = np.array([self.stiffness, self.damping, self.friction,
+                                 self.slip_velocity, self.ground_height])
+        self._body_wrench = np.zeros((robot._body_int.shape[0], 6))
+        self._tau = np.zeros(robot.nv)
 
     def __call__(self, t, q, v):
+        """(nv,) generalized contact forces J^T f at (q, v) (a numba kernel: kinematics, the
+        contact law per point, and the Newton-Euler backward pass of the wrenches)."""
         robot = self.robot
-        work = robot._work
-        # body poses and velocities (VEL: body frame [linear of the origin, angular])
-        _forward_kinematics(robot._body_int, robot._body_float, work, q, v)
-        rot = work[self.body, L.WORLD_ROT:L.WORLD_ROT + 9].reshape(-1, 3, 3)
-        pos = work[self.body, L.WORLD_POS:L.WORLD_POS + 3]
-        vel = work[self.body, L.VEL:L.VEL + 6]
-        # contact point: lowest point of each sphere, c - radius n (world), and in body frame
-        centre = np.einsum("kij,kj->ki", rot, self.r_body) + pos
-        self.penetration[:] = self.radius - (centre[:, 2] - self.ground_height)
-        self.in_contact[:] = self.penetration > 0.0
-        self.forces[:] = 0.0
-        tau = self._tau
-        tau[:] = 0.0
-        if not self.in_contact.any():
-            return tau
-        k = np.flatnonzero(self.in_contact)
-        down = np.zeros((len(k), 3))
-        down[:, 2] = -self.radius[k]
-        r_c = self.r_body[k] + np.einsum("kji,kj->ki", rot[k], down)   # body frame
-        # v_c = R (v_lin + w x r_c)
-        v_body = vel[k, :3] + np.cross(vel[k, 3:], r_c)
-        v_c = np.einsum("kij,kj->ki", rot[k], v_body)
-        # f_n = max(0, k d - c v_z);  f_t = -mu f_n v_t / sqrt(|v_t|^2 + v_s^2)
-        f_n = np.maximum(0.0, self.stiffness * self.penetration[k] - self.damping * v_c[:, 2])
-        scale = -self.friction * f_n / np.sqrt(v_c[:, 0] ** 2 + v_c[:, 1] ** 2 +
-                                               self.slip_velocity ** 2)
-        f = np.empty((len(k), 3))
-        f[:, 0] = scale * v_c[:, 0]
-        f[:, 1] = scale * v_c[:, 1]
-        f[:, 2] = f_n
-        self.forces[k] = f
-        # link wrenches in each point's link frame, about the link origin
-        wrench = self._wrench
-        wrench[:] = 0.0
-        for j, i in enumerate(k):
-            f_body = rot[i].T @ f[j]
-            r_link = self.link_rot[i].T @ (r_c[j] - self.link_pos[i])
-            f_link = self.link_rot[i].T @ f_body
-            row = self.link_rows[i]
-            wrench[row, :3] += f_link
-            wrench[row, 3:] += np.cross(r_link, f_link)
-        # tau_c = J^T f = ID(q, 0, 0) - ID(q, 0, 0, f_ext)
-        robot.inverse_dynamics(q, self._zero, self._zero, out=self._g)
-        robot.inverse_dynamics(q, self._zero, self._zero, f_ext=wrench, out=self._loaded)
-        np.subtract(self._g, self._loaded, out=tau)
-        return tau   # (the robot drops the contact wrenches at its next call without f_ext)
+        _ground_contact(robot._body_int, robot._body_float, robot._work, q, v, self.body,
+                        self.r_body, self.radius, self._params, self._body_wrench,
+                        self.forces, self.penetration, self._tau)
+        np.greater(self.penetration, 0.0, out=self.in_contact)
+        return self._tau
 
     def total_normal_force(self):
         """Sum of the normal forces of the last call (N)."""

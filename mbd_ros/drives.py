@@ -33,13 +33,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from .kernels.plant import spd_inverse as _spd_inverse
+
 EFFORT, POSITION, VELOCITY = 0, 1, 2
 MODE_NAMES = ("effort", "position", "velocity")
 
 
-def effective_inertia(m):
-    """(nv,) 1 / diag(M^-1): the inertia each dof shows to a force on it alone, the others free."""
-    return 1.0 / np.diagonal(np.linalg.inv(m))
+def effective_inertia(m, minv=None, lower=None):
+    """(nv,) 1 / diag(M^-1): the inertia each dof shows to a force on it alone, the others free.
+    minv (nv, nv): receives M^-1; lower (nv, nv): scratch (both allocated when not given)."""
+    n = m.shape[0]
+    lower = np.empty((n, n)) if lower is None else lower
+    minv = np.empty((n, n)) if minv is None else minv
+    if _spd_inverse(np.ascontiguousarray(m), lower, minv):
+        raise ValueError("the mass matrix is not positive definite")
+    return 1.0 / np.diagonal(minv)
 
 
 def gain_vector(value, n, name):

@@ -48,6 +48,7 @@ from __future__ import annotations
 import numpy as np
 
 from .joint_map import ONE_DOF_TYPES
+from .kernels.plant import spd_inverse as _spd_inverse
 
 VELOCITY_TIME_CONSTANT = 0.01   # s: the drive reaches / returns to the velocity limit in about this time
 
@@ -104,6 +105,8 @@ class JointLimits:
         self._bias = np.zeros(nv)
         self._m = np.zeros((nv, nv))
         self._dv = np.zeros(nv)
+        self._lower = np.zeros((nv, nv))
+        self._minv = np.zeros((nv, nv))
         self.saturated = 0
         self.stops = 0
 
@@ -132,7 +135,7 @@ class JointLimits:
             return 0
         robot = self.robot
         m = robot.mass_matrix(q, out=self._m)
-        minv = np.linalg.inv(m)
+        minv = self._inverse(m)
         lim_iv, lim_iq = self.position_limited, self._limited_iq
         # positions: grow the active set A until the correction puts no other joint beyond a
         # limit; dq = M^-1 S_A^T (S_A M^-1 S_A^T)^-1 r_A, from the original q each time
@@ -153,7 +156,7 @@ class JointLimits:
             active |= more
         self._apply_position(q, dq)
         q[lim_iq[k]] = target                          # exactly on the limit (round-off)
-        minv = np.linalg.inv(robot.mass_matrix(q, out=self._m))   # impulses act at the stop
+        minv = self._inverse(robot.mass_matrix(q, out=self._m))   # impulses act at the stop
         # velocities: impulses on the joints B of A moving outward, so that v_B = 0, with
         # B grown by joints of A pushed outward and shrunk by joints the impulse would pull
         # outward (a small linear complementarity problem, active-set iterations)
@@ -182,6 +185,12 @@ class JointLimits:
         self.stops += 1
         return len(k)
 
+    def _inverse(self, m):
+        """M^-1 (numba Cholesky, into a preallocated array)."""
+        if _spd_inverse(m, self._lower, self._minv):
+            raise ValueError("the mass matrix is not positive definite")
+        return self._minv
+
     def _apply_position(self, q, dq):
         robot = self.robot
         if all(t in ONE_DOF_TYPES for t in robot.joint_types):
@@ -198,7 +207,7 @@ class JointLimits:
         changed = False
         if self._any_velocity:
             if m_eff is None:
-                m_eff = 1.0 / np.diagonal(np.linalg.inv(self.robot.mass_matrix(q, out=self._m)))
+                m_eff = 1.0 / np.diagonal(self._inverse(self.robot.mass_matrix(q, out=self._m)))
             if bias is None:
                 bias = self.robot.inverse_dynamics(q, v, self._zero, out=self._bias)
             # b + M_ii (-vmax - v) / T <= tau <= b + M_ii (vmax - v) / T, on the joints with a

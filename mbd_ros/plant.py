@@ -76,6 +76,8 @@ class Plant:
         self._check_limits(self.sim.q)
         self.tau = np.zeros(robot.nv)
         self._m = np.zeros((robot.nv, robot.nv))
+        self._minv = np.zeros((robot.nv, robot.nv))
+        self._lower = np.zeros((robot.nv, robot.nv))
         self._bias = np.zeros(robot.nv)
         self._zero = np.zeros(robot.nv)
         self._project = getattr(robot, "project_acceleration", None) \
@@ -135,7 +137,7 @@ class Plant:
                                                len(self.limits._vel_idx)):
             # M, m_eff = 1 / diag(M^-1), b(q, v) = ID(q, v, 0): once for drives and limits
             m = robot.mass_matrix(sim.q, out=self._m)
-            m_eff = effective_inertia(m)
+            m_eff = effective_inertia(m, self._minv, self._lower)
             bias = self._compensation(sim.q, sim.v)
         self.drives.torques(sim.q, sim.v, self.step_dt, out=self.tau, m=m, m_eff=m_eff,
                            bias=bias)

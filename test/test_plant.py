@@ -249,3 +249,21 @@ def test_initial_state_beyond_a_limit_is_refused(arm7):
     q[3] = -2.5
     with pytest.raises(ValueError, match="joint_4"):
         Plant(arm7, 1e-3, q=q)
+
+
+def test_spd_inverse_kernel_matches_numpy():
+    """The plant's Cholesky inverse (numba) against numpy.linalg.inv on random SPD matrices
+    and on the arm's mass matrix; a non-positive-definite matrix is reported."""
+    from mbd_ros.kernels.plant import spd_inverse
+    rng = np.random.default_rng(5)
+    arm = mbd_ros.load(ARM7)
+    mats = [arm.mass_matrix(arm.random_configuration(rng))]
+    for n in (1, 2, 6, 18):
+        a = rng.normal(size=(n, n))
+        mats.append(a @ a.T + 0.1 * np.eye(n))
+    for m in mats:
+        n = m.shape[0]
+        out = np.zeros((n, n))
+        assert spd_inverse(m, np.zeros((n, n)), out) == 0
+        assert_close(out, np.linalg.inv(m), f"inverse of a {n}x{n} SPD matrix", rtol=1e-9)
+    assert spd_inverse(np.diag([1.0, -1.0]), np.zeros((2, 2)), np.zeros((2, 2))) == 1
