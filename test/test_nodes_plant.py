@@ -138,6 +138,24 @@ def test_saturating_efforts_keep_a_6dof_arm_within_its_limits(ros, erd_dir):
     assert (np.abs(effort) <= np.asarray(robot.effort_limits)[idx] + 1e-9).all()
 
 
+def test_zero_torque_fall_stays_within_the_limits(ros):
+    """No command at all: the arm falls under gravity onto its stops and rests there (the
+    issue's measurement: joint_2 reached 3.15 rad through its +-2.09 limit)."""
+    robot = mbd_ros.load(ARM)
+    lower, upper = robot.position_limits
+    ns = "/fall"
+    start_plant(ros, ns, {"urdf_path": ARM, "mode": "simulate", "initial_positions": Q0,
+                          "wrench_joints": ["none"], "publish_clock": True})
+    topic = f"{ns}/joint_states"
+    ros.spin_until(lambda: (m := latest(ros, topic)) is not None and
+                   m.header.stamp.sec >= 3, 30.0, what="3 s of simulated fall")
+    q = np.array([m.position for m in ros.messages(topic)])
+    assert np.isfinite(q).all()
+    assert (q <= upper + 1e-9).all() and (q >= lower - 1e-9).all(), (q.min(0), q.max(0))
+    on_stop = np.isclose(q, lower, atol=1e-9) | np.isclose(q, upper, atol=1e-9)
+    assert on_stop.any(axis=1).sum() > 100, (q[-1], len(q))     # it rests on a stop
+
+
 # ---------------------------------------------------------------------- drives
 @pytest.fixture(scope="module")
 def arm(ros):
@@ -169,6 +187,7 @@ def test_position_command_sent_once_on_joint_commands_converges_and_is_held(ros,
     cmd.name = NAMES[::-1]
     cmd.position = target[::-1].tolist()
     pub = ros.matched_publisher(JointState, f"{ns}/joint_commands")
+    ros.spin(0.3)   # discovery completes on the node's side too (the command is sent once)
     pub.publish(cmd)
     ros.spin_until(lambda: position_error(ros, ns, target) < SETTLED, 20.0,
                    what="the arm to settle at the position command (1 mrad)")
@@ -191,13 +210,15 @@ def test_position_and_velocity_arrays(ros, arm):
     ns = arm
     target = np.array(Q0) + 0.1
     pos_topic = f"{ns}/forward_dynamics/position_commands"
-    ros.matched_publisher(Float64MultiArray, pos_topic).publish(
-        Float64MultiArray(data=target.tolist()))
+    pos_pub = ros.matched_publisher(Float64MultiArray, pos_topic)
+    ros.spin(0.3)
+    pos_pub.publish(Float64MultiArray(data=target.tolist()))
     ros.spin_until(lambda: position_error(ros, ns, target) < SETTLED, 20.0,
                    what="settling at a ~/position_commands target")
     # velocity: joint_1 at 0.3 rad/s, the others held; q_1 = q0_1 + 0.3 t
     vel_topic = f"{ns}/forward_dynamics/velocity_commands"
     pub = ros.matched_publisher(Float64MultiArray, vel_topic)
+    ros.spin(0.3)   # discovery completes on the node's side too (a single message is sent)
     start = len(ros.messages(f"{ns}/joint_states"))
     pub.publish(Float64MultiArray(data=[0.3, 0, 0, 0, 0, 0, 0]))
     ros.spin(2.0)
@@ -273,6 +294,7 @@ def test_divergence_halts_reports_error_and_recovers_on_reset(ros):
         s = diag_status(ros, "div/forward_dynamics")
         return s is not None and s.level == DiagnosticStatus.ERROR
     ros.spin_until(halted, 20.0, what="ERROR in /diagnostics after the divergence")
+    ros.spin(0.3)   # the last joint_states before the halt may arrive after the diagnostics
     n = len(ros.messages(topic))
     ros.spin(0.5)
     assert len(ros.messages(topic)) == n, "joint_states published while halted"

@@ -212,7 +212,15 @@ class PlantInterface:
 
     # ------------------------------------------------------------------ divergence and reset
     def _diverged(self, exc):
-        """The step failed or left the plausible range: halt at the last sane state."""
+        """The step failed or left the plausible range: halt at the last sane state. (A
+        singular configuration, ValueError, is not a divergence: the robot is stopped at its
+        last good configuration, v = 0, and the plant goes on.)"""
+        if isinstance(exc, ValueError) and not isinstance(exc, FloatingPointError):
+            self.singular += 1
+            self.sim.v[:] = 0.0
+            self.warn_throttled("singular step", f"simulation step failed ({exc}): stopped at "
+                                f"the last good configuration ({self.singular} so far)")
+            return
         self.diverged += 1
         self.halted = True
         self.halt_reason = f"diverged at t = {self.sim.time:.4f} s ({exc})"
