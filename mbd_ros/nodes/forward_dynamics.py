@@ -20,7 +20,11 @@ command, from ``~/effort_commands`` (std_msgs/Float64MultiArray in the order of 
 ros2_control's forward command controller sends) or ``joint_commands`` (sensor_msgs/JointState,
 effort field, the topic_based_ros2_control convention), publishes ``joint_states`` (position,
 velocity, effort) and the outputs of observe for the current state, then integrates one step.
-No command yet, or a command older than ``command_timeout``: zero torque (with a warning).
+No command yet, or an effort command older than ``command_timeout``: zero effort (with a
+warning). Position and velocity commands (``joint_commands`` position / velocity fields,
+``~/position_commands``, ``~/velocity_commands``) are held and tracked by emulated drives; the
+URDF limits are enforced; a floating base publishes ``~/odom`` and /tf, with an optional ground
+contact; a diverged simulation halts until ``~/reset`` (plant_interface.py, docs/plant.md).
 
 - ``publish_clock`` false (default): wall-clock pacing. Stamps are ROS time; a late cycle is
   caught up with extra steps (at most ``max_catch_up``) so simulated time tracks wall time, and
