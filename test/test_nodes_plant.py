@@ -277,6 +277,15 @@ def test_runtime_parameters_are_applied_or_rejected(ros, arm):
     ok, reason = set_parameters(ros, node, initial_positions=[0.0, 0.0, 0.0, -3.0, 0.0, 0.0,
                                                               0.0])[0]
     assert not ok and "joint_4" in reason       # beyond joint_4's limit: refused, named
+    # the step rate changes at once: consecutive stamps 4 ms apart at 250 Hz
+    assert set_parameters(ros, node, rate_hz=250.0)[0] == (True, "")
+    ros.spin(0.2)
+    start = len(ros.messages("/drv/joint_states"))
+    ros.spin(0.5)
+    stamps = np.array([m.header.stamp.sec * 10**9 + m.header.stamp.nanosec
+                       for m in ros.messages("/drv/joint_states")[start:]])
+    steps = np.diff(stamps)
+    assert len(steps) > 50 and np.median(steps) == 4_000_000, np.median(steps)
 
 
 # ---------------------------------------------------------------------- divergence

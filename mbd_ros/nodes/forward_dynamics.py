@@ -547,6 +547,10 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
         if name == "joint_state_staleness":
             self._staleness_ns = int(value * 1e9)
             return None
+        if name == "rate_hz":   # observe: the deadline of a message
+            self.rate_hz = value
+            self.period_ns = int(round(1e9 / value))
+            return None
         return NotImplemented
 
 

@@ -320,7 +320,27 @@ class PlantInterface:
         if name == "max_catch_up":
             self.max_catch_up = int(value)
             return None
+        if name == "rate_hz":
+            self.set_plant_rate(float(value))
+            return None
         return NotImplemented
+
+    def set_plant_rate(self, rate_hz):
+        """A new step rate at once: same state and simulated time, new step, new timer."""
+        sim = self.sim
+        self.rate_hz = rate_hz
+        self.period_ns = int(round(1e9 / rate_hz))
+        self.plant.step_dt = 1.0 / rate_hz
+        sim.dt = self.plant.step_dt / self.plant.substeps
+        sim.reset(sim.q.copy(), sim.v.copy(), time=sim.time)
+        timeout = self.param("command_timeout")
+        self.timeout_cycles = int(round(timeout * rate_hz)) if timeout > 0 else 0
+        if getattr(self, "timer", None) is not None:
+            self.destroy_timer(self.timer)
+            self._start_ns = None            # re-anchor the schedule
+            self.cycles = 0
+            self._command_cycle = 0
+            self.timer = self.create_timer(1.0 / rate_hz, self._on_cycle)
 
     # ------------------------------------------------------------------ floating base
     def declare_floating_parameters(self):
