@@ -285,7 +285,9 @@ def test_runtime_parameters_are_applied_or_rejected(ros, arm):
     stamps = np.array([m.header.stamp.sec * 10**9 + m.header.stamp.nanosec
                        for m in ros.messages("/drv/joint_states")[start:]])
     steps = np.diff(stamps)
-    assert len(steps) > 50 and np.median(steps) == 4_000_000, np.median(steps)
+    # (cycles caught up after a stall are stepped without being published: multiples of 4 ms)
+    assert len(steps) > 20 and steps.min() == 4_000_000 and (steps % 4_000_000 == 0).all(), \
+        steps
 
 
 # ---------------------------------------------------------------------- divergence
