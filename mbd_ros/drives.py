@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .kernels.plant import drive_torques as _drive_torques
 from .kernels.plant import spd_inverse as _spd_inverse
 
 EFFORT, POSITION, VELOCITY = 0, 1, 2
@@ -101,6 +102,7 @@ class JointDrives:
         self.position_cmd = np.zeros(n)
         self.velocity_cmd = np.zeros(n)
         self.q_ref = np.zeros(n)
+        self._servo = False
         # Data
         self._zero = np.zeros(nv)
         self._bias = np.zeros(nv)
@@ -122,6 +124,7 @@ class JointDrives:
         self.effort_cmd[:] = 0.0
         self.position_cmd[:] = 0.0
         self.velocity_cmd[:] = 0.0
+        self._mode_changed()
 
     def _index(self, values, idx):
         values = np.asarray(values, dtype=float)
@@ -138,6 +141,7 @@ class JointDrives:
         values, idx = self._index(values, idx)
         self.mode[idx] = EFFORT
         self.effort_cmd[idx] = values
+        self._mode_changed()
 
     def command_position(self, values, idx=None, velocities=None):
         """POSITION mode towards these positions (clipped to the limits); optional velocity
@@ -148,6 +152,7 @@ class JointDrives:
         self.position_cmd[idx] = np.clip(values, self.lower[idx], self.upper[idx])
         self.q_ref[idx] = self.position_cmd[idx]
         self.velocity_cmd[idx] = vel
+        self._mode_changed()
 
     def command_velocity(self, values, idx=None, q=None):
         """VELOCITY mode with these velocities; q (nq,): the current configuration, where the
@@ -161,6 +166,7 @@ class JointDrives:
                                            self.lower[starting], self.upper[starting])
         self.mode[idx] = VELOCITY
         self.velocity_cmd[idx] = values
+        self._mode_changed()
 
     def zero_efforts(self):
         """The effort commands become 0 (an effort command timed out); other modes are held."""
@@ -169,7 +175,10 @@ class JointDrives:
     # ------------------------------------------------------------------ torques
     def needs_model_terms(self):
         """True when torques() uses M(q) and b(q, v) (a joint in position or velocity mode)."""
-        return bool((self.mode != EFFORT).any())
+        return self._servo
+
+    def _mode_changed(self):
+        self._servo = bool((self.mode != EFFORT).any())
 
     def torques(self, q, v, dt, out=None, m=None, m_eff=None, bias=None):
         """(nv,) drive torques at (q, v) for a step of dt (zero on dofs without a drive).
@@ -177,34 +186,19 @@ class JointDrives:
         1 / diag(M(q)^-1) and bias (nv,) = ID(q, v, 0) if the caller has them (else computed
         here when needed)."""
         tau = self._tau if out is None else out
-        tau[:] = 0.0
-        effort = self.mode == EFFORT
-        tau[self.iv[effort]] = self.effort_cmd[effort]
-        if effort.all():
-            return tau
-        servo = np.flatnonzero(~effort)
-        velocity = servo[self.mode[servo] == VELOCITY]
-        if len(velocity):   # q_ref += v_ref dt, kept inside the limits (no wind-up at a stop)
-            self.q_ref[velocity] += self.velocity_cmd[velocity] * dt
-            self.q_ref[velocity] = np.clip(self.q_ref[velocity], self.lower[velocity],
-                                           self.upper[velocity])
-        robot = self.robot
-        # b(q, v) = ID(q, v, 0): gravity, Coriolis and passive forces compensated
-        if bias is None:
-            bias = robot.inverse_dynamics(q, v, self._zero, out=self._bias)
-        if m is None:
-            m = robot.mass_matrix(q, out=self._m)
-        if m_eff is None:
-            m_eff = effective_inertia(m)
-        iv, iq = self.iv[servo], self.iq[servo]
-        e = self.q_ref[servo] - q[iq]
-        ed = self.velocity_cmd[servo] - v[iv]
-        # K_i = min(kp_i M_ii, m_i / (4 dt^2)), D_i = min(kd_i M_ii, m_i / dt)
-        m_ii = m[iv, iv]
-        stiffness = np.minimum(self.kp[servo] * m_ii, m_eff[iv] / (4.0 * dt * dt))
-        damping = np.minimum(self.kd[servo] * m_ii, m_eff[iv] / dt)
-        # tau_i = b_i + K_i e_i + D_i ed_i
-        tau[iv] = bias[iv] + stiffness * e + damping * ed
+        if self._servo:
+            robot = self.robot
+            if bias is None:
+                bias = robot.inverse_dynamics(q, v, self._zero, out=self._bias)
+            if m is None:
+                m = robot.mass_matrix(q, out=self._m)
+            if m_eff is None:
+                m_eff = effective_inertia(m)
+        else:   # every joint in effort mode: the model terms are not read
+            m, m_eff, bias = self._m, self._zero, self._zero
+        _drive_torques(self.mode, self.effort_cmd, self.q_ref, self.velocity_cmd, self.kp,
+                       self.kd, self.lower, self.upper, self.iv, self.iq, q, v, m, m_eff, bias,
+                       float(dt), tau)
         return tau
 
     def modes(self):

@@ -48,6 +48,8 @@ from __future__ import annotations
 import numpy as np
 
 from .joint_map import ONE_DOF_TYPES
+from .kernels.plant import beyond_limits as _beyond_limits
+from .kernels.plant import limit_torques as _limit_torques
 from .kernels.plant import spd_inverse as _spd_inverse
 
 VELOCITY_TIME_CONSTANT = 0.01   # s: the drive reaches / returns to the velocity limit in about this time
@@ -100,7 +102,8 @@ class JointLimits:
         self._ql = np.zeros(len(limited))
         self._any_velocity = bool(np.isfinite(self.velocity).any())
         self._any_effort = bool(np.isfinite(self.effort).any())
-        self._vel_idx = np.flatnonzero(np.isfinite(self.velocity))
+        self._vel_idx = np.flatnonzero(np.isfinite(self.velocity)).astype(np.int64)
+        self._no_idx = np.zeros(0, dtype=np.int64)
         self._zero = np.zeros(nv)
         self._bias = np.zeros(nv)
         self._m = np.zeros((nv, nv))
@@ -126,6 +129,8 @@ class JointLimits:
         """Put the joints beyond a position limit back on it and stop their outward motion,
         in place (see the module docstring). Returns the number of joints on a stop."""
         if not len(self._limited_iq):
+            return 0
+        if not _beyond_limits(q, self._limited_iq, self._lower_l, self._upper_l):
             return 0
         ql = self._ql
         np.take(q, self._limited_iq, out=ql)
@@ -204,26 +209,18 @@ class JointLimits:
         effort limits (see the module docstring). m_eff (nv,) = 1 / diag(M(q)^-1) and bias =
         ID(q, v, 0), if the caller has them (else they are computed when a joint has a
         velocity limit). Returns True if a torque was changed."""
-        changed = False
         if self._any_velocity:
             if m_eff is None:
                 m_eff = 1.0 / np.diagonal(self._inverse(self.robot.mass_matrix(q, out=self._m)))
             if bias is None:
                 bias = self.robot.inverse_dynamics(q, v, self._zero, out=self._bias)
-            # b + M_ii (-vmax - v) / T <= tau <= b + M_ii (vmax - v) / T, on the joints with a
-            # velocity limit
-            k = self._vel_idx
-            scale = m_eff[k] * (1.0 / VELOCITY_TIME_CONSTANT)
-            hi = bias[k] + scale * (self.velocity[k] - v[k])
-            lo = bias[k] - scale * (self.velocity[k] + v[k])
-            tk = tau[k]
-            if (tk > hi).any() or (tk < lo).any():
-                tau[k] = np.minimum(np.maximum(tk, lo), hi)
-                changed = True
-        if self._any_effort:
-            if (np.abs(tau) > self.effort).any():
-                np.clip(tau, -self.effort, self.effort, out=tau)
-                changed = True
+            vel_idx = self._vel_idx
+        else:
+            m_eff = bias = self._zero
+            vel_idx = self._no_idx
+        # b + m (-vmax - v) / T <= tau <= b + m (vmax - v) / T, then |tau| <= effort
+        changed = _limit_torques(vel_idx, self.velocity, self.effort, v, m_eff, bias,
+                                 1.0 / VELOCITY_TIME_CONSTANT, tau)
         if changed:
             self.saturated += 1
         return changed

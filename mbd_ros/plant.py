@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from .drives import JointDrives, effective_inertia
+from .kernels.plant import max_abs as _max_abs
 from .joint_map import ONE_DOF_TYPES
 from .limits import JointLimits
 from .simulation import Simulator
@@ -178,7 +179,7 @@ class Plant:
             sim.q[:] = self._q_prev
             sim.v[:] = self._v_prev
             raise
-        speed = float(np.abs(sim.v).max()) if sim.v.size else 0.0
+        speed = _max_abs(sim.v)
         if not speed <= self.max_speed:
             sim.q[:] = self._q_prev
             sim.v[:] = self._v_prev
