@@ -180,3 +180,18 @@ def test_solo12_stands_for_five_seconds_under_pd(solo, controller):
     assert_close(contact.total_normal_force(), weight, "normal forces carry the weight",
                  rtol=1e-3 / weight)
     assert contact.in_contact.all()
+
+
+def test_bad_contact_declarations_name_the_entry(solo, erd_dir):
+    from mbd_ros.contact import parse_contact_points
+    with pytest.raises(ValueError, match="contact point 1.*link"):
+        parse_contact_points([{"link": "FL_FOOT"}, {"position": [0, 0, 0]}])
+    with pytest.raises(ValueError, match="FR_FOOT.*position"):
+        parse_contact_points([{"link": "FR_FOOT", "position": [0, 0]}])
+    with pytest.raises(ValueError, match="radius"):
+        parse_contact_points([{"link": "FR_FOOT", "radius": -1}])
+    with pytest.raises(ValueError, match="unknown links.*nope"):
+        GroundContact(solo, [ContactPoint("nope")])
+    with pytest.raises(ValueError, match="stiffness"):
+        GroundContact(solo, [ContactPoint("FL_FOOT")], stiffness=float("nan"))
+    assert contact_points_from_urdf(solo, str(erd_dir / SOLO)) == []   # meshes only
