@@ -41,7 +41,7 @@ import numpy as np
 from rcl_interfaces.msg import ParameterType
 from std_msgs.msg import Float64MultiArray
 
-from ..drives import EFFORT, MODE_NAMES
+from ..drives import EFFORT, MODE_NAMES, gain_vector
 from ..joint_map import JointMapError
 from ..limits import JointLimits
 from ..plant import MAX_SPEED, Plant
@@ -74,7 +74,6 @@ class PlantInterface:
         limits = JointLimits(robot, position=enforce, velocity=enforce,
                              effort=self.param("limit_efforts"))
         n = len(jm.joints)
-        from ..drives import gain_vector
         kp = gain_vector(self.param("drive_kp"), n, "drive_kp")
         kd = gain_vector(self.param("drive_kd"), n, "drive_kd")
         contact = self.contact_force()
