@@ -345,9 +345,8 @@ def test_floating_quadruped_stands_and_publishes_odometry(ros, erd_dir):
                           "contact_radius": 0.016, "substeps": 2, "drive_kp": 1e4,
                           "drive_kd": 200.0, "joints": SOLO_JOINTS,
                           "initial_positions": SOLO_STANDING, "wrench_joints": ["none"],
+                          "hold_initial_positions": True,   # the drives hold from the start
                           "publish_clock": True, "diagnostics_period": 0.5})
-    pub = ros.matched_publisher(Float64MultiArray, f"{ns}/forward_dynamics/position_commands")
-    pub.publish(Float64MultiArray(data=SOLO_STANDING))
 
     def sim_time(m):
         return m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec

@@ -65,6 +65,9 @@ class PlantInterface:
         self.declare("max_speed", MAX_SPEED, "simulate: a joint speed above this (rad/s or m/s)"
                      " is a divergence: the plant halts until ~/reset",
                      float_range=(1e-3, 1e9))
+        self.declare("hold_initial_positions", False, "simulate: the drives start (and restart "
+                     "after ~/reset) in position mode holding initial_positions, as a driver "
+                     "that holds its position at power-up (false: effort mode, zero effort)")
         self.declare_floating_parameters()
 
     def make_plant(self, q0, v0):
@@ -256,6 +259,8 @@ class PlantInterface:
         v0 = self.v0 if v0 is None else v0
         self.plant.reset(q0, v0, time=self.sim.time if time is None else time)
         self.q0, self.v0 = np.array(q0, dtype=float), np.array(v0, dtype=float)
+        if self.param("hold_initial_positions"):
+            self.plant.drives.command_position(self.q0[self.plant.drives.iq])
         self._have_command = False
         self._command_expired = False
         self.halted = False
@@ -310,6 +315,8 @@ class PlantInterface:
         if name == "max_speed":
             plant.max_speed = float(value)
             return None
+        if name == "hold_initial_positions":
+            return None   # used at the next reset / activation
         if name == "command_timeout":
             self.timeout_cycles = int(round(value * self.rate_hz)) if value > 0 else 0
             return None
