@@ -439,6 +439,8 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
             catch_up = 0 if self.publish_clock else min(late, self.max_catch_up)
             if late > catch_up:   # give up the rest: re-anchor the schedule
                 self._start_ns += (late - catch_up) * self.period_ns
+                if not self.publish_clock:   # stamps stay ROS time (a gap, not a lag)
+                    self._base_stamp_ns += (late - catch_up) * self.period_ns
             try:
                 for _ in range(catch_up):
                     self._apply_command()
