@@ -18,6 +18,10 @@ ROS_WHEELS = [
     'ros-trajectory-msgs==5.5.1',
     'ros-diagnostic-msgs==5.5.1',
     'ros-lifecycle-msgs==2.3.0',
+    # plant: ~/reset (std_srvs/Trigger) and ~/odom (nav_msgs/Odometry). tf2_msgs (for /tf)
+    # has no wheel on PyPI: the plant publishes /tf where a ROS install provides it.
+    'ros-std-srvs==5.5.1',
+    'ros-nav-msgs==5.5.1',
 ]
 
 

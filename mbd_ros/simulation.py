@@ -18,6 +18,10 @@ configurations advance with robot.integrate, so quaternions stay unit):
       q+ = q (+) (v + 2 v2 + 2 v3 + v4) dt/6,   v+ = v + (a1 + 2 a2 + 2 a3 + a4) dt/6
   Four forward dynamics per step; fourth order (exactly, on vector-space joints).
 
+Force hook: ``Simulator(..., forces=[fn, ...])`` / ``add_force(fn)``; each ``fn(t, q, v)``
+returns (nv,) generalized forces that are added to tau at EVERY stage of the integrator
+(contacts, springs, limits). Without hooks nothing changes.
+
 Every buffer is allocated at construction: a step allocates nothing. A step is transactional:
 if forward dynamics raises (singular configuration, non-finite input) or the new state is not
 finite, the state is left unchanged and the error propagates.
@@ -39,7 +43,8 @@ class Simulator:
     drive forces of the last evaluate(), time (s), steps (int).
     """
 
-    def __init__(self, robot, dt, integrator="semi_implicit_euler", q=None, v=None):
+    def __init__(self, robot, dt, integrator="semi_implicit_euler", q=None, v=None,
+                 forces=None):
         if integrator not in INTEGRATORS:
             raise ValueError(f"integrator must be one of {INTEGRATORS}, got {integrator!r}")
         dt = float(dt)
@@ -70,7 +75,28 @@ class Simulator:
         self._q_next = np.zeros(nq)
         self._v_next = np.zeros(nv)
         self._scratch = np.zeros(nv)
+        # force hook: fn(t, q, v) -> (nv,) generalized forces added to tau at every stage
+        self.forces = []
+        self._tau_stage = np.zeros(nv)
+        for fn in forces or ():
+            self.add_force(fn)
         self.reset(q, v)
+
+    def add_force(self, fn):
+        """Add a generalized force fn(t, q, v) -> (nv,), evaluated at every integrator stage."""
+        if not callable(fn):
+            raise ValueError(f"a force must be callable fn(t, q, v) -> (nv,), got {fn!r}")
+        self.forces.append(fn)
+
+    def _fd(self, t, q, v, out):
+        """out = forward_dynamics(q, v, tau + sum of the force hooks at (t, q, v))."""
+        tau = self.tau
+        if self.forces:
+            tau = self._tau_stage
+            tau[:] = self.tau
+            for fn in self.forces:
+                tau += fn(t, q, v)
+        self.robot.forward_dynamics(q, v, tau, out=out)
 
     def reset(self, q=None, v=None, time=0.0):
         """Set the state (default: neutral configuration at rest) and the clock."""
@@ -94,7 +120,7 @@ class Simulator:
     def evaluate(self, tau):
         """qdd = forward_dynamics(q, v, tau) at the current state; kept for advance()."""
         self.tau[:] = tau
-        self.robot.forward_dynamics(self.q, self.v, self.tau, out=self.qdd)
+        self._fd(self.time, self.q, self.v, self.qdd)
         self._evaluated = True
         return self.qdd
 
@@ -141,25 +167,25 @@ class Simulator:
         self._integrate(self.q, self._v_next, dt, self._q_next)
 
     def _rk4(self):
-        robot, dt, h = self.robot, self.dt, 0.5 * self.dt
-        q, v, tau, a1 = self.q, self.v, self.tau, self.qdd
+        dt, h = self.dt, 0.5 * self.dt
+        q, v, a1 = self.q, self.v, self.qdd
         v2, v3, v4, a2, a3, a4 = self._v2, self._v3, self._v4, self._a2, self._a3, self._a4
         qs, s = self._q_stage, self._scratch
         # stage 2: q2 = q (+) v h, v2 = v + a1 h
         self._integrate(q, v, h, qs)
         np.multiply(a1, h, out=v2)
         np.add(v, v2, out=v2)
-        robot.forward_dynamics(qs, v2, tau, out=a2)
+        self._fd(self.time + h, qs, v2, a2)
         # stage 3: q3 = q (+) v2 h, v3 = v + a2 h
         self._integrate(q, v2, h, qs)
         np.multiply(a2, h, out=v3)
         np.add(v, v3, out=v3)
-        robot.forward_dynamics(qs, v3, tau, out=a3)
+        self._fd(self.time + h, qs, v3, a3)
         # stage 4: q4 = q (+) v3 dt, v4 = v + a3 dt
         self._integrate(q, v3, dt, qs)
         np.multiply(a3, dt, out=v4)
         np.add(v, v4, out=v4)
-        robot.forward_dynamics(qs, v4, tau, out=a4)
+        self._fd(self.time + dt, qs, v4, a4)
         # q+ = q (+) (v + 2 v2 + 2 v3 + v4) dt/6
         np.add(v2, v3, out=s)
         s *= 2.0

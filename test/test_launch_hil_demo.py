@@ -49,10 +49,10 @@ class TestLoopCloses(unittest.TestCase):
             '/joint_states': JointState,
             '/forward_dynamics/effort_commands': Float64MultiArray,
             '/diagnostics': DiagnosticArray,
-        }, until=lambda got: any(
-            kv.key == 'reference' and kv.value == 'received'
-            for m in got['/diagnostics'] for s in m.status for kv in s.values),
-            timeout=120.0)
+        }, until=lambda got: got['/joint_states'] and got['/forward_dynamics/effort_commands']
+            and any(kv.key == 'reference' and kv.value == 'received'
+                    for m in got['/diagnostics'] for s in m.status for kv in s.values),
+            timeout=120.0)   # wait for every output asserted below (no race)
         self.assertTrue(got['/joint_states'], 'no joint_states from the simulated arm')
         self.assertTrue(got['/forward_dynamics/effort_commands'],
                         'no effort commands from the controller')

@@ -148,7 +148,48 @@ class DynamicsNode(LifecycleNode):
             error = check(value)
             if error:
                 return SetParametersResult(successful=False, reason=f"{p.name}: {error}")
+        # --- runtime parameter changes (plant helper): once configured, every change is
+        # applied at once or rejected with a reason (never silently ignored)
+        if getattr(self, "robot", None) is not None:
+            for p in params:
+                value = list(p.value) if isinstance(p.value, (list, tuple)) or \
+                    hasattr(p.value, "tolist") else p.value
+                error = self.apply_parameter(p.name, value)
+                if error:
+                    return SetParametersResult(successful=False, reason=f"{p.name}: {error}")
+        # --- end runtime parameter changes
         return SetParametersResult(successful=True)
+
+    # --- runtime parameter changes (plant helper)
+    RUNTIME_PASS_THROUGH = ("use_sim_time",)   # handled by rclpy / the time source
+
+    def apply_parameter(self, name, value):
+        """Apply the change of parameter `name` to a configured node at once; returns None
+        when applied, else the reason it is refused. Subclasses handle their own parameters
+        in apply_node_parameter (returning NotImplemented for the ones they do not know)."""
+        if name in self.RUNTIME_PASS_THROUGH:
+            return None
+        if name == "max_message_age":
+            self._max_age_ns = int(value * 1e9)
+            return None
+        if name == "ignore_unknown_joints":
+            self.jmap.ignore_unknown = bool(value)
+            self.jmap._cache.clear()
+            return None
+        if name == "diagnostics_period":
+            if self._diag_timer is not None:
+                self.destroy_timer(self._diag_timer)
+                self._diag_timer = self.create_timer(value, self._publish_diagnostics)
+            return None
+        result = self.apply_node_parameter(name, value)
+        if result is NotImplemented:
+            return ("read at configure only: deactivate and clean up the node (lifecycle), set "
+                    "it, then configure again")
+        return result
+
+    def apply_node_parameter(self, name, value):
+        return NotImplemented
+    # --- end runtime parameter changes (plant helper)
 
     def _declare_common_parameters(self):
         S = ParameterType.PARAMETER_STRING_ARRAY

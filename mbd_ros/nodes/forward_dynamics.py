@@ -11,14 +11,20 @@ qdd = forward_dynamics(q, v, tau) and publishes, stamped with the input's stamp:
   is 1-dof], velocities, accelerations, effort; one entry per degree of freedom)
 - ``~/wrenches/<joint>`` (geometry_msgs/WrenchStamped, frame_id = the joint's child link) for
   the joints of ``wrench_joints``
-- ``~/closure_wrenches/<closure>`` (geometry_msgs/WrenchStamped) for every loop closure.
+- ``~/closure_wrenches/<closure>`` (geometry_msgs/WrenchStamped) for every loop closure: the
+  wrench the cut joint exerts on its child-side link, expressed in that link's frame about its
+  origin (frame_id = the link: a frame TF can resolve).
 
 mode ``simulate`` (a hardware-in-the-loop plant): at ``rate_hz`` it applies the latest effort
 command, from ``~/effort_commands`` (std_msgs/Float64MultiArray in the order of ``joints``, as
 ros2_control's forward command controller sends) or ``joint_commands`` (sensor_msgs/JointState,
 effort field, the topic_based_ros2_control convention), publishes ``joint_states`` (position,
 velocity, effort) and the outputs of observe for the current state, then integrates one step.
-No command yet, or a command older than ``command_timeout``: zero torque (with a warning).
+No command yet, or an effort command older than ``command_timeout``: zero effort (with a
+warning). Position and velocity commands (``joint_commands`` position / velocity fields,
+``~/position_commands``, ``~/velocity_commands``) are held and tracked by emulated drives; the
+URDF limits are enforced; a floating base publishes ``~/odom`` and /tf, with an optional ground
+contact; a diverged simulation halts until ``~/reset`` (plant_interface.py, docs/plant.md).
 
 - ``publish_clock`` false (default): wall-clock pacing. Stamps are ROS time; a late cycle is
   caught up with extra steps (at most ``max_catch_up``) so simulated time tracks wall time, and
@@ -52,16 +58,17 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from ..joint_map import JointMap, JointMapError
-from ..simulation import INTEGRATORS, Simulator
+from ..simulation import INTEGRATORS
 from . import diagnostics as diag
 from .base import DynamicsNode, finite_vector, one_of, run
 from .messages import AccelerationsOut, JointStateOut, WrenchOut, topic_token
+from .plant_interface import PlantInterface
 from .qos import CLOCK_QOS, PUBLISH_QOS, SUBSCRIBE_QOS
 
 MODES = ("observe", "simulate")
 
 
-class ForwardDynamicsNode(DynamicsNode):
+class ForwardDynamicsNode(PlantInterface, DynamicsNode):
 
     def __init__(self, node_name="forward_dynamics", **kwargs):
         super().__init__(node_name, **kwargs)
@@ -97,6 +104,11 @@ class ForwardDynamicsNode(DynamicsNode):
                      float_range=(0.0, 3600.0))
         self.declare("max_catch_up", 10, "simulate, wall-clock pacing: most extra steps taken "
                      "in one cycle to catch up after a stall", int_range=(0, 1000))
+        self.declare_plant_parameters()   # drives, limits, divergence (plant_interface.py)
+        self.declare("joint_state_staleness", 0.1, "observe: joint_states messages that name "
+                     "only some joints (several drivers) are merged, latest value per joint; "
+                     "outputs need every joint's value to be at most this old, s",
+                     float_range=(0.0, 3600.0))
 
     # ------------------------------------------------------------------ configure
     def configure_node(self):
@@ -133,7 +145,17 @@ class ForwardDynamicsNode(DynamicsNode):
             (row, WrenchOut(robot.wrench_frames[row]), self.create_lifecycle_publisher(
                 WrenchStamped, f"~/wrenches/{topic_token(robot.wrench_joint_names[row])}",
                 PUBLISH_QOS)) for row in self.wrench_rows]
-        frames = getattr(robot, "closure_frames", None) or list(robot.closure_names)
+        # closure wrenches are published in the child-side link frame (a frame TF knows), moved
+        # from the cut frame B (child_origin in that link): f_L = R f_B, t_L = R t_B + p x f_L
+        closure_set = getattr(robot, "closure_set", None)
+        specs = list(closure_set.closures) if robot.closure_names and closure_set else []
+        if len(specs) != len(robot.closure_names):
+            raise ValueError("this closed-loop robot does not describe its cut joints "
+                             "(closure_set): cannot express the closure wrenches in a link frame")
+        frames = [spec.child for spec in specs]
+        self._cut_rot = np.array([spec.child_origin[:3, :3] for spec in specs]).reshape(-1, 3, 3)
+        self._cut_pos = np.array([spec.child_origin[:3, 3] for spec in specs]).reshape(-1, 3)
+        self._wc_link = np.zeros((len(specs), 6))
         self.closure_outs = [
             (k, WrenchOut(frames[k]), self.create_lifecycle_publisher(
                 WrenchStamped, f"~/closure_wrenches/{topic_token(name)}", PUBLISH_QOS))
@@ -142,6 +164,8 @@ class ForwardDynamicsNode(DynamicsNode):
         if self.mode == "simulate":
             self._configure_simulation()
         else:
+            self._seen_ns = np.zeros(nv, dtype=np.int64)   # arrival of each joint's value
+            self._staleness_ns = int(self.param("joint_state_staleness") * 1e9)
             self.subs.append(self.create_subscription(
                 JointState, "joint_states", self._on_joint_states, SUBSCRIBE_QOS))
         self._warm_up()
@@ -186,8 +210,9 @@ class ForwardDynamicsNode(DynamicsNode):
             # far as the loops allow) and remove the loop-violating part of the velocity
             self.q0 = np.asarray(robot.assemble(self.q0), dtype=float)
             self.v0 = np.asarray(robot.project_velocity(self.q0, self.v0), dtype=float)
-        self.sim = Simulator(robot, 1.0 / self.rate_hz, self.param("integrator"),
-                             self.q0, self.v0)
+        self.plant = self.make_plant(self.q0, self.v0)   # drives, limits (plant_interface.py)
+        self.sim = self.plant.sim
+        self.tau = self.plant.tau        # the drive torques applied are the plant's
         self.qdd = self.sim.qdd          # the accelerations published are the simulator's
         self.publish_clock = self.param("publish_clock")
         timeout = self.param("command_timeout")
@@ -209,6 +234,7 @@ class ForwardDynamicsNode(DynamicsNode):
             Float64MultiArray, "~/effort_commands", self._on_effort_command, SUBSCRIBE_QOS))
         self.subs.append(self.create_subscription(
             JointState, "joint_commands", self._on_joint_command, SUBSCRIBE_QOS))
+        self.configure_plant_interface()   # position/velocity commands, ~/reset
         self.timer = None
 
     def _warm_up(self):
@@ -218,10 +244,10 @@ class ForwardDynamicsNode(DynamicsNode):
         failures = self.wrench_failures
         try:
             if self.mode == "simulate":
-                self.sim.evaluate(self.tau)
+                self.plant.evaluate()
                 self._wrenches(self.sim.q, self.sim.v)
-                self.sim.advance()
-                self.sim.reset(self.q0, self.v0)
+                self.plant.advance()
+                self.plant.reset(self.q0, self.v0)
             else:
                 q = self.q
                 if self.robot.closure_names and hasattr(self.robot, "assemble"):
@@ -233,6 +259,7 @@ class ForwardDynamicsNode(DynamicsNode):
         self.wrench_failures = failures
 
     def cleanup_node(self):
+        self.cleanup_plant_interface()
         for sub in getattr(self, "subs", []):
             self.destroy_subscription(sub)
         self.subs = []
@@ -251,7 +278,7 @@ class ForwardDynamicsNode(DynamicsNode):
         self.diverged = 0
         self._window_missed = self._window_expected = 0
         if self.mode == "simulate":
-            self.sim.reset(self.q0, self.v0)
+            self.reset_plant(self.q0, self.v0, time=0.0)
             self.cycles = 0
             self._have_command = False
             self._command_cycle = 0
@@ -315,20 +342,14 @@ class ForwardDynamicsNode(DynamicsNode):
                 msg_out.fill(stamp, rows[row])
                 pub.publish(msg_out.msg)
         if self.closure_outs and wrenches[1]:
-            rows = self.Wc.tolist()
+            w = self._wc_link   # in the child-side link frame (see configure_node)
+            np.einsum("kij,kj->ki", self._cut_rot, self.Wc[:, :3], out=w[:, :3])
+            np.einsum("kij,kj->ki", self._cut_rot, self.Wc[:, 3:], out=w[:, 3:])
+            w[:, 3:] += np.cross(self._cut_pos, w[:, :3])
+            rows = w.tolist()
             for k, msg_out, pub in self.closure_outs:
                 msg_out.fill(stamp, rows[k])
                 pub.publish(msg_out.msg)
-
-    def _diverged(self, exc):
-        """The integration step failed (the state would become non-finite, or a singular
-        configuration): keep the last good configuration and stop the motion (v = 0) rather
-        than freeze the plant, and report it (an explicit integrator at too large a step for
-        the speeds reached, e.g. under sustained large torques)."""
-        self.diverged += 1
-        self.sim.v[:] = 0.0
-        self.get_logger().error(f"simulation step failed ({exc}): the robot is stopped at its "
-                                f"last good configuration ({self.diverged} times so far)")
 
     def _compute_failed(self, exc):
         self.singular += 1
@@ -343,12 +364,14 @@ class ForwardDynamicsNode(DynamicsNode):
         stamp = msg.header.stamp
         if self.reject_if_stale("joint_states", stamp):
             return
-        try:
-            self.jmap.read_state(msg.name, msg.position, msg.velocity, msg.effort,
-                                 self.q, self.v, self.tau, need_velocity=False,
-                                 need_effort=False)
+        try:   # partial messages (several drivers) are merged: latest value per joint
+            lookup = self.jmap.read_state(msg.name, msg.position, msg.velocity, msg.effort,
+                                          self.q, self.v, self.tau, need_velocity=False,
+                                          need_effort=False, required=())
         except JointMapError as exc:
             self.reject("joint_states", str(exc))
+            return
+        if not self._merged(lookup):
             return
         t1 = time.perf_counter_ns()
         try:
@@ -366,6 +389,25 @@ class ForwardDynamicsNode(DynamicsNode):
             self._window_missed += 1
         self.stats.record(t2 - t1, t3 - t0)
 
+    def _merged(self, lookup):
+        """A joint_states message was read: True when it was complete, or when every joint now
+        has a value received within joint_state_staleness (the merged state is computed)."""
+        now = time.monotonic_ns()
+        self._seen_ns[lookup.iv] = now
+        if len(lookup.iv) == len(self.jmap.state_names):
+            return True   # a complete message
+        age = now - self._seen_ns[self.jmap.state_iv].min()
+        if age <= self._staleness_ns:
+            return True
+        never = [n for n, iv in zip(self.jmap.state_names, self.jmap.state_iv)
+                 if self._seen_ns[iv] == 0]
+        self.counts["incomplete joint_states"] = self.counts.get("incomplete joint_states", 0) + 1
+        self.warn_throttled("incomplete", "partial joint_states: waiting for "
+                            + (f"joints {never[:5]}" if never else
+                               f"fresher values (joint_state_staleness "
+                               f"{self._staleness_ns * 1e-9:g} s)") + "; no output")
+        return False
+
     # ------------------------------------------------------------------ simulate mode
     def _on_effort_command(self, msg):
         if not self.active:
@@ -375,43 +417,12 @@ class ForwardDynamicsNode(DynamicsNode):
         except JointMapError as exc:
             self.reject("effort_commands", str(exc))
             return
-        self._new_command()
-
-    def _on_joint_command(self, msg):
-        if not self.active:
-            return
-        try:
-            self.jmap.read_named_command(msg.name, msg.effort, self.command)
-        except JointMapError as exc:
-            self.reject("joint_commands", str(exc))
-            return
-        self._new_command()
+        self._effort_command()
 
     def _new_command(self):
         self._have_command = True
         self._command_cycle = self.cycles
         self._command_expired = False
-
-    def _apply_command(self):
-        """tau <- the latest command (zero if none or too old), clipped to the effort limits."""
-        tau = self.tau
-        if not self._have_command:
-            tau[:] = 0.0
-            return
-        if self.timeout_cycles and self.cycles - self._command_cycle > self.timeout_cycles:
-            tau[:] = 0.0
-            if not self._command_expired:
-                self._command_expired = True
-                self.counts["stale commands"] += 1
-                self.warn_throttled(
-                    "stale command", f"no effort command for {self.param('command_timeout'):g}"
-                    " s (command_timeout): dropped the last one, applying zero torque")
-            return
-        tau[:] = self.command
-        if self.limit is not None:
-            np.clip(tau, -self.limit, self.limit, out=tau)
-            if not np.array_equal(tau, self.command):
-                self.saturated += 1
 
     def _on_cycle(self):
         if not self.active:
@@ -423,6 +434,10 @@ class ForwardDynamicsNode(DynamicsNode):
         due = (now - self._start_ns) // self.period_ns - self.cycles
         if due <= 0:
             return   # early wake-up
+        if self.halted:   # diverged: nothing published until ~/reset (plant_interface.py)
+            self.cycles += due
+            self._diverged_log()
+            return
         sim = self.sim
         late = due - 1
         if late:
@@ -431,18 +446,22 @@ class ForwardDynamicsNode(DynamicsNode):
             catch_up = 0 if self.publish_clock else min(late, self.max_catch_up)
             if late > catch_up:   # give up the rest: re-anchor the schedule
                 self._start_ns += (late - catch_up) * self.period_ns
+                if not self.publish_clock:   # stamps stay ROS time (a gap, not a lag)
+                    self._base_stamp_ns += (late - catch_up) * self.period_ns
             try:
                 for _ in range(catch_up):
                     self._apply_command()
-                    sim.step(self.tau)
+                    self.plant.step()
                     self.cycles += 1
             except (ValueError, FloatingPointError) as exc:
                 self._diverged(exc)
+                self.cycles += due - catch_up
+                return
         self._window_expected += due
         self._apply_command()
         t1 = time.perf_counter_ns()
         try:   # outputs of the current state; sim.qdd is self.qdd
-            sim.evaluate(self.tau)
+            self.plant.evaluate()   # drive torques (limited) -> self.tau, qdd
             if not np.isfinite(self.qdd).all():
                 raise FloatingPointError("non-finite accelerations")
         except (ValueError, FloatingPointError) as exc:
@@ -451,7 +470,7 @@ class ForwardDynamicsNode(DynamicsNode):
             return
         wrenches = self._wrenches(sim.q, sim.v)
         t2 = time.perf_counter_ns()
-        stamp = self._stamp(self._base_stamp_ns + sim.steps * self.period_ns)
+        stamp = self._stamp(self._base_stamp_ns + round(sim.time * 1e9))
         js = self.js_out
         js.msg.header.stamp = stamp
         self.jmap.state_positions(sim.q, js.position)
@@ -466,14 +485,17 @@ class ForwardDynamicsNode(DynamicsNode):
             el.effort[:] = self.tau[self.robot.elastic_v_indices]
             self.pub_elastic.publish(el.msg)
         self._publish_outputs(stamp, sim.q, sim.v, wrenches)
+        if self.pub_odom is not None:   # floating base: ~/odom and /tf (plant_interface.py)
+            self.publish_odometry(stamp)
         t3 = time.perf_counter_ns()
         try:
-            sim.advance()   # from the accelerations just published
+            self.plant.advance()   # from the accelerations just published; stops, divergence
         except (ValueError, FloatingPointError) as exc:
             self._diverged(exc)
         self.cycles += 1
         if self.pub_clock is not None:
-            self.pub_clock.publish(Clock(clock=self._stamp(sim.steps * self.period_ns)))
+            self.pub_clock.publish(Clock(clock=self._stamp(self._base_stamp_ns +
+                                                           round(sim.time * 1e9))))
         t4 = time.perf_counter_ns()
         self.stats.record((t2 - t1) + (t4 - t3), t4 - t0)
 
@@ -515,16 +537,37 @@ class ForwardDynamicsNode(DynamicsNode):
             values += [("integrator", self.sim.integrator),
                        ("simulated time [s]", self.sim.time),
                        ("commands", "yes" if self._have_command else "none yet"),
-                       ("saturated cycles", self.saturated),
+                       ("saturated cycles", self.plant.limits.saturated if self.plant.limits
+                        else 0),
                        ("diverged steps", self.diverged)]
         level, message = diag.OK, ""
-        if self.mode == "simulate" and self.diverged:
-            level, message = diag.ERROR, f"the simulation diverged {self.diverged} times"
+        if self.mode == "simulate":
+            values += self.plant_diagnostics()
+        if self.mode == "simulate" and self.halted:
+            level, message = diag.ERROR, f"halted: the simulation {self.halt_reason}; call " \
+                "~/reset"
+        elif self.mode == "simulate" and self.diverged:
+            level, message = diag.WARN, f"the simulation diverged {self.diverged} times " \
+                "(reset since)"
         elif self.singular:
             level, message = diag.WARN, f"{self.singular} states without a solution"
-        if fraction > 0.005:
+        if fraction > 0.005 and level < diag.WARN:   # never hide an ERROR behind a WARN
             level, message = diag.WARN, f"missed {100 * fraction:.2f} % of the cycles"
         return level, message, values
+
+    def apply_node_parameter(self, name, value):
+        """Runtime parameter changes (base.DynamicsNode.apply_parameter): the plant's are
+        applied at once in simulate mode; the others need a reconfigure."""
+        if self.mode == "simulate":
+            return self.plant_parameter(name, value)
+        if name == "joint_state_staleness":
+            self._staleness_ns = int(value * 1e9)
+            return None
+        if name == "rate_hz":   # observe: the deadline of a message
+            self.rate_hz = value
+            self.period_ns = int(round(1e9 / value))
+            return None
+        return NotImplemented
 
 
 def main(args=None):

@@ -22,6 +22,13 @@ ros2_control forward command controller format) and ``~/efforts`` (sensor_msgs/J
 names and efforts, stamped with the joint state's stamp), clipped to the URDF effort limits if
 ``limit_efforts``. ``rate_hz`` 0 (default): one output per joint_states message; > 0: a timer
 at that rate computes from the latest joint state. /diagnostics adds the tracking error.
+
+A reference older than ``reference_timeout`` (s, by arrival; default 0.5, 0: never) is dropped
+with a warning (counted as "stale references"): the controller then holds the configuration
+measured at that moment, as it does before the first reference, instead of tracking a stale
+target after its publisher died. Runtime parameter changes: ``kp``, ``kd`` (lengths checked
+against ``joints``), ``mode``, ``rate_hz`` and ``reference_timeout`` apply at once; the others
+are refused with a reason (they are read at configure).
 """
 from __future__ import annotations
 
@@ -59,6 +66,10 @@ class InverseDynamicsNode(DynamicsNode):
                      "damped)", gains, dynamic=True)
         self.declare("rate_hz", 0.0, "0: compute on every joint_states message; > 0: compute at "
                      "this rate from the latest joint state, Hz", float_range=(0.0, 20000.0))
+        self.declare("reference_timeout", 0.5, "feedforward / computed_torque: a reference "
+                     "older than this (s, by arrival) is dropped with a warning and the "
+                     "controller holds the measured configuration (0: never)",
+                     float_range=(0.0, 3600.0))
 
     # ------------------------------------------------------------------ configure
     def configure_node(self):
@@ -107,6 +118,8 @@ class InverseDynamicsNode(DynamicsNode):
             self.subs.append(self.create_subscription(
                 JointTrajectory, "~/reference", self._on_reference, SUBSCRIBE_QOS))
         self.timer = None
+        self._reference_timeout_ns = int(self.param("reference_timeout") * 1e9)
+        self.counts["stale references"] = 0
         self._warm_up()
 
     def _gain_vector(self, name, n):
@@ -147,6 +160,8 @@ class InverseDynamicsNode(DynamicsNode):
         self._err_n = 0
         self.saturated = 0
         self.failed = 0
+        self._reference_ns = 0
+        self._reference_expired = False
         if self.rate_hz > 0:
             self.timer = self.create_timer(1.0 / self.rate_hz, self._on_timer)
 
@@ -190,6 +205,21 @@ class InverseDynamicsNode(DynamicsNode):
             return
         self.have_reference = True
         self.holding = False
+        self._reference_ns = time.monotonic_ns()
+        self._reference_expired = False
+
+    def _check_reference_age(self):
+        """Reference timeout: a reference older than reference_timeout is dropped (its
+        publisher died or stalled); the controller then holds the measured configuration."""
+        if not self.have_reference or not self._reference_timeout_ns:
+            return
+        if time.monotonic_ns() - self._reference_ns > self._reference_timeout_ns:
+            self.have_reference = False
+            self.holding = False          # _compute holds the configuration measured now
+            self.counts["stale references"] += 1
+            self.warn_throttled("stale reference", "no reference for "
+                                f"{self._reference_timeout_ns * 1e-9:g} s (reference_timeout):"
+                                " dropped it, holding the measured configuration")
 
     def _on_timer(self):
         if not self.active or not self.have_state:
@@ -250,6 +280,8 @@ class InverseDynamicsNode(DynamicsNode):
             robot.inverse_dynamics(self.q, self.v, self.qdd_cmd, out=self.tau)
 
     def _cycle(self, stamp, t0):
+        if self.mode != "gravity":
+            self._check_reference_age()
         t1 = time.perf_counter_ns()
         try:
             self._compute()
@@ -278,6 +310,41 @@ class InverseDynamicsNode(DynamicsNode):
             self._err_sq += float(self.e @ self.e) / len(self.e)
             self._err_n += 1
         self.stats.record(t2 - t1, time.perf_counter_ns() - t0)
+
+    # ------------------------------------------------------------------ runtime parameters
+    def apply_node_parameter(self, name, value):
+        """Runtime changes (base.DynamicsNode.apply_parameter): gains, mode, rate and the
+        reference timeout apply at once; array lengths are checked against `joints`."""
+        n = len(self.jmap.joints)
+        if name in ("kp", "kd"):
+            values = value if isinstance(value, list) else [value]
+            if len(values) not in (1, n):
+                return f"has {len(values)} values; give one, or one per joint of `joints` " \
+                       f"({n}: {self.jmap.joints})"
+            setattr(self, name, np.array([float(x) for x in values] * (n if len(values) == 1
+                                                                      else 1)))
+            return None
+        if name == "reference_timeout":
+            self._reference_timeout_ns = int(value * 1e9)
+            return None
+        if name == "mode":
+            if value != "gravity" and not any(getattr(sub, "topic_name", "").endswith(
+                    "reference") for sub in self.subs):
+                self.counts.setdefault("reference", 0)
+                self.subs.append(self.create_subscription(
+                    JointTrajectory, "~/reference", self._on_reference, SUBSCRIBE_QOS))
+            self.mode = value
+            self.holding = False       # feedforward / computed_torque: hold until a reference
+            return None
+        if name == "rate_hz":
+            self.rate_hz = value
+            if self.timer is not None:
+                self.destroy_timer(self.timer)
+                self.timer = None
+            if self.active and value > 0:
+                self.timer = self.create_timer(1.0 / value, self._on_timer)
+            return None
+        return NotImplemented
 
     # ------------------------------------------------------------------ diagnostics
     def diagnostic_values(self):

@@ -1,0 +1,206 @@
+"""Drive emulation of a simulated plant: effort, position and velocity command interfaces, as a
+robot's joint drivers offer them. No ROS imports.
+
+    drives = JointDrives(robot, joints=["joint_1", ...], kp=400.0, kd=40.0)
+    drives.command_position([0.1, ...])            # all joints, or some by index: idx=[0, 2]
+    drives.command_velocity([0.2, ...])
+    drives.command_effort([1.0, ...])
+    tau = drives.torques(q, v, dt)                  # (nv,) drive torques for this step
+
+Each commanded joint i (of `joints`) is in one of three modes, set by its latest command:
+
+- EFFORT:   tau_i = the commanded effort.
+- POSITION: tau_i = b_i(q, v) + K_i (q_ref_i - q_i) + D_i (v_ref_i - v_i)
+- VELOCITY: the same law with q_ref_i advancing by v_ref_i dt every step from the position the
+            joint had when the velocity command arrived (a velocity loop that holds its position
+            when the command is 0 and has no steady-state error).
+
+b(q, v) = ID(q, v, 0) is the model's gravity, Coriolis and passive-force compensation (the
+feed-forward a model-based driver adds). The gains are inertia-normalised (kp in 1/s^2, kd in
+1/s), so one pair behaves alike on every joint of every robot: K_i = kp_i M_ii(q),
+D_i = kd_i M_ii(q) with M_ii the joint's inertia (kd = 2 sqrt(kp) is critically damped for a
+joint whose neighbours are held). An explicit integrator is stable only while the torque gains
+are small for the inertia the joint shows when its neighbours are free, m_i = 1 / (M^-1)_ii
+<= M_ii (tiny for a light leg on a floating base): the drive therefore caps them at
+D_i <= m_i / dt and K_i <= m_i / (4 dt^2) (a digital drive's gains are bounded by its sample
+rate as well).With the exact
+model compensation the steady-state error is zero. Position targets are clipped to the URDF
+position limits (`limits`), and the torques are clipped by the plant's JointLimits afterwards
+(effort-limited drives). Commands are held until the next one (as a real driver holds them);
+timing out effort commands is the caller's business.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .kernels.plant import drive_torques as _drive_torques
+from .kernels.plant import spd_inverse as _spd_inverse
+
+EFFORT, POSITION, VELOCITY = 0, 1, 2
+MODE_NAMES = ("effort", "position", "velocity")
+
+
+def effective_inertia(m, minv=None, lower=None):
+    """(nv,) 1 / diag(M^-1): the inertia each dof shows to a force on it alone, the others free.
+    minv (nv, nv): receives M^-1; lower (nv, nv): scratch (both allocated when not given)."""
+    n = m.shape[0]
+    lower = np.empty((n, n)) if lower is None else lower
+    minv = np.empty((n, n)) if minv is None else minv
+    if _spd_inverse(np.ascontiguousarray(m), lower, minv):
+        raise ValueError("the mass matrix is not positive definite")
+    return 1.0 / np.diagonal(minv)
+
+
+def gain_vector(value, n, name):
+    """A gain given as one number or one per joint -> (n,) array; ValueError otherwise."""
+    values = np.atleast_1d(np.asarray(value, dtype=float))
+    if values.ndim != 1:
+        raise ValueError(f"{name} must be a number or a list of numbers")
+    if len(values) == 1:
+        values = np.full(n, values[0])
+    if len(values) != n:
+        raise ValueError(f"{name} has {len(values)} values; give one, or one per commanded "
+                         f"joint ({n})")
+    if not (np.isfinite(values).all() and (values >= 0.0).all()):
+        raise ValueError(f"{name} must be finite and >= 0, got {values.tolist()}")
+    return values
+
+
+class JointDrives:
+    """Drives of the commanded joints of `robot` (1-dof joints, by name).
+
+    joints: the commanded joints (their order is that of command arrays);
+    kp, kd: inertia-normalised gains, 1/s^2 and 1/s (one number or one per joint);
+    lower, upper: (nv,) position limits for the targets (default: none).
+    Attributes (n,) in `joints` order: mode, effort_cmd, position_cmd, velocity_cmd, and
+    q_ref (the position tracked, = position_cmd in POSITION mode).
+    """
+
+    def __init__(self, robot, joints, kp=400.0, kd=40.0, lower=None, upper=None):
+        names = list(robot.joint_names)
+        iv_of = {n: int(iv) for n, iv in zip(names, robot.idx_v)}
+        iq_of = {n: int(iq) for n, iq in zip(names, robot.idx_q)}
+        types = dict(zip(names, robot.joint_types))
+        unknown = [j for j in joints if types.get(j) not in ("revolute", "prismatic")]
+        if unknown:
+            raise ValueError(f"drives: {unknown} are not 1-dof joints of the robot")
+        self.robot = robot
+        self.joints = list(joints)
+        n = len(self.joints)
+        self.iv = np.array([iv_of[j] for j in joints], dtype=np.int64)
+        self.iq = np.array([iq_of[j] for j in joints], dtype=np.int64)
+        self.kp = np.zeros(n)
+        self.kd = np.zeros(n)
+        self.set_gains(kp, kd)
+        nv = robot.nv
+        lo = np.full(nv, -np.inf) if lower is None else np.asarray(lower, dtype=float)
+        hi = np.full(nv, np.inf) if upper is None else np.asarray(upper, dtype=float)
+        self.lower = lo[self.iv].copy()
+        self.upper = hi[self.iv].copy()
+        self.mode = np.full(n, EFFORT, dtype=np.int64)
+        self.effort_cmd = np.zeros(n)
+        self.position_cmd = np.zeros(n)
+        self.velocity_cmd = np.zeros(n)
+        self.q_ref = np.zeros(n)
+        self._servo = False
+        # Data
+        self._zero = np.zeros(nv)
+        self._bias = np.zeros(nv)
+        self._m = np.zeros((nv, nv))
+        self._tau = np.zeros(nv)
+        self._e = np.zeros(n)
+
+    def set_gains(self, kp=None, kd=None):
+        """Change the gains at once (one number or one per joint); ValueError if invalid."""
+        n = len(self.joints)
+        kp = self.kp if kp is None else gain_vector(kp, n, "kp")
+        kd = self.kd if kd is None else gain_vector(kd, n, "kd")
+        self.kp[:] = kp
+        self.kd[:] = kd
+
+    def reset(self):
+        """Every joint back to EFFORT mode with zero commands."""
+        self.mode[:] = EFFORT
+        self.effort_cmd[:] = 0.0
+        self.position_cmd[:] = 0.0
+        self.velocity_cmd[:] = 0.0
+        self._mode_changed()
+
+    def _index(self, values, idx):
+        values = np.asarray(values, dtype=float)
+        idx = np.arange(len(self.joints)) if idx is None else np.asarray(idx, dtype=np.int64)
+        if values.shape != idx.shape:
+            raise ValueError(f"{values.size} command values for {idx.size} joints")
+        if not np.isfinite(values).all():
+            raise ValueError("command contains NaN or inf")
+        return values, idx
+
+    # ------------------------------------------------------------------ commands
+    def command_effort(self, values, idx=None):
+        """EFFORT mode with these efforts for the joints idx (default all, in `joints` order)."""
+        values, idx = self._index(values, idx)
+        self.mode[idx] = EFFORT
+        self.effort_cmd[idx] = values
+        self._mode_changed()
+
+    def command_position(self, values, idx=None, velocities=None):
+        """POSITION mode towards these positions (clipped to the limits); optional velocity
+        feed-forward (default 0)."""
+        values, idx = self._index(values, idx)
+        vel = np.zeros(len(idx)) if velocities is None else self._index(velocities, idx)[0]
+        self.mode[idx] = POSITION
+        self.position_cmd[idx] = np.clip(values, self.lower[idx], self.upper[idx])
+        self.q_ref[idx] = self.position_cmd[idx]
+        self.velocity_cmd[idx] = vel
+        self._mode_changed()
+
+    def command_velocity(self, values, idx=None, q=None):
+        """VELOCITY mode with these velocities; q (nq,): the current configuration, where the
+        velocity loop starts from for joints not already in VELOCITY mode."""
+        values, idx = self._index(values, idx)
+        starting = idx[self.mode[idx] != VELOCITY]
+        if len(starting):
+            if q is None:
+                raise ValueError("command_velocity needs q for joints entering velocity mode")
+            self.q_ref[starting] = np.clip(np.asarray(q, dtype=float)[self.iq[starting]],
+                                           self.lower[starting], self.upper[starting])
+        self.mode[idx] = VELOCITY
+        self.velocity_cmd[idx] = values
+        self._mode_changed()
+
+    def zero_efforts(self):
+        """The effort commands become 0 (an effort command timed out); other modes are held."""
+        self.effort_cmd[:] = 0.0
+
+    # ------------------------------------------------------------------ torques
+    def needs_model_terms(self):
+        """True when torques() uses M(q) and b(q, v) (a joint in position or velocity mode)."""
+        return self._servo
+
+    def _mode_changed(self):
+        self._servo = bool((self.mode != EFFORT).any())
+
+    def torques(self, q, v, dt, out=None, m=None, m_eff=None, bias=None):
+        """(nv,) drive torques at (q, v) for a step of dt (zero on dofs without a drive).
+        Advances the velocity-mode references by v_ref dt. m = M(q), m_eff (nv,) =
+        1 / diag(M(q)^-1) and bias (nv,) = ID(q, v, 0) if the caller has them (else computed
+        here when needed)."""
+        tau = self._tau if out is None else out
+        if self._servo:
+            robot = self.robot
+            if bias is None:
+                bias = robot.inverse_dynamics(q, v, self._zero, out=self._bias)
+            if m is None:
+                m = robot.mass_matrix(q, out=self._m)
+            if m_eff is None:
+                m_eff = effective_inertia(m)
+        else:   # every joint in effort mode: the model terms are not read
+            m, m_eff, bias = self._m, self._zero, self._zero
+        _drive_torques(self.mode, self.effort_cmd, self.q_ref, self.velocity_cmd, self.kp,
+                       self.kd, self.lower, self.upper, self.iv, self.iq, q, v, m, m_eff, bias,
+                       float(dt), tau)
+        return tau
+
+    def modes(self):
+        """{joint: 'effort' | 'position' | 'velocity'}."""
+        return {j: MODE_NAMES[m] for j, m in zip(self.joints, self.mode)}

@@ -1,0 +1,144 @@
+"""Small dense kernels of the simulated plant (mbd_ros.plant, drives, limits): the inverse of
+the joint-space mass matrix by Cholesky, without allocation. M is symmetric positive definite
+(CRBA); n is small (the robot's nv), so the O(n^3) dense inverse costs microseconds in numba
+where numpy.linalg.inv costs tens of microseconds of call overhead."""
+import math
+
+from numba import njit
+
+
+@njit(cache=True)
+def spd_inverse(m, lower, out):
+    """out (n, n) = M^-1 for M (n, n) symmetric positive definite; lower (n, n) scratch holds
+    the Cholesky factor L (M = L L^T). Returns 0, or 1 if M is not positive definite (out is
+    then undefined)."""
+    n = m.shape[0]
+    # ---- M = L L^T
+    for j in range(n):
+        s = m[j, j]
+        for k in range(j):
+            s -= lower[j, k] * lower[j, k]
+        if not s > 0.0:
+            return 1
+        d = math.sqrt(s)
+        lower[j, j] = d
+        for i in range(j + 1, n):
+            s = m[i, j]
+            for k in range(j):
+                s -= lower[i, k] * lower[j, k]
+            lower[i, j] = s / d
+    # ---- out = L^-1 (lower triangular), written into out's lower triangle
+    for j in range(n):
+        out[j, j] = 1.0 / lower[j, j]
+        for i in range(j + 1, n):
+            s = 0.0
+            for k in range(j, i):
+                s -= lower[i, k] * out[k, j]
+            out[i, j] = s / lower[i, i]
+    # ---- M^-1 = L^-T L^-1: (i, j) = sum_k L^-1[k, i] L^-1[k, j], k >= max(i, j)
+    for i in range(n):
+        for j in range(i + 1):
+            s = 0.0
+            for k in range(i, n):
+                s += out[k, i] * out[k, j]
+            lower[i, j] = s
+    for i in range(n):
+        for j in range(i + 1):
+            out[i, j] = lower[i, j]
+            out[j, i] = lower[i, j]
+    return 0
+
+
+@njit(cache=True)
+def inverse_diagonal(m, lower, scratch, out):
+    """out (n,) = diag(M^-1) (scratch, lower: (n, n)); returns spd_inverse's status."""
+    status = spd_inverse(m, lower, scratch)
+    for i in range(m.shape[0]):
+        out[i] = scratch[i, i]
+    return status
+
+
+EFFORT = 0
+POSITION = 1
+VELOCITY = 2
+
+
+@njit(cache=True)
+def drive_torques(mode, effort_cmd, q_ref, velocity_cmd, kp, kd, lower, upper, drive_iv,
+                  drive_iq, q, v, m, m_eff, bias, dt, tau_out):
+    """Drive torques of the commanded joints (mbd_ros.drives; zero on the other dofs).
+    Model: drive_iv, drive_iq (n,) indices in v and q; lower, upper (n,) position limits.
+    Data in: mode (n,) EFFORT | POSITION | VELOCITY, effort_cmd, velocity_cmd, kp, kd (n,);
+    q_ref (n,) (advanced by v_ref dt in VELOCITY mode); q, v; m (nv, nv) = M(q),
+    m_eff (nv,) = 1 / diag(M^-1), bias (nv,) = b(q, v) (read only for servo joints).
+    Data out: tau_out (nv,)."""
+    for i in range(tau_out.shape[0]):
+        tau_out[i] = 0.0
+    for j in range(mode.shape[0]):
+        i = drive_iv[j]
+        if mode[j] == EFFORT:
+            tau_out[i] = effort_cmd[j]
+            continue
+        if mode[j] == VELOCITY:   # q_ref += v_ref dt, inside the limits (no wind-up)
+            r = q_ref[j] + velocity_cmd[j] * dt
+            if r < lower[j]:
+                r = lower[j]
+            elif r > upper[j]:
+                r = upper[j]
+            q_ref[j] = r
+        # K = min(kp M_ii, m_i / (4 dt^2)), D = min(kd M_ii, m_i / dt)
+        stiffness = min(kp[j] * m[i, i], m_eff[i] / (4.0 * dt * dt))
+        damping = min(kd[j] * m[i, i], m_eff[i] / dt)
+        # tau = b + K (q_ref - q) + D (v_ref - v)
+        tau_out[i] = (bias[i] + stiffness * (q_ref[j] - q[drive_iq[j]])
+                      + damping * (velocity_cmd[j] - v[i]))
+
+
+@njit(cache=True)
+def limit_torques(vel_idx, velocity, effort, v, m_eff, bias, inv_time_constant, tau):
+    """Velocity-limit envelope b + m (-vmax - v) / T <= tau <= b + m (vmax - v) / T on the dofs
+    vel_idx (skipped when empty), then |tau| <= effort (inf: none), in place (mbd_ros.limits).
+    Returns True if a torque was changed."""
+    changed = False
+    for k in range(vel_idx.shape[0]):
+        i = vel_idx[k]
+        scale = m_eff[i] * inv_time_constant
+        hi = bias[i] + scale * (velocity[i] - v[i])
+        lo = bias[i] - scale * (velocity[i] + v[i])
+        if tau[i] > hi:
+            tau[i] = hi
+            changed = True
+        elif tau[i] < lo:
+            tau[i] = lo
+            changed = True
+    for i in range(tau.shape[0]):
+        if tau[i] > effort[i]:
+            tau[i] = effort[i]
+            changed = True
+        elif tau[i] < -effort[i]:
+            tau[i] = -effort[i]
+            changed = True
+    return changed
+
+
+@njit(cache=True)
+def beyond_limits(q, limited_iq, lower, upper):
+    """True if a joint (q index limited_iq[k]) is outside [lower[k], upper[k]]."""
+    for k in range(limited_iq.shape[0]):
+        x = q[limited_iq[k]]
+        if x < lower[k] or x > upper[k]:
+            return True
+    return False
+
+
+@njit(cache=True)
+def max_abs(x):
+    """max |x_i| (inf if an entry is NaN; 0 for an empty x)."""
+    top = 0.0
+    for i in range(x.shape[0]):
+        a = abs(x[i])
+        if not a <= top:
+            if a != a:
+                return math.inf
+            top = a
+    return top

@@ -1,0 +1,226 @@
+"""URDF joint limits enforced on a simulated plant: effort, velocity and position. No ROS imports.
+
+    limits = JointLimits(robot)
+    limits.saturate(q, v, tau)      # drive torques within the effort and velocity limits (in place)
+    limits.enforce(q, v)            # after a step: positions back inside [lower, upper] (in place)
+
+Effort (``<limit effort>``): every drive torque is clipped to [-effort, effort]. A limit of 0
+(a common URDF placeholder) counts as no limit; a negative or NaN limit is a ValueError naming
+the joints.
+
+Velocity (``<limit velocity>``): a drive never drives a joint beyond its velocity limit, and
+brakes it when something else does. The drive torque is kept inside the envelope
+
+    b_i + m_i (-vmax_i - v_i) / T  <=  tau_i  <=  b_i + m_i (vmax_i - v_i) / T
+
+(b = ID(q, v, 0) the torque that holds the speeds, m_i = 1 / (M(q)^-1)_ii the inertia the
+joint's drive feels with the other joints free, T = VELOCITY_TIME_CONSTANT): far below the limit the envelope is wide and inactive; near it the
+drive can add at most what brings the joint to vmax in about T; beyond it, it brakes. The
+effort limit comes last, so a drive whose effort cannot stop the motion lets the joint exceed
+its velocity limit, as a real one would (ros2_control's joint limiters treat effort commands
+alike).
+
+Position (``<limit lower upper>``): hard unilateral constraints with inelastic impacts,
+enforced after each integration step by a projection (time-stepping, as in Moreau's and
+Stewart–Trinkle's schemes). With A the joints beyond a limit and r_A = limit_A - q_A their
+violations, the smallest correction in the kinetic-energy metric that puts them back on their
+limits is
+
+    dq = M^-1 S_A^T (S_A M^-1 S_A^T)^-1 r_A          (q <- q (+) dq)
+
+(S_A selects the rows of A), and the contact impulse that stops their outward motion is
+
+    dv = M^-1 S_A^T (S_A M^-1 S_A^T)^-1 (-v_A)        (v <- v + dv),
+
+applied only to joints moving outward, with an active-set loop dropping any joint whose impulse
+would pull it outward instead of pushing it back. The impulse acts on the whole robot through
+M^-1 (momentum is exchanged with the other joints, as a mechanical stop does). After enforce()
+every limited joint is within [lower, upper] up to round-off: no penetration, no tunnelling,
+whatever the torque and the step. The limits are checked once per step (not at the inner
+stages of RK4). Costs nothing while no joint is beyond a limit; one mass matrix and a small
+solve when one is.
+
+For a closed-loop robot the correction ignores the loop constraints (the simulator's Baumgarte
+stabilization then closes the loops again): a stop on a closed-loop robot is approximate.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .joint_map import ONE_DOF_TYPES
+from .kernels.plant import beyond_limits as _beyond_limits
+from .kernels.plant import limit_torques as _limit_torques
+from .kernels.plant import spd_inverse as _spd_inverse
+
+VELOCITY_TIME_CONSTANT = 0.01   # s: the drive reaches / returns to the velocity limit in about this time
+
+
+class JointLimits:
+    """Effort, velocity and position limits of `robot`'s 1-dof joints (from its URDF).
+
+    position, velocity, effort: enforce that kind of limit (default all three).
+    Attributes (nv,): lower, upper (-inf/inf where there is no limit), effort, velocity (inf
+    where there is none); `position_limited` indices in v of the joints with a position limit.
+    Counters: `saturated` (calls of saturate() that changed a torque), `stops` (enforce() calls
+    that corrected a position).
+    """
+
+    def __init__(self, robot, position=True, velocity=True, effort=True):
+        nv = robot.nv
+        lower, upper = robot.position_limits
+        self.robot = robot
+        self.lower = np.full(nv, -np.inf)
+        self.upper = np.full(nv, np.inf)
+        self.effort = np.full(nv, np.inf)
+        self.velocity = np.full(nv, np.inf)
+        one_dof = np.zeros(nv, dtype=bool)
+        for kind, iv in zip(robot.joint_types, robot.idx_v):
+            if kind in ONE_DOF_TYPES:
+                one_dof[iv] = True
+        if position:
+            self.lower[one_dof] = np.asarray(lower, dtype=float)[one_dof]
+            self.upper[one_dof] = np.asarray(upper, dtype=float)[one_dof]
+        if effort:
+            self.effort[:] = np.asarray(robot.effort_limits, dtype=float)
+        if velocity:
+            self.velocity[:] = np.asarray(robot.velocity_limits, dtype=float)
+        for name, values in (("effort", self.effort), ("velocity", self.velocity)):
+            bad = sorted({robot.joint_names[self._joint_of(i)] for i in range(nv)
+                          if not values[i] >= 0.0})
+            if bad:
+                raise ValueError(f"<limit {name}> must be >= 0: joints {bad} have "
+                                 f"{values[np.logical_not(values >= 0.0)].tolist()}")
+            values[values == 0.0] = np.inf   # 0: not given (a common URDF placeholder)
+        # q index of each position-limited dof (1-dof joints: one q entry per v entry)
+        iq_of_iv = {int(iv): int(iq) for kind, iq, iv in
+                    zip(robot.joint_types, robot.idx_q, robot.idx_v) if kind in ONE_DOF_TYPES}
+        limited = np.flatnonzero(np.isfinite(self.lower) | np.isfinite(self.upper))
+        self.position_limited = limited.astype(np.int64)
+        self._limited_iq = np.array([iq_of_iv[int(i)] for i in limited], dtype=np.int64)
+        self._lower_l = self.lower[limited].copy()
+        self._upper_l = self.upper[limited].copy()
+        self._ql = np.zeros(len(limited))
+        self._any_velocity = bool(np.isfinite(self.velocity).any())
+        self._any_effort = bool(np.isfinite(self.effort).any())
+        self._vel_idx = np.flatnonzero(np.isfinite(self.velocity)).astype(np.int64)
+        self._no_idx = np.zeros(0, dtype=np.int64)
+        self._zero = np.zeros(nv)
+        self._bias = np.zeros(nv)
+        self._m = np.zeros((nv, nv))
+        self._dv = np.zeros(nv)
+        self._lower = np.zeros((nv, nv))
+        self._minv = np.zeros((nv, nv))
+        self.saturated = 0
+        self.stops = 0
+
+    def _joint_of(self, iv):
+        idx = self.robot.idx_v
+        return max(j for j in range(len(idx)) if idx[j] <= iv)
+
+    # ------------------------------------------------------------------ positions
+    def violations(self, q, tol=0.0):
+        """Names of the joints of q (nq,) beyond a position limit by more than tol."""
+        self._ql[:] = np.take(q, self._limited_iq)
+        bad = np.flatnonzero((self._ql < self._lower_l - tol) | (self._ql > self._upper_l + tol))
+        return [self.robot.joint_names[self._joint_of(int(self.position_limited[k]))]
+                for k in bad]
+
+    def enforce(self, q, v):
+        """Put the joints beyond a position limit back on it and stop their outward motion,
+        in place (see the module docstring). Returns the number of joints on a stop."""
+        if not len(self._limited_iq):
+            return 0
+        if not _beyond_limits(q, self._limited_iq, self._lower_l, self._upper_l):
+            return 0
+        ql = self._ql
+        np.take(q, self._limited_iq, out=ql)
+        over = ql > self._upper_l
+        under = ql < self._lower_l
+        if not (over.any() or under.any()):
+            return 0
+        robot = self.robot
+        m = robot.mass_matrix(q, out=self._m)
+        minv = self._inverse(m)
+        lim_iv, lim_iq = self.position_limited, self._limited_iq
+        # positions: grow the active set A until the correction puts no other joint beyond a
+        # limit; dq = M^-1 S_A^T (S_A M^-1 S_A^T)^-1 r_A, from the original q each time
+        active = over | under
+        upper_side = over.copy()
+        q0 = ql.copy()
+        for _ in range(len(lim_iv)):
+            k = np.flatnonzero(active)
+            target = np.where(upper_side[k], self._upper_l[k], self._lower_l[k])
+            cols = minv[:, lim_iv[k]]
+            dq = cols @ np.linalg.solve(cols[lim_iv[k]], target - q0[k])
+            new = q0 + dq[lim_iv]
+            new[k] = target
+            more = ~active & ((new > self._upper_l + 1e-12) | (new < self._lower_l - 1e-12))
+            if not more.any():
+                break
+            upper_side |= more & (new > self._upper_l)
+            active |= more
+        self._apply_position(q, dq)
+        q[lim_iq[k]] = target                          # exactly on the limit (round-off)
+        minv = self._inverse(robot.mass_matrix(q, out=self._m))   # impulses act at the stop
+        # velocities: impulses on the joints B of A moving outward, so that v_B = 0, with
+        # B grown by joints of A pushed outward and shrunk by joints the impulse would pull
+        # outward (a small linear complementarity problem, active-set iterations)
+        sign = np.where(upper_side[k], 1.0, -1.0)         # outward direction on A
+        a_iv = lim_iv[k]
+        b = sign * v[a_iv] > 0.0
+        v0 = v.copy()
+        for _ in range(2 * len(k) + 1):
+            if not b.any():
+                break
+            bi = a_iv[b]
+            cols = minv[:, bi]
+            impulse = np.linalg.solve(cols[bi], -v0[bi])
+            wrong = sign[b] * impulse > 0.0                # would pull outward
+            if wrong.any():
+                b[np.flatnonzero(b)[wrong]] = False
+                continue
+            trial = v0 + cols @ impulse
+            out = ~b & (sign * trial[a_iv] > 1e-12)
+            if out.any():
+                b |= out
+                continue
+            v[:] = trial
+            v[bi] = 0.0                                    # exactly at rest (round-off)
+            break
+        self.stops += 1
+        return len(k)
+
+    def _inverse(self, m):
+        """M^-1 (numba Cholesky, into a preallocated array)."""
+        if _spd_inverse(m, self._lower, self._minv):
+            raise ValueError("the mass matrix is not positive definite")
+        return self._minv
+
+    def _apply_position(self, q, dq):
+        robot = self.robot
+        if all(t in ONE_DOF_TYPES for t in robot.joint_types):
+            q += dq
+        else:
+            q[:] = robot.integrate(q, dq, 1.0)
+
+    # ------------------------------------------------------------------ torques
+    def saturate(self, q, v, tau, m_eff=None, bias=None):
+        """Clip the drive torques tau (nv,) in place to the velocity-limit envelope and the
+        effort limits (see the module docstring). m_eff (nv,) = 1 / diag(M(q)^-1) and bias =
+        ID(q, v, 0), if the caller has them (else they are computed when a joint has a
+        velocity limit). Returns True if a torque was changed."""
+        if self._any_velocity:
+            if m_eff is None:
+                m_eff = 1.0 / np.diagonal(self._inverse(self.robot.mass_matrix(q, out=self._m)))
+            if bias is None:
+                bias = self.robot.inverse_dynamics(q, v, self._zero, out=self._bias)
+            vel_idx = self._vel_idx
+        else:
+            m_eff = bias = self._zero
+            vel_idx = self._no_idx
+        # b + m (-vmax - v) / T <= tau <= b + m (vmax - v) / T, then |tau| <= effort
+        changed = _limit_torques(vel_idx, self.velocity, self.effort, v, m_eff, bias,
+                                 1.0 / VELOCITY_TIME_CONSTANT, tau)
+        if changed:
+            self.saturated += 1
+        return changed

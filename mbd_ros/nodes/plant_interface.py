@@ -1,0 +1,486 @@
+"""The simulate-mode plant of the forward dynamics node as a robot driver: command interfaces,
+joint limits, divergence handling and the ~/reset service (a mixin of ForwardDynamicsNode; the
+physics is in mbd_ros.plant, mbd_ros.drives and mbd_ros.limits).
+
+Command interfaces (every commanded joint is in the mode of its latest command):
+
+- effort:   ``~/effort_commands`` (std_msgs/Float64MultiArray in `joints` order) or
+            ``joint_commands`` (sensor_msgs/JointState, effort field, every joint of `joints`).
+            Times out after ``command_timeout`` (zero effort).
+- position: ``~/position_commands`` (Float64MultiArray, `joints` order) or ``joint_commands``
+            with the position field (names: any subset of `joints`; a velocity field of the
+            same length is used as velocity feed-forward), as topic_based_ros2_control sends
+            it (only when it changes): held until the next command.
+- velocity: ``~/velocity_commands`` or ``joint_commands`` with the velocity field only: held.
+
+Drives: PD + the model's compensation, inertia-normalised gains ``drive_kp`` (1/s^2) and
+``drive_kd`` (1/s), one number or one per joint of `joints`, effort-limited
+(mbd_ros.drives). Limits: the URDF position limits are hard stops, velocity and effort limits
+bound the drive torques (``enforce_limits``, ``limit_efforts``; mbd_ros.limits).
+
+Floating base (a free root joint: ``floating_base`` or a URDF floating root): the pose is
+published as nav_msgs/Odometry on ``~/odom`` (frame ``odom_frame`` -> the root link, twist in
+the root link frame) and as the transform odom -> root link on /tf (tf2_msgs/TFMessage, where
+tf2_msgs is installed). ``ground_contact``: compliant contact with the ground (contact points
+from ``contact_links`` + ``contact_radius`` or the URDF <collision> spheres and boxes;
+stiffness, damping, friction, slip velocity, ground height; mbd_ros.contact), ``substeps``
+integrator steps per cycle for stiff contacts, ``initial_base_pose`` (default: lifted onto the
+ground).
+
+Divergence: a non-finite state or a joint speed above ``max_speed`` halts the plant at the last
+sane state: it stops publishing joint_states and the other outputs, /diagnostics reports ERROR
+until ``~/reset`` (std_srvs/Trigger: back to the initial state, commands dropped) is called or
+a new ``initial_positions`` / ``initial_velocities`` is set; the error is logged at most once
+per WARNING_PERIOD.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from rcl_interfaces.msg import ParameterType
+from std_msgs.msg import Float64MultiArray
+
+from ..drives import EFFORT, MODE_NAMES, gain_vector
+from ..joint_map import JointMapError
+from ..limits import JointLimits
+from ..plant import MAX_SPEED, Plant
+from .base import WARNING_PERIOD, finite_vector, gains
+from .qos import PUBLISH_QOS, SUBSCRIBE_QOS
+
+
+class PlantInterface:
+    """Mixin: needs self.robot, self.jmap, self.rate_hz, self.param, self.declare, self.reject,
+    self.get_logger of ForwardDynamicsNode."""
+
+    # ------------------------------------------------------------------ parameters
+    def declare_plant_parameters(self):
+        self.declare("drive_kp", 400.0, "simulate: position gain of the emulated drives, "
+                     "inertia-normalised (tau = b(q, v) + M_ii (kp e + kd de)), 1/s^2: one "
+                     "number or one per joint of `joints`", gains, dynamic=True)
+        self.declare("drive_kd", 40.0, "simulate: velocity gain of the emulated drives, 1/s "
+                     "(2 sqrt(kp): critically damped)", gains, dynamic=True)
+        self.declare("enforce_limits", True, "simulate: URDF position limits as hard stops and "
+                     "velocity limits on the drive torques")
+        self.declare("max_speed", MAX_SPEED, "simulate: a joint speed above this (rad/s or m/s)"
+                     " is a divergence: the plant halts until ~/reset",
+                     float_range=(1e-3, 1e9))
+        self.declare("hold_initial_positions", False, "simulate: the drives start (and restart "
+                     "after ~/reset) in position mode holding initial_positions, as a driver "
+                     "that holds its position at power-up (false: effort mode, zero effort)")
+        self.declare_floating_parameters()
+
+    def make_plant(self, q0, v0):
+        """The Plant for the node's parameters (raises ValueError naming what is wrong)."""
+        robot, jm = self.robot, self.jmap
+        enforce = self.param("enforce_limits")
+        limits = JointLimits(robot, position=enforce, velocity=enforce,
+                             effort=self.param("limit_efforts"))
+        n = len(jm.joints)
+        kp = gain_vector(self.param("drive_kp"), n, "drive_kp")
+        kd = gain_vector(self.param("drive_kd"), n, "drive_kd")
+        contact = self.contact_force()
+        self.contact = contact
+        self.initial_base(q0, contact)   # in place: the caller's q0 becomes the initial state
+        return Plant(robot, 1.0 / self.rate_hz, self.param("integrator"), q0, v0,
+                     joints=jm.joints, kp=kp, kd=kd, limits=limits,
+                     max_speed=self.param("max_speed"),
+                     forces=[contact] if contact is not None else None,
+                     substeps=self.param("substeps"))
+
+    def configure_plant_interface(self):
+        """Subscriptions and the reset service of the plant (after make_plant)."""
+        from std_srvs.srv import Trigger
+        self.halted = False
+        self.halt_reason = ""
+        self._drive_index = {name: k for k, name in enumerate(self.jmap.joints)}
+        self._drive_lookup = {}
+        self.counts.update({"position_commands": 0, "velocity_commands": 0})
+        self.subs.append(self.create_subscription(
+            Float64MultiArray, "~/position_commands", self._on_position_command, SUBSCRIBE_QOS))
+        self.subs.append(self.create_subscription(
+            Float64MultiArray, "~/velocity_commands", self._on_velocity_command, SUBSCRIBE_QOS))
+        self.reset_service = self.create_service(Trigger, "~/reset", self._on_reset)
+        self.configure_floating()
+
+    def cleanup_plant_interface(self):
+        self.cleanup_floating()
+        service = getattr(self, "reset_service", None)
+        if service is not None:
+            self.destroy_service(service)
+        self.reset_service = None
+
+    # ------------------------------------------------------------------ commands
+    def _array_command(self, msg, kind):
+        data = msg.data
+        n = len(self.jmap.joints)
+        if len(data) != n:
+            raise JointMapError(f"{kind} command has {len(data)} values, expected {n} (joints "
+                                f"{self.jmap.joints})")
+        values = np.asarray(data, dtype=float)
+        if not np.isfinite(values).all():
+            raise JointMapError(f"{kind} command contains NaN or inf")
+        return values
+
+    def _on_position_command(self, msg):
+        if not self.active:
+            return
+        try:
+            self.plant.drives.command_position(self._array_command(msg, "position"))
+        except (JointMapError, ValueError) as exc:
+            self.reject("position_commands", str(exc))
+
+    def _on_velocity_command(self, msg):
+        if not self.active:
+            return
+        try:
+            self.plant.drives.command_velocity(self._array_command(msg, "velocity"),
+                                               q=self.sim.q)
+        except (JointMapError, ValueError) as exc:
+            self.reject("velocity_commands", str(exc))
+
+    def _drive_indices(self, names):
+        """(indices in `joints` of the known names, positions of those names in the message or
+        None when all are known). Raises JointMapError (duplicates, joints without a drive)."""
+        key = tuple(names)
+        hit = self._drive_lookup.get(key)
+        if hit is not None:
+            return hit
+        if len(set(key)) != len(key):
+            raise JointMapError(f"duplicate joint names {sorted({n for n in key if key.count(n) > 1})}")
+        known = [k for k, n in enumerate(key) if n in self._drive_index]
+        if len(known) != len(key) and not self.param("ignore_unknown_joints"):
+            unknown = [n for n in key if n not in self._drive_index]
+            raise JointMapError(f"joints without a drive (not in `joints`): {unknown[:5]}")
+        idx = np.array([self._drive_index[key[k]] for k in known], dtype=np.int64)
+        hit = (idx, None if len(known) == len(key) else np.array(known, dtype=np.int64))
+        if len(self._drive_lookup) > 16:
+            self._drive_lookup.clear()
+        self._drive_lookup[key] = hit
+        return hit
+
+    @staticmethod
+    def _field(values, n, field, src):
+        if len(values) != n:
+            raise JointMapError(f"{field} has {len(values)} values for {n} joint names")
+        x = np.asarray(values, dtype=float)
+        if not np.isfinite(x).all():
+            raise JointMapError(f"{field} contains NaN or inf")
+        return x if src is None else x[src]
+
+    def _on_joint_command(self, msg):
+        """sensor_msgs/JointState command: position (+ optional velocity feed-forward), else
+        velocity, else effort (see the module docstring)."""
+        if not self.active:
+            return
+        names = msg.name
+        try:
+            if len(msg.position):
+                idx, src = self._drive_indices(names)
+                pos = self._field(msg.position, len(names), "position", src)
+                vel = self._field(msg.velocity, len(names), "velocity", src) \
+                    if len(msg.velocity) else None
+                self.plant.drives.command_position(pos, idx, vel)
+            elif len(msg.velocity):
+                idx, src = self._drive_indices(names)
+                vel = self._field(msg.velocity, len(names), "velocity", src)
+                self.plant.drives.command_velocity(vel, idx, q=self.sim.q)
+            elif len(msg.effort):
+                self.jmap.read_named_command(names, msg.effort, self.command)
+                self._effort_command()
+            else:
+                raise JointMapError("no position, velocity or effort values")
+        except (JointMapError, ValueError) as exc:
+            self.reject("joint_commands", str(exc))
+
+    def _effort_command(self):
+        """self.command (nv,) holds a new effort command of every joint of `joints`."""
+        self.plant.drives.command_effort(self.command[self.jmap.joint_iv])
+        self._new_command()
+
+    def _apply_command(self):
+        """Effort commands older than command_timeout become zero (position and velocity
+        commands are held, as a real driver holds them)."""
+        if not self._have_command or not self.timeout_cycles:
+            return
+        if self.cycles - self._command_cycle > self.timeout_cycles and not self._command_expired:
+            self._command_expired = True
+            if (self.plant.drives.mode == EFFORT).any():
+                self.plant.drives.zero_efforts()
+                self.counts["stale commands"] += 1
+                self.warn_throttled(
+                    "stale command", f"no effort command for {self.param('command_timeout'):g}"
+                    " s (command_timeout): dropped the last one, applying zero effort")
+
+    # ------------------------------------------------------------------ divergence and reset
+    def _diverged(self, exc):
+        """The step failed or left the plausible range: halt at the last sane state. (A
+        singular configuration, ValueError, is not a divergence: the robot is stopped at its
+        last good configuration, v = 0, and the plant goes on.)"""
+        if isinstance(exc, ValueError) and not isinstance(exc, FloatingPointError):
+            self.singular += 1
+            self.sim.v[:] = 0.0
+            self.warn_throttled("singular step", f"simulation step failed ({exc}): stopped at "
+                                f"the last good configuration ({self.singular} so far)")
+            return
+        self.diverged += 1
+        self.halted = True
+        self.halt_reason = f"diverged at t = {self.sim.time:.4f} s ({exc})"
+        self.error_throttled("diverged", f"simulation {self.halt_reason}: halted at the last sane "
+                             "state, no joint_states published; call ~/reset or set "
+                             f"initial_positions ({self.diverged} times so far)")
+
+    def _diverged_log(self):
+        self.error_throttled("diverged", f"simulation {self.halt_reason}: halted, waiting for "
+                             "~/reset or new initial_positions")
+
+    def error_throttled(self, key, text, period=WARNING_PERIOD):
+        now = time.monotonic()
+        if now - self._last_warning.get(key, -1e9) >= period:
+            self._last_warning[key] = now
+            self.get_logger().error(text)
+
+    def _on_reset(self, request, response):
+        try:
+            self.reset_plant()
+        except Exception as exc:   # an unusable initial state: say so
+            response.success = False
+            response.message = f"reset failed: {exc}"
+            return response
+        response.success = True
+        response.message = "reset to the initial state"
+        self.get_logger().info("plant reset to the initial state")
+        return response
+
+    def reset_plant(self, q0=None, v0=None, time=None):
+        """Back to the initial state (or q0, v0), drives in effort mode at zero (simulated
+        time goes on from where it was, unless `time` is given)."""
+        q0 = self.q0 if q0 is None else q0
+        v0 = self.v0 if v0 is None else v0
+        self.plant.reset(q0, v0, time=self.sim.time if time is None else time)
+        self.q0, self.v0 = np.array(q0, dtype=float), np.array(v0, dtype=float)
+        if self.param("hold_initial_positions"):
+            self.plant.drives.command_position(self.q0[self.plant.drives.iq])
+        self._have_command = False
+        self._command_expired = False
+        self.halted = False
+        self.halt_reason = ""
+
+    def plant_diagnostics(self):
+        drives = self.plant.drives
+        modes = {name: int((drives.mode == k).sum()) for k, name in enumerate(MODE_NAMES)}
+        values = [("drive modes", ", ".join(f"{n} {c}" for n, c in modes.items() if c)),
+                  ("limit stops", self.plant.limits.stops if self.plant.limits else 0),
+                  ("halted", self.halt_reason or "no")]
+        return values
+
+    # ------------------------------------------------------------------ runtime parameters
+    def plant_parameter(self, name, value):
+        """Apply a runtime change of a plant parameter at once; returns an error text, None
+        when applied, or NotImplemented when it is not a plant parameter."""
+        plant = self.plant
+        n = len(self.jmap.joints)
+        if name in ("drive_kp", "drive_kd"):
+            values = value if isinstance(value, list) else [value]
+            if len(values) not in (1, n):
+                return f"{name} has {len(values)} values; give one, or one per joint of " \
+                       f"`joints` ({n}: {self.jmap.joints})"
+            try:
+                plant.drives.set_gains(**{name[-2:]: values})
+            except ValueError as exc:
+                return str(exc)
+            return None
+        if name in ("initial_positions", "initial_velocities"):
+            if value and len(value) != n:
+                return f"{name} has {len(value)} values, `joints` has {n} ({self.jmap.joints})"
+            error = finite_vector()(value)
+            if error:
+                return error
+            q0, v0 = self.q0.copy(), self.v0.copy()
+            target, index = (q0, self.jmap.joint_iq) if name == "initial_positions" else \
+                (v0, self.jmap.joint_iv)
+            target[index] = value if value else 0.0
+            try:
+                self.reset_plant(q0, v0)
+            except ValueError as exc:
+                return f"{name}: {exc}"
+            self.get_logger().info(f"new {name}: plant reset")
+            return None
+        if name == "enforce_limits" or name == "limit_efforts":
+            enforce = value if name == "enforce_limits" else self.param("enforce_limits")
+            efforts = value if name == "limit_efforts" else self.param("limit_efforts")
+            plant.limits = JointLimits(self.robot, position=enforce, velocity=enforce,
+                                       effort=efforts)
+            return None
+        if name == "max_speed":
+            plant.max_speed = float(value)
+            return None
+        if name == "hold_initial_positions":
+            return None   # used at the next reset / activation
+        if name == "command_timeout":
+            self.timeout_cycles = int(round(value * self.rate_hz)) if value > 0 else 0
+            return None
+        if name == "integrator":
+            plant.sim.integrator = value
+            return None
+        if name == "max_catch_up":
+            self.max_catch_up = int(value)
+            return None
+        if name == "rate_hz":
+            self.set_plant_rate(float(value))
+            return None
+        return NotImplemented
+
+    def set_plant_rate(self, rate_hz):
+        """A new step rate at once: same state and simulated time, new step, new timer."""
+        sim = self.sim
+        self.rate_hz = rate_hz
+        self.period_ns = int(round(1e9 / rate_hz))
+        self.plant.step_dt = 1.0 / rate_hz
+        sim.dt = self.plant.step_dt / self.plant.substeps
+        sim.reset(sim.q.copy(), sim.v.copy(), time=sim.time)
+        timeout = self.param("command_timeout")
+        self.timeout_cycles = int(round(timeout * rate_hz)) if timeout > 0 else 0
+        if getattr(self, "timer", None) is not None:
+            self.destroy_timer(self.timer)
+            self._start_ns = None            # re-anchor the schedule
+            self.cycles = 0
+            self._command_cycle = 0
+            self.timer = self.create_timer(1.0 / rate_hz, self._on_cycle)
+
+    # ------------------------------------------------------------------ floating base
+    def declare_floating_parameters(self):
+        S = ParameterType.PARAMETER_STRING_ARRAY
+        D = ParameterType.PARAMETER_DOUBLE_ARRAY
+        self.declare("ground_contact", False, "simulate: compliant contact with the ground "
+                     "plane z = ground_height (mbd_ros.contact)")
+        self.declare("contact_links", None, "simulate: links whose frame origin is a contact "
+                     "sphere of contact_radius (e.g. the feet); empty: the URDF <collision> "
+                     "spheres and box corners", type_=S)
+        self.declare("contact_radius", 0.0, "simulate: radius of the contact_links spheres, m",
+                     float_range=(0.0, 10.0))
+        self.declare("contact_stiffness", -1.0, "simulate: normal stiffness, N/m (negative: "
+                     "1 mm of penetration under the robot's weight shared by the points)")
+        self.declare("contact_damping", -1.0, "simulate: normal damping, N s/m (negative: a "
+                     "damping ratio of 0.1 for each point's share of the mass)")
+        self.declare("contact_friction", 0.8, "simulate: Coulomb friction coefficient",
+                     float_range=(0.0, 10.0))
+        self.declare("contact_slip_velocity", 0.1, "simulate: regularisation speed of the "
+                     "Coulomb friction, m/s", float_range=(1e-6, 10.0))
+        self.declare("ground_height", 0.0, "simulate: height of the ground plane, m",
+                     float_range=(-1e3, 1e3))
+        self.declare("substeps", 1, "simulate: integrator steps per cycle (the drive torques "
+                     "held over them; 2-4 for stiff contacts)", int_range=(1, 100))
+        self.declare("initial_base_pose", None, "simulate, floating base: [x y z qx qy qz qw] "
+                     "of the root link in the odom frame (default: identity; with "
+                     "ground_contact, lifted so that the lowest contact point touches the "
+                     "ground)", finite_vector(7), type_=D)
+        self.declare("odom_frame", "odom", "frame_id of ~/odom and of the /tf transform to the "
+                     "root link (floating base)")
+        self.declare("publish_tf", True, "floating base: publish odom -> root link on /tf "
+                     "(tf2_msgs/TFMessage, where tf2_msgs is installed)")
+
+    def floating_joint(self):
+        """(q index, v index) of the root free joint, or None for a fixed-base robot."""
+        robot = self.robot
+        if robot.joint_types and robot.joint_types[0] == "floating":
+            return int(robot.idx_q[0]), int(robot.idx_v[0])
+        return None
+
+    def contact_force(self):
+        """The GroundContact force hook of the parameters, or None."""
+        if not self.param("ground_contact"):
+            return None
+        from ..contact import ContactPoint, GroundContact, contact_points_from_urdf
+        links = self.param("contact_links")
+        if links:
+            points = [ContactPoint(link, (0.0, 0.0, 0.0), self.param("contact_radius"))
+                      for link in links]
+        else:
+            source, _ = self._robot_source()
+            points = contact_points_from_urdf(self.robot, source)
+            if not points:
+                raise ValueError("ground_contact: the URDF has no <collision> sphere or box; "
+                                 "declare contact_links (and contact_radius)")
+        options = {}
+        for name, key in (("contact_stiffness", "stiffness"), ("contact_damping", "damping")):
+            if self.param(name) >= 0.0:
+                options[key] = self.param(name)
+        return GroundContact(self.robot, points, friction=self.param("contact_friction"),
+                             slip_velocity=self.param("contact_slip_velocity"),
+                             ground_height=self.param("ground_height"), **options)
+
+    def initial_base(self, q0, contact):
+        """Set the free joint of q0 from initial_base_pose, or lift it onto the ground."""
+        root = self.floating_joint()
+        if root is None:
+            return
+        iq = root[0]
+        pose = self.param("initial_base_pose")
+        if pose:
+            quat = np.asarray(pose[3:7], dtype=float)
+            if not 0.5 < np.linalg.norm(quat) < 2.0:
+                raise ValueError("initial_base_pose: the quaternion [qx qy qz qw] must be "
+                                 "(close to) unit")
+            q0[iq:iq + 3] = pose[:3]
+            q0[iq + 3:iq + 7] = quat / np.linalg.norm(quat)
+        elif contact is not None:
+            # lowest contact point on the ground
+            contact(0.0, q0, np.zeros(self.robot.nv))
+            lowest = float(np.max(contact.penetration))
+            q0[iq + 2] += lowest
+
+    def configure_floating(self):
+        """~/odom and /tf publishers for a floating-base robot."""
+        self.pub_odom = self.pub_tf = None
+        root = self.floating_joint()
+        if root is None:
+            return
+        from nav_msgs.msg import Odometry
+        self._odom = Odometry()
+        self._odom.header.frame_id = self.param("odom_frame")
+        self._odom.child_frame_id = self.robot.link_names[0]
+        self.pub_odom = self.create_lifecycle_publisher(Odometry, "~/odom", PUBLISH_QOS)
+        if self.param("publish_tf"):
+            try:
+                from geometry_msgs.msg import TransformStamped
+                from tf2_msgs.msg import TFMessage
+            except ImportError:
+                self.get_logger().warning("tf2_msgs is not installed: no odom -> "
+                                          f"{self.robot.link_names[0]} transform on /tf "
+                                          "(~/odom has the pose)")
+            else:
+                self._tf = TransformStamped()
+                self._tf.header.frame_id = self._odom.header.frame_id
+                self._tf.child_frame_id = self._odom.child_frame_id
+                self._tf_msg = TFMessage(transforms=[self._tf])
+                self.pub_tf = self.create_lifecycle_publisher(TFMessage, "/tf", PUBLISH_QOS)
+
+    def cleanup_floating(self):
+        for attr in ("pub_odom", "pub_tf"):
+            pub = getattr(self, attr, None)
+            if pub is not None:
+                self.destroy_lifecycle_publisher(pub)
+            setattr(self, attr, None)
+
+    def publish_odometry(self, stamp):
+        """nav_msgs/Odometry of the free joint (pose in the odom frame; twist in the root link
+        frame, as the free joint's v) and the odom -> root link transform."""
+        iq, iv = self.floating_joint()
+        q, v = self.sim.q, self.sim.v
+        odom = self._odom
+        odom.header.stamp = stamp
+        p, o = odom.pose.pose.position, odom.pose.pose.orientation
+        p.x, p.y, p.z = float(q[iq]), float(q[iq + 1]), float(q[iq + 2])
+        o.x, o.y, o.z, o.w = (float(x) for x in q[iq + 3:iq + 7])
+        lin, ang = odom.twist.twist.linear, odom.twist.twist.angular
+        lin.x, lin.y, lin.z = float(v[iv]), float(v[iv + 1]), float(v[iv + 2])
+        ang.x, ang.y, ang.z = float(v[iv + 3]), float(v[iv + 4]), float(v[iv + 5])
+        self.pub_odom.publish(odom)
+        if self.pub_tf is not None:
+            tf = self._tf
+            tf.header.stamp = stamp
+            t, r = tf.transform.translation, tf.transform.rotation
+            t.x, t.y, t.z = p.x, p.y, p.z
+            r.x, r.y, r.z, r.w = o.x, o.y, o.z, o.w
+            self.pub_tf.publish(self._tf_msg)
