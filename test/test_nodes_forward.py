@@ -111,7 +111,6 @@ def test_outputs_equal_the_library(ros, robot, observer):
 
 BAD = {
     "unknown joint": lambda s, q: joint_state(s, NAMES[:6] + ["gripper"], q),
-    "missing joint": lambda s, q: joint_state(s, NAMES[:6], q[:6]),
     "duplicate joint": lambda s, q: joint_state(s, NAMES[:6] + ["joint_1"], q),
     "short position": lambda s, q: joint_state(s, NAMES, q[:5]),
     "long velocity": lambda s, q: joint_state(s, NAMES, q, np.zeros(8)),
@@ -155,6 +154,59 @@ def test_bad_messages_are_dropped_and_counted(ros, robot, observer):
         p = m.points[0]
         assert all(math.isfinite(x) for x in list(p.accelerations) + list(p.positions))
     assert ros.children[0].poll() is None
+
+
+def test_partial_joint_states_from_two_publishers_are_merged(ros, robot, observer):
+    """An arm driver (joints 1-4) and a wrist driver (5-7), each with its own publisher:
+    every message after both have spoken gives outputs for the merged state (latest value per
+    joint); a part alone, once the other's values are older than joint_state_staleness
+    (0.1 s), gives none and is counted as incomplete."""
+    arm = ros.node.create_publisher(JointState, "joint_states", ros.qos)
+    wrist = ros.node.create_publisher(JointState, "joint_states", ros.qos)
+    ros.spin_until(lambda: arm.get_subscription_count() > 0 and
+                   wrist.get_subscription_count() > 0, 20.0, what="the observer's subscription")
+    acc_topic = "/forward_dynamics/accelerations"
+    rng = np.random.default_rng(11)
+    sent = {}
+    for k in range(5):
+        q = robot.neutral() + rng.uniform(-1, 1, 7)
+        v = rng.uniform(-1, 1, 7)
+        s_arm, s_wrist = now_stamp(ros, offset_ns=2 * k + 500), now_stamp(ros, 2 * k + 501)
+        arm.publish(joint_state(s_arm, NAMES[:4], q[:4], v[:4]))
+        ros.spin(0.01)
+        wrist.publish(joint_state(s_wrist, NAMES[4:], q[4:], v[4:]))
+        sent[stamp_key(s_wrist)] = (q, v)
+        ros.spin(0.02)
+    ros.spin_until(lambda: sum(stamp_key(m.header.stamp) in sent
+                               for m in ros.messages(acc_topic)) >= 4, 10.0,
+                   what="outputs of the merged states")
+    # messages of two publishers need not arrive in the order sent: each output holds the wrist
+    # values of its message and the latest arm values received (those of one of the arm
+    # messages, normally the one sent just before), and its accelerations are those of that
+    # merged state
+    paired = 0
+    for m in ros.messages(acc_topic):
+        key = stamp_key(m.header.stamp)
+        if key in sent:
+            q, v = sent[key]
+            p = m.points[0]
+            np.testing.assert_array_equal(p.positions[4:], q[4:])
+            np.testing.assert_array_equal(p.velocities[4:], v[4:])
+            paired += tuple(p.positions[:4]) == tuple(q[:4])
+            assert_close(np.array(p.accelerations),
+                         robot.forward_dynamics(np.array(p.positions), np.array(p.velocities),
+                                                np.zeros(7)), "merged-state accelerations")
+    assert paired >= 3, paired
+    # the wrist driver goes quiet: after 0.1 s the arm's messages alone give no output
+    ros.spin(0.3)
+    lonely = now_stamp(ros, offset_ns=777)
+    arm.publish(joint_state(lonely, NAMES[:4], np.zeros(4)))
+    d = ros.wait_diagnostics(observer, lambda d: int(d.get("rejected incomplete joint_states",
+                                                             0)) >= 1,
+                             what="an incomplete joint_states counted")
+    assert all(stamp_key(m.header.stamp) != stamp_key(lonely) for m in ros.messages(acc_topic))
+    ros.node.destroy_publisher(arm)
+    ros.node.destroy_publisher(wrist)
 
 
 def test_diagnostics(ros, observer):
@@ -299,7 +351,14 @@ def test_a_closed_loop_sample_publishes_closure_wrenches(ros, fourbar):
         row = fourbar.closure_names.index(c)
         for key, msg in received(topic).items():
             q, v, tau = sent[key]
-            assert_close(wrench_array(msg), fourbar.closure_wrenches(q, v, tau)[row],
+            # published in the child-side link frame: moved from the cut frame B, whose pose in
+            # that link is child_origin (R, p): f_L = R f_B, t_L = R t_B + p x f_L
+            spec = fourbar.closure_set.closures[row]
+            assert msg.header.frame_id == spec.child
+            R, p = spec.child_origin[:3, :3], spec.child_origin[:3, 3]
+            w_cut = fourbar.closure_wrenches(q, v, tau)[row]
+            f = R @ w_cut[:3]
+            assert_close(wrench_array(msg), np.r_[f, R @ w_cut[3:] + np.cross(p, f)],
                          f"closure wrench {c}")
             assert_close(np.array(accelerations[key].points[0].accelerations),
                          fourbar.forward_dynamics(q, v, tau), "closed-loop accelerations")
