@@ -41,6 +41,57 @@ def articulated_step(work, i, body_float, k, u_col, acc_col, qdd_out, iv):
             work[i, acc_col + r] += body_float[i, MOTION_SUBSPACE + 6 * j + r] * qdd_out[iv + j]
 
 
+@njit(cache=True)
+def multi_axis_projection(work, body_float, i, k, parent, v, tau, iv):
+    """Pass 2 of the ABA for a joint of k > 1 axes (spherical, free, planar): U_i, N_i^-1, u_i,
+    and (below a moving parent) the projected M*_i (1 - P_i) and p^a_i, in place in work row i.
+    Returns False when N_i is not positive definite. Out of line: rare, and large to inline."""
+    # U = M*_i C_i;  N_i = C_i^T M*_i C_i;  u = tau_i + tau_passive - C_i^T p^A_i
+    for j in range(k):
+        inertia_times(work, i, ART_INERTIA, body_float, i, MOTION_SUBSPACE + 6 * j,
+                      work, i, U_MAT + 6 * j)
+    for a in range(k):
+        for b in range(k):
+            s = 0.0
+            for r in range(6):
+                s += body_float[i, MOTION_SUBSPACE + 6 * a + r] * work[i, U_MAT + 6 * b + r]
+            work[i, SCRATCH + a * k + b] = s
+    if not invert_spd(work, i, SCRATCH, k, work, i, D_INV):
+        return False
+    for j in range(k):
+        rate = v[iv + j]
+        s = (tau[iv + j] - body_float[i, DAMPING + j] * rate
+             - body_float[i, FRICTION + j] * math.tanh(rate / body_float[i, FRICTION_SPEED]))
+        for r in range(6):
+            s -= body_float[i, MOTION_SUBSPACE + 6 * j + r] * work[i, FORCE + r]
+        work[i, U_TAU + j] = s
+    if parent == 0:
+        return True
+    # scratch = U N^-1 (6 x k, column-major)
+    for j in range(k):
+        for r in range(6):
+            s = 0.0
+            for m in range(k):
+                s += work[i, U_MAT + 6 * m + r] * work[i, D_INV + m * k + j]
+            work[i, SCRATCH + 6 * j + r] = s
+    # M*_i (1 - P_i) = M*_i - U N^-1 U^T                [THEORY §2 step 2; 002 eq. 18]
+    for r in range(6):
+        for c in range(6):
+            s = 0.0
+            for j in range(k):
+                s += work[i, SCRATCH + 6 * j + r] * work[i, U_MAT + 6 * j + c]
+            work[i, ART_INERTIA + 6 * r + c] -= s
+    # p^a = p^A + (M*_i - U N^-1 U^T) a_rel,i + U N^-1 u     [THEORY §2 step 2]
+    for r in range(6):
+        s = 0.0
+        for c in range(6):
+            s += work[i, ART_INERTIA + 6 * r + c] * work[i, BIAS_ACC + c]
+        for j in range(k):
+            s += work[i, SCRATCH + 6 * j + r] * work[i, U_TAU + j]
+        work[i, FORCE + r] += s
+    return True
+
+
 @entry_point(signatures.STATE_KERNEL)
 def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
     """Joint accelerations qdd_out (nv,) for drive forces tau (nv,) at (q, v).
@@ -117,50 +168,10 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
                 for c in range(6):
                     s += work[i, ART_INERTIA + 6 * r + c] * work[i, BIAS_ACC + c]
                 work[i, FORCE + r] += s
-        else:
-            # U = M*_i C_i;  N_i = C_i^T M*_i C_i;  u = tau_i + tau_passive - C_i^T p^A_i
-            for j in range(k):
-                inertia_times(work, i, ART_INERTIA, body_float, i, MOTION_SUBSPACE + 6 * j,
-                              work, i, U_MAT + 6 * j)
-            for a in range(k):
-                for b in range(k):
-                    s = 0.0
-                    for r in range(6):
-                        s += body_float[i, MOTION_SUBSPACE + 6 * a + r] * work[i, U_MAT + 6 * b + r]
-                    work[i, SCRATCH + a * k + b] = s
-            if not invert_spd(work, i, SCRATCH, k, work, i, D_INV):
-                return STATUS_SINGULAR + i
-            for j in range(k):
-                rate = v[iv + j]
-                s = (tau[iv + j] - body_float[i, DAMPING + j] * rate
-                     - body_float[i, FRICTION + j] * math.tanh(rate / body_float[i, FRICTION_SPEED]))
-                for r in range(6):
-                    s -= body_float[i, MOTION_SUBSPACE + 6 * j + r] * work[i, FORCE + r]
-                work[i, U_TAU + j] = s
-            if parent == 0:
-                continue
-            # scratch = U N^-1 (6 x k, column-major)
-            for j in range(k):
-                for r in range(6):
-                    s = 0.0
-                    for m in range(k):
-                        s += work[i, U_MAT + 6 * m + r] * work[i, D_INV + m * k + j]
-                    work[i, SCRATCH + 6 * j + r] = s
-            # M*_i (1 - P_i) = M*_i - U N^-1 U^T                [THEORY §2 step 2; 002 eq. 18]
-            for r in range(6):
-                for c in range(6):
-                    s = 0.0
-                    for j in range(k):
-                        s += work[i, SCRATCH + 6 * j + r] * work[i, U_MAT + 6 * j + c]
-                    work[i, ART_INERTIA + 6 * r + c] -= s
-            # p^a = p^A + (M*_i - U N^-1 U^T) a_rel,i + U N^-1 u     [THEORY §2 step 2]
-            for r in range(6):
-                s = 0.0
-                for c in range(6):
-                    s += work[i, ART_INERTIA + 6 * r + c] * work[i, BIAS_ACC + c]
-                for j in range(k):
-                    s += work[i, SCRATCH + 6 * j + r] * work[i, U_TAU + j]
-                work[i, FORCE + r] += s
+        elif not multi_axis_projection(work, body_float, i, k, parent, v, tau, iv):
+            return STATUS_SINGULAR + i
+        elif parent == 0:
+            continue
         # M*_p += B_pi^T (...) B_pi ; p^A_p += B_pi^T p^a
         add_inertia_to_parent(work, i, ROT, work, i, ART_INERTIA, work, i, TRANSFORM_SCRATCH,
                               work, parent, ART_INERTIA)

@@ -30,9 +30,6 @@ def joint_pose(joint_type, body_float, i, q, iq, out, oi, oc, sc):
 
     pose = placement * joint motion:  R = R_T R_J,  p = p_T + R_T p_J        [THEORY §1]
     """
-    px = 0.0
-    py = 0.0
-    pz = 0.0
     if joint_type == JOINT_REVOLUTE:
         # R_T Rodrigues(a, q) = c R_T + s R_T[a] + (1 - c)(R_T a) a^T with R_T[a], R_T a precomputed
         c = math.cos(q[iq])
@@ -52,6 +49,16 @@ def joint_pose(joint_type, body_float, i, q, iq, out, oi, oc, sc):
         for r in range(3):
             out[oi, oc + 9 + r] = body_float[i, PLACEMENT_POS + r]
         return
+    _other_joint_pose(joint_type, body_float, i, q, iq, out, oi, oc, sc)
+
+
+@njit(cache=True)
+def _other_joint_pose(joint_type, body_float, i, q, iq, out, oi, oc, sc):
+    """joint_pose of the joints other than revolute. Kept out of line: they are rarer, and
+    inlining this into every kernel costs seconds of compile time for no measurable speed-up."""
+    px = 0.0
+    py = 0.0
+    pz = 0.0
     if joint_type == JOINT_PRISMATIC:
         for k in range(9):
             out[oi, oc + k] = body_float[i, PLACEMENT_ROT + k]

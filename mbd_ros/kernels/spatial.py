@@ -16,8 +16,9 @@ Calling convention (kernel style of the package): every operand is addressed as
 atomic reference-count increment/decrement pair (~5-8 ns) each time it is made; with the flat
 arrays plus integer offsets the hot loops touch no reference counts at all. A pose is 12
 consecutive floats: R (9, row-major) then p (3) (layout: ROT/POS, PLACEMENT_ROT/POS, LINK_ROT/POS,
-WORLD_ROT/POS are all laid out this way). The helpers are `inline='always'`: numba inlines them
-into the kernels, so they cost nothing over hand-written code. Each reads all its inputs before
+WORLD_ROT/POS are all laid out this way). The helpers are `inline='always'` (numba inlines them
+into the kernels, so they cost nothing over hand-written code) except `invert_spd`, used only by
+multi-axis joints, which stays out of line to save compile time. Each reads all its inputs before
 writing, unless said otherwise outputs must not overlap inputs.
 """
 import math
@@ -329,7 +330,7 @@ def add_inertia_to_parent(pose, pi, pc, inertia, ii, ic, scratch, si, sc, out, o
         out[oi, oc + 6 * (3 + c) + 5] -= e0 * py - e1 * px
 
 
-@njit(inline="always")
+@njit(cache=True)
 def invert_spd(matrix, mi, mc, k, out, oi, oc):
     """out[oi, oc:oc+k*k] (row-major) = the inverse of the symmetric positive definite k x k
     matrix[mi, mc:mc+k*k], k <= 6.
