@@ -15,7 +15,7 @@ from ..layout import (FRICTION_SPEED, STATUS_SHAPE_OUT, ACC, ART_INERTIA, AXIS, 
                       IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT, POS, ROT, SCRATCH,
                       SPATIAL_INERTIA, STATUS_OK, STATUS_SINGULAR, TRANSFORM_SCRATCH, U_MAT, U_TAU,
                       VEL)
-from .kinematics import state_status, joint_motion, joint_pose, set_base_motion
+from .kinematics import revolute_pose, state_status, joint_motion, joint_pose, set_base_motion
 from .spatial import (add_cross_force, add_force_to_parent, add_inertia_to_parent, cross_motion,
                       inertia_times, invert_spd, motion_to_child, rigid_inertia_times)
 
@@ -109,8 +109,12 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
     # ---- pass 1, base -> tips: kinematics, M*_i = M_i, p^A_i = v_i x* M_i v_i - f^ext_i   [THEORY §2 step 1]
     for i in range(1, nb + 1):
         parent = body_int[i, PARENT]
-        joint_pose(body_int[i, JOINT_TYPE], body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
-                   TRANSFORM_SCRATCH)
+        joint_type = body_int[i, JOINT_TYPE]
+        if joint_type == JOINT_REVOLUTE:
+            revolute_pose(body_float, i, q[body_int[i, IDX_Q]], work, i, ROT)
+        else:
+            joint_pose(joint_type, body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
+                       TRANSFORM_SCRATCH)
         # v_i = B_pi v_p + C_i eta_i;  a_rel,i = v_i x (C_i eta_i)              [002 eqs. 6-7]
         motion_to_child(work, i, ROT, work, parent, VEL, work, i, VEL)
         joint_motion(body_float, i, body_int[i, JOINT_NV_COL], v, body_int[i, IDX_V], work, i,

@@ -6,8 +6,13 @@ from .entry import entry_point
 
 from ..layout import (AXIS, JOINT_REVOLUTE, STATUS_SHAPE_OUT, ART_INERTIA, IDX_Q, IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT,
                       POS, ROT, SCRATCH, SPATIAL_INERTIA, STATUS_OK, TRANSFORM_SCRATCH)
-from .kinematics import joint_pose, state_status
-from .spatial import add_inertia_to_parent, force_to_parent, inertia_times
+from .kinematics import revolute_pose, joint_pose, state_status
+from .spatial import (add_rigid_inertia_to_parent, force_to_parent, rigid_parameters,
+                      rigid_parameters_times)
+
+# composite rigid-body inertia Ic_i as 10 parameters (m, m c, I_o; spatial.rigid_parameters) in
+# the first 10 columns of the ABA's articulated-inertia slot, which the CRBA does not otherwise use
+COMPOSITE = ART_INERTIA
 
 
 @entry_point(signatures.MASS_MATRIX)
@@ -24,30 +29,50 @@ def mass_matrix(body_int, body_float, work, q, mass_out):
     for r in range(nv):
         for c in range(nv):
             mass_out[r, c] = 0.0
-    # ---- forward pass: poses; composite inertia starts as the body's own
+    # ---- forward pass: poses; composite inertia starts as the body's own   [THEORY §2 end]
     for i in range(1, nb + 1):
-        joint_pose(body_int[i, JOINT_TYPE], body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
-                   TRANSFORM_SCRATCH)
-        for k in range(36):
-            work[i, ART_INERTIA + k] = body_float[i, SPATIAL_INERTIA + k]
+        joint_type = body_int[i, JOINT_TYPE]
+        if joint_type == JOINT_REVOLUTE:
+            revolute_pose(body_float, i, q[body_int[i, IDX_Q]], work, i, ROT)
+        else:
+            joint_pose(joint_type, body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
+                       TRANSFORM_SCRATCH)
+        rigid_parameters(body_float, i, SPATIAL_INERTIA, work, i, COMPOSITE)
     # ---- backward pass: F = Ic_i S_i, walked up the ancestors to fill row block i
     for i in range(nb, 0, -1):
         k = body_int[i, JOINT_NV_COL]
         iv = body_int[i, IDX_V]
         joint_type = body_int[i, JOINT_TYPE]
         if k == 1:
-            # one axis: F = Ic S reads three columns of Ic (revolute: angular, prismatic: linear)
-            offset = ART_INERTIA + (3 if joint_type == JOINT_REVOLUTE else 0)
+            # one axis a: F = Ic S = [a x h; I_o a] (revolute) or [m a; h x a] (prismatic)
             ax = body_float[i, AXIS]
             ay = body_float[i, AXIS + 1]
             az = body_float[i, AXIS + 2]
-            for r in range(6):
-                work[i, SCRATCH + r] = (work[i, offset + 6 * r] * ax + work[i, offset + 6 * r + 1] * ay
-                                        + work[i, offset + 6 * r + 2] * az)
+            m = work[i, COMPOSITE]
+            hx = work[i, COMPOSITE + 1]
+            hy = work[i, COMPOSITE + 2]
+            hz = work[i, COMPOSITE + 3]
+            if joint_type == JOINT_REVOLUTE:
+                work[i, SCRATCH] = ay * hz - az * hy
+                work[i, SCRATCH + 1] = az * hx - ax * hz
+                work[i, SCRATCH + 2] = ax * hy - ay * hx
+                work[i, SCRATCH + 3] = (work[i, COMPOSITE + 4] * ax + work[i, COMPOSITE + 5] * ay
+                                        + work[i, COMPOSITE + 6] * az)
+                work[i, SCRATCH + 4] = (work[i, COMPOSITE + 5] * ax + work[i, COMPOSITE + 7] * ay
+                                        + work[i, COMPOSITE + 8] * az)
+                work[i, SCRATCH + 5] = (work[i, COMPOSITE + 6] * ax + work[i, COMPOSITE + 8] * ay
+                                        + work[i, COMPOSITE + 9] * az)
+            else:
+                work[i, SCRATCH] = m * ax
+                work[i, SCRATCH + 1] = m * ay
+                work[i, SCRATCH + 2] = m * az
+                work[i, SCRATCH + 3] = hy * az - hz * ay
+                work[i, SCRATCH + 4] = hz * ax - hx * az
+                work[i, SCRATCH + 5] = hx * ay - hy * ax
         else:
             for j in range(k):
-                inertia_times(work, i, ART_INERTIA, body_float, i, MOTION_SUBSPACE + 6 * j,
-                              work, i, SCRATCH + 6 * j)
+                rigid_parameters_times(work, i, COMPOSITE, body_float, i, MOTION_SUBSPACE + 6 * j,
+                                       work, i, SCRATCH + 6 * j)
         ancestor = i
         while True:
             ka = body_int[ancestor, JOINT_NV_COL]
@@ -69,6 +94,5 @@ def mass_matrix(body_int, body_float, work, q, mass_out):
         parent = body_int[i, PARENT]
         if parent > 0:
             # Ic_p += B_pi^T Ic_i B_pi
-            add_inertia_to_parent(work, i, ROT, work, i, ART_INERTIA, work, i, TRANSFORM_SCRATCH,
-                                  work, parent, ART_INERTIA)
+            add_rigid_inertia_to_parent(work, i, ROT, work, i, COMPOSITE, work, parent, COMPOSITE)
     return STATUS_OK

@@ -9,10 +9,10 @@ from numba import njit
 from . import signatures
 from .entry import entry_point
 
-from ..layout import (FRICTION_SPEED, STATUS_SHAPE_OUT, ACC, BIAS_ACC, DAMPING, FEXT, FORCE, FRICTION, IDX_Q, IDX_V, JOINT_NV_COL,
+from ..layout import (FRICTION_SPEED, JOINT_REVOLUTE, STATUS_SHAPE_OUT, ACC, BIAS_ACC, DAMPING, FEXT, FORCE, FRICTION, IDX_Q, IDX_V, JOINT_NV_COL,
                       JOINT_TYPE, PARENT, POS, ROT, SCRATCH, SPATIAL_INERTIA, STATUS_OK,
                       TRANSFORM_SCRATCH, VEL)
-from .kinematics import state_status, joint_force, joint_motion, joint_pose, set_base_motion
+from .kinematics import revolute_pose, state_status, joint_force, joint_motion, joint_pose, set_base_motion
 from .spatial import add_cross_force, add_force_to_parent, cross_motion, motion_to_child, rigid_inertia_times
 
 
@@ -35,8 +35,12 @@ def inverse_dynamics(body_int, body_float, work, q, v, qdd, tau_out):
         parent = body_int[i, PARENT]
         nv_joint = body_int[i, JOINT_NV_COL]
         iv = body_int[i, IDX_V]
-        joint_pose(body_int[i, JOINT_TYPE], body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
-                   TRANSFORM_SCRATCH)
+        joint_type = body_int[i, JOINT_TYPE]
+        if joint_type == JOINT_REVOLUTE:
+            revolute_pose(body_float, i, q[body_int[i, IDX_Q]], work, i, ROT)
+        else:
+            joint_pose(joint_type, body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
+                       TRANSFORM_SCRATCH)
         # v_i = B_pi v_p + C_i eta_i                                          [002 eq. 6]
         motion_to_child(work, i, ROT, work, parent, VEL, work, i, VEL)
         joint_motion(body_float, i, nv_joint, v, iv, work, i, SCRATCH)
