@@ -1,8 +1,8 @@
 """URDF -> a validated kinematic tree description (no numerics beyond parsing).
 
 XML is parsed by lxml with entity resolution, DTD loading and network access off (a URDF may come
-from an untrusted topic), then each <link>/<joint> element is read by yourdfpy's element parsers
-(no meshes are touched). Every error is a ModelError naming the source and the link or joint.
+from an untrusted topic), then each <link>/<joint> element is read by mbd_ros.urdf_elements (with
+yourdfpy's defaults; no meshes are touched). Every error is a ModelError naming the source and the link or joint.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import numpy as np
 from lxml import etree
 
 from .errors import ModelError
+from .urdf_elements import parse_joint, parse_link
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar", "spherical")
 
@@ -113,8 +114,6 @@ def _parse_xml(text, source):
 
 
 def _parse_elements(root, source, strict_inertia=True):
-    from yourdfpy import URDF  # yourdfpy's element parsers; imported here to keep import light
-
     links = {}
     for element in root.findall("link"):
         name = element.get("name")
@@ -123,8 +122,8 @@ def _parse_elements(root, source, strict_inertia=True):
         if name in links:
             raise ModelError(f"{source}: duplicate link name '{name}'")
         try:
-            parsed = URDF._parse_link(element)
-        except Exception as exc:  # yourdfpy raises bare ValueError/AttributeError on bad numbers
+            parsed = parse_link(element)
+        except Exception as exc:  # bare ValueError/KeyError/AttributeError on bad numbers
             raise ModelError(f"{source}: link '{name}': cannot parse: {exc}") from exc
         links[name] = _link_spec(parsed, source, strict_inertia)
     if not links:
@@ -147,7 +146,7 @@ def _parse_elements(root, source, strict_inertia=True):
             if sub is None or not sub.get("link"):
                 raise ModelError(f"{source}: joint '{name}': missing <{tag} link=\"...\"/>")
         try:
-            parsed = URDF._parse_joint(element)
+            parsed = parse_joint(element)
         except Exception as exc:
             raise ModelError(f"{source}: joint '{name}': cannot parse: {exc}") from exc
         joints.append(_joint_spec(parsed, source))
