@@ -176,6 +176,19 @@ def main(argv=None):
           "- times in ms unless marked; each stage includes the compilation / cache loading it "
           "triggers", "",
           C.md_table(["stage", "call", "cold (ms)", "warm (ms)"], rows), ""]
+    # issue 7 target: first FD result in a fresh process, from interpreter start-up
+    first = ["import numpy", "import numba", "import mbd_ros", "load(urdf)", "1st forward_dynamics"]
+    first_c = sum(best(colds, k) for k in first)
+    first_w = sum(best(warms, k) for k in first)
+    md += ["### Target (issue 7): first forward-dynamics result in a fresh process", "",
+           "Sum of the stages `import numpy` .. `1st forward_dynamics` (the interpreter's own "
+           "start-up, ~20 ms, not included). Absolute times: on a shared machine they grow with the "
+           "load (see the load average), so a miss under load is not a miss on an idle machine.", "",
+           C.md_table(["", "measured", "target", "verdict"],
+                      [["cold (empty numba cache)", f"{first_c:.2f} s", "<= 10 s",
+                        "met" if first_c <= 10.0 else "**missed**"],
+                       ["warm (filled numba cache)", f"{first_w:.2f} s", "<= 0.5 s",
+                        "met" if first_w <= 0.5 else "**missed**"]]), ""]
     md += [C.end_markdown(), ""]
     text = "\n".join(md)
     print(text)
