@@ -58,11 +58,10 @@ setup(
         'numba',
         'pyyaml',
         'lxml',
-        'yourdfpy',
     ],
     extras_require={
         'ros': ROS_WHEELS,
-        'test': ['pytest', 'pin', 'example-robot-data'],
+        'test': ['pytest', 'pin', 'example-robot-data', 'yourdfpy'],  # yourdfpy: URDF oracle
         'bench': ['pin', 'example-robot-data'],
     },
     zip_safe=True,
