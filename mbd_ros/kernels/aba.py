@@ -11,8 +11,8 @@ from numba import njit
 from . import signatures
 from .entry import entry_point
 
-from ..layout import (FRICTION_SPEED, STATUS_SHAPE_OUT, ACC, ART_INERTIA, AXIS, JOINT_REVOLUTE, BIAS_ACC, D_INV, DAMPING, FEXT, FORCE, FRICTION, IDX_Q,
-                      IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT, POS, ROT, SCRATCH,
+from ..layout import (FRICTION_SPEED, STATUS_SHAPE_OUT, ACC, ART_INERTIA, AXIS, JOINT_FREE, JOINT_REVOLUTE, BIAS_ACC, D_INV, DAMPING, FEXT, FORCE, FRICTION, IDX_Q,
+                      IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT, ROT, SCRATCH,
                       SPATIAL_INERTIA, STATUS_OK, STATUS_SINGULAR, TRANSFORM_SCRATCH, U_MAT, U_TAU,
                       VEL)
 from .kinematics import revolute_pose, state_status, joint_motion, joint_pose, set_base_motion
@@ -42,20 +42,28 @@ def articulated_step(work, i, body_float, k, u_col, acc_col, qdd_out, iv):
 
 
 @njit(cache=True)
-def multi_axis_projection(work, body_float, i, k, parent, v, tau, iv):
+def multi_axis_projection(work, body_float, i, joint_type, k, parent, v, tau, iv):
     """Pass 2 of the ABA for a joint of k > 1 axes (spherical, free, planar): U_i, N_i^-1, u_i,
     and (below a moving parent) the projected M*_i (1 - P_i) and p^a_i, in place in work row i.
     Returns False when N_i is not positive definite. Out of line: rare, and large to inline."""
     # U = M*_i C_i;  N_i = C_i^T M*_i C_i;  u = tau_i + tau_passive - C_i^T p^A_i
-    for j in range(k):
-        inertia_times(work, i, ART_INERTIA, body_float, i, MOTION_SUBSPACE + 6 * j,
-                      work, i, U_MAT + 6 * j)
-    for a in range(k):
-        for b in range(k):
-            s = 0.0
+    if joint_type == JOINT_FREE:
+        # C_i = 1 (6 x 6: body-frame [linear; angular]), so U = M*_i and N_i = M*_i
+        for j in range(6):
             for r in range(6):
-                s += body_float[i, MOTION_SUBSPACE + 6 * a + r] * work[i, U_MAT + 6 * b + r]
-            work[i, SCRATCH + a * k + b] = s
+                work[i, U_MAT + 6 * j + r] = work[i, ART_INERTIA + 6 * r + j]
+        for m in range(36):
+            work[i, SCRATCH + m] = work[i, ART_INERTIA + m]
+    else:
+        for j in range(k):
+            inertia_times(work, i, ART_INERTIA, body_float, i, MOTION_SUBSPACE + 6 * j,
+                          work, i, U_MAT + 6 * j)
+        for a in range(k):
+            for b in range(k):
+                s = 0.0
+                for r in range(6):
+                    s += body_float[i, MOTION_SUBSPACE + 6 * a + r] * work[i, U_MAT + 6 * b + r]
+                work[i, SCRATCH + a * k + b] = s
     if not invert_spd(work, i, SCRATCH, k, work, i, D_INV):
         return False
     for j in range(k):
@@ -172,7 +180,7 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
                 for c in range(6):
                     s += work[i, ART_INERTIA + 6 * r + c] * work[i, BIAS_ACC + c]
                 work[i, FORCE + r] += s
-        elif not multi_axis_projection(work, body_float, i, k, parent, v, tau, iv):
+        elif not multi_axis_projection(work, body_float, i, joint_type, k, parent, v, tau, iv):
             return STATUS_SINGULAR + i
         elif parent == 0:
             continue

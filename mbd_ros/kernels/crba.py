@@ -1,11 +1,9 @@
 """Composite rigid body algorithm: the joint-space mass matrix M^(q) = J^T M J (THEORY.md §2 end)."""
-from numba import njit
-
 from . import signatures
 from .entry import entry_point
 
 from ..layout import (AXIS, JOINT_REVOLUTE, STATUS_SHAPE_OUT, ART_INERTIA, IDX_Q, IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT,
-                      POS, ROT, SCRATCH, SPATIAL_INERTIA, STATUS_OK, TRANSFORM_SCRATCH)
+                      ROT, SCRATCH, SPATIAL_INERTIA, STATUS_OK, TRANSFORM_SCRATCH)
 from .kinematics import revolute_pose, joint_pose, state_status
 from .spatial import (add_rigid_inertia_to_parent, force_to_parent, rigid_parameters,
                       rigid_parameters_times)

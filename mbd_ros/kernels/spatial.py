@@ -354,18 +354,21 @@ def invert_spd(matrix, mi, mc, k, out, oi, oc):
             return False
         d = math.sqrt(d)
         out[oi, oc + j * k + j] = d
+        inv_d = 1.0 / d
         for i in range(j + 1, k):
             s = out[oi, oc + i * k + j]
             for m in range(j):
                 s -= out[oi, oc + i * k + m] * out[oi, oc + j * k + m]
-            out[oi, oc + i * k + j] = s / d
+            out[oi, oc + i * k + j] = s * inv_d
+    # L^-1: the reciprocal diagonal first, so that every other entry needs no division
     for j in range(k):
         out[oi, oc + j * k + j] = 1.0 / out[oi, oc + j * k + j]
+    for j in range(k):
         for i in range(j + 1, k):
             s = 0.0
             for m in range(j, i):
                 s -= out[oi, oc + i * k + m] * out[oi, oc + m * k + j]
-            out[oi, oc + i * k + j] = s / out[oi, oc + i * k + i]
+            out[oi, oc + i * k + j] = s * out[oi, oc + i * k + i]
     for i in range(k):
         for j in range(i, k):
             s = 0.0

@@ -10,8 +10,6 @@ transmits is the Newton-Euler sum of everything below it (THEORY.md §8):
 accumulated over links in reverse depth-first order, in the frame of the body the links belong to,
 then expressed in the fixed joint's child link frame.
 """
-from numba import njit
-
 from . import signatures
 from .entry import entry_point
 
