@@ -76,13 +76,21 @@ def mass_matrix(body_int, body_float, work, q, mass_out):
             ka = body_int[ancestor, JOINT_NV_COL]
             ia = body_int[ancestor, IDX_V]
             # M_ij = S_j^T F for the ancestor j (F carried into j's frame)     [THEORY §2 end]
-            for j in range(k):
-                for m in range(ka):
-                    s = 0.0
-                    for r in range(6):
-                        s += work[i, SCRATCH + 6 * j + r] * body_float[ancestor, MOTION_SUBSPACE + 6 * m + r]
-                    mass_out[iv + j, ia + m] = s
-                    mass_out[ia + m, iv + j] = s
+            if k == 1 and ka == 1:
+                # one-axis ancestor: S_j = [0; a] (revolute) or [a; 0] (prismatic)
+                f = SCRATCH + (3 if body_int[ancestor, JOINT_TYPE] == JOINT_REVOLUTE else 0)
+                s = (work[i, f] * body_float[ancestor, AXIS] + work[i, f + 1] * body_float[ancestor, AXIS + 1]
+                     + work[i, f + 2] * body_float[ancestor, AXIS + 2])
+                mass_out[iv, ia] = s
+                mass_out[ia, iv] = s
+            else:
+                for j in range(k):
+                    for m in range(ka):
+                        s = 0.0
+                        for r in range(6):
+                            s += work[i, SCRATCH + 6 * j + r] * body_float[ancestor, MOTION_SUBSPACE + 6 * m + r]
+                        mass_out[iv + j, ia + m] = s
+                        mass_out[ia + m, iv + j] = s
             parent = body_int[ancestor, PARENT]
             if parent == 0:
                 break
