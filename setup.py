@@ -62,11 +62,11 @@ setup(
         'numba',
         'pyyaml',
         'lxml',
-        'yourdfpy',
     ],
     extras_require={
         'ros': ROS_WHEELS,
-        'test': ['pytest', 'pin', 'example-robot-data', 'exudyn'],   # exudyn: flexible-link oracle
+        # exudyn: flexible-link oracle; yourdfpy: URDF element-parsing oracle
+        'test': ['pytest', 'pin', 'example-robot-data', 'exudyn', 'yourdfpy'],
         'bench': ['pin', 'example-robot-data', 'exudyn'],
         'plot': ['matplotlib'],                                     # mbd-ros flex-demo --plot
     },

@@ -101,23 +101,6 @@ def run_child(cache_dir, urdf, floating):
     return res
 
 
-def import_time_after_mbd_ros(module, cache_dir, runs=2):
-    """Seconds to import `module` in a fresh interpreter in which numpy, numba and mbd_ros are
-    already imported (warm numba cache): the share of `module` in a later stage. Min over runs."""
-    code = (f"import sys, time, numpy, numba; sys.path.insert(0, {str(C.REPO)!r}); import mbd_ros; "
-            f"had = {module!r} in sys.modules; t0 = time.perf_counter(); import {module}; "
-            "print('@@RESULT@@', time.perf_counter() - t0, had)")
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir))
-    best, had = float("inf"), False
-    for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                             cwd=tempfile.gettempdir()).stdout
-        vals = [s.split() for s in out.splitlines() if s.startswith("@@RESULT@@")]
-        if vals:
-            best, had = min(best, float(vals[-1][1])), vals[-1][2] == "True"
-    return best, had
-
-
 def dir_size(path):
     files = [p for p in Path(path).rglob("*") if p.is_file()]
     return len(files), sum(p.stat().st_size for p in files)
@@ -143,7 +126,6 @@ def main(argv=None):
         for i in range(args.warm_runs):
             warms.append(run_child(cache, urdf, floating))
             print(f"# warm run {i + 1} done: {warms[-1]['process wall time']:.1f} s", file=sys.stderr)
-        t_yourdfpy, yourdfpy_eager = import_time_after_mbd_ros("yourdfpy", cache)
     finally:
         shutil.rmtree(tmp_root, ignore_errors=True)
 
@@ -163,10 +145,6 @@ def main(argv=None):
     rows.append(["**total after `import numba`**", "", f"**{tot_c:.2f} s**", f"**{tot_w:.2f} s**"])
     rows.append(["process wall time", "interpreter start-up to exit",
                  f"{best(colds, 'process wall time'):.2f} s", f"{best(warms, 'process wall time'):.2f} s"])
-    rows.append(["reference: `import yourdfpy`", "separate process, after `import mbd_ros`: the part of "
-                 "`load` spent importing the URDF parser (its first use)"
-                 + (" — already imported by `import mbd_ros`" if yourdfpy_eager else ""),
-                 "", f"{t_yourdfpy * 1e3:.0f}"])
     md = ["## Start-up: numba compilation (cold) and cache loading (warm)", "",
           C.machine_markdown(C.this_command()),
           f"- robot: {label} (floating base: {floating}); each run is a fresh subprocess "
@@ -176,6 +154,19 @@ def main(argv=None):
           "- times in ms unless marked; each stage includes the compilation / cache loading it "
           "triggers", "",
           C.md_table(["stage", "call", "cold (ms)", "warm (ms)"], rows), ""]
+    # issue 7 target: first FD result in a fresh process, from interpreter start-up
+    first = ["import numpy", "import numba", "import mbd_ros", "load(urdf)", "1st forward_dynamics"]
+    first_c = sum(best(colds, k) for k in first)
+    first_w = sum(best(warms, k) for k in first)
+    md += ["### Target (issue 7): first forward-dynamics result in a fresh process", "",
+           "Sum of the stages `import numpy` .. `1st forward_dynamics` (the interpreter's own "
+           "start-up, ~20 ms, not included). Absolute times: on a shared machine they grow with the "
+           "load (see the load average), so a miss under load is not a miss on an idle machine.", "",
+           C.md_table(["", "measured", "target", "verdict"],
+                      [["cold (empty numba cache)", f"{first_c:.2f} s", "<= 10 s",
+                        "met" if first_c <= 10.0 else "**missed**"],
+                       ["warm (filled numba cache)", f"{first_w:.2f} s", "<= 0.5 s",
+                        "met" if first_w <= 0.5 else "**missed**"]]), ""]
     md += [C.end_markdown(), ""]
     text = "\n".join(md)
     print(text)

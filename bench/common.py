@@ -239,6 +239,23 @@ def cpu_model() -> str:
         return platform.processor() or platform.machine()
 
 
+def lscpu_model_name() -> str:
+    """`lscpu | grep 'Model name'`: the CPU model as lscpu reports it ('?' without lscpu)."""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    for line in out.splitlines():
+        if line.strip().startswith("Model name"):
+            return line.split(":", 1)[1].strip()
+    return "?"
+
+
+def target_verdict(ratio: float, limit: float) -> str:
+    """'0.73 (target <= 0.70: missed)' or '... met'."""
+    return f"{ratio:.2f} (target <= {limit:.2f}: {'met' if ratio <= limit else '**missed**'})"
+
+
 def git_revision() -> str:
     try:
         rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
@@ -266,6 +283,7 @@ def machine_info() -> dict:
     import numpy
     info = {
         "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+        "cpu (lscpu Model name)": lscpu_model_name(),
         "cpu": cpu_model(),
         "cores": f"{os.cpu_count()} logical"
                  + (f", {len(os.sched_getaffinity(0))} usable" if hasattr(os, "sched_getaffinity") else ""),

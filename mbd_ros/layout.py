@@ -70,7 +70,7 @@ VEL = 12               # 6: spatial velocity v_i
 ACC = 18               # 6: spatial acceleration a_i (gravity included as a base acceleration)
 BIAS_ACC = 24          # 6: velocity-product acceleration c_i (seed: a_rel,i)
 FORCE = 30             # 6: joint wrench f^p_i (RNEA) / articulated bias force p^A_i (ABA)
-ART_INERTIA = 36       # 36: articulated inertia M*_i (ABA) / composite inertia (CRBA)
+ART_INERTIA = 36       # 36: articulated inertia M*_i (ABA) / composite inertia (CRBA: 10 rigid-body parameters)
 U_MAT = 72             # 36: U_i = M*_i S_i (6 x k, column-major like S)
 D_INV = 108            # 36: N_i^-1 = (S_i^T M*_i S_i)^-1 (k x k, row-major)
 U_TAU = 144            # 6: u_i = tau_i - S_i^T p^A_i (k)

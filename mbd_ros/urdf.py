@@ -1,8 +1,8 @@
 """URDF -> a validated kinematic tree description (no numerics beyond parsing).
 
 XML is parsed by lxml with entity resolution, DTD loading and network access off (a URDF may come
-from an untrusted topic), then each <link>/<joint> element is read by yourdfpy's element parsers
-(no meshes are touched). Every error is a ModelError naming the source and the link or joint.
+from an untrusted topic), then each <link>/<joint> element is read by mbd_ros.urdf_elements (with
+yourdfpy's defaults; no meshes are touched). Every error is a ModelError naming the source and the link or joint.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import numpy as np
 from lxml import etree
 
 from .errors import ModelError, excerpt
+from .urdf_elements import parse_joint, parse_link
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar", "spherical")
 
@@ -181,8 +182,6 @@ def _check_structure(element, where):
 
 
 def _parse_elements(root, source):
-    from yourdfpy import URDF  # yourdfpy's element parsers; imported here to keep import light
-
     links = {}
     for element in root.findall("link"):
         name = element.get("name")
@@ -192,8 +191,8 @@ def _parse_elements(root, source):
             raise ModelError(f"{source}: duplicate link name '{excerpt(name)}'")
         _check_structure(element, f"{source}: link '{excerpt(name)}'")
         try:
-            parsed = URDF._parse_link(element)
-        except Exception as exc:  # yourdfpy raises bare ValueError/AttributeError on bad numbers
+            parsed = parse_link(element)
+        except Exception as exc:  # bare ValueError/KeyError/AttributeError on bad numbers
             raise ModelError(f"{source}: link '{excerpt(name)}': cannot parse: "
                              f"{excerpt(str(exc))}") from None
         links[name] = _link_spec(parsed, source)
@@ -218,7 +217,7 @@ def _parse_elements(root, source):
                 raise ModelError(f"{source}: joint '{name}': missing <{tag} link=\"...\"/>")
         _check_structure(element, f"{source}: joint '{excerpt(name)}'")
         try:
-            parsed = URDF._parse_joint(element)
+            parsed = parse_joint(element)
         except Exception as exc:
             raise ModelError(f"{source}: joint '{excerpt(name)}': cannot parse: "
                              f"{excerpt(str(exc))}") from None

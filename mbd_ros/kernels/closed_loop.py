@@ -15,9 +15,10 @@ from numba import njit
 from ..layout import (ACC, FEXT, CUT_BODY_A, CUT_BODY_B, CUT_ROW0, CUT_ROWS, CUT_TYPE, D_INV, IDX_V,
                       JOINT_NV_COL, LOOP_BIAS, LOOP_EIGENVALUE, LOOP_JAC_A,
                       LOOP_JAC_B, LOOP_LAMBDA, LOOP_MATRIX, LOOP_RESIDUAL, LOOP_RHS,
-                      MOTION_SUBSPACE, PARENT, POS, ROT, SCRATCH, STATUS_OK, SUBTREE_END, U_MAT,
+                      MOTION_SUBSPACE, PARENT, ROT, SCRATCH, STATUS_OK, SUBTREE_END, U_MAT,
                       UNIT_ACC, UNIT_LOAD, UNIT_ON_PATH, UNIT_U, VEL, WORLD_POS, WORLD_ROT)
 from . import signatures
+from .entry import entry_point
 from .aba import articulated_step, forward_dynamics
 from .closure_kinematics import closure_kinematics as cut_constraints
 from .closure_kinematics import wrench_in_cut_frame
@@ -109,25 +110,21 @@ def _unit_response(body_int, body_float, work, jac_a, jac_b, body_a, body_b, qdd
             ib = body_int[ib, PARENT]
         parent = body_int[i, PARENT]
         k = body_int[i, JOINT_NV_COL]
-        row = work[i]
-        load = row[UNIT_LOAD:UNIT_LOAD + 6]
         for j in range(k):
             s = 0.0
             for r in range(6):
-                s -= body_float[i, MOTION_SUBSPACE + 6 * j + r] * load[r]
-            row[UNIT_U + j] = s
+                s -= body_float[i, MOTION_SUBSPACE + 6 * j + r] * work[i, UNIT_LOAD + r]
+            work[i, UNIT_U + j] = s
         if parent == 0:
             continue
         # p^a = p + U N^-1 u
-        projected = row[SCRATCH:SCRATCH + 6]
         for r in range(6):
-            s = load[r]
+            s = work[i, UNIT_LOAD + r]
             for j in range(k):
                 for m in range(k):
-                    s += row[U_MAT + 6 * j + r] * row[D_INV + j * k + m] * row[UNIT_U + m]
-            projected[r] = s
-        add_force_to_parent(row[ROT:ROT + 9], row[POS:POS + 3], projected,
-                            work[parent, UNIT_LOAD:UNIT_LOAD + 6])
+                    s += work[i, U_MAT + 6 * j + r] * work[i, D_INV + j * k + m] * work[i, UNIT_U + m]
+            work[i, SCRATCH + r] = s
+        add_force_to_parent(work, i, ROT, work, i, SCRATCH, work, parent, UNIT_LOAD)
     # ---- forward over the moved subtrees: [top, SUBTREE_END) of each path's top ancestor
     for j in range(qdd_column.shape[0]):
         qdd_column[j] = 0.0
@@ -144,18 +141,15 @@ def _unit_response(body_int, body_float, work, jac_a, jac_b, body_a, body_b, qdd
             parent = body_int[i, PARENT]
             k = body_int[i, JOINT_NV_COL]
             iv = body_int[i, IDX_V]
-            row = work[i]
-            acc = row[UNIT_ACC:UNIT_ACC + 6]
             if i == lo:  # hangs from the universe, which does not move
                 for r in range(6):
-                    acc[r] = 0.0
+                    work[i, UNIT_ACC + r] = 0.0
             else:
-                motion_to_child(row[ROT:ROT + 9], row[POS:POS + 3],
-                                work[parent, UNIT_ACC:UNIT_ACC + 6], acc)
-            if row[UNIT_ON_PATH] == 0.0:  # moved, but carries no load of its own
+                motion_to_child(work, i, ROT, work, parent, UNIT_ACC, work, i, UNIT_ACC)
+            if work[i, UNIT_ON_PATH] == 0.0:  # moved, but carries no load of its own
                 for j in range(k):
-                    row[UNIT_U + j] = 0.0
-            articulated_step(row, body_float[i], k, row[UNIT_U:UNIT_U + 6], acc, qdd_column, iv)
+                    work[i, UNIT_U + j] = 0.0
+            articulated_step(work, i, body_float, k, UNIT_U, UNIT_ACC, qdd_column, iv)
     for start in (body_a, body_b):
         i = start
         while i > 0:
@@ -175,7 +169,7 @@ def _unit_acc_dot(work, jac_row, body, lo_a, hi_a, lo_b, hi_b):
     return x
 
 
-@njit(signatures.CLOSED_LOOP_FD, cache=True)
+@entry_point(signatures.CLOSED_LOOP_FD)
 def closed_loop_forward_dynamics(body_int, body_float, work, cut_int, cut_float, loop_float,
                                  q, v, tau, alpha, beta, qdd_out, info):
     """Joint accelerations qdd_out (nv,) of a closed-loop robot, multipliers in loop_float.
@@ -263,9 +257,7 @@ def loop_jacobian(body_int, body_float, work, cut_int, loop_float, jac_out):
                 jac_out[row, iv + j] = s
             parent = body_int[i, PARENT]
             if parent > 0:
-                add_force_to_parent(work[i, ROT:ROT + 9], work[i, POS:POS + 3],
-                                    work[i, UNIT_LOAD:UNIT_LOAD + 6],
-                                    work[parent, UNIT_LOAD:UNIT_LOAD + 6])
+                add_force_to_parent(work, i, ROT, work, i, UNIT_LOAD, work, parent, UNIT_LOAD)
 
 
 @njit(cache=True)

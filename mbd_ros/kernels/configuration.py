@@ -4,6 +4,7 @@ import math
 from numba import njit
 
 from . import signatures
+from .entry import entry_point
 
 from ..layout import (COM, GRAVITY, IDX_Q, IDX_V, JOINT_FREE, JOINT_NV_COL, JOINT_PLANAR,
                       JOINT_SPHERICAL, JOINT_TYPE, MASS, SPATIAL_INERTIA, VEL, WORLD_POS,
@@ -32,7 +33,7 @@ def _quaternion_step(q, iq, wx, wy, wz, q_out):
     q_out[iq + 3] = rw / norm
 
 
-@njit(signatures.INTEGRATE, cache=True)
+@entry_point(signatures.INTEGRATE)
 def integrate(body_int, q, v, dt, q_out):
     """q_out = q (+) v dt on each joint's manifold (exact exponential map, as pinocchio.integrate):
     R^n for revolute/prismatic, SO(3) for spherical, SE(3) for free and SE(2) for planar joints."""
@@ -95,24 +96,23 @@ def integrate(body_int, q, v, dt, q_out):
                 q_out[iq + j] = q[iq + j] + v[iv + j] * dt
 
 
-@njit(signatures.ENERGY, cache=True)
+@entry_point(signatures.ENERGY)
 def mechanical_energy(body_int, body_float, work, q, v, out):
     """out[0] = kinetic energy 1/2 sum v_i^T M_i v_i, out[1] = potential energy -sum m_i g . c_i
     (zero at the root frame's origin). Pass an empty v for the potential energy alone."""
     forward_kinematics(body_int, body_float, work, q, v)
     kinetic = 0.0
     potential = 0.0
-    momentum = work[0, VEL:VEL + 6]  # universe velocity is zero and unused below
+    # the universe row's VEL is zero and unused below: it holds M_i v_i
     for i in range(1, body_int.shape[0]):
         if v.shape[0] > 0:
-            vel = work[i, VEL:VEL + 6]
-            inertia_times(body_float[i, SPATIAL_INERTIA:SPATIAL_INERTIA + 36], vel, momentum)
+            inertia_times(body_float, i, SPATIAL_INERTIA, work, i, VEL, work, 0, VEL)
             for r in range(6):
-                kinetic += 0.5 * vel[r] * momentum[r]
-        rot = work[i, WORLD_ROT:WORLD_ROT + 9]
+                kinetic += 0.5 * work[i, VEL + r] * work[0, VEL + r]
         for r in range(3):
-            com = (work[i, WORLD_POS + r] + rot[3 * r] * body_float[i, COM]
-                   + rot[3 * r + 1] * body_float[i, COM + 1] + rot[3 * r + 2] * body_float[i, COM + 2])
+            com = (work[i, WORLD_POS + r] + work[i, WORLD_ROT + 3 * r] * body_float[i, COM]
+                   + work[i, WORLD_ROT + 3 * r + 1] * body_float[i, COM + 1]
+                   + work[i, WORLD_ROT + 3 * r + 2] * body_float[i, COM + 2])
             potential -= body_float[i, MASS] * body_float[0, GRAVITY + r] * com
     for r in range(6):
         work[0, VEL + r] = 0.0

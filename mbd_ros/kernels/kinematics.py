@@ -10,130 +10,174 @@ import math
 from numba import njit
 
 from . import signatures
+from .entry import entry_point
 
 from ..layout import (ROT_AXIS, ROT_AXIS_SKEW, ACC, AXIS, AXIS2, AXIS3, GRAVITY, IDX_Q, IDX_V, JOINT_FREE, JOINT_NQ_COL,
                       JOINT_NV_COL, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL, JOINT_TYPE,
-                      MOTION_SUBSPACE, PARENT, PLACEMENT_POS, PLACEMENT_ROT, POS,
+                      MOTION_SUBSPACE, PARENT, PLACEMENT_POS, PLACEMENT_ROT,
                       QUATERNION_NORM_TOL, ROT, STATUS_BAD_INPUT, STATUS_BAD_Q,
                       STATUS_BAD_QUATERNION, STATUS_BAD_V, STATUS_OK, STATUS_SHAPE_INPUT,
                       STATUS_SHAPE_Q, STATUS_SHAPE_V, TRANSFORM_SCRATCH, VEL, WORLD_POS,
                       WORLD_ROT)
-from .spatial import compose_rotation, motion_to_child, rotation_about_axis, rotation_from_quaternion
+from .spatial import (compose_pose, compose_rotation, motion_to_child, rotation_about_axis,
+                      rotation_from_quaternion)
+
+
+@njit(inline="always")
+def revolute_pose(body_float, i, angle, out, oi, oc):
+    """Pose (12 floats at out[oi, oc:]) of body i in its parent frame for a revolute joint:
+    R = R_T Rodrigues(a, q) = c R_T + s R_T[a] + (1 - c)(R_T a) a^T (R_T[a], R_T a precomputed),
+    p = p_T                                                                    [THEORY §1]
+
+    The kernels call this inline for revolute joints and `joint_pose` (out of line) otherwise.
+    """
+    c = math.cos(angle)
+    s = math.sin(angle)
+    t = 1.0 - c
+    a0 = body_float[i, AXIS]
+    a1 = body_float[i, AXIS + 1]
+    a2 = body_float[i, AXIS + 2]
+    for r in range(3):
+        u = t * body_float[i, ROT_AXIS + r]
+        out[oi, oc + 3 * r] = (c * body_float[i, PLACEMENT_ROT + 3 * r]
+                               + s * body_float[i, ROT_AXIS_SKEW + 3 * r] + u * a0)
+        out[oi, oc + 3 * r + 1] = (c * body_float[i, PLACEMENT_ROT + 3 * r + 1]
+                                   + s * body_float[i, ROT_AXIS_SKEW + 3 * r + 1] + u * a1)
+        out[oi, oc + 3 * r + 2] = (c * body_float[i, PLACEMENT_ROT + 3 * r + 2]
+                                   + s * body_float[i, ROT_AXIS_SKEW + 3 * r + 2] + u * a2)
+    for r in range(3):
+        out[oi, oc + 9 + r] = body_float[i, PLACEMENT_POS + r]
 
 
 @njit(cache=True)
-def joint_pose(joint_type, body_row, q, iq, rot_out, pos_out, scratch):
-    """Pose (rot_out 9, pos_out 3) of the body frame in its parent body frame for joint q[iq:].
+def joint_pose(joint_type, body_float, i, q, iq, out, oi, oc, sc):
+    """Pose of body i's frame in its parent body frame for the joint coordinates q[iq:], written
+    as 12 floats (R row-major, then p) at out[oi, oc:oc+12]; out[oi, sc:sc+9] is scratch.
 
-    pose = placement * joint motion:  R = R_T R_J,  p = p_T + R_T p_J.
-    `scratch` (>= 12 floats) holds R_J and p_J.
+    pose = placement * joint motion:  R = R_T R_J,  p = p_T + R_T p_J        [THEORY §1]
+    Out of line (the kernels inline `revolute_pose` for the common case): inlining all joint
+    types into every kernel costs seconds of compile time, and numba's reference counts of the
+    array arguments around an inlined branch are not pruned (~6 atomic operations per body).
     """
-    placement_rot = body_row[PLACEMENT_ROT:PLACEMENT_ROT + 9]
-    placement_pos = body_row[PLACEMENT_POS:PLACEMENT_POS + 3]
-    joint_rot = scratch[0:9]
+    if joint_type == JOINT_REVOLUTE:
+        revolute_pose(body_float, i, q[iq], out, oi, oc)
+        return
     px = 0.0
     py = 0.0
     pz = 0.0
-    if joint_type == JOINT_REVOLUTE:
-        # R_T Rodrigues(a, q) = c R_T + s R_T[a] + (1 - c)(R_T a) a^T with R_T[a], R_T a precomputed
-        c = math.cos(q[iq])
-        s = math.sin(q[iq])
-        t = 1.0 - c
-        for r in range(3):
-            u = t * body_row[ROT_AXIS + r]
-            for k in range(3):
-                rot_out[3 * r + k] = (c * placement_rot[3 * r + k]
-                                      + s * body_row[ROT_AXIS_SKEW + 3 * r + k]
-                                      + u * body_row[AXIS + k])
-        for r in range(3):
-            pos_out[r] = placement_pos[r]
-        return
-    elif joint_type == JOINT_PRISMATIC:
+    if joint_type == JOINT_PRISMATIC:
         for k in range(9):
-            rot_out[k] = placement_rot[k]
+            out[oi, oc + k] = body_float[i, PLACEMENT_ROT + k]
         d = q[iq]
-        px = body_row[AXIS] * d
-        py = body_row[AXIS + 1] * d
-        pz = body_row[AXIS + 2] * d
-    elif joint_type == JOINT_SPHERICAL:
-        rotation_from_quaternion(q[iq], q[iq + 1], q[iq + 2], q[iq + 3], joint_rot)
-    elif joint_type == JOINT_FREE:
-        rotation_from_quaternion(q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6], joint_rot)
-        px = q[iq]
-        py = q[iq + 1]
-        pz = q[iq + 2]
-    else:  # JOINT_PLANAR: translate (x, y) in the plane, rotate theta about its normal
-        rotation_about_axis(body_row[AXIS:AXIS + 3], q[iq + 2], joint_rot)
-        x = q[iq]
-        y = q[iq + 1]
-        px = body_row[AXIS2] * x + body_row[AXIS3] * y
-        py = body_row[AXIS2 + 1] * x + body_row[AXIS3 + 1] * y
-        pz = body_row[AXIS2 + 2] * x + body_row[AXIS3 + 2] * y
-    if joint_type != JOINT_PRISMATIC:
-        compose_rotation(placement_rot, joint_rot, rot_out)
+        px = body_float[i, AXIS] * d
+        py = body_float[i, AXIS + 1] * d
+        pz = body_float[i, AXIS + 2] * d
+    else:
+        # R_J into the scratch slot, then R = R_T R_J
+        if joint_type == JOINT_SPHERICAL:
+            rotation_from_quaternion(q[iq], q[iq + 1], q[iq + 2], q[iq + 3], out, oi, sc)
+        elif joint_type == JOINT_FREE:
+            rotation_from_quaternion(q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6], out, oi, sc)
+            px = q[iq]
+            py = q[iq + 1]
+            pz = q[iq + 2]
+        else:  # JOINT_PLANAR: translate (x, y) in the plane, rotate theta about its normal
+            rotation_about_axis(body_float, i, AXIS, q[iq + 2], out, oi, sc)
+            x = q[iq]
+            y = q[iq + 1]
+            px = body_float[i, AXIS2] * x + body_float[i, AXIS3] * y
+            py = body_float[i, AXIS2 + 1] * x + body_float[i, AXIS3 + 1] * y
+            pz = body_float[i, AXIS2 + 2] * x + body_float[i, AXIS3 + 2] * y
+        compose_rotation(body_float, i, PLACEMENT_ROT, out, oi, sc, out, oi, oc)
     for r in range(3):
-        pos_out[r] = (placement_pos[r] + placement_rot[3 * r] * px + placement_rot[3 * r + 1] * py
-                      + placement_rot[3 * r + 2] * pz)
+        out[oi, oc + 9 + r] = (body_float[i, PLACEMENT_POS + r]
+                               + body_float[i, PLACEMENT_ROT + 3 * r] * px
+                               + body_float[i, PLACEMENT_ROT + 3 * r + 1] * py
+                               + body_float[i, PLACEMENT_ROT + 3 * r + 2] * pz)
 
 
-@njit(cache=True)
-def joint_motion(body_row, nv_joint, x, iv, out):
-    """out (6) = S_i x[iv:iv+k]: a joint-space vector mapped to a body-frame motion vector."""
+@njit(inline="always")
+def joint_motion(body_float, i, nv_joint, x, iv, out, oi, oc):
+    """out[oi, oc:oc+6] = S_i x[iv:iv+k]: a joint-space vector mapped to a body-frame motion."""
     if nv_joint == 1:
         xi = x[iv]
         for r in range(6):
-            out[r] = body_row[MOTION_SUBSPACE + r] * xi
-        return
-    for r in range(6):
-        s = 0.0
-        for j in range(nv_joint):
-            s += body_row[MOTION_SUBSPACE + 6 * j + r] * x[iv + j]
-        out[r] = s
+            out[oi, oc + r] = body_float[i, MOTION_SUBSPACE + r] * xi
+    else:
+        for r in range(6):
+            s = 0.0
+            for j in range(nv_joint):
+                s += body_float[i, MOTION_SUBSPACE + 6 * j + r] * x[iv + j]
+            out[oi, oc + r] = s
 
 
-@njit(cache=True)
-def joint_force(body_row, nv_joint, f, out, iv):
-    """out[iv:iv+k] = S_i^T f: a body-frame wrench projected on the joint's motion subspace."""
+@njit(inline="always")
+def joint_force(body_float, i, nv_joint, f, fi, fc, out, iv):
+    """out[iv:iv+k] = S_i^T f: a body-frame wrench f[fi, fc:fc+6] projected on the joint's motion
+    subspace."""
     for j in range(nv_joint):
         s = 0.0
         for r in range(6):
-            s += body_row[MOTION_SUBSPACE + 6 * j + r] * f[r]
+            s += body_float[i, MOTION_SUBSPACE + 6 * j + r] * f[fi, fc + r]
         out[iv + j] = s
 
 
-@njit(signatures.CHECK_STATE, cache=True)
-def check_state(body_int, q, v, x, check_v, check_x):
+@njit(inline="always")
+def state_status(body_int, q, v, x, check_v, check_x):
     """Status of the inputs: wrong length of q (and of v, x when checked), non-finite values,
-    or a quaternion off the unit sphere. v and x have nv entries."""
+    or a quaternion off the unit sphere. v and x have nv entries.
+
+    One exit and no early loop exits: numba then prunes the reference counts of the inlined
+    array arguments (with early returns it does not, ~10 atomic operations per call).
+    """
     nb = body_int.shape[0] - 1
     nq = body_int[nb, IDX_Q] + body_int[nb, JOINT_NQ_COL] if nb > 0 else 0
     nv = body_int[nb, IDX_V] + body_int[nb, JOINT_NV_COL] if nb > 0 else 0
+    status = STATUS_OK
     if q.shape[0] != nq:
-        return STATUS_SHAPE_Q
-    if check_v and v.shape[0] != nv:
-        return STATUS_SHAPE_V
-    if check_x and x.shape[0] != nv:
-        return STATUS_SHAPE_INPUT
-    for k in range(q.shape[0]):
-        if not math.isfinite(q[k]):
-            return STATUS_BAD_Q
-    for k in range(v.shape[0]):
-        if not math.isfinite(v[k]):
-            return STATUS_BAD_V
-    for k in range(x.shape[0]):
-        if not math.isfinite(x[k]):
-            return STATUS_BAD_INPUT
-    for i in range(1, nb + 1):
-        joint_type = body_int[i, JOINT_TYPE]
-        if joint_type == JOINT_SPHERICAL or joint_type == JOINT_FREE:
-            iq = body_int[i, IDX_Q] + (3 if joint_type == JOINT_FREE else 0)
-            norm2 = q[iq] ** 2 + q[iq + 1] ** 2 + q[iq + 2] ** 2 + q[iq + 3] ** 2
-            if abs(norm2 - 1.0) > 2.0 * QUATERNION_NORM_TOL:
-                return STATUS_BAD_QUATERNION
-    return STATUS_OK
+        status = STATUS_SHAPE_Q
+    elif check_v and v.shape[0] != nv:
+        status = STATUS_SHAPE_V
+    elif check_x and x.shape[0] != nv:
+        status = STATUS_SHAPE_INPUT
+    else:
+        # x * 0 is 0 for finite x, NaN for NaN and +-inf: one sum per vector, no branch per entry
+        zero_q = 0.0
+        for k in range(nq):
+            zero_q += q[k] * 0.0
+        zero_v = 0.0
+        zero_x = 0.0
+        if check_v:
+            for k in range(nv):
+                zero_v += v[k] * 0.0
+        if check_x:
+            for k in range(nv):
+                zero_x += x[k] * 0.0
+        if zero_q != 0.0:
+            status = STATUS_BAD_Q
+        elif zero_v != 0.0:
+            status = STATUS_BAD_V
+        elif zero_x != 0.0:
+            status = STATUS_BAD_INPUT
+        else:
+            for i in range(1, nb + 1):
+                joint_type = body_int[i, JOINT_TYPE]
+                if joint_type == JOINT_SPHERICAL or joint_type == JOINT_FREE:
+                    iq = body_int[i, IDX_Q] + (3 if joint_type == JOINT_FREE else 0)
+                    norm2 = (q[iq] * q[iq] + q[iq + 1] * q[iq + 1] + q[iq + 2] * q[iq + 2]
+                             + q[iq + 3] * q[iq + 3])
+                    if abs(norm2 - 1.0) > 2.0 * QUATERNION_NORM_TOL:
+                        status = STATUS_BAD_QUATERNION
+    return status
 
 
-@njit(cache=True)
+@entry_point(signatures.CHECK_STATE)
+def check_state(body_int, q, v, x, check_v, check_x):
+    """Entry point of `state_status` (for the wrappers that check before calling a kernel)."""
+    return state_status(body_int, q, v, x, check_v, check_x)
+
+
+@njit(inline="always")
 def set_world_root(work):
     """The universe row's pose in the root frame: identity."""
     for k in range(9):
@@ -142,18 +186,13 @@ def set_world_root(work):
         work[0, WORLD_POS + k] = 0.0
 
 
-@njit(cache=True)
+@njit(inline="always")
 def compose_world_pose(work, i, parent):
     """^0T_i = ^0T_p ^pT_i: WORLD_ROT/WORLD_POS of body i from its parent's and its own ROT/POS."""
-    parent_rot = work[parent, WORLD_ROT:WORLD_ROT + 9]
-    pos = work[i, POS:POS + 3]
-    compose_rotation(parent_rot, work[i, ROT:ROT + 9], work[i, WORLD_ROT:WORLD_ROT + 9])
-    for r in range(3):
-        work[i, WORLD_POS + r] = (work[parent, WORLD_POS + r] + parent_rot[3 * r] * pos[0]
-                                  + parent_rot[3 * r + 1] * pos[1] + parent_rot[3 * r + 2] * pos[2])
+    compose_pose(work, parent, WORLD_ROT, work, i, ROT, work, i, WORLD_ROT)
 
 
-@njit(signatures.FORWARD_KINEMATICS, cache=True)
+@entry_point(signatures.FORWARD_KINEMATICS)
 def forward_kinematics(body_int, body_float, work, q, v):
     """Poses in the parent and in the root frame (ROT/POS, WORLD_ROT/WORLD_POS) and body
     velocities (VEL) of every body.  v may be empty (velocities are then not computed)."""
@@ -164,22 +203,23 @@ def forward_kinematics(body_int, body_float, work, q, v):
         work[0, VEL + k] = 0.0
     for i in range(1, nb + 1):
         parent = body_int[i, PARENT]
-        row = work[i]
-        rot = row[ROT:ROT + 9]
-        pos = row[POS:POS + 3]
-        joint_pose(body_int[i, JOINT_TYPE], body_float[i], q, body_int[i, IDX_Q], rot, pos,
-                   row[TRANSFORM_SCRATCH:TRANSFORM_SCRATCH + 12])
+        joint_type = body_int[i, JOINT_TYPE]
+        if joint_type == JOINT_REVOLUTE:
+            revolute_pose(body_float, i, q[body_int[i, IDX_Q]], work, i, ROT)
+        else:
+            joint_pose(joint_type, body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
+                       TRANSFORM_SCRATCH)
         compose_world_pose(work, i, parent)
         if with_velocity:
-            vel = row[VEL:VEL + 6]
-            motion_to_child(rot, pos, work[parent, VEL:VEL + 6], vel)
-            scratch = row[TRANSFORM_SCRATCH:TRANSFORM_SCRATCH + 6]
-            joint_motion(body_float[i], body_int[i, JOINT_NV_COL], v, body_int[i, IDX_V], scratch)
+            # v_i = B_pi v_p + S_i v_i(joint)                                   [002 eq. 6]
+            motion_to_child(work, i, ROT, work, parent, VEL, work, i, VEL)
+            joint_motion(body_float, i, body_int[i, JOINT_NV_COL], v, body_int[i, IDX_V], work, i,
+                         TRANSFORM_SCRATCH)
             for r in range(6):
-                vel[r] += scratch[r]
+                work[i, VEL + r] += work[i, TRANSFORM_SCRATCH + r]
 
 
-@njit(cache=True)
+@njit(inline="always")
 def set_base_motion(body_float, work):
     """Universe row: at rest, accelerating by -g so that gravity acts on every body (Featherstone's
     trick; the seeds' f^t gravity load gives the same joint forces)."""

@@ -10,16 +10,15 @@ transmits is the Newton-Euler sum of everything below it (THEORY.md §8):
 accumulated over links in reverse depth-first order, in the frame of the body the links belong to,
 then expressed in the fixed joint's child link frame.
 """
-from numba import njit
-
 from . import signatures
+from .entry import entry_point
 
 from ..layout import (ACC, FEXT, FORCE, LINK_BODY, LINK_FIXED, LINK_INERTIA, LINK_PARENT, LINK_POS,
-                      LINK_ROT, PARENT_LINK, POS, ROT, SCRATCH, VEL)
+                      LINK_ROT, PARENT_LINK, ROT, SCRATCH, VEL)
 from .spatial import add_cross_force, add_force_to_parent, inertia_times
 
 
-@njit(signatures.JOINT_WRENCHES, cache=True)
+@entry_point(signatures.JOINT_WRENCHES)
 def joint_wrenches(body_int, link_int, link_float, work, link_fext, wrench_rows, link_wrench, out):
     """out (n_rows, 6): wrench each URDF joint transmits, in its child link frame.
 
@@ -29,22 +28,19 @@ def joint_wrenches(body_int, link_int, link_float, work, link_fext, wrench_rows,
     Scratch: link_wrench (n_links, 6).
     """
     n_links = link_int.shape[0]
-    momentum = work[0, SCRATCH:SCRATCH + 6]  # the universe row's scratch is free
+    # the universe row's SCRATCH is free: it holds I_L v_b
     for link in range(n_links):
         body = link_int[link, LINK_BODY]
-        inertia = link_float[link, LINK_INERTIA:LINK_INERTIA + 36]
-        vel = work[body, VEL:VEL + 6]
-        h = link_wrench[link]
-        inertia_times(inertia, work[body, ACC:ACC + 6], h)
+        # h_L = I_L a_b + v_b x* I_L v_b - f^ext_L
+        inertia_times(link_float, link, LINK_INERTIA, work, body, ACC, link_wrench, link, 0)
         for r in range(6):
-            h[r] -= link_fext[link, r]
-        inertia_times(inertia, vel, momentum)
-        add_cross_force(vel, momentum, h)
+            link_wrench[link, r] -= link_fext[link, r]
+        inertia_times(link_float, link, LINK_INERTIA, work, body, VEL, work, 0, SCRATCH)
+        add_cross_force(work, body, VEL, work, 0, SCRATCH, link_wrench, link, 0)
     for body in range(1, body_int.shape[0]):
         parent_link = body_int[body, PARENT_LINK]
         if parent_link >= 0:  # a floating root body hangs from no link
-            add_force_to_parent(work[body, ROT:ROT + 9], work[body, POS:POS + 3],
-                                work[body, FORCE:FORCE + 6], link_wrench[parent_link])
+            add_force_to_parent(work, body, ROT, work, body, FORCE, link_wrench, parent_link, 0)
     for link in range(n_links - 1, 0, -1):
         if link_int[link, LINK_FIXED] == 1:
             parent_link = link_int[link, LINK_PARENT]
@@ -57,19 +53,25 @@ def joint_wrenches(body_int, link_int, link_float, work, link_fext, wrench_rows,
                 out[row, r] = work[body, FORCE + r]
         else:
             link = wrench_rows[row, 1]
-            rot = link_float[link, LINK_ROT:LINK_ROT + 9]
-            pos = link_float[link, LINK_POS:LINK_POS + 3]
-            w = link_wrench[link]
             # move the reference point to the link origin, then rotate into the link frame
-            tx = w[3] - (pos[1] * w[2] - pos[2] * w[1])
-            ty = w[4] - (pos[2] * w[0] - pos[0] * w[2])
-            tz = w[5] - (pos[0] * w[1] - pos[1] * w[0])
+            w0 = link_wrench[link, 0]
+            w1 = link_wrench[link, 1]
+            w2 = link_wrench[link, 2]
+            px = link_float[link, LINK_POS]
+            py = link_float[link, LINK_POS + 1]
+            pz = link_float[link, LINK_POS + 2]
+            tx = link_wrench[link, 3] - (py * w2 - pz * w1)
+            ty = link_wrench[link, 4] - (pz * w0 - px * w2)
+            tz = link_wrench[link, 5] - (px * w1 - py * w0)
             for r in range(3):
-                out[row, r] = rot[r] * w[0] + rot[3 + r] * w[1] + rot[6 + r] * w[2]
-                out[row, 3 + r] = rot[r] * tx + rot[3 + r] * ty + rot[6 + r] * tz
+                r0 = link_float[link, LINK_ROT + r]
+                r1 = link_float[link, LINK_ROT + 3 + r]
+                r2 = link_float[link, LINK_ROT + 6 + r]
+                out[row, r] = r0 * w0 + r1 * w1 + r2 * w2
+                out[row, 3 + r] = r0 * tx + r1 * ty + r2 * tz
 
 
-@njit(signatures.LOAD_LINK_WRENCHES, cache=True)
+@entry_point(signatures.LOAD_LINK_WRENCHES)
 def load_link_wrenches(link_int, link_float, wrench, link_fext_out, work):
     """External wrenches on links into the workspace.
 
@@ -81,11 +83,9 @@ def load_link_wrenches(link_int, link_float, wrench, link_fext_out, work):
         for r in range(6):
             work[i, FEXT + r] = 0.0
     for link in range(link_int.shape[0]):
-        body_load = link_fext_out[link]
         for r in range(6):
-            body_load[r] = 0.0
-        add_force_to_parent(link_float[link, LINK_ROT:LINK_ROT + 9],
-                            link_float[link, LINK_POS:LINK_POS + 3], wrench[link], body_load)
+            link_fext_out[link, r] = 0.0
+        add_force_to_parent(link_float, link, LINK_ROT, wrench, link, 0, link_fext_out, link, 0)
         body = link_int[link, LINK_BODY]
         for r in range(6):
-            work[body, FEXT + r] += body_load[r]
+            work[body, FEXT + r] += link_fext_out[link, r]

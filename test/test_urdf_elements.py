@@ -1,0 +1,84 @@
+"""The URDF element readers (mbd_ros.urdf_elements) against yourdfpy's parsers, the reference they
+replace: every link and joint of every example-robot-data URDF and of the package samples must
+give the same numbers (poses to 1e-15, everything else exactly)."""
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from lxml import etree
+
+from mbd_ros import urdf_elements
+
+yourdfpy = pytest.importorskip("yourdfpy") if os.environ.get("CI") != "true" else __import__("yourdfpy")
+URDF = yourdfpy.URDF
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _urdf_files():
+    files = sorted((REPO / "urdf").glob("*.urdf"))
+    import site
+    for d in site.getsitepackages():
+        robots = Path(d) / "cmeel.prefix" / "share" / "example-robot-data" / "robots"
+        if robots.is_dir():
+            files += sorted(robots.rglob("*.urdf"))
+    return files
+
+
+FILES = _urdf_files()
+
+
+def _same(a, b, what):
+    if a is None or b is None:
+        assert a is None and b is None, what
+    else:
+        np.testing.assert_allclose(np.asarray(a, float), np.asarray(b, float), rtol=0, atol=1e-15,
+                                   err_msg=what)
+
+
+def test_there_are_files_to_compare():
+    assert len(FILES) >= 10, FILES
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_same_as_yourdfpy(path):
+    root = etree.fromstring(path.read_bytes(), etree.XMLParser(remove_comments=True))
+    for element in root.findall("link"):
+        ours, ref = urdf_elements.parse_link(element), URDF._parse_link(element)
+        what = f"{path.name} link {ref.name}"
+        assert ours.name == ref.name
+        if ref.inertial is None:
+            assert ours.inertial is None, what
+            continue
+        assert ours.inertial.mass == ref.inertial.mass, what
+        _same(ours.inertial.origin, ref.inertial.origin, what + " inertial origin")
+        _same(ours.inertial.inertia, ref.inertial.inertia, what + " inertia")
+    for element in root.findall("joint"):
+        ours, ref = urdf_elements.parse_joint(element), URDF._parse_joint(element)
+        what = f"{path.name} joint {ref.name}"
+        assert (ours.name, ours.type, ours.parent, ours.child) == (ref.name, ref.type, ref.parent, ref.child)
+        _same(ours.origin, ref.origin, what + " origin")
+        _same(ours.axis, ref.axis, what + " axis")
+        for key in ("lower", "upper", "effort", "velocity"):
+            assert (getattr(ours.limit, key) if ours.limit else None) == \
+                   (getattr(ref.limit, key) if ref.limit else None), what + " limit " + key
+        for key in ("damping", "friction"):
+            assert (getattr(ours.dynamics, key) if ours.dynamics else None) == \
+                   (getattr(ref.dynamics, key) if ref.dynamics else None), what + " dynamics " + key
+
+
+def test_rpy_convention():
+    """R = Rz(y) Ry(p) Rx(r): a closed-form check independent of both parsers."""
+    r, p, y = 0.3, -0.7, 1.1
+    rx = np.array([[1, 0, 0], [0, np.cos(r), -np.sin(r)], [0, np.sin(r), np.cos(r)]])
+    ry = np.array([[np.cos(p), 0, np.sin(p)], [0, 1, 0], [-np.sin(p), 0, np.cos(p)]])
+    rz = np.array([[np.cos(y), -np.sin(y), 0], [np.sin(y), np.cos(y), 0], [0, 0, 1]])
+    np.testing.assert_allclose(urdf_elements.rpy_matrix(r, p, y), rz @ ry @ rx, atol=1e-15)
+
+
+def test_bad_numbers_raise_value_error():
+    element = etree.fromstring('<joint name="j" type="revolute"><parent link="a"/><child link="b"/>'
+                               '<origin xyz="0 0" rpy="0 0 0"/></joint>')
+    with pytest.raises(ValueError):
+        urdf_elements.parse_joint(element)
