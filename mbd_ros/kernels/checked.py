@@ -12,6 +12,7 @@ Kernels never raise. Same signature as the kernels they wrap (signatures.STATE_K
 from numba import njit
 
 from . import signatures
+from .entry import entry_point
 from ..layout import STATUS_OK
 from .aba import forward_dynamics as _aba
 from .rnea import inverse_dynamics as _rnea
@@ -37,7 +38,7 @@ def all_finite(x):
     return total == 0.0
 
 
-@njit(signatures.STATE_KERNEL, cache=True)
+@entry_point(signatures.STATE_KERNEL)
 def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
     """aba.forward_dynamics with the output overlap and finiteness checks (module docstring)."""
     if overlaps(qdd_out, q) or overlaps(qdd_out, v) or overlaps(qdd_out, tau):
@@ -48,7 +49,7 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
     return status
 
 
-@njit(signatures.STATE_KERNEL, cache=True)
+@entry_point(signatures.STATE_KERNEL)
 def inverse_dynamics(body_int, body_float, work, q, v, qdd, tau_out):
     """rnea.inverse_dynamics with the output overlap and finiteness checks (module docstring)."""
     if overlaps(tau_out, q) or overlaps(tau_out, v) or overlaps(tau_out, qdd):
