@@ -1,0 +1,1 @@
+"""Robot-specific generated dynamics kernels (see docs/codegen.md)."""
