@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 
 
 def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, passive_forces=True,
-         friction_velocity=FRICTION_VELOCITY, strict_inertia=True):
+         friction_velocity=FRICTION_VELOCITY, strict_inertia=True, codegen=False):
     """Load a robot from a URDF file path or URDF XML text.
 
     closures: loop closures (path, YAML text or dict, DESIGN.md format): the robot is then a
@@ -31,6 +31,8 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
         effective damping near v = 0 is F / friction_velocity): raise it for simulation.
     strict_inertia: with False, link inertias that break the triangle inequality (found in some
         published URDFs) are accepted with a warning instead of refused.
+    codegen: run robot-specific generated kernels (mbd_ros.codegen, docs/codegen.md): same
+        methods and results; generated and compiled once per model, then cached on disk.
     Raises ModelError (a ValueError) naming the file and the link/joint at fault.
     """
     model = build_model(read_urdf(urdf, strict_inertia), floating_base=floating_base, gravity=gravity,
@@ -41,5 +43,10 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
         from .closures import read_closures
         from .loops import ClosedLoopRobot
         robot = ClosedLoopRobot(model, read_closures(closures, model.link_names))
+    # ---- codegen (generated kernels): same model, robot-specific kernels ----
+    if codegen:
+        from .codegen import generated_robot
+        robot = generated_robot(model, robot)
+    # ---- end codegen ----
     robot._check_regular()
     return robot
