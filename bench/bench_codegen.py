@@ -76,23 +76,25 @@ def per_call(name, rounds):
 
 _CHILD = r"""
 import json, sys, time
-t0 = time.perf_counter()
+clock = lambda: (time.perf_counter(), time.process_time())
+t0 = clock()
 import numpy as np
 import mbd_ros
-t1 = time.perf_counter()
+t1 = clock()
 xml, floating, full = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
 xml = open(xml).read()
 generic = mbd_ros.load(xml, floating_base=floating, passive_forces=False)
 q = generic.neutral(); v = np.zeros(generic.nv); x = np.zeros(generic.nv)
 generic.forward_dynamics(q, v, x); generic.inverse_dynamics(q, v, x)
-t2 = time.perf_counter()
+t2 = clock()
 robot = mbd_ros.load(xml, floating_base=floating, passive_forces=False, codegen=True)
 robot.forward_dynamics(q, v, x); robot.inverse_dynamics(q, v, x)
-t3 = time.perf_counter()
+t3 = clock()
 if full:
     robot.compile_all()
-t4 = time.perf_counter()
-print(json.dumps({"import": t1 - t0, "generic": t2 - t1, "fd_id": t3 - t2, "all": t4 - t2}))
+t4 = clock()
+d = lambda a, b: [b[0] - a[0], b[1] - a[1]]   # [wall, CPU of this process]
+print(json.dumps({"import": d(t0, t1), "generic": d(t1, t2), "fd_id": d(t2, t3), "all": d(t2, t4)}))
 """
 
 
@@ -148,9 +150,12 @@ def main():
         srows = []
         for name in names:
             cold, warm = start_up(name, full=True)
-            srows.append([name, f"{cold['fd_id']:.2f}", f"{cold['all']:.2f}", f"{warm['fd_id']:.3f}",
-                          f"{warm['all']:.3f}", f"{warm['import']:.2f}", f"{warm['generic']:.2f}"])
-        md += ["### Start-up in a fresh process (s)", "",
+            pair = lambda t, f="{:.2f}": f"{f.format(t[0])} / {f.format(t[1])}"  # noqa: E731
+            srows.append([name, pair(cold["fd_id"]), pair(cold["all"]), pair(warm["fd_id"], "{:.3f}"),
+                          pair(warm["all"], "{:.3f}"), pair(warm["import"]), pair(warm["generic"])])
+        md += ["### Start-up in a fresh process (s, wall / CPU of that process)", "",
+               "On a shared machine the wall time includes waiting for a core; the CPU time is what "
+               "the start-up costs on an idle one.", "",
                C.md_table(["robot", "cold: load + first FD, ID", "cold: all six kernels",
                            "warm: load + first FD, ID", "warm: all six", "import mbd_ros (warm)",
                            "generic load + first calls (warm)"], srows), "",

@@ -5,7 +5,9 @@ arithmetic, then the numpy ufunc templates, ...): for a generated kernel made of
 float64 products and sums this is most of the compile time, and every application of `*` to two
 float64 gives the same answer. `memoized_call_types()` caches `Function.get_call_type` for
 arguments that are plain scalar types (float, integer, boolean) and no keywords, for the duration
-of a `with` block. The first resolution of each (function, argument types) still runs numba's own
+of a `with` block, and likewise the target context's lookup of the implementation of such a call
+(`BaseContext.get_function`, which rebuilds a wrapper and inspects its signature every time).
+The first resolution of each (function, argument types) still runs numba's own
 code, with its side effects (the implementation key it records), so later hits return exactly what
 numba would have computed.
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import threading
 
-from numba.core import types
+from numba.core import base, types
 from numba.core.types import functions
 
 _SCALARS = (types.Float, types.Integer, types.Boolean)
@@ -38,9 +40,24 @@ def memoized_call_types():
             sig = cache[key] = original(self, context, args, kws)
             return sig
 
+    original_impl = base.BaseContext.get_function
+    impl_cache = {}
+
+    def get_function(self, fn, sig, _firstcall=True):
+        if not all(isinstance(a, _SCALARS) and not isinstance(a, types.Literal) for a in sig.args):
+            return original_impl(self, fn, sig, _firstcall)
+        key = (id(self), fn, sig)
+        try:
+            return impl_cache[key]
+        except KeyError:
+            impl = impl_cache[key] = original_impl(self, fn, sig, _firstcall)
+            return impl
+
     with _lock:
         functions.BaseFunction.get_call_type = get_call_type
+        base.BaseContext.get_function = get_function
         try:
             yield
         finally:
             functions.BaseFunction.get_call_type = original
+            base.BaseContext.get_function = original_impl
