@@ -1,7 +1,8 @@
 """Generated robot-specific kernels (mbd_ros.load(..., codegen=True)) vs Pinocchio and vs the
 generic kernels, per call from Python; cold generation + compile and warm start.
 
-    PYTHONPATH=. python bench/bench_codegen.py [--quick] [--robots ur5,panda,...] [--out FILE]
+    PYTHONPATH=. python bench/bench_codegen.py [--quick] [--robots ur5,panda,...]
+        [--startup-robots panda,talos_reduced] [--out FILE]
 
 Part 1, per call: forward dynamics (pin.aba) and inverse dynamics (pin.rnea), one state per call,
 `out=` given, interleaved in one process (bench/common.time_interleaved); ratios are
@@ -120,7 +121,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--robots", default=DEFAULT)
     ap.add_argument("--quick", action="store_true", help="fewer timing rounds")
-    ap.add_argument("--skip-startup", action="store_true")
+    ap.add_argument("--startup-robots", default="panda,talos_reduced",
+                    help="robots of the start-up part ('' to skip it)")
     ap.add_argument("--out")
     args = ap.parse_args()
     rounds = 30 if args.quick else 150
@@ -146,9 +148,9 @@ def main():
     md += ["### Per call from Python (median µs, out= given)", "",
            C.md_table(["robot", "nv", "", "generated", "generic", "pin", "generated/pin",
                        "generic/pin", "target", "met"], rows), ""]
-    if not args.skip_startup:
+    if args.startup_robots:
         srows = []
-        for name in names:
+        for name in args.startup_robots.split(","):
             cold, warm = start_up(name, full=True)
             pair = lambda t, f="{:.2f}": f"{f.format(t[0])} / {f.format(t[1])}"  # noqa: E731
             srows.append([name, pair(cold["fd_id"]), pair(cold["all"]), pair(warm["fd_id"], "{:.3f}"),

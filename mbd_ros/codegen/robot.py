@@ -100,32 +100,40 @@ class GeneratedRobot(Robot):
     # ------------------------------------------------------------------ dynamics
     def forward_dynamics(self, q, v, tau, f_ext=None, out=None):
         """As Robot.forward_dynamics; generated kernel unless f_ext is given."""
-        if f_ext is not None or self._fext_dirty:
-            return Robot.forward_dynamics(self, q, v, tau, f_ext=f_ext, out=out)
-        if out is None:
-            out = np.empty(self.nv)
-        try:
-            status = self._gen_forward_dynamics(q, v, tau, out)
-        except TypeError:
-            q, v, tau, out = self._state_arrays(q, v, tau, out, "tau")
-            status = self._gen_forward_dynamics(q, v, tau, out)
-        if status:
-            return Robot.forward_dynamics(self, q, v, tau, out=out)
-        return out
+        if out is not None and f_ext is None and not self._fext_dirty:
+            try:   # hot path: one kernel call; anything unusual goes to _state_call
+                if not self._gen_forward_dynamics(q, v, tau, out):
+                    return out
+            except TypeError:
+                pass
+        return self._state_call(Robot.forward_dynamics, self._gen_forward_dynamics, q, v, tau,
+                                f_ext, out, "tau")
 
     def inverse_dynamics(self, q, v, qdd, f_ext=None, out=None):
         """As Robot.inverse_dynamics; generated kernel unless f_ext is given."""
+        if out is not None and f_ext is None and not self._fext_dirty:
+            try:
+                if not self._gen_inverse_dynamics(q, v, qdd, out):
+                    return out
+            except TypeError:
+                pass
+        return self._state_call(Robot.inverse_dynamics, self._gen_inverse_dynamics, q, v, qdd,
+                                f_ext, out, "qdd")
+
+    def _state_call(self, generic, kernel, q, v, x, f_ext, out, x_name):
+        """The general case of forward/inverse dynamics: f_ext (generic path), no `out`, inputs to
+        convert, or a non-zero status (re-run on the generic path, which raises its ValueError)."""
         if f_ext is not None or self._fext_dirty:
-            return Robot.inverse_dynamics(self, q, v, qdd, f_ext=f_ext, out=out)
+            return generic(self, q, v, x, f_ext=f_ext, out=out)
         if out is None:
             out = np.empty(self.nv)
         try:
-            status = self._gen_inverse_dynamics(q, v, qdd, out)
+            status = kernel(q, v, x, out)
         except TypeError:
-            q, v, qdd, out = self._state_arrays(q, v, qdd, out, "qdd")
-            status = self._gen_inverse_dynamics(q, v, qdd, out)
+            q, v, x, out = self._state_arrays(q, v, x, out, x_name)
+            status = kernel(q, v, x, out)
         if status:
-            return Robot.inverse_dynamics(self, q, v, qdd, out=out)
+            return generic(self, q, v, x, out=out)
         return out
 
     def mass_matrix(self, q, out=None):
