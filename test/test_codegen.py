@@ -4,7 +4,8 @@
   (floating), and random branched trees with every joint type (revolute, continuous, prismatic,
   fixed, spherical, free in mid-tree, planar) and URDF damping/friction.
 - Generated and generic paths agree to CODEGEN_RTOL = 1e-12 relative (the same recursions on the
-  same constants, in another order of floating-point operations: round-off only), passive forces on.
+  same constants, in another order of floating-point operations: round-off only); on the random
+  trees with the URDF damping and friction applied.
 - Same API: validation errors, `out=`, conversion of lists, f_ext (generic path), summary().
 - The on-disk cache: a changed URDF gives another key and is regenerated, an unchanged one is
   reused; a read-only package directory falls back to the user cache directory; MBD_ROS_CACHE_DIR.
@@ -60,13 +61,16 @@ class Case:
     """A robot (generic and generated, passive forces off for Pinocchio and on for the agreement
     checks), its Pinocchio oracle and fixed random states."""
 
-    def __init__(self, pin, key, xml, source, floating, oracle_model):
+    def __init__(self, pin, key, xml, source, floating, oracle_model, passive):
         self.key = key
         self.tree = parse_urdf(xml)
         self.slots, self.nq, self.nv = layout(self.tree, floating)
         self.generated = mbd_ros.load(source, floating_base=floating, passive_forces=False, codegen=True)
-        self.generic_passive = mbd_ros.load(source, floating_base=floating)
-        self.generated_passive = mbd_ros.load(source, floating_base=floating, codegen=True)
+        # generated vs generic: with the URDF damping and friction for the random trees; without
+        # them for the example robots (each option is another model to compile)
+        self.generic_passive = mbd_ros.load(source, floating_base=floating, passive_forces=passive)
+        self.generated_passive = (mbd_ros.load(source, floating_base=floating, codegen=True)
+                                  if passive else self.generated)
         model, link_frame = oracle_model
         self.oracle = PinOracle(pin, model, link_frame, self.tree, floating)
         rng = np.random.default_rng(zlib.crc32(key.encode()))
@@ -85,11 +89,20 @@ def case(request, pin, erd_dir):
         if not path.is_file():
             pytest.skip(f"{rel} not found in example-robot-data at {erd_dir}")
         xml = path.read_text()
-        return Case(pin, key, xml, str(path), floating, pin_model_from_xml(pin, xml, floating))
+        return Case(pin, key, xml, str(path), floating, pin_model_from_xml(pin, xml, floating), False)
+    return _tree_case(pin, key)
+
+
+def _tree_case(pin, key):
     seed = int(key[4:])
     floating = dict(TREE_CASES)[seed]
     xml = random_tree_xml(seed)
-    return Case(pin, key, xml, xml, floating, pin_model_from_tree(pin, parse_urdf(xml), floating))
+    return Case(pin, key, xml, xml, floating, pin_model_from_tree(pin, parse_urdf(xml), floating), True)
+
+
+@pytest.fixture(scope="module", params=[f"tree{s}" for s, _ in TREE_CASES])
+def tree_case(request, pin):
+    return _tree_case(pin, request.param)
 
 
 def test_tree_cases_cover_every_joint_type():
@@ -160,9 +173,11 @@ def test_generated_equals_generic(case):
             assert_close(mine, ref, f"{case.key} state {k}: generated vs generic {label}", rtol=CODEGEN_RTOL)
 
 
-def test_passive_forces_are_generated(case):
+def test_passive_forces_are_generated(tree_case):
     """The passive model differs from the passive-free one exactly by the joint forces."""
+    case = tree_case
     g, g0 = case.generated_passive, case.generated
+    assert np.any(g.damping) and np.any(g.friction), f"{case.key}: no damping or friction to test"
     for k, (q, v, tau, a) in enumerate(case.states[:3]):
         tp = g.damping_forces(v)
         assert_close(g.inverse_dynamics(q, v, a), g0.inverse_dynamics(q, v, a) + tp,
