@@ -55,7 +55,6 @@ def per_call(name, rounds):
     xml, floating = robot_source(name)
     generic, model, data, perm = C.load_pair(xml, floating)
     robot = mbd_ros.load(xml, floating_base=floating, passive_forces=False, codegen=True)
-    robot.compile_all()
     rng = np.random.default_rng(0)
     ours, pins = C.random_state(robot, perm, rng)
     errs = C.check_against_pin(robot, model, data, perm, ours, pins)
