@@ -17,6 +17,8 @@ from numba import njit, types
 
 from ..loops import ClosedLoopRobot
 from ..robot import Robot
+from ..robot import _output as _as_output_checked
+from ..robot import _vector as _as_vector
 from .cache import load_module
 from .fast_typing import memoized_call_types
 from .generator import FUNCTIONS
@@ -244,11 +246,5 @@ class GeneratedClosedLoopRobot(ClosedLoopRobot):
         return "\n".join(lines)
 
 
-def _as_vector(x, n, name):
-    from ..robot import _vector
-    return _vector(x, n, name)
-
-
 def _as_output(out, shape):
-    from ..robot import _output
-    return _output(out, shape)
+    return _as_output_checked(out, shape)
