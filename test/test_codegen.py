@@ -158,6 +158,31 @@ def test_movable_joint_wrenches_vs_pinocchio(case):
             assert_close(w[rows[name]], f, f"{case.key} state {k}: generated wrench of {name!r} vs pin data.f")
 
 
+def test_valid_calls_never_reach_the_generic_kernels(case, monkeypatch):
+    """The generated path really computes (a kernel that always failed over to the generic path
+    would pass every comparison above): with the generic kernels replaced by traps, valid calls
+    still give Pinocchio's results."""
+    import mbd_ros.robot as generic_robot
+
+    def trap(*args):
+        raise AssertionError("a generic kernel was called on the generated path")
+
+    for name in ("_forward_dynamics", "_inverse_dynamics", "_mass_matrix", "_joint_wrenches"):
+        monkeypatch.setattr(generic_robot, name, trap)
+    g = case.generated
+    q, v, tau, a = case.states[1]
+    out = np.empty(case.nv)
+    assert_close(g.forward_dynamics(q, v, tau, out=out), case.oracle.aba(q, v, tau), f"{case.key}: FD")
+    assert_close(g.inverse_dynamics(q, v, a, out=out), case.oracle.rnea(q, v, a), f"{case.key}: ID")
+    assert_close(g.mass_matrix(q), case.oracle.crba(q), f"{case.key}: M")
+    assert_close(g.bias_forces(q, v), case.oracle.nle(q, v), f"{case.key}: b")
+    assert_close(g.gravity_forces(q), case.oracle.gravity(q), f"{case.key}: g")
+    assert g.joint_wrenches(q, v, a).shape == (len(g.wrench_joint_names), 6)
+    with pytest.raises(AssertionError, match="generic kernel"):   # the traps are in place
+        g.forward_dynamics(q, v, tau, f_ext={g.link_names[-1]: np.ones(6)})
+    g._set_external_wrenches(None)   # leave the shared robot without loads
+
+
 # ---- generated == generic (passive forces on, every method, fixed-joint wrenches included) -------
 
 def test_generated_equals_generic(case):
