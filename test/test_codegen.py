@@ -362,6 +362,19 @@ def test_cache_dir_override_must_be_writable(tmp_path, monkeypatch):
         codegen_cache.cache_dir()
 
 
+def test_no_writable_cache_falls_back_to_generic_kernels_with_a_warning(tmp_path, monkeypatch):
+    blocked = tmp_path / "a_file"
+    blocked.write_text("")
+    monkeypatch.setenv(codegen_cache.ENV_CACHE_DIR, str(blocked / "cache"))
+    path = tmp_path / "robot.urdf"
+    path.write_text(SMALL_URDF.format(m="1.3"))
+    with pytest.warns(UserWarning, match="generic ones.*MBD_ROS_CACHE_DIR"):
+        robot = mbd_ros.load(str(path), codegen=True)
+    assert type(robot) is mbd_ros.Robot
+    q = np.array([0.2, 0.1])
+    assert_close(robot.gravity_forces(q), mbd_ros.load(str(path)).gravity_forces(q), "generic fallback")
+
+
 def test_cli_codegen_prebuilds_the_cache(tmp_path, monkeypatch, capsys):
     from mbd_ros import cli
     monkeypatch.setenv(codegen_cache.ENV_CACHE_DIR, str(tmp_path / "cache"))

@@ -10,9 +10,19 @@ from .cache import cache_dir, model_key  # noqa: F401
 
 
 def generated_robot(model, robot):
-    """The generated-kernel counterpart of `robot` (a Robot or ClosedLoopRobot built on `model`)."""
+    """The generated-kernel counterpart of `robot` (a Robot or ClosedLoopRobot built on `model`).
+
+    Without a writable cache directory the kernels cannot be generated: `robot` itself (generic
+    kernels) is returned with a warning naming the directories tried, rather than failing."""
+    import warnings
+
     from ..loops import ClosedLoopRobot
     from .robot import GeneratedClosedLoopRobot, GeneratedRobot
-    if isinstance(robot, ClosedLoopRobot):
-        return GeneratedClosedLoopRobot(model, robot.closure_set)
-    return GeneratedRobot(model)
+    try:
+        if isinstance(robot, ClosedLoopRobot):
+            return GeneratedClosedLoopRobot(model, robot.closure_set)
+        return GeneratedRobot(model)
+    except OSError as exc:
+        warnings.warn(f"{model.source}: generated kernels unavailable, using the generic ones: {exc}",
+                      stacklevel=3)
+        return robot
