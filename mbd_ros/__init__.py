@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 
 
 def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, passive_forces=True,
-         friction_velocity=FRICTION_VELOCITY, strict_inertia=False, flexible=None):
+         friction_velocity=FRICTION_VELOCITY, strict_inertia=False, flexible=None, codegen=False):
     """Load a robot from a URDF file path or URDF XML text.
 
     closures: loop closures (path, YAML text or dict, DESIGN.md format): the robot is then a
@@ -40,6 +40,8 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
     forward dynamics then raise ValueError, while inverse dynamics and kinematics work.
     flexible: flexible links (path, YAML text or dict with a `flexible_links:` section,
         docs/flexible.md): the robot is then a FlexibleRobot with elastic coordinates.
+    codegen: run robot-specific generated kernels (mbd_ros.codegen, docs/codegen.md): same
+        methods and results; generated and compiled once per model, then cached on disk.
     Raises ModelError (a ValueError) naming the file and the link/joint at fault.
     """
     tree = read_urdf(urdf, strict_inertia)
@@ -60,5 +62,10 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
         from .closures import read_closures
         from .loops import ClosedLoopRobot
         robot = ClosedLoopRobot(model, read_closures(closures, model.link_names))
+    # ---- codegen (generated kernels): same model, robot-specific kernels ----
+    if codegen:
+        from .codegen import generated_robot
+        robot = generated_robot(model, robot)
+    # ---- end codegen ----
     robot._check_regular()
     return robot

@@ -1,10 +1,12 @@
-"""Command line of mbd_ros: ``mbd-ros info | bench | analyze | hil-demo | demo``.
+"""Command line of mbd_ros: ``mbd-ros info | bench | analyze | codegen | hil-demo | demo``.
 
 - ``info ROBOT.urdf``: the model's summary (bodies, joints, sizes, mass).
 - ``bench ROBOT.urdf``: per-call time of forward/inverse dynamics and the mass matrix on random
   states, side by side with Pinocchio (aba, rnea, crba) when ``pinocchio`` is importable.
 - ``analyze ROBOT.urdf --closures FILE.yaml``: degrees of freedom (Grübler-Kutzbach and rank of
   the closure Jacobian), redundant constraints, singular configuration, static determinacy.
+- ``codegen ROBOT.urdf [--floating-base]``: generate and compile the robot-specific kernels of
+  ``load(..., codegen=True)`` into the on-disk cache (e.g. in a Docker build or colcon build step).
 - ``hil-demo``: the README's main job: the forward dynamics node simulating arm7 at 1 kHz, the
   inverse dynamics node in computed-torque mode and a reference publisher, as ROS 2 processes
   (rclpy from the PyPI wheels or a ROS install), for a few seconds; prints achieved rate,
@@ -312,6 +314,22 @@ def cmd_analyze(args):
 
 
 # ------------------------------------------------------------------------------------------------
+# codegen
+# ------------------------------------------------------------------------------------------------
+def cmd_codegen(args):
+    """Generate and compile the robot-specific kernels into the on-disk cache (docs/codegen.md)."""
+    t0 = time.perf_counter()
+    robot = _load(args.urdf, floating_base=args.floating_base,
+                  passive_forces=not args.no_passive_forces, codegen=True)
+    t1 = time.perf_counter()
+    robot.compile_all()
+    t2 = time.perf_counter()
+    print(f'{robot.model.name}: nq {robot.nq}, nv {robot.nv}; kernels in {robot.codegen_path}')
+    print(f'  generated/loaded in {t1 - t0:.2f} s, compiled/loaded in {t2 - t1:.2f} s')
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------
 # main
 # ------------------------------------------------------------------------------------------------
 def build_parser():
@@ -341,6 +359,14 @@ def build_parser():
     p.add_argument('--q', type=float, nargs='+', default=None,
                    help='configuration to analyse (default: the neutral one, assembled)')
     p.set_defaults(func=cmd_analyze)
+
+    p = sub.add_parser('codegen', help='generate and compile the robot-specific kernels into '
+                                       'the cache (e.g. in a Docker or colcon build step)')
+    p.add_argument('urdf', help='URDF file')
+    p.add_argument('--floating-base', action='store_true', help="add a free joint 'root_joint'")
+    p.add_argument('--no-passive-forces', action='store_true',
+                   help='without the URDF joint damping and friction (load(passive_forces=False))')
+    p.set_defaults(func=cmd_codegen)
 
     from .nodes import hil_demo   # imports no rclpy; run() checks for it
     p = sub.add_parser('hil-demo', help='simulated arm + computed-torque controller over ROS 2 '

@@ -222,6 +222,8 @@ class DynamicsNode(LifecycleNode):
         self.declare("limit_efforts", True, "clip efforts to the URDF <limit effort>")
         self.declare("diagnostics_period", 1.0, "period of /diagnostics, s",
                      float_range=(0.01, 60.0))
+        self.declare("codegen", True, "run robot-specific generated kernels (compiled once per "
+                     "robot, cached on disk; mbd-ros codegen pre-builds them)")
         self.declare("autostart", True, "configure and activate the node by itself")
         self.declare("executor", "events", "rclpy executor: events (rclpy.experimental."
                      "EventsExecutor, about half the CPU and latency; falls back to "
@@ -258,7 +260,8 @@ class DynamicsNode(LifecycleNode):
             return mbd_ros.load(source, closures=closures,
                                 floating_base=self.param("floating_base"),
                                 gravity=tuple(self.param("gravity")),
-                                passive_forces=self.param("passive_forces"), **options)
+                                passive_forces=self.param("passive_forces"),
+                                codegen=self.param("codegen"), **options)
         except NotImplementedError as exc:
             raise RuntimeError(f"cannot load the robot from {what}: {exc}") from None
 

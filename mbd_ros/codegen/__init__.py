@@ -1,0 +1,28 @@
+"""Robot-specific generated dynamics kernels (docs/codegen.md).
+
+    robot = mbd_ros.load("arm.urdf", codegen=True)   # a GeneratedRobot: same API and results
+
+generator.py writes the Python source of one robot's kernels (expr.py and spatial_sym.py fold its
+constants), cache.py stores it on disk keyed by a hash of the model, robot.py compiles it with
+numba and runs it behind the Robot API.
+"""
+from .cache import cache_dir, model_key  # noqa: F401
+
+
+def generated_robot(model, robot):
+    """The generated-kernel counterpart of `robot` (a Robot or ClosedLoopRobot built on `model`).
+
+    Without a writable cache directory the kernels cannot be generated: `robot` itself (generic
+    kernels) is returned with a warning naming the directories tried, rather than failing."""
+    import warnings
+
+    from ..loops import ClosedLoopRobot
+    from .robot import GeneratedClosedLoopRobot, GeneratedRobot
+    try:
+        if isinstance(robot, ClosedLoopRobot):
+            return GeneratedClosedLoopRobot(model, robot.closure_set)
+        return GeneratedRobot(model)
+    except OSError as exc:
+        warnings.warn(f"{model.source}: generated kernels unavailable, using the generic ones: {exc}",
+                      stacklevel=3)
+        return robot
