@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 
 
 def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, passive_forces=True,
-         friction_velocity=FRICTION_VELOCITY, strict_inertia=True):
+         friction_velocity=FRICTION_VELOCITY, strict_inertia=True, forces=None):
     """Load a robot from a URDF file path or URDF XML text.
 
     closures: loop closures (path, YAML text or dict, DESIGN.md format): the robot is then a
@@ -29,6 +29,9 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
     friction_velocity: Coulomb friction F is smoothed as F tanh(v / friction_velocity); the
         default 1e-3 is close to sign(v) but stiff for explicit integrators at large F (the
         effective damping near v = 0 is F / friction_velocity): raise it for simulation.
+    forces: force elements (spring_damper, joint_spring, bushing; path, YAML text or dict with a
+        `forces:` section, which may be the closures file): they act in every dynamics call
+        and simulation step (mbd_ros/forces.py, docs/forces.md).
     strict_inertia: with False, link inertias that break the triangle inequality (found in some
         published URDFs) are accepted with a warning instead of refused.
     Raises ModelError (a ValueError) naming the file and the link/joint at fault.
@@ -41,5 +44,8 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
         from .closures import read_closures
         from .loops import ClosedLoopRobot
         robot = ClosedLoopRobot(model, read_closures(closures, model.link_names))
+    if forces is not None:   # ---- force elements ----
+        from .forces import attach
+        attach(robot, forces)
     robot._check_regular()
     return robot

@@ -326,7 +326,11 @@ class ClosedLoopRobot(Robot):
         partitioning) or "descriptor" (body coordinates with multipliers). With redundant
         constraints the accelerations are exact and the multipliers minimum-norm.
         Baumgarte gains self.baumgarte = (alpha, beta) add 2 alpha G v + beta^2 g.
+        Force elements and add_force callbacks act as in Robot.forward_dynamics.
         """
+        if self._applied is not None and not self._applying:   # force elements, added once
+            from .forces import with_forces
+            return with_forces(self, self.forward_dynamics, q, v, tau, f_ext, out=out, method=method)
         if method == "minimal":
             return self._forward_dynamics_minimal(q, v, tau, f_ext, out)
         if method == "descriptor":
@@ -425,6 +429,8 @@ class ClosedLoopRobot(Robot):
             lam = np.asarray(multipliers, dtype=float)
         q, v, qdd, _ = self._state_arrays(q, v, qdd, None, "qdd")
         out = _output(out, (len(self.wrench_joint_names), 6))
+        if self._applied is not None and not self._applying:   # force elements load the links
+            _, f_ext = self._applied.combine(q, v, None, f_ext, self.time)
         self._set_external_wrenches(f_ext)
         self._add_loop_loads(lam)
         return self._joint_wrenches_loaded(q, v, qdd, out)
@@ -470,10 +476,11 @@ class ClosedLoopRobot(Robot):
         a constraint between two bodies' accelerations; one dense KKT solve (minimum-norm).
         Returns (qdd, joint wrenches of the movable joints (nb, 6), loop multipliers (b,))."""
         q, v, tau, _ = self._state_arrays(q, v, tau, None, "tau")
+        # kinematics (poses, velocities, c_i) from one RNEA pass with qdd = 0; the external
+        # wrenches are loaded after it (it would clear them: it is called without f_ext)
+        Robot.inverse_dynamics(self, q, v, np.zeros(self.nv), out=self._tau_scratch)
         if f_ext is not None or self._fext_dirty:
             self._set_external_wrenches(f_ext)
-        # kinematics (poses, velocities, c_i) from one RNEA pass with qdd = 0
-        Robot.inverse_dynamics(self, q, v, np.zeros(self.nv), out=self._tau_scratch)
         self._world_from_work()
         _cut_rows(self._cut_int, self._cut_float, self._work, self._loop_float)
         nb = self.model.n_bodies
@@ -567,23 +574,17 @@ class ClosedLoopRobot(Robot):
         return qdd, wrenches, solution[6 * nb + n_joint_lam:]
 
     # ------------------------------------------------------------------ simulation
-    def step(self, q, v, tau, dt, integrator="semi_implicit_euler", project=True):
-        """One simulation step of the closed-loop robot; returns (q, v).
+    def step(self, q, v, tau, dt, integrator=None, project=True, **options):
+        """One simulation step of the closed-loop robot; returns (q, v) (see Robot.step).
 
-        integrator: "semi_implicit_euler" or "rk4" (mbd_ros.simulation.Simulator) on
-        forward_dynamics with the self.baumgarte gains; project: afterwards re-close the loops
-        (assemble) and project v onto G_l v = 0 (THEORY §6). self.last_step holds the position
-        and velocity residuals and the mechanical energy after the step.
+        integrator: None (the default, rk4), "rk4", "semi_implicit_euler" or "implicit_euler"
+        (mbd_ros.simulation.Simulator) on forward_dynamics with the self.baumgarte gains;
+        project: afterwards re-close the loops (assemble) and project v onto G_l v = 0
+        (THEORY §6). self.last_step holds the position and velocity residuals and the
+        mechanical energy after the step.
         """
-        from .simulation import Simulator
-        key = (float(dt), integrator)
-        simulator = self._simulators.get(key)
-        if simulator is None:
-            simulator = self._simulators[key] = Simulator(self, dt, integrator, q=q, v=v)
-        else:
-            simulator.reset(q, v)
-        simulator.step(tau)
-        q_next, v_next = simulator.q.copy(), simulator.v.copy()
+        from .simulation import step_robot
+        q_next, v_next = step_robot(self, q, v, tau, dt, integrator, options)
         if project:
             q_next = self.assemble(q_next)
             v_next = self.project_velocity(q_next, v_next)

@@ -118,6 +118,12 @@ class Robot:
             (name, slice(iq + (3 if t == "floating" else 0), iq + (7 if t == "floating" else 4)))
             for name, t, iq in zip(self.joint_names, self.joint_types, self.idx_q)
             if t in ("floating", "spherical")]
+        # ---- force elements and user forces (mbd_ros/forces.py) ----
+        self.time = 0.0          # clock of force callbacks fn(t, q, v); step() advances it
+        self._applied = None     # AppliedForces, or None: no force elements or callbacks
+        self._applying = False   # True while the dynamics run with the forces already added
+        self._simulators = {}
+        # ---- end force elements ----
 
     # ------------------------------------------------------------------ configuration helpers
     def neutral(self):
@@ -166,7 +172,10 @@ class Robot:
 
         Includes gravity, the URDF joint damping and smoothed friction (if loaded with
         passive_forces) and f_ext (see `joint_wrenches`). Recursive O(n) (THEORY.md §2).
+        Force elements and add_force callbacks (at t = self.time) are added to tau and f_ext.
         """
+        if self._applied is not None and not self._applying:   # force elements
+            tau, f_ext = self._applied.combine(q, v, tau, f_ext, self.time)
         if f_ext is not None or self._fext_dirty:
             self._set_external_wrenches(f_ext)
         if out is None:
@@ -181,7 +190,11 @@ class Robot:
         return out
 
     def inverse_dynamics(self, q, v, qdd, f_ext=None, out=None):
-        """Drive forces tau (nv,) that produce qdd (nv,) at (q, v): M qdd + b - tau_passive (RNEA)."""
+        """Drive forces tau (nv,) that produce qdd (nv,) at (q, v): M qdd + b - tau_passive (RNEA),
+        minus the force elements' and add_force callbacks' generalized forces."""
+        if self._applied is not None and not self._applying:   # force elements
+            from .forces import inverse_dynamics_with_forces
+            return inverse_dynamics_with_forces(self, q, v, qdd, f_ext, out)
         if f_ext is not None or self._fext_dirty:
             self._set_external_wrenches(f_ext)
         if out is None:
@@ -239,6 +252,8 @@ class Robot:
         """
         q, v, qdd, _ = self._state_arrays(q, v, qdd, self._tau_scratch, "qdd")
         out = _output(out, (len(self.wrench_joint_names), 6))
+        if self._applied is not None and not self._applying:   # force elements load the links
+            _, f_ext = self._applied.combine(q, v, None, f_ext, self.time)
         self._set_external_wrenches(f_ext)
         return self._joint_wrenches_loaded(q, v, qdd, out)
 
@@ -315,11 +330,45 @@ class Robot:
         return float(self._energy[0])
 
     def potential_energy(self, q):
-        """Gravitational potential energy -sum m_i g . c_i (J), zero at the root frame origin."""
+        """Gravitational potential energy -sum m_i g . c_i (J), zero at the root frame origin, plus
+        the elastic energy of the force elements' springs (mbd_ros/forces.py)."""
         q = _vector(q, self.nq, "q")
         self._check_state(q, _EMPTY, _EMPTY, "")
         _mechanical_energy(self._body_int, self._body_float, self._work, q, _EMPTY, self._energy)
+        if self._applied is not None:
+            return float(self._energy[1]) + self._applied.potential_energy(q)
         return float(self._energy[1])
+
+    # ------------------------------------------------------------------ force elements, simulation
+    # (mbd_ros/forces.py, mbd_ros/simulation.py)
+    @property
+    def force_element_names(self):
+        """Names of the force elements (forces: section), in file order."""
+        return list(self._applied.names) if self._applied is not None else []
+
+    def add_force(self, fn):
+        """Add a force callback fn(t, q, v) -> generalized forces (nv,) or {link: wrench (6,) in
+        the link frame about its origin}. It acts in forward_dynamics (t = self.time), is
+        subtracted by inverse_dynamics and loads joint_wrenches, like a force element, and is
+        evaluated at every integrator stage (e.g. tyre forces)."""
+        from .forces import add_force
+        return add_force(self, fn)
+
+    def force_element_values(self, q, v):
+        """ForceElementValues at (q, v): names, tension/torque (`force`), length/deflection
+        (`length`), their rate, and bushing wrenches and deflections (mbd_ros/forces.py)."""
+        from .forces import AppliedForces
+        applied = self._applied if self._applied is not None else AppliedForces(self)
+        return applied.element_values(q, v)
+
+    def step(self, q, v, tau, dt, integrator=None, **options):
+        """One simulation step from (q, v) at t = self.time; returns (q, v) and advances
+        self.time by dt. tau: (nv,) held over the step or a callable tau(t). integrator: None
+        (the default, mbd_ros.simulation.DEFAULT_INTEGRATOR = rk4), "rk4", "semi_implicit_euler"
+        or "implicit_euler" (stiff springs and dampers). options: Simulator options
+        (max_velocity, max_kinetic_energy). Raises SimulationDiverged naming the time."""
+        from .simulation import step_robot
+        return step_robot(self, q, v, tau, dt, integrator, options)
 
     # ------------------------------------------------------------------ description
     def summary(self):
