@@ -110,7 +110,8 @@ class Simulator:
         self.v = np.zeros(nv)
         self.qdd = np.zeros(nv)
         self.tau = np.zeros(nv)
-        self._tau_source = self.tau     # (nv,) array held over the step, or a callable of t
+        self._tau_held = np.zeros(nv)
+        self._tau_source = self._tau_held   # tau held over the step, or a callable of t
         self._tau_stage = np.zeros(nv)
         self.time = self._t0 = 0.0
         self.steps = 0
@@ -150,7 +151,8 @@ class Simulator:
         self.v[:] = v
         self.qdd[:] = 0.0
         self.tau[:] = 0.0
-        self._tau_source = self.tau
+        self._tau_held[:] = 0.0
+        self._tau_source = self._tau_held
         self.time = self._t0 = float(time)
         self.steps = 0
         self._evaluated = False
@@ -162,8 +164,8 @@ class Simulator:
         if callable(tau):
             self._tau_source = tau
         else:
-            self.tau[:] = tau
-            self._tau_source = self.tau
+            self._tau_held[:] = tau
+            self._tau_source = self._tau_held
         self._acceleration(self.time, self.q, self.v, self.qdd)
         self.tau[:] = self._tau_stage
         self._evaluated = True
