@@ -62,7 +62,8 @@ setup(
     ],
     extras_require={
         'ros': ROS_WHEELS,
-        'test': ['pytest', 'pin', 'example-robot-data'],
+        'test': ['pytest', 'pin', 'example-robot-data',
+                 'exudyn', 'sympy'],   # forces: Exudyn reference, seed-004 Lagrange equations
         'bench': ['pin', 'example-robot-data'],
     },
     zip_safe=True,
