@@ -324,15 +324,20 @@ class ClosedLoopRobot(Robot):
             partition_condition=condition)
 
     # ------------------------------------------------------------------ dynamics
-    def forward_dynamics(self, q, v, tau, f_ext=None, out=None, method="recursive"):
+    def forward_dynamics(self, q, v, tau, f_ext=None, out=None, method="recursive", prescribed=None,
+                         return_torques=False):
         """Joint accelerations (nv,) of the closed-loop robot for drive forces tau.
 
         method: "recursive" (seed [000], O(n b + b^3), default), "minimal" (coordinate
         partitioning) or "descriptor" (body coordinates with multipliers). With redundant
         constraints the accelerations are exact and the multipliers minimum-norm.
         Baumgarte gains self.baumgarte = (alpha, beta) add 2 alpha G v + beta^2 g.
-        Force elements and add_force callbacks act as in Robot.forward_dynamics.
+        Force elements and add_force callbacks act as in Robot.forward_dynamics; prescribed /
+        return_torques as there (rheonomic joints inside the loops, dense hybrid solve).
         """
+        if prescribed is not None:   # ---- prescribed motion ----
+            from .prescribed import dispatch
+            return dispatch(self, q, v, tau, f_ext, out, prescribed, return_torques)
         if self._applied is not None and not self._applying:   # force elements, added once
             from .forces import with_forces
             return with_forces(self, self.forward_dynamics, q, v, tau, f_ext, out=out, method=method)
@@ -579,7 +584,7 @@ class ClosedLoopRobot(Robot):
         return qdd, wrenches, solution[6 * nb + n_joint_lam:]
 
     # ------------------------------------------------------------------ simulation
-    def step(self, q, v, tau, dt, integrator=None, project=True, **options):
+    def step(self, q, v, tau, dt, integrator=None, project=True, prescribed=None, **options):
         """One simulation step of the closed-loop robot; returns (q, v) (see Robot.step).
 
         integrator: None (the default, rk4), "rk4", "semi_implicit_euler" or "implicit_euler"
@@ -589,36 +594,42 @@ class ClosedLoopRobot(Robot):
         mechanical energy after the step.
         """
         from .simulation import step_robot
-        q_next, v_next = step_robot(self, q, v, tau, dt, integrator, options)
+        q_next, v_next = step_robot(self, q, v, tau, dt, integrator, options, prescribed)
         if project:
-            q_next, v_next = self.project_state(q_next, v_next)
+            fixed = self._dofs(list(prescribed)) if prescribed else None
+            q_next, v_next = self.project_state(q_next, v_next, fixed=fixed)
         position, velocity = self.closure_residual(q_next, v_next)
         self.last_step = dict(position_residual=position, velocity_residual=velocity,
                               energy=self.kinetic_energy(q_next, v_next) + self.potential_energy(q_next))
         return q_next, v_next
 
-    def project_state(self, q, v, max_iterations=20):
+    def project_state(self, q, v, max_iterations=20, fixed=None):
         """(q, v) moved back onto the constraint manifold after an integration step (THEORY §6),
         independently of the coordinate partition: Gauss-Newton with minimum-norm steps
         q <- q (+) (-G_l^+ g) until |g| < ASSEMBLY_TOLERANCE, then the velocity correction of
         least kinetic energy, v <- v - M^-1 G^T (G M^-1 G^T)^+ G v (the mass-orthogonal
         projection: it removes no energy of the admissible motion). A partition-based
         projection (assemble, project_velocity) is inaccurate near the partition's singular
-        configurations (dead points); this one is not."""
+        configurations (dead points); this one is not. fixed: v indices held (prescribed
+        joints); the corrections then act on the other coordinates only."""
         q = np.array(self._q(q), dtype=float)
         v = np.array(self._v(v), dtype=float)
+        free = np.setdiff1d(np.arange(self.nv), fixed) if fixed is not None else slice(None)
+        step = np.zeros(self.nv)
         for _ in range(max_iterations):
             g, jac, _ = self.loop_state(q)
             if np.abs(g).max(initial=0.0) < ASSEMBLY_TOLERANCE:
                 break
-            step = -np.linalg.lstsq(jac, g, rcond=RANK_TOLERANCE)[0]
+            step[free] = -np.linalg.lstsq(jac[:, free], g, rcond=RANK_TOLERANCE)[0]
             q = self.integrate(q, step, 1.0)
         else:
             return self.assemble(q), self.project_velocity(self.assemble(q), v)
         if jac.shape[0]:
-            mass = self.mass_matrix(q)
-            m_inv_gt = np.linalg.solve(mass, jac.T)
-            v = v - m_inv_gt @ (np.linalg.pinv(jac @ m_inv_gt, rcond=RANK_TOLERANCE) @ (jac @ v))
+            mass = self.mass_matrix(q)[np.ix_(np.arange(self.nv)[free], np.arange(self.nv)[free])]
+            jac_free = jac[:, free]
+            m_inv_gt = np.linalg.solve(mass, jac_free.T)
+            v[free] = v[free] - m_inv_gt @ (np.linalg.pinv(jac_free @ m_inv_gt, rcond=RANK_TOLERANCE)
+                                            @ (jac @ v))
         return q, v
 
     # ------------------------------------------------------------------ validation shortcuts

@@ -123,6 +123,7 @@ class Robot:
         self._applied = None     # AppliedForces, or None: no force elements or callbacks
         self._applying = False   # True while the dynamics run with the forces already added
         self._simulators = {}
+        self.last_prescribed_torques = np.zeros(self.nv)   # mbd_ros/prescribed.py
         # ---- end force elements ----
 
     # ------------------------------------------------------------------ configuration helpers
@@ -167,13 +168,20 @@ class Robot:
         return out
 
     # ------------------------------------------------------------------ dynamics
-    def forward_dynamics(self, q, v, tau, f_ext=None, out=None):
+    def forward_dynamics(self, q, v, tau, f_ext=None, out=None, prescribed=None,
+                         return_torques=False):
         """Joint accelerations qdd (nv,) for drive forces tau (nv,) at state (q, v).
 
         Includes gravity, the URDF joint damping and smoothed friction (if loaded with
         passive_forces) and f_ext (see `joint_wrenches`). Recursive O(n) (THEORY.md §2).
         Force elements and add_force callbacks (at t = self.time) are added to tau and f_ext.
+        prescribed: {joint: qdd} joints with given accelerations (rheonomic, mbd_ros/prescribed.py):
+        the drive forces they need are in self.last_prescribed_torques (nv,), and returned as
+        (qdd, torques) with return_torques=True.
         """
+        if prescribed is not None:   # ---- prescribed motion ----
+            from .prescribed import dispatch
+            return dispatch(self, q, v, tau, f_ext, out, prescribed, return_torques)
         if self._applied is not None and not self._applying:   # force elements
             tau, f_ext = self._applied.combine(q, v, tau, f_ext, self.time)
         if f_ext is not None or self._fext_dirty:
@@ -361,14 +369,15 @@ class Robot:
         applied = self._applied if self._applied is not None else AppliedForces(self)
         return applied.element_values(q, v)
 
-    def step(self, q, v, tau, dt, integrator=None, **options):
+    def step(self, q, v, tau, dt, integrator=None, prescribed=None, **options):
         """One simulation step from (q, v) at t = self.time; returns (q, v) and advances
         self.time by dt. tau: (nv,) held over the step or a callable tau(t). integrator: None
         (the default, mbd_ros.simulation.DEFAULT_INTEGRATOR = rk4), "rk4", "semi_implicit_euler"
-        or "implicit_euler" (stiff springs and dampers). options: Simulator options
-        (max_velocity, max_kinetic_energy). Raises SimulationDiverged naming the time."""
+        or "implicit_euler" (stiff springs and dampers). prescribed: {joint: trajectory(t) ->
+        (q, qd, qdd)} rheonomic joints. options: Simulator options (max_velocity,
+        max_kinetic_energy). Raises SimulationDiverged naming the time."""
         from .simulation import step_robot
-        return step_robot(self, q, v, tau, dt, integrator, options)
+        return step_robot(self, q, v, tau, dt, integrator, options, prescribed)
 
     # ------------------------------------------------------------------ description
     def summary(self):

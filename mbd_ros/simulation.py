@@ -73,13 +73,16 @@ class Simulator:
     robot: an mbd_ros Robot; dt: step in s (> 0); integrator: one of INTEGRATORS or None for
     DEFAULT_INTEGRATOR; q, v: initial state (default: robot.neutral(), zeros);
     forces: callables fn(t, q, v) -> (nv,) generalized forces added to tau at every stage;
+    prescribed: {joint: trajectory(t) -> (q, qd, qdd)} one-dof joints moved rheonomically: their
+    accelerations at every stage and their (q, qd) after every step come from the trajectory,
+    the drive forces they need are in robot.last_prescribed_torques (mbd_ros/prescribed.py);
     max_velocity, max_kinetic_energy: divergence bounds (see the module docstring).
     Attributes: q (nq,), v (nv,), qdd (nv,) accelerations of the last evaluate(), tau (nv,) the
     drive forces (plus callback forces) of the last evaluate(), time (s), steps (int).
     """
 
     def __init__(self, robot, dt, integrator=None, q=None, v=None, forces=(),
-                 max_velocity=MAX_VELOCITY, max_kinetic_energy=None):
+                 max_velocity=MAX_VELOCITY, max_kinetic_energy=None, prescribed=None):
         if integrator is None:
             integrator = DEFAULT_INTEGRATOR
         if integrator not in INTEGRATORS:
@@ -98,6 +101,7 @@ class Simulator:
         self.integrator = integrator
         self.max_velocity = max_velocity
         self.max_kinetic_energy = None if max_kinetic_energy is None else float(max_kinetic_energy)
+        self.prescribed = dict(prescribed) if prescribed else {}
         self.forces = []
         for fn in forces:
             self.add_force(fn)
@@ -181,6 +185,12 @@ class Simulator:
             self._implicit_euler()
         else:
             self._semi_implicit_euler()
+        if self.prescribed:   # the prescribed joints sit exactly on their trajectories
+            from .prescribed import trajectory_targets
+            _, states = trajectory_targets(self.robot, self.prescribed, self.time + self.dt)
+            for iq, iv, position, rate in states:
+                self._q_next[iq] = position
+                self._v_next[iv] = rate
         self._check_bounds()
         self.q[:] = self._q_next
         self.v[:] = self._v_next
@@ -213,6 +223,11 @@ class Simulator:
                                  f"({self.robot.nv},) generalized forces, got shape {value.shape}")
             self._tau_stage += value
         self.robot.time = t
+        if self.prescribed:   # rheonomic joints: their accelerations from the trajectories
+            from .prescribed import trajectory_targets
+            accelerations, _ = trajectory_targets(self.robot, self.prescribed, t)
+            self.robot.forward_dynamics(q, v, self._tau_stage, out=out, prescribed=accelerations)
+            return
         self.robot.forward_dynamics(q, v, self._tau_stage, out=out)
 
     def _check_bounds(self):
@@ -341,15 +356,17 @@ class Simulator:
         return np.ascontiguousarray(basis[:, j])
 
 
-def step_robot(robot, q, v, tau, dt, integrator=None, options=None):
+def step_robot(robot, q, v, tau, dt, integrator=None, options=None, prescribed=None):
     """robot.step: one step from (q, v) at t = robot.time with a Simulator kept per
-    (dt, integrator, options) on the robot; returns copies of (q, v), advances robot.time."""
+    (dt, integrator, options) on the robot; returns copies of (q, v), advances robot.time.
+    prescribed: {joint: trajectory(t) -> (q, qd, qdd)} (see Simulator)."""
     options = dict(options or {})
     key = (float(dt), integrator or DEFAULT_INTEGRATOR, tuple(sorted(options.items())))
     simulator = robot._simulators.get(key)
     if simulator is None:
         simulator = robot._simulators[key] = Simulator(robot, dt, integrator, q=q, v=v, **options)
     simulator.reset(q, v, time=robot.time)
+    simulator.prescribed = dict(prescribed) if prescribed else {}
     simulator.step(tau)
     robot.time = simulator.time
     return simulator.q.copy(), simulator.v.copy()
