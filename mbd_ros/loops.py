@@ -36,6 +36,12 @@ ASSEMBLY_TOLERANCE = 1e-12
 # dead point: with 1e8 the energy error of an RK4 crank turn is 4.4e-5 J (accuracy is lost from
 # cond ~4e3 on), with 1e3 it stays at the integrator's 1e-8 J (test_integrators.py).
 PARTITION_CONDITION_LIMIT = 1e3
+# Freedoms a joint keeps when the whole mechanism moves in one plane (Grübler-Kutzbach's planar
+# count f = sum f_i - 3 n_h [003]): a spherical, universal or cylindrical joint of a planar
+# mechanism can only turn about the plane's normal; a distance constraint leaves 2 of 3.
+PLANAR_CUT_FREEDOMS = {"revolute": 1, "prismatic": 1, "cylindrical": 1, "universal": 1,
+                       "spherical": 1, "planar": 3, "fixed": 0, "distance": 2}
+PLANAR_TREE_FREEDOMS = {"revolute": 1, "prismatic": 1, "spherical": 1, "floating": 3, "planar": 3}
 
 
 @dataclass(frozen=True)
@@ -48,7 +54,7 @@ class LoopAnalysis:
     dof: int                      # nv - generic rank (mobility)
     dof_at_q: int                 # nv - rank at q
     gruebler_kutzbach: int        # sum f_i - 6 n_h (spatial)
-    gruebler_kutzbach_planar: int  # sum f_i - 3 n_h (valid for planar/spherical mechanisms)
+    gruebler_kutzbach_planar: int  # sum f_i - 3 n_h with the joints' planar freedoms (planar mechanisms)
     redundant_constraints: int    # b - generic rank
     singular: bool                # rank drops at q (a singular configuration)
     statically_determinate: bool  # no redundant constraints: loop forces are unique
@@ -61,7 +67,7 @@ class LoopAnalysis:
             f"loops {self.n_loops}, constraint rows {self.n_constraints}, rank of G_l {self.rank} "
             f"(generic {self.generic_rank})",
             f"degrees of freedom: {self.dof} by rank; Grübler-Kutzbach {self.gruebler_kutzbach} "
-            f"(spatial), {self.gruebler_kutzbach_planar} (planar/spherical formula)",
+            f"(spatial), {self.gruebler_kutzbach_planar} (planar formula)",
             f"redundant constraints: {self.redundant_constraints} -> statically "
             f"{'determinate' if self.statically_determinate else 'indeterminate (loop forces: minimum norm)'}",
             f"singular configuration: {'YES (rank drops to %d)' % self.rank if self.singular else 'no'}",
@@ -312,12 +318,14 @@ class ClosedLoopRobot(Robot):
             generic = max(generic, _rank(self.loop_jacobian(nearby)))
         n_loops = len(self.closure_names)
         joint_freedoms = self.nv + sum(6 - int(self._cut_int[s, L.CUT_ROWS]) for s in range(n_loops))
+        planar_freedoms = (sum(PLANAR_TREE_FREEDOMS.get(t, 1) for t in self.joint_types)
+                           + sum(PLANAR_CUT_FREEDOMS[t] for t in self.closure_types))
         condition = float(np.linalg.cond(jac[:, dep])) if len(dep) else 1.0
         return LoopAnalysis(
             n_loops=n_loops, n_constraints=self.n_constraints, rank=rank, generic_rank=generic,
             dof=self.nv - generic, dof_at_q=self.nv - rank,
             gruebler_kutzbach=joint_freedoms - 6 * n_loops,
-            gruebler_kutzbach_planar=joint_freedoms - 3 * n_loops,
+            gruebler_kutzbach_planar=planar_freedoms - 3 * n_loops,
             redundant_constraints=self.n_constraints - generic, singular=rank < generic,
             statically_determinate=self.n_constraints == generic,
             residual=float(np.abs(g).max(initial=0.0)), independent=tuple(int(i) for i in ind),
