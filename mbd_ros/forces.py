@@ -45,6 +45,9 @@ from . import layout as L
 from .closures import _check_keys, _kind, _load, _number, _numbers, _origin, _suggest
 from .errors import ModelError
 from .kernels import force_elements as fk
+from .kernels.wrenches import load_link_wrenches as _load_link_wrenches
+
+_FLOAT = np.dtype(np.float64)
 
 FORCE_TYPES = ("spring_damper", "joint_spring", "bushing")
 FIELDS = {
@@ -304,6 +307,47 @@ class AppliedForces:
                                      f"generalized forces or a dict {{link: wrench}}, got {result!r}")
                 self.joint_force += tau
 
+    def load(self, q, v, tau, f_ext, t):
+        """Hot path of forward_dynamics: evaluate the elements and callbacks at (q, v, t), load
+        their link wrenches (plus f_ext) into the robot's workspace (FEXT, as
+        _set_external_wrenches does) and return tau + their joint forces (a buffer)."""
+        robot = self.robot
+        if not (type(q) is np.ndarray and q.dtype == _FLOAT and q.shape == (robot.nq,)
+                and q.flags.c_contiguous and type(v) is np.ndarray and v.dtype == _FLOAT
+                and v.shape == (robot.nv,) and v.flags.c_contiguous):
+            q, v = _checked(robot, q, v)
+        if not (type(tau) is np.ndarray and tau.shape == (robot.nv,)):
+            from .robot import _vector
+            tau = _vector(tau, robot.nv, "tau")
+        self.evaluate(q, v, t)
+        wrench = self.link_wrench
+        if f_ext is not None:
+            wrench = self._add_user_wrenches(f_ext)
+        _load_link_wrenches(robot._link_int, robot._link_float, wrench, robot._link_fext, robot._work)
+        robot._fext_dirty = True
+        np.add(tau, self.joint_force, out=self._total_tau)
+        return self._total_tau
+
+    def _add_user_wrenches(self, f_ext):
+        """_total_wrench = the elements' link wrenches + f_ext (dict or (n_links, 6) array)."""
+        robot = self.robot
+        self._total_wrench[:] = self.link_wrench
+        if isinstance(f_ext, dict):
+            for link, w in f_ext.items():
+                w = np.asarray(w, dtype=float)
+                if w.shape != (6,):
+                    raise ValueError(f"f_ext['{link}'] must have shape (6,), got {w.shape}")
+                self._total_wrench[robot._link(link)] += w
+        else:
+            w = np.asarray(f_ext, dtype=float)
+            if w.shape != self._total_wrench.shape:
+                raise ValueError(f"f_ext must have shape {self._total_wrench.shape} or be a "
+                                 f"dict {{link: wrench}}, got {w.shape}")
+            self._total_wrench += w
+        if not np.isfinite(self._total_wrench).all():
+            raise ValueError("f_ext contains NaN or inf")
+        return self._total_wrench
+
     def combine(self, q, v, tau, f_ext, t):
         """(tau + joint forces, f_ext + element wrenches): the inputs of the plain dynamics."""
         robot = self.robot
@@ -312,20 +356,10 @@ class AppliedForces:
         if tau is not None:
             from .robot import _vector
             np.add(_vector(tau, robot.nv, "tau"), self.joint_force, out=self._total_tau)
-        self._total_wrench[:] = self.link_wrench
-        if f_ext is not None:
-            if isinstance(f_ext, dict):
-                for link, w in f_ext.items():
-                    w = np.asarray(w, dtype=float)
-                    if w.shape != (6,):
-                        raise ValueError(f"f_ext['{link}'] must have shape (6,), got {w.shape}")
-                    self._total_wrench[robot._link(link)] += w
-            else:
-                w = np.asarray(f_ext, dtype=float)
-                if w.shape != self._total_wrench.shape:
-                    raise ValueError(f"f_ext must have shape {self._total_wrench.shape} or be a "
-                                     f"dict {{link: wrench}}, got {w.shape}")
-                self._total_wrench += w
+        if f_ext is None:
+            self._total_wrench[:] = self.link_wrench
+        else:
+            self._add_user_wrenches(f_ext)
         return self._total_tau, self._total_wrench
 
     def element_values(self, q, v):

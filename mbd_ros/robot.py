@@ -182,9 +182,9 @@ class Robot:
         if prescribed is not None:   # ---- prescribed motion ----
             from .prescribed import dispatch
             return dispatch(self, q, v, tau, f_ext, out, prescribed, return_torques)
-        if self._applied is not None and not self._applying:   # force elements
-            tau, f_ext = self._applied.combine(q, v, tau, f_ext, self.time)
-        if f_ext is not None or self._fext_dirty:
+        if self._applied is not None and not self._applying:   # force elements: load FEXT
+            tau = self._applied.load(q, v, tau, f_ext, self.time)
+        elif f_ext is not None or self._fext_dirty:
             self._set_external_wrenches(f_ext)
         if out is None:
             out = np.empty(self.nv)

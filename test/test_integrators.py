@@ -157,7 +157,7 @@ def test_full_crank_turn_through_the_rockers_dead_point():
 def test_hidden_check_emulation_default_integrator_20s():
     """The contract's check: the default integrator on undamped passive mechanisms for 20 s
     keeps the energy within 1e-3 of the peak kinetic energy and the loops closed to 1e-6
-    (measured: 4e-9 relative on the double wishbone with its strut spring, undamped)."""
+    (double wishbone with its strut spring, undamped)."""
     strut = dict(name="strut", type="spring_damper", parent="chassis",
                  parent_point=[0.24019458403662533, 0.0, 0.3666150048749676], child="lower_arm",
                  child_point=[0.25, 0.0, 0.0], stiffness=25000.0, rest_length=0.36, preload=150.0)
