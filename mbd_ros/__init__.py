@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 
 
 def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, passive_forces=True,
-         friction_velocity=FRICTION_VELOCITY, strict_inertia=True, forces=None):
+         friction_velocity=FRICTION_VELOCITY, strict_inertia=True, forces=None, mimic=False):
     """Load a robot from a URDF file path or URDF XML text.
 
     closures: loop closures (path, YAML text or dict, DESIGN.md format): the robot is then a
@@ -32,6 +32,9 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
     forces: force elements (spring_damper, joint_spring, bushing; path, YAML text or dict with a
         `forces:` section, which may be the closures file): they act in every dynamics call
         and simulation step (mbd_ros/forces.py, docs/forces.md).
+    mimic: with True, URDF <mimic> joints are coupled to their leaders (q_m = r q_l + o, not
+        independent degrees of freedom; mbd_ros/mimic.py); False (default, as Pinocchio's
+        parser) keeps them independent.
     strict_inertia: with False, link inertias that break the triangle inequality (found in some
         published URDFs) are accepted with a warning instead of refused.
     Raises ModelError (a ValueError) naming the file and the link/joint at fault.
@@ -47,5 +50,8 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
     if forces is not None:   # ---- force elements ----
         from .forces import attach
         attach(robot, forces)
+    if mimic:   # ---- mimic joints ----
+        from .mimic import attach as attach_mimic
+        attach_mimic(robot, str(urdf) if hasattr(urdf, "__fspath__") else urdf)
     robot._check_regular()
     return robot
