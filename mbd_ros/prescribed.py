@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ModelError  # noqa: F401  (documented error type of the loaders)
-
 
 def prescribed_dofs(robot, prescribed):
     """(dofs (k,), qdd (k,)) of a {joint name: qdd} mapping (one-dof joints take a number,

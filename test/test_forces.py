@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import RTOL, assert_close
+from conftest import assert_close
 from oracle import PinOracle, parse_urdf, pin_model_from_xml, rpy_matrix
 
 import mbd_ros
