@@ -457,3 +457,18 @@ def with_forces(robot, call, q, v, tau, f_ext, **kwargs):
         return call(q, v, tau_total, f_ext=f_total, **kwargs)
     finally:
         robot._applying = False
+
+
+def batch_with_forces(robot, call, q, v, x, x_name, out):
+    """The batch forms of a robot with force elements: call(q_i, v_i, x_i) state by state."""
+    from .robot import _batch, _output
+    q = _batch(q, robot.nq, "q")
+    v = _batch(v, robot.nv, "v", q.shape[0])
+    x = _batch(x, robot.nv, x_name, q.shape[0])
+    out = _output(out, (q.shape[0], robot.nv))
+    for i in range(q.shape[0]):
+        try:
+            out[i] = call(q[i], v[i], x[i])
+        except ValueError as exc:
+            raise ValueError(f"state {i}: {exc}") from None
+    return out

@@ -305,11 +305,18 @@ class Robot:
 
     def forward_dynamics_batch(self, q, v, tau, out=None):
         """qdd (N, nv) for N states q (N, nq), v (N, nv), tau (N, nv), on `batch_threads` threads
-        (default: the number of CPUs). External wrenches are not applied in batches."""
+        (default: the number of CPUs). External wrenches are not applied in batches; force
+        elements and callbacks are (one state at a time, on the calling thread)."""
+        if self._applied is not None:   # force elements: per state
+            from .forces import batch_with_forces
+            return batch_with_forces(self, self.forward_dynamics, q, v, tau, "tau", out)
         return self._run_batch(_forward_dynamics_batch, q, v, tau, "tau", out)
 
     def inverse_dynamics_batch(self, q, v, qdd, out=None):
         """tau (N, nv) for N states q (N, nq), v (N, nv), qdd (N, nv), on `batch_threads` threads."""
+        if self._applied is not None:   # force elements: per state
+            from .forces import batch_with_forces
+            return batch_with_forces(self, self.inverse_dynamics, q, v, qdd, "qdd", out)
         return self._run_batch(_inverse_dynamics_batch, q, v, qdd, "qdd", out)
 
     # ------------------------------------------------------------------ kinematics and energy

@@ -330,3 +330,14 @@ def test_duplicate_names_and_missing_file():
     with pytest.raises(ModelError, match="one-dof"):
         mbd_ros.load(str(ARM), floating_base=True,
                      forces={"forces": [dict(JOINT_SPRING, joint="root_joint")]})
+
+
+def test_batches_apply_the_force_elements():
+    robot = arm_with(ELEMENTS)
+    rng = np.random.default_rng(9)
+    Q = np.array([robot.random_configuration(rng) for _ in range(4)])
+    V, TAU = rng.normal(size=(4, 7)), rng.normal(size=(4, 7))
+    QDD = robot.forward_dynamics_batch(Q, V, TAU)
+    for i in range(4):
+        assert_close(QDD[i], robot.forward_dynamics(Q[i], V[i], TAU[i]), f"batch FD {i}")
+    assert_close(robot.inverse_dynamics_batch(Q, V, QDD), TAU, "batch ID round trip")
