@@ -364,6 +364,8 @@ def step_robot(robot, q, v, tau, dt, integrator=None, options=None, prescribed=N
     key = (float(dt), integrator or DEFAULT_INTEGRATOR, tuple(sorted(options.items())))
     simulator = robot._simulators.get(key)
     if simulator is None:
+        if len(robot._simulators) >= 8:   # a caller varying dt: keep the cache bounded
+            robot._simulators.clear()
         simulator = robot._simulators[key] = Simulator(robot, dt, integrator, q=q, v=v, **options)
     simulator.reset(q, v, time=robot.time)
     simulator.prescribed = dict(prescribed) if prescribed else {}
