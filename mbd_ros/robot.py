@@ -379,10 +379,11 @@ class Robot:
     def step(self, q, v, tau, dt, integrator=None, prescribed=None, **options):
         """One simulation step from (q, v) at t = self.time; returns (q, v) and advances
         self.time by dt. tau: (nv,) held over the step or a callable tau(t). integrator: None
-        (the default, mbd_ros.simulation.DEFAULT_INTEGRATOR = rk4), "rk4", "semi_implicit_euler"
-        or "implicit_euler" (stiff springs and dampers). prescribed: {joint: trajectory(t) ->
-        (q, qd, qdd)} rheonomic joints. options: Simulator options (max_velocity,
-        max_kinetic_energy). Raises SimulationDiverged naming the time."""
+        (the default, mbd_ros.simulation.DEFAULT_INTEGRATOR = rk4), "rk4", "semi_implicit_euler",
+        "implicit_euler" (stiff springs and dampers) or "symplectic_euler" (trees; bounded energy
+        error). prescribed: {joint: trajectory(t) -> (q, qd, qdd)} rheonomic joints. options:
+        Simulator options (max_velocity, max_kinetic_energy). Raises SimulationDiverged naming
+        the time."""
         from .simulation import step_robot
         return step_robot(self, q, v, tau, dt, integrator, options, prescribed)
 
