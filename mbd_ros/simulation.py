@@ -121,6 +121,9 @@ class Simulator:
         # no planar body-frame velocities): skip robot.integrate's checks on the hot path.
         self._vector_space = all(t in _VECTOR_SPACE_JOINTS for t in robot.joint_types)
         self._closed = bool(getattr(robot, "closure_names", ()))
+        if integrator == "symplectic_euler" and (self._closed or not self._vector_space):
+            raise ValueError("integrator 'symplectic_euler' supports trees of revolute and "
+                             "prismatic joints only (no quaternion or planar joints, no loops)")
         self.q = np.zeros(nq)
         self.v = np.zeros(nv)
         self.qdd = np.zeros(nv)
@@ -322,9 +325,7 @@ class Simulator:
 
     def _symplectic_euler(self):
         """Symplectic Euler in (q, p = M v) (module docstring); tau(t) held at the step start."""
-        robot, h, t = self.robot, self.dt, self.time
-        if not self._vector_space or self._closed:
-            raise ValueError("symplectic_euler supports trees of revolute and prismatic joints")
+        robot, h = self.robot, self.dt
         q, v = self.q, self.v
         from .robot import Robot
         mass = Robot.mass_matrix(robot, q).copy()
