@@ -157,6 +157,8 @@ class DynamicsNode(LifecycleNode):
         self.declare("urdf_path", "", "path of the robot's URDF file")
         self.declare("closures_path", "", "YAML file declaring the loop closures (cut joints) "
                      "of a closed-loop robot; empty for a tree")
+        self.declare("forces_path", "", "YAML file with a forces: section (spring_damper, "
+                     "joint_spring, bushing; may be the closures file); empty: none")
         self.declare("floating_base", False, "add a free joint 'root_joint' above the URDF root")
         self.declare("gravity", [0.0, 0.0, -9.81], "gravity in the root frame, m/s^2",
                      finite_vector(3))
@@ -208,7 +210,7 @@ class DynamicsNode(LifecycleNode):
         if self.param("friction_velocity") != mbd_ros.FRICTION_VELOCITY:
             options["friction_velocity"] = self.param("friction_velocity")
         try:
-            return mbd_ros.load(source, closures=closures,
+            return mbd_ros.load(source, closures=closures, forces=self.param("forces_path") or None,
                                 floating_base=self.param("floating_base"),
                                 gravity=tuple(self.param("gravity")),
                                 passive_forces=self.param("passive_forces"), **options)
