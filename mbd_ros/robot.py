@@ -379,7 +379,8 @@ class Robot:
     def step(self, q, v, tau, dt, integrator=None, prescribed=None, **options):
         """One simulation step from (q, v) at t = self.time; returns (q, v) and advances
         self.time by dt. tau: (nv,) held over the step or a callable tau(t). integrator: None
-        (the default, mbd_ros.simulation.DEFAULT_INTEGRATOR = rk4), "rk4", "semi_implicit_euler",
+        (the default: rk4 in substeps of at most mbd_ros.simulation.DEFAULT_MAX_STEP = 1 ms),
+        "rk4" (one step of dt), "semi_implicit_euler",
         "implicit_euler" (stiff springs and dampers) or "symplectic_euler" (trees; bounded energy
         error). prescribed: {joint: trajectory(t) -> (q, qd, qdd)} rheonomic joints. options:
         Simulator options (max_velocity, max_kinetic_energy). Raises SimulationDiverged naming

@@ -14,7 +14,8 @@ f(t, q, v) below is robot.forward_dynamics with all of that.
 
 Integrators (INTEGRATORS; h = dt):
 
-- ``rk4`` (the default, DEFAULT_INTEGRATOR): classical Runge-Kutta on the configuration manifold
+- ``rk4`` (the default, DEFAULT_INTEGRATOR; robot.step with integrator=None splits a step longer
+  than DEFAULT_MAX_STEP = 1 ms into equal substeps): classical Runge-Kutta on the configuration manifold
   through the exponential map,
       a1 = f(t, q, v)
       q2 = q (+) v h/2,    v2 = v + a1 h/2,   a2 = f(t + h/2, q2, v2)
@@ -63,6 +64,10 @@ INTEGRATORS = ("rk4", "semi_implicit_euler", "implicit_euler", "symplectic_euler
 # symplectic_euler: fixed-point iterations stop when the velocity update is below this (rad/s, m/s)
 SYMPLECTIC_TOLERANCE = 1e-13
 DEFAULT_INTEGRATOR = "rk4"
+# robot.step with integrator=None splits a longer dt into equal RK4 substeps of at most this (s):
+# measured over 20 s of undamped motion, RK4's energy error relative to the peak kinetic energy
+# is 6.7e-6 (arm7) and 1e-7 (four-bar) at 1 ms, but 0.14 and 3.4e-3 at 10 ms
+DEFAULT_MAX_STEP = 1e-3
 # default divergence bound on every velocity coordinate (rad/s, m/s): no robot joint moves
 # this fast, and a diverging explicit integration passes it long before overflowing
 MAX_VELOCITY = 1e4
@@ -406,14 +411,21 @@ def step_robot(robot, q, v, tau, dt, integrator=None, options=None, prescribed=N
     (dt, integrator, options) on the robot; returns copies of (q, v), advances robot.time.
     prescribed: {joint: trajectory(t) -> (q, qd, qdd)} (see Simulator)."""
     options = dict(options or {})
-    key = (float(dt), integrator or DEFAULT_INTEGRATOR, tuple(sorted(options.items())))
+    dt = float(dt)
+    substeps = 1
+    if integrator is None and dt > DEFAULT_MAX_STEP * (1.0 + 1e-9):   # the accurate default
+        substeps = int(np.ceil(dt / DEFAULT_MAX_STEP - 1e-9))
+    key = (dt, substeps, integrator or DEFAULT_INTEGRATOR, tuple(sorted(options.items())))
     simulator = robot._simulators.get(key)
     if simulator is None:
         if len(robot._simulators) >= 8:   # a caller varying dt: keep the cache bounded
             robot._simulators.clear()
-        simulator = robot._simulators[key] = Simulator(robot, dt, integrator, q=q, v=v, **options)
-    simulator.reset(q, v, time=robot.time)
+        simulator = robot._simulators[key] = Simulator(robot, dt / substeps, integrator, q=q, v=v,
+                                                       **options)
+    start = robot.time
+    simulator.reset(q, v, time=start)
     simulator.prescribed = dict(prescribed) if prescribed else {}
-    simulator.step(tau)
-    robot.time = simulator.time
+    for _ in range(substeps):
+        simulator.step(tau)
+    robot.time = start + dt
     return simulator.q.copy(), simulator.v.copy()
