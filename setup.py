@@ -65,8 +65,9 @@ setup(
     ],
     extras_require={
         'ros': ROS_WHEELS,
-        # exudyn: flexible-link oracle; yourdfpy: URDF element-parsing oracle
-        'test': ['pytest', 'pin', 'example-robot-data', 'exudyn', 'yourdfpy'],
+        # exudyn: flexible-link and suspension oracle; yourdfpy: URDF element-parsing oracle;
+        # sympy: the seed-004 Lagrange equations
+        'test': ['pytest', 'pin', 'example-robot-data', 'exudyn', 'yourdfpy', 'sympy'],
         'bench': ['pin', 'example-robot-data', 'exudyn'],
         'plot': ['matplotlib'],                                     # mbd-ros flex-demo --plot
     },

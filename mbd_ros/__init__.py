@@ -18,7 +18,8 @@ __version__ = "0.1.0"
 
 
 def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, passive_forces=True,
-         friction_velocity=FRICTION_VELOCITY, strict_inertia=False, flexible=None, codegen=False):
+         friction_velocity=FRICTION_VELOCITY, strict_inertia=False, flexible=None, codegen=False,
+         forces=None, mimic=False):
     """Load a robot from a URDF file path or URDF XML text.
 
     closures: loop closures (path, YAML text or dict, DESIGN.md format): the robot is then a
@@ -42,6 +43,12 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
         docs/flexible.md): the robot is then a FlexibleRobot with elastic coordinates.
     codegen: run robot-specific generated kernels (mbd_ros.codegen, docs/codegen.md): same
         methods and results; generated and compiled once per model, then cached on disk.
+    forces: force elements (spring_damper, joint_spring, bushing; path, YAML text or dict with a
+        `forces:` section, which may be the closures file): they act in every dynamics call
+        and simulation step (mbd_ros/forces.py, docs/forces.md).
+    mimic: with True, URDF <mimic> joints are coupled to their leaders (q_m = r q_l + o, not
+        independent degrees of freedom; mbd_ros/mimic.py); False (default, as Pinocchio's
+        parser) keeps them independent.
     Raises ModelError (a ValueError) naming the file and the link/joint at fault.
     """
     tree = read_urdf(urdf, strict_inertia)
@@ -67,5 +74,11 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
         from .codegen import generated_robot
         robot = generated_robot(model, robot)
     # ---- end codegen ----
+    if forces is not None:   # ---- force elements ----
+        from .forces import attach
+        attach(robot, forces)
+    if mimic:   # ---- mimic joints ----
+        from .mimic import attach as attach_mimic
+        attach_mimic(robot, str(urdf) if hasattr(urdf, "__fspath__") else urdf)
     robot._check_regular()
     return robot

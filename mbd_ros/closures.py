@@ -43,7 +43,7 @@ from .yaml_input import read_yaml
 CUT_TYPES = ("revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "fixed",
              "distance")
 AXIS_TYPES = ("revolute", "prismatic", "cylindrical", "universal", "planar")   # need `axis`
-TOP_LEVEL_KEYS = ("closures", "actuated", "independent")
+TOP_LEVEL_KEYS = ("closures", "actuated", "independent", "forces")   # forces: mbd_ros/forces.py
 ENTRY_FIELDS = ("name", "type", "parent", "child", "parent_origin", "child_origin", "axis",
                 "axis2", "length")
 ORIGIN_KEYS = ("xyz", "rpy")

@@ -165,6 +165,13 @@ class Robot:
             (name, slice(iq + (3 if t == "floating" else 0), iq + (7 if t == "floating" else 4)))
             for name, t, iq in zip(self.joint_names, self.joint_types, self.idx_q)
             if t in ("floating", "spherical")]
+        # ---- force elements and user forces (mbd_ros/forces.py) ----
+        self.time = 0.0          # clock of force callbacks fn(t, q, v); step() advances it
+        self._applied = None     # AppliedForces, or None: no force elements or callbacks
+        self._applying = False   # True while the dynamics run with the forces already added
+        self._simulators = {}
+        self.last_prescribed_torques = np.zeros(self.nv)   # mbd_ros/prescribed.py
+        # ---- end force elements ----
 
     # ------------------------------------------------------------------ configuration helpers
     def neutral(self):
@@ -219,14 +226,26 @@ class Robot:
         return out
 
     # ------------------------------------------------------------------ dynamics
-    def forward_dynamics(self, q, v, tau, f_ext=None, out=None):
+    def forward_dynamics(self, q, v, tau, f_ext=None, out=None, prescribed=None,
+                         return_torques=False):
         """Joint accelerations qdd (nv,) for drive forces tau (nv,) at state (q, v).
 
         Includes gravity, the URDF joint damping and smoothed friction (if loaded with
         passive_forces) and f_ext (see `joint_wrenches`). Recursive O(n) (THEORY.md §2).
         Raises ValueError for bad inputs and when the result is not finite (e.g. overflow for
         absurd velocities). out may overlap q, v or tau (the result is then computed privately).
+        Force elements and add_force callbacks (at t = self.time) are added to tau and f_ext.
+        prescribed: {joint: qdd} joints with given accelerations (rheonomic, mbd_ros/prescribed.py):
+        the drive forces they need are in self.last_prescribed_torques (nv,), and returned as
+        (qdd, torques) with return_torques=True.
         """
+        if prescribed is not None:   # ---- prescribed motion ----
+            from .prescribed import dispatch
+            return dispatch(self, q, v, tau, f_ext, out, prescribed, return_torques)
+        if self._applied is not None and not self._applying:   # force elements: load FEXT
+            with self._lock:
+                tau = self._applied.load(q, v, tau, f_ext, self.time)
+                return self._dynamics(_forward_dynamics, self._work, q, v, tau, out, "tau")
         if f_ext is not None:
             with self._lock:
                 self._set_external_wrenches(f_ext)
@@ -245,8 +264,13 @@ class Robot:
         return out
 
     def inverse_dynamics(self, q, v, qdd, f_ext=None, out=None):
-        """Drive forces tau (nv,) that produce qdd (nv,) at (q, v): M qdd + b - tau_passive (RNEA).
+        """Drive forces tau (nv,) that produce qdd (nv,) at (q, v): M qdd + b - tau_passive (RNEA),
+        minus the force elements' and add_force callbacks' generalized forces.
         Raises ValueError for bad inputs and non-finite results; out as in forward_dynamics."""
+        if self._applied is not None and not self._applying:   # force elements
+            from .forces import inverse_dynamics_with_forces
+            with self._lock:
+                return inverse_dynamics_with_forces(self, q, v, qdd, f_ext, out)
         if f_ext is not None:
             with self._lock:
                 self._set_external_wrenches(f_ext)
@@ -331,6 +355,8 @@ class Robot:
         """
         q, v, qdd, _ = self._state_arrays(q, v, qdd, self._tau_scratch, "qdd")
         out = _output(out, (len(self.wrench_joint_names), 6))
+        if self._applied is not None and not self._applying:   # force elements load the links
+            _, f_ext = self._applied.combine(q, v, None, f_ext, self.time)
         self._set_external_wrenches(f_ext)
         return self._joint_wrenches_loaded(q, v, qdd, out)
 
@@ -375,12 +401,19 @@ class Robot:
     @_locked
     def forward_dynamics_batch(self, q, v, tau, out=None):
         """qdd (N, nv) for N states q (N, nq), v (N, nv), tau (N, nv), on `batch_threads` threads
-        (default: the number of CPUs). External wrenches are not applied in batches."""
+        (default: the number of CPUs). External wrenches are not applied in batches; force
+        elements and callbacks are (one state at a time, on the calling thread)."""
+        if self._applied is not None:   # force elements: per state
+            from .forces import batch_with_forces
+            return batch_with_forces(self, self.forward_dynamics, q, v, tau, "tau", out)
         return self._run_batch(_forward_dynamics_batch, q, v, tau, "tau", out)
 
     @_locked
     def inverse_dynamics_batch(self, q, v, qdd, out=None):
         """tau (N, nv) for N states q (N, nq), v (N, nv), qdd (N, nv), on `batch_threads` threads."""
+        if self._applied is not None:   # force elements: per state
+            from .forces import batch_with_forces
+            return batch_with_forces(self, self.inverse_dynamics, q, v, qdd, "qdd", out)
         return self._run_batch(_inverse_dynamics_batch, q, v, qdd, "qdd", out)
 
     # ------------------------------------------------------------------ kinematics and energy
@@ -412,11 +445,51 @@ class Robot:
 
     @_locked
     def potential_energy(self, q):
-        """Gravitational potential energy -sum m_i g . c_i (J), zero at the root frame origin."""
+        """Gravitational potential energy -sum m_i g . c_i (J), zero at the root frame origin, plus
+        the elastic energy of the force elements' springs (mbd_ros/forces.py)."""
         q = _vector(q, self.nq, "q")
         self._check_state(q, _EMPTY, _EMPTY, "")
         _mechanical_energy(self._body_int, self._body_float, self._work, q, _EMPTY, self._energy)
+        if self._applied is not None:
+            return float(self._energy[1]) + self._applied.potential_energy(q)
         return float(self._energy[1])
+
+    # ------------------------------------------------------------------ force elements, simulation
+    # (mbd_ros/forces.py, mbd_ros/simulation.py)
+    @property
+    def force_element_names(self):
+        """Names of the force elements (forces: section), in file order."""
+        return list(self._applied.names) if self._applied is not None else []
+
+    @_locked
+    def add_force(self, fn):
+        """Add a force callback fn(t, q, v) -> generalized forces (nv,) or {link: wrench (6,) in
+        the link frame about its origin}. It acts in forward_dynamics (t = self.time), is
+        subtracted by inverse_dynamics and loads joint_wrenches, like a force element, and is
+        evaluated at every integrator stage (e.g. tyre forces)."""
+        from .forces import add_force
+        return add_force(self, fn)
+
+    @_locked
+    def force_element_values(self, q, v):
+        """ForceElementValues at (q, v): names, tension/torque (`force`), length/deflection
+        (`length`), their rate, and bushing wrenches and deflections (mbd_ros/forces.py)."""
+        from .forces import AppliedForces
+        applied = self._applied if self._applied is not None else AppliedForces(self)
+        return applied.element_values(q, v)
+
+    @_locked
+    def step(self, q, v, tau, dt, integrator=None, prescribed=None, **options):
+        """One simulation step from (q, v) at t = self.time; returns (q, v) and advances
+        self.time by dt. tau: (nv,) held over the step or a callable tau(t). integrator: None
+        (the default: rk4 in substeps of at most mbd_ros.simulation.DEFAULT_MAX_STEP = 1 ms),
+        "rk4" (one step of dt), "semi_implicit_euler",
+        "implicit_euler" (stiff springs and dampers) or "symplectic_euler" (trees; bounded energy
+        error). prescribed: {joint: trajectory(t) -> (q, qd, qdd)} rheonomic joints. options:
+        Simulator options (max_velocity, max_kinetic_energy). Raises SimulationDiverged naming
+        the time."""
+        from .simulation import step_robot
+        return step_robot(self, q, v, tau, dt, integrator, options, prescribed)
 
     # ------------------------------------------------------------------ description
     def summary(self):

@@ -202,6 +202,8 @@ class DynamicsNode(LifecycleNode):
         self.declare("flexible_path", "", "YAML file with a flexible_links: section (flexible "
                      "links, elastic coordinates); empty for rigid links")
         # ---- end flexible links ----
+        self.declare("forces_path", "", "YAML file with a forces: section (spring_damper, "
+                     "joint_spring, bushing; may be the closures file); empty: none")
         self.declare("floating_base", False, "add a free joint 'root_joint' above the URDF root")
         self.declare("gravity", [0.0, 0.0, -9.81], "gravity in the root frame, m/s^2",
                      finite_vector(3))
@@ -257,7 +259,7 @@ class DynamicsNode(LifecycleNode):
         if self.param("flexible_path"):        # flexible links (mbd_ros/flexible)
             options["flexible"] = self.param("flexible_path")
         try:
-            return mbd_ros.load(source, closures=closures,
+            return mbd_ros.load(source, closures=closures, forces=self.param("forces_path") or None,
                                 floating_base=self.param("floating_base"),
                                 gravity=tuple(self.param("gravity")),
                                 passive_forces=self.param("passive_forces"),

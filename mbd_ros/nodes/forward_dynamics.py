@@ -160,6 +160,14 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
             (k, WrenchOut(frames[k]), self.create_lifecycle_publisher(
                 WrenchStamped, f"~/closure_wrenches/{topic_token(name)}", PUBLISH_QOS))
             for k, name in enumerate(robot.closure_names)]
+        # force elements: ~/force_elements (JointState: name = element, position = length or
+        # deflection, velocity = its rate, effort = tension or joint force)
+        self.force_msg = self.pub_forces = None
+        if robot.force_element_names:
+            self.force_msg = JointState()
+            self.force_msg.name = list(robot.force_element_names)
+            self.pub_forces = self.create_lifecycle_publisher(JointState, "~/force_elements",
+                                                              PUBLISH_QOS)
         self.subs = []
         if self.mode == "simulate":
             self._configure_simulation()
@@ -263,7 +271,7 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
         for sub in getattr(self, "subs", []):
             self.destroy_subscription(sub)
         self.subs = []
-        for attr in ("pub_acc", "pub_js", "pub_clock", "pub_elastic"):
+        for attr in ("pub_acc", "pub_js", "pub_clock", "pub_elastic", "pub_forces"):
             pub = getattr(self, attr, None)
             if pub is not None:
                 self.destroy_lifecycle_publisher(pub)
@@ -350,6 +358,13 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
             for k, msg_out, pub in self.closure_outs:
                 msg_out.fill(stamp, rows[k])
                 pub.publish(msg_out.msg)
+        if self.force_msg is not None:   # force elements
+            values = self.robot.force_element_values(q, v)
+            self.force_msg.header.stamp = stamp
+            self.force_msg.position = values.length.tolist()
+            self.force_msg.velocity = values.rate.tolist()
+            self.force_msg.effort = values.force.tolist()
+            self.pub_forces.publish(self.force_msg)
 
     def _compute_failed(self, exc):
         self.singular += 1
