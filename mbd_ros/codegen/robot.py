@@ -100,32 +100,39 @@ class GeneratedRobot(Robot):
         return self._kernels.path
 
     # ------------------------------------------------------------------ dynamics
-    def forward_dynamics(self, q, v, tau, f_ext=None, out=None):
-        """As Robot.forward_dynamics; generated kernel unless f_ext is given."""
-        if out is not None and f_ext is None and not self._fext_dirty:
+    def forward_dynamics(self, q, v, tau, f_ext=None, out=None, prescribed=None,
+                         return_torques=False):
+        """As Robot.forward_dynamics; generated kernel unless f_ext, force elements / add_force
+        callbacks or prescribed joints are involved (then the generic path)."""
+        if out is not None and f_ext is None and self._applied is None and prescribed is None:
             try:   # hot path: one kernel call; anything unusual goes to _state_call
                 if not self._gen_forward_dynamics(q, v, tau, out):
                     return out
             except TypeError:
                 pass
+        if prescribed is not None or (self._applied is not None and not self._applying):
+            return Robot.forward_dynamics(self, q, v, tau, f_ext=f_ext, out=out,
+                                          prescribed=prescribed, return_torques=return_torques)
         return self._state_call(Robot.forward_dynamics, self._gen_forward_dynamics, q, v, tau,
                                 f_ext, out, "tau")
 
     def inverse_dynamics(self, q, v, qdd, f_ext=None, out=None):
         """As Robot.inverse_dynamics; generated kernel unless f_ext is given."""
-        if out is not None and f_ext is None and not self._fext_dirty:
+        if out is not None and f_ext is None and self._applied is None:
             try:
                 if not self._gen_inverse_dynamics(q, v, qdd, out):
                     return out
             except TypeError:
                 pass
+        if self._applied is not None and not self._applying:   # force elements: generic path
+            return Robot.inverse_dynamics(self, q, v, qdd, f_ext=f_ext, out=out)
         return self._state_call(Robot.inverse_dynamics, self._gen_inverse_dynamics, q, v, qdd,
                                 f_ext, out, "qdd")
 
     def _state_call(self, generic, kernel, q, v, x, f_ext, out, x_name):
         """The general case of forward/inverse dynamics: f_ext (generic path), no `out`, inputs to
         convert, or a non-zero status (re-run on the generic path, which raises its ValueError)."""
-        if f_ext is not None or self._fext_dirty:
+        if f_ext is not None:   # external wrenches are per call (Robot's locked path)
             return generic(self, q, v, x, f_ext=f_ext, out=out)
         if out is None:
             out = np.empty(self.nv)
@@ -154,6 +161,8 @@ class GeneratedRobot(Robot):
 
     def bias_forces(self, q, v, out=None):
         """As Robot.bias_forces: b(q, v) (nv,), generated RNEA at qdd = 0 without passive forces."""
+        if self._applied is not None:   # force elements / callbacks: the generic path
+            return Robot.bias_forces(self, q, v, out=out)
         if out is None:
             out = np.empty(self.nv)
         try:
@@ -167,6 +176,8 @@ class GeneratedRobot(Robot):
 
     def gravity_forces(self, q, out=None):
         """As Robot.gravity_forces: g(q) (nv,), generated RNEA at v = qdd = 0."""
+        if self._applied is not None:   # force elements / callbacks: the generic path
+            return Robot.gravity_forces(self, q, out=out)
         if out is None:
             out = np.empty(self.nv)
         try:
@@ -181,7 +192,7 @@ class GeneratedRobot(Robot):
 
     def joint_wrenches(self, q, v, qdd, f_ext=None, out=None):
         """As Robot.joint_wrenches; generated kernel unless f_ext is given."""
-        if f_ext is not None:
+        if f_ext is not None or self._applied is not None:   # loads: the generic path
             return Robot.joint_wrenches(self, q, v, qdd, f_ext=f_ext, out=out)
         shape = (len(self.wrench_joint_names), 6)
         if out is None:
@@ -205,6 +216,8 @@ class GeneratedRobot(Robot):
                      "gravity_forces", "joint_wrenches"):
             if name not in generated:
                 paths[name] = "generic"
+            elif self._applied is not None:
+                paths[name] = "generic (force elements / add_force callbacks)"
             elif name in ("forward_dynamics", "inverse_dynamics", "joint_wrenches"):
                 paths[name] = "generated (generic with f_ext)"
             else:
