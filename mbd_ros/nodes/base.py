@@ -24,6 +24,7 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
 from rclpy.exceptions import (InvalidParameterTypeException, InvalidParameterValueException,
                               ParameterException)
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.clock import Clock as RclpyClock, ClockType
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.task import Future
@@ -98,6 +99,11 @@ class DynamicsNode(LifecycleNode):
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_QOS)
         self._configure_seconds = float("nan")
         self._activated_at = None
+        # [time source] timers that must run whatever use_sim_time says (the plant's pacing,
+        # diagnostics) use the steady clock; use_sim_time changes are applied at once
+        self.steady_clock = RclpyClock(clock_type=ClockType.STEADY_TIME)
+        self._sim_time = bool(self.get_parameter("use_sim_time").value)
+        self.add_post_set_parameters_callback(self._on_parameters_set)
         if not self.param("robot_description") and not self.param("urdf_path"):
             self._description_sub = self.create_subscription(
                 String, "robot_description", self._on_description, DESCRIPTION_QOS)
@@ -149,6 +155,20 @@ class DynamicsNode(LifecycleNode):
             if error:
                 return SetParametersResult(successful=False, reason=f"{p.name}: {error}")
         return SetParametersResult(successful=True)
+
+    def _on_parameters_set(self, params):
+        for p in params:
+            if p.name == "use_sim_time" and bool(p.value) != self._sim_time:
+                self._sim_time = bool(p.value)
+                self.get_logger().info(f"use_sim_time is now {self._sim_time}")
+                self.on_time_source_changed()
+
+    @property
+    def use_sim_time(self):
+        return self._sim_time
+
+    def on_time_source_changed(self):
+        """Called after use_sim_time changed (the node's ROS clock already follows it)."""
 
     def _declare_common_parameters(self):
         S = ParameterType.PARAMETER_STRING_ARRAY
@@ -272,7 +292,8 @@ class DynamicsNode(LifecycleNode):
         self.active = True
         self._activated_at = time.monotonic()
         self._diag_timer = self.create_timer(self.param("diagnostics_period"),
-                                             self._publish_diagnostics)
+                                             self._publish_diagnostics,
+                                             clock=self.steady_clock)
         return SUCCESS
 
     def on_deactivate(self, state):
@@ -350,7 +371,6 @@ class DynamicsNode(LifecycleNode):
 
     def read_common_parameters(self):
         self._max_age_ns = int(self.param("max_message_age") * 1e9)
-        self._sim_time = bool(self.get_parameter("use_sim_time").value)
 
     def now_ns(self):
         """ROS time in ns: the system clock unless use_sim_time (time.time_ns() is ~10x
