@@ -198,9 +198,14 @@ class DynamicsNode(LifecycleNode):
         self.declare("diagnostics_period", 1.0, "period of /diagnostics, s",
                      float_range=(0.01, 60.0))
         self.declare("autostart", True, "configure and activate the node by itself")
-        self.declare("executor", "events", "rclpy executor: events (rclpy.experimental."
-                     "EventsExecutor, about half the CPU and latency; falls back to "
-                     "single_threaded where rclpy has none) or single_threaded",
+        # [executor] single_threaded by default: rclpy's EventsExecutor queues one event per
+        # received message without bound, so a flood of publishers makes it grow and then spin
+        # without running callbacks (measured: frozen for minutes); the SingleThreadedExecutor
+        # takes messages from the keep-last queues of depth 10 and recovers at once.
+        self.declare("executor", "single_threaded", "rclpy executor: single_threaded (default; "
+                     "survives topic floods) or events (rclpy.experimental.EventsExecutor: "
+                     "about half the CPU and latency, but a flood of messages freezes it; "
+                     "falls back to single_threaded where rclpy has none)",
                      one_of(*EXECUTORS))
 
     def declare_node_parameters(self):

@@ -498,6 +498,8 @@ class ForwardDynamicsNode(DynamicsNode):
             catch_up = 0 if self.publish_clock else min(late, self.max_catch_up)
             if late > catch_up:   # give up the rest: re-anchor the schedule
                 self._start_ns += (late - catch_up) * self.period_ns
+                if not self.publish_clock:   # stamps stay the system time of the state
+                    self._base_stamp_ns += (late - catch_up) * self.period_ns
         self._window_expected += late - catch_up
         self._run_cycle(catch_up, t0)
 

@@ -59,9 +59,10 @@ def add_arguments(parser):
                         help="plant step rate, Hz (default 1000)")
     parser.add_argument("--integrator", default=None, choices=("semi_implicit_euler", "rk4"),
                         help="plant integrator (default: the config file's)")
-    parser.add_argument("--executor", default="events",
+    parser.add_argument("--executor", default="single_threaded",
                         choices=("single_threaded", "events"),
-                        help="rclpy executor of the two nodes (default events)")
+                        help="rclpy executor of the two nodes (default single_threaded; events "
+                        "uses less CPU but freezes under a topic flood)")
     parser.add_argument("--domain-id", type=int, default=None,
                         help="ROS_DOMAIN_ID (default: derived from the process id)")
     parser.add_argument("--verbose", action="store_true", help="print the nodes' logs")
