@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import time
 
 import rclpy
@@ -33,6 +34,7 @@ from std_msgs.msg import String
 import mbd_ros
 
 from . import diagnostics as diag
+from .description import check_description_parameter, shorten, urdf_xml
 from .qos import DESCRIPTION_QOS, DIAGNOSTICS_QOS
 
 EXECUTORS = ("single_threaded", "events")
@@ -104,6 +106,10 @@ class DynamicsNode(LifecycleNode):
         self.steady_clock = RclpyClock(clock_type=ClockType.STEADY_TIME)
         self._sim_time = bool(self.get_parameter("use_sim_time").value)
         self.add_post_set_parameters_callback(self._on_parameters_set)
+        self.exit_code = 0
+        self._load_generation = 0
+        self._loaded = self._preloaded = None
+        self._loaded_signal = self.create_guard_condition(self._on_loaded)
         if not self.param("robot_description") and not self.param("urdf_path"):
             self._description_sub = self.create_subscription(
                 String, "robot_description", self._on_description, DESCRIPTION_QOS)
@@ -173,7 +179,8 @@ class DynamicsNode(LifecycleNode):
     def _declare_common_parameters(self):
         S = ParameterType.PARAMETER_STRING_ARRAY
         self.declare("robot_description", "", "URDF XML of the robot (takes precedence over "
-                     "urdf_path; if both are empty the robot_description topic is used)")
+                     "urdf_path; if both are empty the robot_description topic is used); XML "
+                     "only, never a file path", check_description_parameter)
         self.declare("urdf_path", "", "path of the robot's URDF file")
         self.declare("closures_path", "", "YAML file declaring the loop closures (cut joints) "
                      "of a closed-loop robot; empty for a tree")
@@ -213,7 +220,7 @@ class DynamicsNode(LifecycleNode):
 
     # ------------------------------------------------------------------ robot
     def _robot_source(self):
-        xml = self.param("robot_description")
+        xml = urdf_xml(self.param("robot_description"), "the robot_description parameter")
         if xml:
             return xml, "the robot_description parameter"
         path = self.param("urdf_path")
@@ -223,8 +230,10 @@ class DynamicsNode(LifecycleNode):
             return self._description_xml, "the robot_description topic"
         return None, None
 
-    def load_robot(self):
-        source, what = self._robot_source()
+    def load_robot(self, source=None, what=None):
+        """The robot of `source` (default: the current robot source, see _robot_source)."""
+        if source is None:
+            source, what = self._robot_source()
         if source is None:
             raise RuntimeError("no robot: set the robot_description or urdf_path parameter, or "
                                "publish the URDF on the robot_description topic")
@@ -241,39 +250,98 @@ class DynamicsNode(LifecycleNode):
             raise RuntimeError(f"cannot load the robot from {what}: {exc}") from None
 
     def _on_description(self, msg):
+        try:
+            xml = urdf_xml(msg.data, "the robot_description topic")
+        except ValueError as exc:
+            self.reject("robot_description", str(exc))
+            return
+        if not xml:
+            self.reject("robot_description", "an empty robot description")
+            return
         first = self._description_xml is None
-        self._description_xml = msg.data
+        self._description_xml = xml
         state = self.lifecycle_state()
         if state == "unconfigured" and self.param("autostart"):
-            self.get_logger().info("robot description received on the topic")
-            if not self.start():
-                self.get_logger().error("waiting for another robot description")
+            self.get_logger().info(f"robot description received on the topic ({len(xml)} "
+                                   "characters)")
+            self._load_in_background(xml, "the robot_description topic")
         elif not first:
             self.get_logger().info("a new robot description arrived; it is used at the next "
                                    "configure")
+
+    # ------------------------------------------------------------------ loading [loading]
+    # A robot is loaded (and its kernels warmed) in a worker thread, so that a huge model
+    # cannot block the executor (services, diagnostics and other callbacks keep running);
+    # configure and activate then run in the executor once the load is done. A configure
+    # requested through the lifecycle service without a preloaded robot loads synchronously.
+    def _load_in_background(self, source, what):
+        self._load_generation += 1
+        generation = self._load_generation
+        worker = threading.Thread(target=self._load_worker, args=(generation, source, what),
+                                  name="mbd_ros robot loader", daemon=True)
+        worker.start()
+
+    def _load_worker(self, generation, source, what):
+        try:
+            robot = self.load_robot(source, what)
+            _warm_kernels(robot)
+            result = robot
+        except Exception as exc:   # reported by _on_loaded, in the executor
+            result = exc
+        self._loaded = (generation, source, what, result)
+        self._loaded_signal.trigger()
+
+    def _on_loaded(self):
+        loaded, self._loaded = self._loaded, None
+        if loaded is None or loaded[0] != self._load_generation:
+            return   # superseded by a newer description
+        _, source, what, result = loaded
+        if self.lifecycle_state() != "unconfigured":
+            return
+        ok = False
+        if isinstance(result, Exception):
+            self.get_logger().error(f"configure failed: {shorten(result)}")
+        else:
+            self._preloaded = (source, result)
+            ok = self.trigger_configure() == SUCCESS and self.trigger_activate() == SUCCESS
+            self._preloaded = None
+        if ok:
+            return
+        if what == "the robot_description topic":
+            self.get_logger().error("waiting for another robot description")
+        else:   # autostart from parameters failed: the process exits with 1
+            self.get_logger().fatal("autostart failed (see the error above); exiting")
+            self.exit_code = 1
+            if not self.done.done():
+                self.done.set_result(True)
 
     # ------------------------------------------------------------------ lifecycle
     def lifecycle_state(self):
         return self._state_machine.current_state[1]
 
     def start(self):
-        """Configure and activate (autostart). False if a transition failed; True if done or
-        still waiting for the robot description topic."""
-        if self._robot_source()[0] is None:
+        """Autostart: load the robot in a worker thread, then configure and activate (see
+        _on_load). Always True (a failure sets exit_code and ends run()); waits for the robot
+        description topic when no parameter names a robot."""
+        source, what = self._robot_source()
+        if source is None:
             self.get_logger().info("waiting for the robot description on the "
                                    f"'{self.resolve_topic_name('robot_description')}' topic")
             return True
-        if self.trigger_configure() != SUCCESS:
-            return False
-        return self.trigger_activate() == SUCCESS
+        self._load_in_background(source, what)
+        return True
 
     def on_configure(self, state):
         t0 = time.perf_counter()
         try:
-            self.robot = self.load_robot()
+            preloaded = self._preloaded
+            if preloaded is not None and preloaded[0] == self._robot_source()[0]:
+                self.robot = preloaded[1]
+            else:
+                self.robot = self.load_robot()
             self.configure_node()
         except Exception as exc:   # a failed configure must say why (rclpy would hide it)
-            self.get_logger().error(f"configure failed: {exc}")
+            self.get_logger().error(f"configure failed: {shorten(exc)}")
             self._cleanup()
             return FAILURE
         self._configure_seconds = time.perf_counter() - t0
@@ -423,6 +491,22 @@ class DynamicsNode(LifecycleNode):
         self._diag_pub.publish(msg)
 
 
+def _warm_kernels(robot):
+    """Run the kernels the nodes use once at the neutral configuration, so numba compiles (or
+    loads from its cache) them in the loader thread; a singular model is reported later, by
+    the node's own warm-up."""
+    import numpy as np
+    q, zero = robot.neutral(), np.zeros(robot.nv)
+    for call in (lambda: robot.forward_dynamics(q, zero, zero),
+                 lambda: robot.inverse_dynamics(q, zero, zero),
+                 lambda: robot.joint_wrenches(q, zero, zero),
+                 lambda: robot.integrate(q, zero, 1e-3)):
+        try:
+            call()
+        except (ValueError, FloatingPointError):
+            pass
+
+
 def make_executor(kind, logger=None):
     """SingleThreadedExecutor, or rclpy.experimental.EventsExecutor (rclpy >= 9, ROS 2 Kilted;
     falls back to the single-threaded one where it does not exist)."""
@@ -446,8 +530,8 @@ def run(node_class, args=None):
         try:
             node = node_class()
         except (InvalidParameterValueException, InvalidParameterTypeException,
-                ParameterException) as exc:
-            print(f"{node_class.__name__}: invalid parameter: {exc}", file=sys.stderr)
+                ParameterException) as exc:   # (rclpy's message quotes the value: shortened)
+            print(f"{node_class.__name__}: invalid parameter: {shorten(exc)}", file=sys.stderr)
             return 2
         executor = make_executor(node.param("executor"), node.get_logger())
         executor.add_node(node)
@@ -459,6 +543,7 @@ def run(node_class, args=None):
             # SIGINT and burns a core.
             while rclpy.ok() and not node.done.done():
                 executor.spin_until_future_complete(node.done, timeout_sec=0.5)
+            code = node.exit_code
         finally:
             executor.shutdown(timeout_sec=1.0)
     except (KeyboardInterrupt, ExternalShutdownException):
