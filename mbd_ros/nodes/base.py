@@ -14,6 +14,7 @@ Lifecycle (rclpy.lifecycle.LifecycleNode):
 from __future__ import annotations
 
 import math
+import signal
 import sys
 import threading
 import time
@@ -28,6 +29,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.clock import Clock as RclpyClock, ClockType
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 from std_msgs.msg import String
 
@@ -277,9 +279,19 @@ class DynamicsNode(LifecycleNode):
     def _load_in_background(self, source, what):
         self._load_generation += 1
         generation = self._load_generation
-        worker = threading.Thread(target=self._load_worker, args=(generation, source, what),
-                                  name="mbd_ros robot loader", daemon=True)
-        worker.start()
+        # not a daemon: at exit the interpreter waits for it instead of killing it mid-compile
+        self._loader = threading.Thread(target=self._load_worker,
+                                        args=(generation, source, what),
+                                        name="mbd_ros robot loader")
+        self._loader.start()
+
+    def join_loader(self, timeout):
+        """Wait for a robot load in progress (shutdown); True if none is left running."""
+        loader = getattr(self, "_loader", None)
+        if loader is not None and loader.is_alive():
+            loader.join(timeout)
+            return not loader.is_alive()
+        return True
 
     def _load_worker(self, generation, source, what):
         try:
@@ -289,7 +301,10 @@ class DynamicsNode(LifecycleNode):
         except Exception as exc:   # reported by _on_loaded, in the executor
             result = exc
         self._loaded = (generation, source, what, result)
-        self._loaded_signal.trigger()
+        try:
+            self._loaded_signal.trigger()
+        except Exception:   # the node was destroyed meanwhile (shutdown): nothing to configure
+            pass
 
     def _on_loaded(self):
         loaded, self._loaded = self._loaded, None
@@ -520,11 +535,47 @@ def make_executor(kind, logger=None):
     return SingleThreadedExecutor()
 
 
+class _StopRequest:
+    """SIGINT / SIGTERM handler for run(): it only records the request and wakes the executor
+    (a guard condition); run() then leaves its loop and shuts down in order.
+
+    rclpy's own handlers shut the context down asynchronously from a signal-handling thread
+    and then raise KeyboardInterrupt wherever the main thread happens to be: under load that
+    lands inside rclpy's executor, task or wait-set code and gave the intermittent FATAL
+    tracebacks at shutdown ('Task' object has no attribute '_exception', context-invalid
+    errors, and pybind11's 'Unable to convert call argument' from a callback into objects
+    already being torn down)."""
+
+    def __init__(self):
+        self.requested = False
+        self.wake = None
+        self._previous = {}
+
+    def install(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._handle)
+
+    def restore(self):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum, frame):
+        self.requested = True
+        if self.wake is not None:
+            try:
+                self.wake.trigger()
+            except Exception:   # (already destroyed: the loop is ending anyway)
+                pass
+
+
 def run(node_class, args=None):
     """Create the node, autostart it, spin until shutdown (SIGINT/SIGTERM or the lifecycle
     shutdown transition). Returns the process exit code."""
-    rclpy.init(args=args)
+    stop = _StopRequest()
+    stop.install()
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
+    executor = None
     code = 0
     try:
         try:
@@ -533,27 +584,29 @@ def run(node_class, args=None):
                 ParameterException) as exc:   # (rclpy's message quotes the value: shortened)
             print(f"{node_class.__name__}: invalid parameter: {shorten(exc)}", file=sys.stderr)
             return 2
+        stop.wake = node.create_guard_condition(lambda: None)
         executor = make_executor(node.param("executor"), node.get_logger())
         executor.add_node(node)
-        try:
-            if node.param("autostart") and not node.start():
-                node.get_logger().fatal("autostart failed (see the error above); exiting")
-                return 1
-            # Always spin with a timeout: rclpy 9.1.2's EventsExecutor without one ignores
-            # SIGINT and burns a core.
-            while rclpy.ok() and not node.done.done():
-                executor.spin_until_future_complete(node.done, timeout_sec=0.5)
-            code = node.exit_code
-        finally:
-            executor.shutdown(timeout_sec=1.0)
+        if node.param("autostart") and not node.start():
+            node.get_logger().fatal("autostart failed (see the error above); exiting")
+            return 1
+        # Always spin with a timeout: rclpy 9.1.2's EventsExecutor without one ignores
+        # SIGINT and burns a core.
+        while rclpy.ok() and not node.done.done() and not stop.requested:
+            executor.spin_until_future_complete(node.done, timeout_sec=0.2)
+        code = node.exit_code
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        if executor is not None:
+            executor.shutdown(timeout_sec=1.0)
         if node is not None:
             try:
                 node.release()
             except Exception:   # shutting down anyway
                 pass
+            node.join_loader(timeout=30.0)
             node.destroy_node()
         rclpy.try_shutdown()
+        stop.restore()
     return code
