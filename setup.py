@@ -59,11 +59,13 @@ setup(
         'pyyaml',
         'lxml',
         'yourdfpy',
+        'xacro',        # .xacro robot descriptions (mbd_ros.load, launch files)
     ],
     extras_require={
         'ros': ROS_WHEELS,
         'test': ['pytest', 'pin', 'example-robot-data'],
         'bench': ['pin', 'example-robot-data'],
+        'plot': ['matplotlib'],   # mbd-ros simulate --plot, mbd-ros hil-demo --plot
     },
     zip_safe=True,
     entry_points={

@@ -86,6 +86,9 @@ def _read_source(urdf):
         raise ModelError(f"urdf must be a file path or XML text, got {type(urdf).__name__}")
     if urdf.lstrip().startswith("<"):
         return urdf, "<urdf text>"
+    from .robot_source import expand_xacro, is_xacro_path   # a .xacro path: expanded
+    if is_xacro_path(urdf):
+        return expand_xacro(urdf.strip()), urdf
     if not os.path.isfile(urdf):
         raise ModelError(f"URDF file not found: {urdf}")
     try:
