@@ -11,6 +11,10 @@
   compute p99 and tracking error.
 - ``demo [ROBOT.urdf]``: the passive arm (tau = 0) falls from a bent configuration for 2 s,
   integrated with fixed-step RK4; prints the energy balance KE + PE + dissipated = const.
+- ``simulate ROBOT.urdf [--closures F] [--forces F] [--flexible F] [--floating-base]
+  [--duration 2] [--plot out.png]``: the same passive simulation for any robot (closed loops,
+  floating base, ...), with a PNG of joint trajectories, energy balance and constraint
+  residuals (mbd_ros.sim_report; matplotlib from the ``plot`` extra).
 
 Only the public library API is used (``mbd_ros.load`` and the Robot methods).
 """
@@ -353,6 +357,12 @@ def build_parser():
     p.add_argument('--duration', type=float, default=2.0, help='simulated time in s (default 2)')
     p.add_argument('--dt', type=float, default=1e-3, help='RK4 step in s (default 0.001)')
     p.set_defaults(func=cmd_demo)
+
+    from . import sim_report   # [simulate] mbd-ros simulate ... --plot out.png
+    p = sub.add_parser('simulate', help='passive simulation of any robot; --plot writes joint '
+                                        'trajectories, energy balance, constraint residuals')
+    sim_report.add_arguments(p)
+    p.set_defaults(func=sim_report.cmd_simulate)
     return parser
 
 

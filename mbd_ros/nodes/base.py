@@ -111,7 +111,7 @@ class DynamicsNode(LifecycleNode):
         self.exit_code = 0
         self._load_generation = 0
         self._loaded = self._preloaded = None
-        self._loaded_signal = self.create_guard_condition(self._on_loaded)
+        self._loaded_poll = None
         if not self.param("robot_description") and not self.param("urdf_path"):
             self._description_sub = self.create_subscription(
                 String, "robot_description", self._on_description, DESCRIPTION_QOS)
@@ -274,7 +274,9 @@ class DynamicsNode(LifecycleNode):
     # ------------------------------------------------------------------ loading [loading]
     # A robot is loaded (and its kernels warmed) in a worker thread, so that a huge model
     # cannot block the executor (services, diagnostics and other callbacks keep running);
-    # configure and activate then run in the executor once the load is done. A configure
+    # configure and activate then run in the executor once the load is done (a steady-clock
+    # timer polls for it while a load runs: rclpy's EventsExecutor has no guard conditions,
+    # and a node must not be touched from the worker thread). A configure
     # requested through the lifecycle service without a preloaded robot loads synchronously.
     def _load_in_background(self, source, what):
         self._load_generation += 1
@@ -284,6 +286,9 @@ class DynamicsNode(LifecycleNode):
                                         args=(generation, source, what),
                                         name="mbd_ros robot loader")
         self._loader.start()
+        if self._loaded_poll is None:
+            self._loaded_poll = self.create_timer(0.02, self._on_loaded,
+                                                  clock=self.steady_clock)
 
     def join_loader(self, timeout):
         """Wait for a robot load in progress (shutdown); True if none is left running."""
@@ -301,15 +306,17 @@ class DynamicsNode(LifecycleNode):
         except Exception as exc:   # reported by _on_loaded, in the executor
             result = exc
         self._loaded = (generation, source, what, result)
-        try:
-            self._loaded_signal.trigger()
-        except Exception:   # the node was destroyed meanwhile (shutdown): nothing to configure
-            pass
 
     def _on_loaded(self):
-        loaded, self._loaded = self._loaded, None
-        if loaded is None or loaded[0] != self._load_generation:
-            return   # superseded by a newer description
+        loaded = self._loaded
+        if loaded is None:
+            return   # still loading
+        self._loaded = None
+        if loaded[0] != self._load_generation:
+            return   # superseded by a newer description (its own load is running)
+        if self._loaded_poll is not None:
+            self.destroy_timer(self._loaded_poll)
+            self._loaded_poll = None
         _, source, what, result = loaded
         if self.lifecycle_state() != "unconfigured":
             return
@@ -536,8 +543,8 @@ def make_executor(kind, logger=None):
 
 
 class _StopRequest:
-    """SIGINT / SIGTERM handler for run(): it only records the request and wakes the executor
-    (a guard condition); run() then leaves its loop and shuts down in order.
+    """SIGINT / SIGTERM handler for run(): it only records the request; run() sees it within
+    its spin timeout (0.2 s), leaves its loop and shuts down in order.
 
     rclpy's own handlers shut the context down asynchronously from a signal-handling thread
     and then raise KeyboardInterrupt wherever the main thread happens to be: under load that
@@ -548,7 +555,6 @@ class _StopRequest:
 
     def __init__(self):
         self.requested = False
-        self.wake = None
         self._previous = {}
 
     def install(self):
@@ -561,11 +567,6 @@ class _StopRequest:
 
     def _handle(self, signum, frame):
         self.requested = True
-        if self.wake is not None:
-            try:
-                self.wake.trigger()
-            except Exception:   # (already destroyed: the loop is ending anyway)
-                pass
 
 
 def run(node_class, args=None):
@@ -584,7 +585,6 @@ def run(node_class, args=None):
                 ParameterException) as exc:   # (rclpy's message quotes the value: shortened)
             print(f"{node_class.__name__}: invalid parameter: {shorten(exc)}", file=sys.stderr)
             return 2
-        stop.wake = node.create_guard_condition(lambda: None)
         executor = make_executor(node.param("executor"), node.get_logger())
         executor.add_node(node)
         if node.param("autostart") and not node.start():
