@@ -339,7 +339,7 @@ def build_parser():
 
     p = sub.add_parser('analyze', help='degrees of freedom and loop constraints of a closed-loop robot')
     p.add_argument('urdf', help='URDF file (the tree)')
-    p.add_argument('--closures', required=True, help='closure YAML file (DESIGN.md format)')
+    p.add_argument('--closures', required=True, help='closure YAML file (docs/formats.md)')
     p.add_argument('--floating-base', action='store_true', help="add a free joint 'root_joint'")
     p.add_argument('--q', type=float, nargs='+', default=None,
                    help='configuration to analyse (default: the neutral one, assembled)')

@@ -71,7 +71,7 @@ def _output(out, shape, name="out"):
 
 
 class Robot:
-    """Dynamics of one robot (see DESIGN.md, "Library contract").
+    """Dynamics of one robot (see docs/design.md, "Library contract").
 
     Vectors: q (nq,), v (nv,), tau and qdd (nv,), ordered as `joint_names` (depth-first over the
     URDF tree). Free joints: q = [x y z qx qy qz qw], v = [linear, angular] in the body frame.
@@ -165,7 +165,7 @@ class Robot:
         """Joint accelerations qdd (nv,) for drive forces tau (nv,) at state (q, v).
 
         Includes gravity, the URDF joint damping and smoothed friction (if loaded with
-        passive_forces) and f_ext (see `joint_wrenches`). Recursive O(n) (THEORY.md §2).
+        passive_forces) and f_ext (see `joint_wrenches`). Recursive O(n) (docs/theory.md §2).
         """
         if f_ext is not None or self._fext_dirty:
             self._set_external_wrenches(f_ext)

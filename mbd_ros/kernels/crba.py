@@ -1,4 +1,4 @@
-"""Composite rigid body algorithm: the joint-space mass matrix M^(q) = J^T M J (THEORY.md §2 end)."""
+"""Composite rigid body algorithm: the joint-space mass matrix M^(q) = J^T M J (docs/theory.md §2 end)."""
 from numba import njit
 
 from . import signatures
