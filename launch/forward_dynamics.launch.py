@@ -13,15 +13,20 @@ none: the node waits for the robot_description topic (as robot_state_publisher p
 `params_file` is optional; the node's defaults work for any robot (every 1-dof joint
 commanded, zero initial state). See docs/nodes.md.
 """
+import os
+import sys
+
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode
 from launch_ros.substitutions import FindPackageShare
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from robot_args import robot_parameters  # noqa: E402  (next to this file)
+
 
 def _node(context):
-    from mbd_ros.robot_source import robot_parameters
 
     def arg(name):
         return LaunchConfiguration(name).perform(context)

@@ -17,6 +17,7 @@ config/arm7_*.yaml for the sample arm7 and to none (the nodes' defaults) for any
 Watch it with `ros2 topic echo /diagnostics` or `ros2 topic hz /joint_states`.
 """
 import os
+import sys
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
@@ -24,11 +25,13 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode, Node
 from launch_ros.substitutions import FindPackageShare
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from robot_args import commanded_joints, robot_parameters  # noqa: E402  (next to this file)
+
 SAMPLE = 'arm7.urdf'
 
 
 def _nodes(context):
-    from mbd_ros.robot_source import robot_parameters
 
     def arg(name):
         return LaunchConfiguration(name).perform(context)
@@ -63,11 +66,7 @@ def _nodes(context):
             return [plant, controller, LogInfo(msg='hil_demo: no robot given, the nodes wait '
                                                    'for the robot_description topic; no '
                                                    'reference publisher')]
-        import mbd_ros
-        from mbd_ros.joint_map import JointMap
-        loaded = mbd_ros.load(robot.get('robot_description') or robot['urdf_path'],
-                              closures=arg('closures') or None)
-        reference_params = [{'joints': list(JointMap(loaded).joints)}]
+        reference_params = [{'joints': commanded_joints(robot, arg('closures'))}]
     reference = Node(
         package='mbd_ros', executable='reference_publisher', name='reference_publisher',
         output='screen', parameters=reference_params,

@@ -10,15 +10,20 @@ commands_topic) and ~/efforts (JointState). The robot: `robot_description` (XML)
 (URDF or .xacro path + `xacro_args`), else the robot_description topic; `params_file` optional
 (defaults: every 1-dof joint, kp 100, kd 20). See docs/nodes.md.
 """
+import os
+import sys
+
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode
 from launch_ros.substitutions import FindPackageShare
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from robot_args import robot_parameters  # noqa: E402  (next to this file)
+
 
 def _node(context):
-    from mbd_ros.robot_source import robot_parameters
 
     def arg(name):
         return LaunchConfiguration(name).perform(context)

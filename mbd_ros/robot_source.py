@@ -1,18 +1,14 @@
-"""Where a robot description comes from: URDF paths, xacro files and launch arguments. No ROS
-imports (the launch files and the process-level tests use it too).
+"""xacro robot descriptions for `mbd_ros.load` (no ROS imports).
 
-- `expand_xacro(path, mappings)`: a ``.xacro`` file expanded to URDF XML with the ``xacro``
-  package (PyPI ``xacro``, a declared dependency of mbd_ros); a clear ModelError naming xacro
-  when it is not installed or the file does not expand. `mbd_ros.load` calls it for ``.xacro``
-  paths, so such a path is never read as an (empty) URDF.
-- `parse_xacro_args("name:=value other:=value")`: the ``xacro_args`` launch argument.
-- `robot_parameters(robot_description, urdf, xacro_args, search_dirs)`: the node parameters
-  that give a node its robot, from the launch arguments (docs/nodes.md, "Launch files").
+`expand_xacro(path, mappings)`: a ``.xacro`` file expanded to URDF XML with the ``xacro``
+package (PyPI ``xacro``, a declared dependency of mbd_ros); a clear ModelError naming xacro when
+it is not installed or the file does not expand. `mbd_ros.load` calls it for ``.xacro`` paths,
+so such a path is never read as an (empty) URDF. (The launch files' own argument handling,
+with ``xacro_args``, is launch/robot_args.py.)
 """
 from __future__ import annotations
 
 import os
-import shlex
 
 from .errors import ModelError
 
@@ -24,17 +20,6 @@ def is_xacro_path(value):
     text = os.fspath(value) if isinstance(value, os.PathLike) else value
     return isinstance(text, str) and not text.lstrip().startswith("<") and \
         text.strip().lower().endswith(XACRO_SUFFIX)
-
-
-def parse_xacro_args(text):
-    """'a:=1 b:="x y"' -> {'a': '1', 'b': 'x y'}. Raises ValueError naming a malformed entry."""
-    mappings = {}
-    for item in shlex.split(text or ""):
-        name, sep, value = item.partition(":=")
-        if not sep or not name:
-            raise ValueError(f"xacro_args: {item!r} is not of the form name:=value")
-        mappings[name] = value
-    return mappings
 
 
 def expand_xacro(path, mappings=None):
@@ -53,40 +38,3 @@ def expand_xacro(path, mappings=None):
         return document.toprettyxml(indent="  ")
     except Exception as exc:   # XacroException, XML errors, substitution failures
         raise ModelError(f"{path}: xacro could not expand it: {exc}") from exc
-
-
-def resolve_path(path, search_dirs=()):
-    """`path` if it exists, else the first search_dirs/path that does; else `path` unchanged
-    (the loader then reports it as not found)."""
-    if os.path.exists(path) or os.path.isabs(path):
-        return path
-    for directory in search_dirs:
-        candidate = os.path.join(os.fspath(directory), path)
-        if os.path.exists(candidate):
-            return candidate
-    return path
-
-
-def robot_parameters(robot_description="", urdf="", xacro_args="", search_dirs=()):
-    """Node parameters for the robot from launch arguments, first match wins:
-
-    - robot_description (URDF XML text)      -> {'robot_description': xml}
-    - urdf = a .xacro path (+ xacro_args)    -> {'robot_description': expanded xml}
-    - urdf = a URDF path                     -> {'urdf_path': path}
-    - none                                   -> {} (the node waits for the robot_description topic)
-
-    A relative urdf path that does not exist is looked up in `search_dirs` (e.g. the package's
-    urdf/ folder, so `urdf:=gantry.urdf` finds the sample)."""
-    if robot_description and robot_description.strip():
-        return {"robot_description": robot_description}
-    mappings = parse_xacro_args(xacro_args)
-    if urdf and urdf.strip():
-        path = resolve_path(urdf.strip(), search_dirs)
-        if is_xacro_path(path):
-            return {"robot_description": expand_xacro(path, mappings)}
-        if mappings:
-            raise ValueError(f"xacro_args given, but urdf ({urdf}) is not a .xacro file")
-        return {"urdf_path": path}
-    if mappings:
-        raise ValueError("xacro_args given without a xacro file in the urdf argument")
-    return {}

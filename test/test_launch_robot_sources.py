@@ -33,8 +33,10 @@ isolate_ros(salt=89)
 
 
 def include(name, **arguments):
-    return IncludeLaunchDescription(PythonLaunchDescriptionSource(launch_file(name)),
-                                    launch_arguments=arguments.items())
+    """The launch file with its arguments, in a scope of its own (launch configurations of
+    plain includes leak into the next include)."""
+    return GroupAction([IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(launch_file(name)), launch_arguments=arguments.items())])
 
 
 @pytest.mark.launch_test

@@ -1,5 +1,5 @@
 """The launch files' robot arguments, tested as processes: the nodes are started exactly as the
-launch files start them (mbd_ros.robot_source.robot_parameters maps the arguments to
+launch files start them (launch/robot_args.py's robot_parameters maps the arguments to
 parameters, written to a parameter file as launch_ros does), without launch installed.
 
 - urdf:=pendulum.urdf.xacro xacro_args:="length:=0.7 mass:=2.0": the node gets the expanded
@@ -10,6 +10,8 @@ parameters, written to a parameter file as launch_ros does), without launch inst
 The launch_testing version is test_launch_robot_sources.py (where launch_testing exists).
 """
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 import pytest
@@ -23,9 +25,10 @@ from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 import mbd_ros  # noqa: E402
 from conftest import assert_close  # noqa: E402
-from mbd_ros.robot_source import robot_parameters  # noqa: E402
 from ros_harness import (READY_TIMEOUT, URDF, Ros, joint_state, now_stamp,  # noqa: E402
                          warm_numba_cache)
+sys.path.insert(0, str(URDF.parent / "launch"))
+from robot_args import robot_parameters  # noqa: E402
 from test_robot_source import pendulum_closed_form  # noqa: E402
 
 

@@ -1,6 +1,6 @@
 """Robot sources without ROS: .xacro paths given to mbd_ros.load are expanded with xacro (or
 refused with an error naming xacro, never loaded as an empty robot), and the launch files'
-robot arguments map to node parameters (mbd_ros.robot_source)."""
+robot arguments map to node parameters (launch/robot_args.py)."""
 from __future__ import annotations
 
 import sys
@@ -11,7 +11,10 @@ import pytest
 
 import mbd_ros
 from conftest import assert_close
-from mbd_ros.robot_source import expand_xacro, parse_xacro_args, robot_parameters
+from mbd_ros.robot_source import expand_xacro
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "launch"))
+from robot_args import commanded_joints, parse_xacro_args, robot_parameters  # noqa: E402
 
 URDF = Path(__file__).resolve().parent.parent / "urdf"
 PENDULUM = URDF / "pendulum.urdf.xacro"
@@ -82,7 +85,15 @@ def test_launch_robot_arguments():
         robot_parameters(urdf="gantry.urdf", xacro_args="a:=1", search_dirs=[URDF])
     with pytest.raises(ValueError, match="xacro_args"):
         robot_parameters(xacro_args="a:=1")
-
+    gantry = mbd_ros.load(str(URDF / "gantry.urdf"))
+    assert sorted(commanded_joints({"urdf_path": str(URDF / "gantry.urdf")})) == \
+        sorted(gantry.joint_names)
+    assert commanded_joints({"robot_description": expanded}) == ["joint_1", "joint_2"]
+    fourbar = {"urdf_path": str(URDF / "fourbar.urdf")}
+    closures = str(URDF.parent / "config" / "fourbar_closures.yaml")
+    from mbd_ros.joint_map import JointMap   # the nodes' default `joints`
+    assert commanded_joints(fourbar, closures) == \
+        list(JointMap(mbd_ros.load(fourbar["urdf_path"], closures=closures)).joints)
 
 def xacro_free(xml):
     return "${" not in xml and "$(arg" not in xml

@@ -14,6 +14,7 @@ Lifecycle (rclpy.lifecycle.LifecycleNode):
 from __future__ import annotations
 
 import math
+import os
 import signal
 import sys
 import threading
@@ -569,9 +570,30 @@ class _StopRequest:
         self.requested = True
 
 
-def run(node_class, args=None):
+def finish_process(code):
+    """End the node process now with `code`, after its orderly ROS shutdown: flush the output
+    and skip the interpreter's finalization (numba's and LLVM's teardown took ~2 s on a busy
+    machine, longer than launch's 5 s SIGINT grace when several nodes stop at once, which then
+    killed them with SIGTERM)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:   # closed or broken: nothing more to write
+            pass
+    os._exit(code)
+
+
+def run(node_class, args=None, exit_process=False):
     """Create the node, autostart it, spin until shutdown (SIGINT/SIGTERM or the lifecycle
-    shutdown transition). Returns the process exit code."""
+    shutdown transition). Returns the process exit code; with exit_process (the nodes'
+    main()), ends the process with it instead (finish_process)."""
+    code = _run(node_class, args)
+    if exit_process:
+        finish_process(code)
+    return code
+
+
+def _run(node_class, args):
     stop = _StopRequest()
     stop.install()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)

@@ -597,7 +597,7 @@ class ForwardDynamicsNode(DynamicsNode):
 
 
 def main(args=None):
-    return run(ForwardDynamicsNode, args)
+    return run(ForwardDynamicsNode, args, exit_process=True)
 
 
 if __name__ == "__main__":
