@@ -82,8 +82,10 @@ def test_topic_carries_xml_only(ros, robot):
     pub.publish(String(data="  " + ARM + "\n"))
     ros.spin_until(lambda: "must be URDF XML" in child.output(), 20.0,
                    what="the refusal of a file path on the topic")
+    ros.spin(2.2)   # past the warning throttle (2 s per kind), so the next refusal is logged
     pub.publish(String(data="not xml " * 400_000))   # 3.2 MB
-    ros.spin(2.0)
+    ros.spin_until(lambda: child.output().count("must be URDF XML") >= 2, 20.0,
+                   what="the refusal of 3 MB of non-XML on the topic")
     assert ros.lifecycle_state(node) == "unconfigured"
     out = child.output()
     assert "urdf_path" in out and len(out) < MAX_LOG, out[-3000:]

@@ -3,13 +3,17 @@ accounting, /diagnostics, and `run()` (executor choice, autostart, clean shutdow
 
 Lifecycle (rclpy.lifecycle.LifecycleNode):
 - configure: read and check the parameters, load the robot (`robot_description` parameter,
-  else `urdf_path`, else the latest message on the `robot_description` topic), build the index
+  XML only, else `urdf_path`, else the latest message on the `robot_description` topic, XML
+  only; with autostart the robot is loaded in a worker thread first), build the index
   maps and buffers, run one full cycle so numba's kernels are compiled or loaded from its cache
   before the first message, create publishers and subscriptions. A robot that fails to load
   fails the transition with the loader's message (logged at ERROR).
 - activate: enable the publishers, start the timers. deactivate / cleanup undo them.
 - `autostart` (default true): `run()` configures and activates the node by itself (or as soon
   as a robot description arrives on the topic); if configuring fails the process exits with 1.
+- `run()` handles SIGINT/SIGTERM itself (see _StopRequest) and, as a process main, ends the
+  process right after the orderly ROS shutdown (finish_process).
+See docs/nodes.md.
 """
 from __future__ import annotations
 
