@@ -157,7 +157,8 @@ def test_use_sim_time_switched_at_runtime(ros, robot):
     start = len(states)
     ros.spin(1.0)
     rate = len(states) - start
-    assert rate > 0.5 * RATE, f"{rate} states in 1 s after use_sim_time:=false"
+    # paced again (not frozen); the bound leaves room for a busy machine
+    assert rate > 0.2 * RATE, f"{rate} states in 1 s after use_sim_time:=false"
     assert abs(stamp_key(states[-1][1].header.stamp) - time.time_ns()) < 5e9
     ros.stop(child)
     assert "Traceback" not in child.output()

@@ -295,9 +295,8 @@ class ForwardDynamicsNode(DynamicsNode):
         elif not follow and self._clock_sub is not None:
             self._drop_clock_subscription()
             # back to steady pacing from the current state, stamped with the system time
+            # (re-anchored by the next _on_cycle)
             self._start_ns = None
-            if not self.publish_clock:
-                self._base_stamp_ns = time.time_ns() - self.sim.steps * self.period_ns
             self.get_logger().info("use_sim_time off: paced by the steady clock again")
         self._follow_clock = follow
 
@@ -485,8 +484,10 @@ class ForwardDynamicsNode(DynamicsNode):
             return
         t0 = time.perf_counter_ns()
         now = time.monotonic_ns()
-        if self._start_ns is None:
+        if self._start_ns is None:   # first cycle (or pacing resumed): anchor the schedule
             self._start_ns = now - (self.cycles + 1) * self.period_ns
+            if not self.publish_clock:   # and the stamps: this state is at the system time now
+                self._base_stamp_ns = time.time_ns() - self.sim.steps * self.period_ns
         due = (now - self._start_ns) // self.period_ns - self.cycles
         if due <= 0:
             return   # early wake-up
