@@ -108,8 +108,9 @@ def test_flood_does_not_freeze_the_nodes(ros, robot):
           f"{answered}; RSS growth {growth} MB")
     # 950 Hz is the requirement. On a machine so loaded that the plant did not reach 1 kHz
     # before the flood either (other jobs on the cores), the flood's effect is isolated by
-    # asking for the rate it had before.
-    required = 950 if baseline >= 990 else 0.95 * baseline
+    # asking for most of the rate it had before (a frozen node publishes ~0; the rate of a busy
+    # machine varies by ~10 % from one second to the next).
+    required = 950 if baseline >= 990 else 0.85 * baseline
     assert published >= required, f"plant at {published} Hz 1 s after the flood, " \
         f"{baseline} Hz before\n" + ros.children_output()
     assert answered >= 0.9 * published, f"controller answered {answered} of {published} states"
