@@ -286,10 +286,11 @@ class DynamicsNode(LifecycleNode):
     def _load_in_background(self, source, what):
         self._load_generation += 1
         generation = self._load_generation
-        # not a daemon: at exit the interpreter waits for it instead of killing it mid-compile
+        # a daemon: a shutdown does not wait for a load in progress (numba writes its cache
+        # files atomically, so stopping it mid-compile loses nothing)
         self._loader = threading.Thread(target=self._load_worker,
                                         args=(generation, source, what),
-                                        name="mbd_ros robot loader")
+                                        name="mbd_ros robot loader", daemon=True)
         self._loader.start()
         if self._loaded_poll is None:
             self._loaded_poll = self.create_timer(0.02, self._on_loaded,
@@ -631,7 +632,7 @@ def _run(node_class, args):
                 node.release()
             except Exception:   # shutting down anyway
                 pass
-            node.join_loader(timeout=30.0)
+            node.join_loader(timeout=0.5)   # a short grace only (see _load_in_background)
             node.destroy_node()
         rclpy.try_shutdown()
         stop.restore()

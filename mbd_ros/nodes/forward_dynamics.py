@@ -317,7 +317,7 @@ class ForwardDynamicsNode(DynamicsNode):
                 self.warn_throttled("clock", "/clock jumped back: re-anchoring the simulation "
                                     "at the new time")
             self._clock_base_ns = now - self.cycles * period   # the state now is at `now`
-            self._base_stamp_ns = self._clock_base_ns - (self.sim.steps - self.cycles) * period
+            self._base_stamp_ns = self._clock_base_ns
         due = (now - self._clock_base_ns) // period + 1 - self.cycles
         if due <= 0:
             return   # the same time again, or less than a step later
@@ -487,7 +487,7 @@ class ForwardDynamicsNode(DynamicsNode):
         if self._start_ns is None:   # first cycle (or pacing resumed): anchor the schedule
             self._start_ns = now - (self.cycles + 1) * self.period_ns
             if not self.publish_clock:   # and the stamps: this state is at the system time now
-                self._base_stamp_ns = time.time_ns() - self.sim.steps * self.period_ns
+                self._base_stamp_ns = time.time_ns() - self.cycles * self.period_ns
         due = (now - self._start_ns) // self.period_ns - self.cycles
         if due <= 0:
             return   # early wake-up
@@ -528,7 +528,10 @@ class ForwardDynamicsNode(DynamicsNode):
             return
         wrenches = self._wrenches(sim.q, sim.v)
         t2 = time.perf_counter_ns()
-        stamp = self._stamp(self._base_stamp_ns + sim.steps * self.period_ns)
+        # stamps: simulated time with publish_clock; else the schedule's time of this cycle
+        # (a cycle whose step failed still takes its period: stamps never fall behind)
+        ticks = sim.steps if self.publish_clock else self.cycles
+        stamp = self._stamp(self._base_stamp_ns + ticks * self.period_ns)
         js = self.js_out
         js.msg.header.stamp = stamp
         self.jmap.state_positions(sim.q, js.position)
