@@ -62,6 +62,7 @@ setup(
         'numba',
         'pyyaml',
         'lxml',
+        'xacro',        # .xacro robot descriptions (mbd_ros.load, launch files)
     ],
     extras_require={
         'ros': ROS_WHEELS,
@@ -69,7 +70,7 @@ setup(
         # sympy: the seed-004 Lagrange equations
         'test': ['pytest', 'pin', 'example-robot-data', 'exudyn', 'yourdfpy', 'sympy'],
         'bench': ['pin', 'example-robot-data', 'exudyn'],
-        'plot': ['matplotlib'],                                     # mbd-ros flex-demo --plot
+        'plot': ['matplotlib'],   # mbd-ros simulate/flex-demo/hil-demo --plot
     },
     zip_safe=True,
     entry_points={

@@ -1,29 +1,58 @@
 """Forward dynamics node (lifecycle; autostarts by default).
 
-    ros2 launch mbd_ros forward_dynamics.launch.py                       # arm7, observe mode
-    ros2 launch mbd_ros forward_dynamics.launch.py mode:=simulate rate:=500.0
-    ros2 launch mbd_ros forward_dynamics.launch.py urdf:=/path/robot.urdf \
-        params_file:=/path/params.yaml
+    ros2 launch mbd_ros forward_dynamics.launch.py urdf:=arm7.urdf               # observe mode
+    ros2 launch mbd_ros forward_dynamics.launch.py urdf:=gantry.urdf mode:=simulate
+    ros2 launch mbd_ros forward_dynamics.launch.py urdf:=/path/robot.urdf.xacro \
+        xacro_args:="prefix:=left_ arm:=true" params_file:=/path/params.yaml
+    ros2 launch mbd_ros forward_dynamics.launch.py robot_description:="$(cat robot.urdf)"
+    ros2 launch mbd_ros forward_dynamics.launch.py          # waits for the robot_description topic
 
-observe: joint_states in -> ~/accelerations, ~/wrenches/<joint>, ~/closure_wrenches/<closure>.
-simulate: ~/effort_commands or joint_commands in -> joint_states and the same outputs.
-The default params_file is config/arm7_<mode>.yaml of this package.
+The robot: `robot_description` (URDF XML), else `urdf` (a URDF path, or a .xacro path expanded
+with `xacro_args`; a relative name not found is looked up in the package's urdf/ folder), else
+none: the node waits for the robot_description topic (as robot_state_publisher publishes it).
+`params_file` is optional; the node's defaults work for any robot (every 1-dof joint
+commanded, zero initial state). See docs/nodes.md.
 """
+import os
+import sys
+
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode
-from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from robot_args import robot_parameters  # noqa: E402  (next to this file)
+
+
+def _node(context):
+
+    def arg(name):
+        return LaunchConfiguration(name).perform(context)
+    urdf_dir = FindPackageShare('mbd_ros').perform(context) + '/urdf'
+    robot = robot_parameters(arg('robot_description'), arg('urdf'), arg('xacro_args'),
+                             [urdf_dir])
+    overrides = dict(robot, closures_path=arg('closures'), mode=arg('mode'),
+                     rate_hz=float(arg('rate')))
+    parameters = ([arg('params_file')] if arg('params_file') else []) + [overrides]
+    return [LifecycleNode(
+        package='mbd_ros', executable='forward_dynamics', name='forward_dynamics',
+        namespace=arg('namespace'), output='screen', parameters=parameters)]
 
 
 def generate_launch_description():
-    share = FindPackageShare('mbd_ros')
-    mode = LaunchConfiguration('mode')
-    arguments = [
+    return LaunchDescription([
         DeclareLaunchArgument(
-            'urdf', default_value=PathJoinSubstitution([share, 'urdf', 'arm7.urdf']),
-            description='URDF file of the robot'),
+            'robot_description', default_value='',
+            description='URDF XML of the robot (takes precedence over urdf)'),
+        DeclareLaunchArgument(
+            'urdf', default_value='',
+            description='URDF or xacro file of the robot (empty, with no robot_description: '
+                        'wait for the robot_description topic)'),
+        DeclareLaunchArgument(
+            'xacro_args', default_value='',
+            description='arguments of a xacro file, "name:=value name:=value"'),
         DeclareLaunchArgument(
             'closures', default_value='',
             description='YAML file declaring the loop closures of a closed-loop robot '
@@ -33,29 +62,12 @@ def generate_launch_description():
             description='observe: outputs for each joint_states message; simulate: '
                         'integrate the motion from effort commands and publish joint_states'),
         DeclareLaunchArgument(
-            'params_file',
-            default_value=[PathJoinSubstitution([share, 'config', 'arm7_']), mode, '.yaml'],
-            description='node parameters (YAML); default config/arm7_<mode>.yaml'),
+            'params_file', default_value='',
+            description='node parameters (YAML), optional, e.g. config/arm7_simulate.yaml'),
         DeclareLaunchArgument(
             'rate', default_value='1000.0',
             description='simulate: step rate in Hz; observe: expected input rate'),
         DeclareLaunchArgument(
             'namespace', default_value='', description='namespace of the node and its topics'),
-    ]
-    node = LifecycleNode(
-        package='mbd_ros',
-        executable='forward_dynamics',
-        name='forward_dynamics',
-        namespace=LaunchConfiguration('namespace'),
-        output='screen',
-        parameters=[
-            LaunchConfiguration('params_file'),
-            {
-                'urdf_path': ParameterValue(LaunchConfiguration('urdf'), value_type=str),
-                'closures_path': ParameterValue(LaunchConfiguration('closures'), value_type=str),
-                'mode': ParameterValue(mode, value_type=str),
-                'rate_hz': ParameterValue(LaunchConfiguration('rate'), value_type=float),
-            },
-        ],
-    )
-    return LaunchDescription(arguments + [node])
+        OpaqueFunction(function=_node),
+    ])

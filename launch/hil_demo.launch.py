@@ -1,45 +1,106 @@
-"""Hardware-in-the-loop demo: the simulated arm controlled by computed torque over topics.
+"""Hardware-in-the-loop demo: a simulated robot controlled by computed torque over topics.
 
-    ros2 launch mbd_ros hil_demo.launch.py [rate:=1000.0] [urdf:=...] [params_file:=...]
+    ros2 launch mbd_ros hil_demo.launch.py [rate:=1000.0]                 # the sample arm7
+    ros2 launch mbd_ros hil_demo.launch.py urdf:=gantry.urdf
+    ros2 launch mbd_ros hil_demo.launch.py urdf:=robot.urdf.xacro xacro_args:="a:=1"
+    ros2 launch mbd_ros hil_demo.launch.py urdf:='' robot_description:="$(cat robot.urdf)"
 
 - forward_dynamics (simulate): the plant; joint_states out, effort commands in
 - inverse_dynamics (computed_torque): joint_states + reference -> effort commands, remapped
   onto forward_dynamics/effort_commands
-- reference_publisher: a smooth swing of every joint, remapped onto inverse_dynamics/reference
+- reference_publisher: a smooth swing of every commanded joint, remapped onto
+  inverse_dynamics/reference
+The robot: `robot_description` (XML), else `urdf` (default: the sample arm7; a URDF or .xacro
+path + `xacro_args`), else (urdf:='') the robot_description topic, and then no reference
+publisher (its joints are unknown until the robot arrives). The parameter files default to
+config/arm7_*.yaml for the sample arm7 and to none (the nodes' defaults) for any other robot.
 Watch it with `ros2 topic echo /diagnostics` or `ros2 topic hz /joint_states`.
 """
+import os
+import sys
+
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode, Node
-from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from robot_args import commanded_joints, robot_parameters  # noqa: E402  (next to this file)
+
+SAMPLE = 'arm7.urdf'
+
+
+def _nodes(context):
+
+    def arg(name):
+        return LaunchConfiguration(name).perform(context)
+    share = FindPackageShare('mbd_ros').perform(context)
+    config = os.path.join(share, 'config')
+    robot = robot_parameters(arg('robot_description'), arg('urdf'), arg('xacro_args'),
+                             [os.path.join(share, 'urdf')])
+    sample = robot.get('urdf_path', '').endswith(os.sep + SAMPLE) or \
+        robot.get('urdf_path') == SAMPLE
+
+    def params_file(name, sample_file):
+        value = arg(name)
+        if value == 'auto':
+            return [os.path.join(config, sample_file)] if sample else []
+        return [value] if value else []
+    executor = arg('executor')
+    common = dict(robot, closures_path=arg('closures'), executor=executor)
+    plant = LifecycleNode(
+        package='mbd_ros', executable='forward_dynamics', name='forward_dynamics', namespace='',
+        output='screen',
+        parameters=params_file('params_file', 'arm7_simulate.yaml') + [dict(
+            common, mode='simulate', rate_hz=float(arg('rate')))])
+    controller = LifecycleNode(
+        package='mbd_ros', executable='inverse_dynamics', name='inverse_dynamics', namespace='',
+        output='screen',
+        parameters=params_file('controller_params_file', 'arm7_computed_torque.yaml') + [dict(
+            common, mode=arg('mode'))],
+        remappings=[('~/effort_commands', 'forward_dynamics/effort_commands')])
+    reference_params = params_file('reference_params_file', 'arm7_reference.yaml')
+    if not reference_params:
+        if not robot:
+            return [plant, controller, LogInfo(msg='hil_demo: no robot given, the nodes wait '
+                                                   'for the robot_description topic; no '
+                                                   'reference publisher')]
+        reference_params = [{'joints': commanded_joints(robot, arg('closures'))}]
+    reference = Node(
+        package='mbd_ros', executable='reference_publisher', name='reference_publisher',
+        output='screen', parameters=reference_params,
+        remappings=[('reference', 'inverse_dynamics/reference')])
+    return [plant, controller, reference]
 
 
 def generate_launch_description():
-    share = FindPackageShare('mbd_ros')
-    config = PathJoinSubstitution([share, 'config'])
-    urdf = ParameterValue(LaunchConfiguration('urdf'), value_type=str)
-    closures = ParameterValue(LaunchConfiguration('closures'), value_type=str)
-    executor = ParameterValue(LaunchConfiguration('executor'), value_type=str)
-    arguments = [
+    return LaunchDescription([
         DeclareLaunchArgument(
-            'urdf', default_value=PathJoinSubstitution([share, 'urdf', 'arm7.urdf']),
-            description='URDF file of the robot (the default parameter files are for arm7)'),
+            'robot_description', default_value='',
+            description='URDF XML of the robot (takes precedence over urdf)'),
+        DeclareLaunchArgument(
+            'urdf', default_value=SAMPLE,
+            description='URDF or xacro file of the robot (default: the sample arm7; empty: '
+                        'wait for the robot_description topic)'),
+        DeclareLaunchArgument(
+            'xacro_args', default_value='',
+            description='arguments of a xacro file, "name:=value name:=value"'),
         DeclareLaunchArgument(
             'closures', default_value='',
             description='YAML file declaring the loop closures (empty: a tree)'),
         DeclareLaunchArgument(
-            'params_file', default_value=PathJoinSubstitution([config, 'arm7_simulate.yaml']),
-            description='parameters of the simulated plant (forward_dynamics, simulate mode)'),
+            'params_file', default_value='auto',
+            description='parameters of the simulated plant (auto: config/arm7_simulate.yaml '
+                        'for the sample arm7, none otherwise)'),
         DeclareLaunchArgument(
-            'controller_params_file',
-            default_value=PathJoinSubstitution([config, 'arm7_computed_torque.yaml']),
-            description='parameters of the controller (inverse_dynamics)'),
+            'controller_params_file', default_value='auto',
+            description='parameters of the controller (auto: config/arm7_computed_torque.yaml '
+                        'for the sample arm7, none otherwise)'),
         DeclareLaunchArgument(
-            'reference_params_file',
-            default_value=PathJoinSubstitution([config, 'arm7_reference.yaml']),
-            description='parameters of the reference trajectory (reference_publisher)'),
+            'reference_params_file', default_value='auto',
+            description='parameters of the reference (auto: config/arm7_reference.yaml for '
+                        'the sample arm7, else every commanded joint swings around 0)'),
         DeclareLaunchArgument(
             'mode', default_value='computed_torque',
             choices=['gravity', 'feedforward', 'computed_torque'],
@@ -47,30 +108,8 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'rate', default_value='1000.0', description='plant step rate, Hz'),
         DeclareLaunchArgument(
-            'executor', default_value='events', choices=['single_threaded', 'events'],
-            description='rclpy executor of the two dynamics nodes'),
-    ]
-    plant = LifecycleNode(
-        package='mbd_ros', executable='forward_dynamics', name='forward_dynamics', namespace='',
-        output='screen',
-        parameters=[LaunchConfiguration('params_file'), {
-            'urdf_path': urdf, 'closures_path': closures, 'mode': 'simulate',
-            'rate_hz': ParameterValue(LaunchConfiguration('rate'), value_type=float),
-            'executor': executor}],
-    )
-    controller = LifecycleNode(
-        package='mbd_ros', executable='inverse_dynamics', name='inverse_dynamics', namespace='',
-        output='screen',
-        parameters=[LaunchConfiguration('controller_params_file'), {
-            'urdf_path': urdf, 'closures_path': closures,
-            'mode': ParameterValue(LaunchConfiguration('mode'), value_type=str),
-            'executor': executor}],
-        remappings=[('~/effort_commands', 'forward_dynamics/effort_commands')],
-    )
-    reference = Node(
-        package='mbd_ros', executable='reference_publisher', name='reference_publisher',
-        output='screen',
-        parameters=[LaunchConfiguration('reference_params_file')],
-        remappings=[('reference', 'inverse_dynamics/reference')],
-    )
-    return LaunchDescription(arguments + [plant, controller, reference])
+            'executor', default_value='single_threaded', choices=['single_threaded', 'events'],
+            description='rclpy executor of the two dynamics nodes (events: less CPU, but a '
+                        'topic flood freezes it)'),
+        OpaqueFunction(function=_nodes),
+    ])

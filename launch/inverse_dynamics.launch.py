@@ -1,27 +1,56 @@
 """Inverse dynamics node for controllers (lifecycle; autostarts by default).
 
-    ros2 launch mbd_ros inverse_dynamics.launch.py                       # arm7, computed torque
-    ros2 launch mbd_ros inverse_dynamics.launch.py mode:=gravity
-    ros2 launch mbd_ros inverse_dynamics.launch.py rate:=500.0 \
-        commands_topic:=/forward_command_controller/commands
+    ros2 launch mbd_ros inverse_dynamics.launch.py urdf:=arm7.urdf               # computed torque
+    ros2 launch mbd_ros inverse_dynamics.launch.py urdf:=arm7.urdf mode:=gravity
+    ros2 launch mbd_ros inverse_dynamics.launch.py urdf:=robot.urdf.xacro xacro_args:="a:=1" \
+        rate:=500.0 commands_topic:=/forward_command_controller/commands
 
 joint_states and ~/reference in -> ~/effort_commands (Float64MultiArray, remappable with
-commands_topic) and ~/efforts (JointState).
+commands_topic) and ~/efforts (JointState). The robot: `robot_description` (XML), else `urdf`
+(URDF or .xacro path + `xacro_args`), else the robot_description topic; `params_file` optional
+(defaults: every 1-dof joint, kp 100, kd 20). See docs/nodes.md.
 """
+import os
+import sys
+
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode
-from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from robot_args import robot_parameters  # noqa: E402  (next to this file)
+
+
+def _node(context):
+
+    def arg(name):
+        return LaunchConfiguration(name).perform(context)
+    urdf_dir = FindPackageShare('mbd_ros').perform(context) + '/urdf'
+    robot = robot_parameters(arg('robot_description'), arg('urdf'), arg('xacro_args'),
+                             [urdf_dir])
+    overrides = dict(robot, closures_path=arg('closures'), mode=arg('mode'),
+                     rate_hz=float(arg('rate')))
+    parameters = ([arg('params_file')] if arg('params_file') else []) + [overrides]
+    return [LifecycleNode(
+        package='mbd_ros', executable='inverse_dynamics', name='inverse_dynamics',
+        namespace=arg('namespace'), output='screen', parameters=parameters,
+        remappings=[('~/effort_commands', arg('commands_topic'))])]
 
 
 def generate_launch_description():
-    share = FindPackageShare('mbd_ros')
-    arguments = [
+    return LaunchDescription([
         DeclareLaunchArgument(
-            'urdf', default_value=PathJoinSubstitution([share, 'urdf', 'arm7.urdf']),
-            description='URDF file of the robot'),
+            'robot_description', default_value='',
+            description='URDF XML of the robot (takes precedence over urdf)'),
+        DeclareLaunchArgument(
+            'urdf', default_value='',
+            description='URDF or xacro file of the robot (empty, with no robot_description: '
+                        'wait for the robot_description topic)'),
+        DeclareLaunchArgument(
+            'xacro_args', default_value='',
+            description='arguments of a xacro file, "name:=value name:=value"'),
         DeclareLaunchArgument(
             'closures', default_value='',
             description='YAML file declaring the loop closures of a closed-loop robot '
@@ -33,9 +62,8 @@ def generate_launch_description():
             description='gravity: tau = g(q); feedforward: tau = ID(reference); '
                         'computed_torque: PD on the reference through the inverse dynamics'),
         DeclareLaunchArgument(
-            'params_file',
-            default_value=PathJoinSubstitution([share, 'config', 'arm7_computed_torque.yaml']),
-            description='node parameters (YAML): joints, kp, kd, ...'),
+            'params_file', default_value='',
+            description='node parameters (YAML), optional: joints, kp, kd, ...'),
         DeclareLaunchArgument(
             'rate', default_value='0.0',
             description='0: one output per joint_states message; > 0: timer rate in Hz'),
@@ -44,22 +72,5 @@ def generate_launch_description():
             description='where to publish the effort commands (Float64MultiArray)'),
         DeclareLaunchArgument(
             'namespace', default_value='', description='namespace of the node and its topics'),
-    ]
-    node = LifecycleNode(
-        package='mbd_ros',
-        executable='inverse_dynamics',
-        name='inverse_dynamics',
-        namespace=LaunchConfiguration('namespace'),
-        output='screen',
-        parameters=[
-            LaunchConfiguration('params_file'),
-            {
-                'urdf_path': ParameterValue(LaunchConfiguration('urdf'), value_type=str),
-                'closures_path': ParameterValue(LaunchConfiguration('closures'), value_type=str),
-                'mode': ParameterValue(LaunchConfiguration('mode'), value_type=str),
-                'rate_hz': ParameterValue(LaunchConfiguration('rate'), value_type=float),
-            },
-        ],
-        remappings=[('~/effort_commands', LaunchConfiguration('commands_topic'))],
-    )
-    return LaunchDescription(arguments + [node])
+        OpaqueFunction(function=_node),
+    ])

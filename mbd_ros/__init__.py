@@ -4,7 +4,7 @@
     robot = mbd_ros.load("arm7.urdf")
     qdd = robot.forward_dynamics(q, v, tau)
 
-See DESIGN.md ("Library contract") for the API and conventions; THEORY.md for the formalisms.
+See docs/design.md ("Library contract") for the API and conventions; docs/theory.md for the formalisms.
 This package never imports rclpy; only mbd_ros.nodes does.
 """
 from .constants import FRICTION_VELOCITY, STANDARD_GRAVITY  # noqa: E402
@@ -22,7 +22,7 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
          forces=None, mimic=False):
     """Load a robot from a URDF file path or URDF XML text.
 
-    closures: loop closures (path, YAML text or dict, DESIGN.md format): the robot is then a
+    closures: loop closures (path, YAML text or dict, docs/formats.md): the robot is then a
         ClosedLoopRobot whose dynamics respect the loops.
     floating_base: add a free joint 'root_joint' above the URDF root link.
     gravity: (3,) in the root frame, m/s^2.

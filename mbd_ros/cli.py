@@ -14,6 +14,10 @@
 - ``flex-demo``: the flexible arm's tip vibration after a torque step (--plot FILE.png).
 - ``demo [ROBOT.urdf]``: the passive arm (tau = 0) falls from a bent configuration for 2 s,
   integrated with fixed-step RK4; prints the energy balance KE + PE + dissipated = const.
+- ``simulate ROBOT.urdf [--closures F] [--forces F] [--flexible F] [--floating-base]
+  [--duration 2] [--plot out.png]``: the same passive simulation for any robot (closed loops,
+  floating base, ...), with a PNG of joint trajectories, energy balance and constraint
+  residuals (mbd_ros.sim_report; matplotlib from the ``plot`` extra).
 
 Only the public library API is used (``mbd_ros.load`` and the Robot methods).
 """
@@ -354,7 +358,7 @@ def build_parser():
 
     p = sub.add_parser('analyze', help='degrees of freedom and loop constraints of a closed-loop robot')
     p.add_argument('urdf', help='URDF file (the tree)')
-    p.add_argument('--closures', required=True, help='closure YAML file (DESIGN.md format)')
+    p.add_argument('--closures', required=True, help='closure YAML file (docs/formats.md)')
     p.add_argument('--floating-base', action='store_true', help="add a free joint 'root_joint'")
     p.add_argument('--q', type=float, nargs='+', default=None,
                    help='configuration to analyse (default: the neutral one, assembled)')
@@ -388,6 +392,12 @@ def build_parser():
     flex_demo.add_arguments(p)
     p.set_defaults(func=flex_demo.run)
     # ---- end flexible links -----------------------------------------------------------------
+
+    from . import sim_report   # [simulate] mbd-ros simulate ... --plot out.png
+    p = sub.add_parser('simulate', help='passive simulation of any robot; --plot writes joint '
+                                        'trajectories, energy balance, constraint residuals')
+    sim_report.add_arguments(p)
+    p.set_defaults(func=sim_report.cmd_simulate)
     return parser
 
 

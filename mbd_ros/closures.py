@@ -1,6 +1,6 @@
 """Loop closures: the YAML file that declares the cut (secondary) joints URDF cannot express.
 
-Format (DESIGN.md, "Closed loops: the YAML file"):
+Format (docs/formats.md, "Closed loops"):
 
     closures:
       - name: rod_b                 # unique

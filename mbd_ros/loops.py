@@ -1,4 +1,4 @@
-"""Robots with closed kinematic loops: a URDF tree plus cut (secondary) joints (THEORY.md §4-6).
+"""Robots with closed kinematic loops: a URDF tree plus cut (secondary) joints (docs/theory.md §4-6).
 
 ClosedLoopRobot keeps the Robot contract and adds the loops:
 - forward_dynamics: the seeds' recursive formalism [000] (kernels/closed_loop.py) by default;
@@ -133,7 +133,7 @@ def _rank(matrix, tolerance=RANK_TOLERANCE):
 
 
 class ClosedLoopRobot(Robot):
-    """A Robot whose tree is closed by cut joints (see module docstring and DESIGN.md)."""
+    """A Robot whose tree is closed by cut joints (see module docstring and docs/design.md)."""
 
     def __init__(self, model, closure_set):
         super().__init__(model)

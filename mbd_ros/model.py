@@ -183,7 +183,7 @@ def build_model(tree: TreeSpec, floating_base=False, gravity=STANDARD_GRAVITY,
                 passive_forces=True, friction_velocity=FRICTION_VELOCITY) -> Model:
     """Flatten a validated tree into a Model.
 
-    Joint order of q and v: depth-first from the root, children in document order (DESIGN.md).
+    Joint order of q and v: depth-first from the root, children in document order (docs/design.md).
     """
     if not (np.isfinite(friction_velocity) and friction_velocity > 0):
         raise ModelError(f"friction_velocity must be a positive number, got {friction_velocity}")

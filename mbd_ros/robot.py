@@ -116,7 +116,7 @@ def _locked(method):
 
 
 class Robot:
-    """Dynamics of one robot (see DESIGN.md, "Library contract").
+    """Dynamics of one robot (see docs/design.md, "Library contract").
 
     Vectors: q (nq,), v (nv,), tau and qdd (nv,), ordered as `joint_names` (depth-first over the
     URDF tree). Free joints: q = [x y z qx qy qz qw], v = [linear, angular] in the body frame.
@@ -231,7 +231,7 @@ class Robot:
         """Joint accelerations qdd (nv,) for drive forces tau (nv,) at state (q, v).
 
         Includes gravity, the URDF joint damping and smoothed friction (if loaded with
-        passive_forces) and f_ext (see `joint_wrenches`). Recursive O(n) (THEORY.md §2).
+        passive_forces) and f_ext (see `joint_wrenches`). Recursive O(n) (docs/theory.md §2).
         Raises ValueError for bad inputs and when the result is not finite (e.g. overflow for
         absurd velocities). out may overlap q, v or tau (the result is then computed privately).
         Force elements and add_force callbacks (at t = self.time) are added to tau and f_ext.

@@ -103,10 +103,14 @@ def _read_source(urdf):
             raise ModelError(f"<urdf text>: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
     if not isinstance(urdf, str):
         raise ModelError(f"urdf must be a file path or XML text, got {type(urdf).__name__}")
-    if urdf.lstrip().lstrip("\ufeff").lstrip().startswith("<"):
-        return urdf.lstrip().lstrip("\ufeff"), "<urdf text>"
+    stripped = urdf.lstrip().lstrip("\ufeff").lstrip()
+    if stripped.startswith("<"):
+        return stripped, "<urdf text>"
     if not urdf.strip():
         raise ModelError("the URDF is empty (expected a file path or XML text)")
+    from .robot_source import expand_xacro, is_xacro_path   # a .xacro path: expanded
+    if is_xacro_path(urdf):
+        return expand_xacro(urdf.strip()), urdf
     if not os.path.isfile(urdf):
         raise ModelError(f"URDF file not found: {excerpt(urdf)}")
     try:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from lxml import etree
 
-# Joint coordinate sizes of the contract (DESIGN.md / API_SPEC.md), by URDF type.
+# Joint coordinate sizes of the contract (docs/design.md), by URDF type.
 NQ = {"revolute": 1, "continuous": 1, "prismatic": 1, "spherical": 4, "floating": 7, "planar": 3,
       "fixed": 0}
 NV = {"revolute": 1, "continuous": 1, "prismatic": 1, "spherical": 3, "floating": 6, "planar": 3,

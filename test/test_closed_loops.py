@@ -20,7 +20,7 @@ frame or sign is O(1)).
 
 RK4_RTOL (conftest, 1e-6): energy conservation of the RK4 + projection simulation.
 
-Sign and frame conventions checked here (DESIGN.md): M qdd + b = tau + G_l^T lambda; the
+Sign and frame conventions checked here (docs/design.md): M qdd + b = tau + G_l^T lambda; the
 closure wrench is what the cut exerts on its child-side link, in the child-side cut frame B
 (child_origin), about B's origin, [force; torque]; the parent-side link receives its opposite
 at the same point. Pinocchio's RigidConstraintModel(type, model, joint1 = parent side, A,

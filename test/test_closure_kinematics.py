@@ -1,5 +1,5 @@
 """Cut-joint kinematics (kernels/closure_kinematics.py) against finite differences along exact
-rigid motions, an independent numpy residual, and the joint's own motion (THEORY.md §4).
+rigid motions, an independent numpy residual, and the joint's own motion (docs/theory.md §4).
 
 Motion used for the derivatives. A body with body-frame spatial velocity v(t) = v + t a (a: the
 spatial acceleration, the kernels' ACC) has a pose T(t) with dT/dt = T [v(t)]^. Write

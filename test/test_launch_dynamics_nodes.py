@@ -33,10 +33,10 @@ NAMES = [f'joint_{i}' for i in range(1, 8)]
 def generate_test_description():
     forward = IncludeLaunchDescription(
         PythonLaunchDescriptionSource(launch_file('forward_dynamics.launch.py')),
-        launch_arguments={'mode': 'observe', 'rate': '500.0'}.items())
+        launch_arguments={'urdf': 'arm7.urdf', 'mode': 'observe', 'rate': '500.0'}.items())
     inverse = IncludeLaunchDescription(
         PythonLaunchDescriptionSource(launch_file('inverse_dynamics.launch.py')),
-        launch_arguments={'mode': 'gravity'}.items())
+        launch_arguments={'urdf': 'arm7.urdf', 'mode': 'gravity'}.items())
     return launch.LaunchDescription([forward, inverse, launch_testing.actions.ReadyToTest()]), {}
 
 

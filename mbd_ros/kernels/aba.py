@@ -1,4 +1,4 @@
-"""Recursive O(n) forward dynamics of a tree in the seeds' formalism (THEORY.md §2; the ABA).
+"""Recursive O(n) forward dynamics of a tree in the seeds' formalism (docs/theory.md §2; the ABA).
 
 Seed names -> workspace slots: M*_i -> ART_INERTIA, -f^tc*_i (articulated bias force) -> FORCE,
 a_rel,i -> BIAS_ACC, M*_i C_i -> U_MAT, N_i^-1 -> D_INV, tau_i - C_i^T (-f^tc*_i) -> U_TAU.

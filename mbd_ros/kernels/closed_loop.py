@@ -1,4 +1,4 @@
-"""Recursive forward dynamics of closed chains (THEORY.md §5, seed [000]).
+"""Recursive forward dynamics of closed chains (docs/theory.md §5, seed [000]).
 
 The open tree is solved once by the ABA (kernels/aba.py), giving the motion without loop forces
 (a°, eta'°), and the articulated quantities M*_i, C_i, N_i^-1 are kept. Each constraint row r of
@@ -234,7 +234,7 @@ def closed_loop_forward_dynamics(body_int, body_float, work, cut_int, cut_float,
 @njit(cache=True)
 def loop_jacobian(body_int, body_float, work, cut_int, loop_float, jac_out):
     """G_l (b, nv) = G_a J_a + G_b J_b, the closure Jacobian on the tree's joint velocities
-    (THEORY.md §4), from the cut rows in loop_float. Row r is the joint-space force of the unit
+    (docs/theory.md §4), from the cut rows in loop_float. Row r is the joint-space force of the unit
     wrench pair (G_a^T on body a, G_b^T on body b), accumulated tips -> base like the RNEA's
     backward pass: G_l^T lambda are the joint forces the loop multipliers exert."""
     nb = body_int.shape[0] - 1

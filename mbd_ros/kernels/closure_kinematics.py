@@ -1,4 +1,4 @@
-"""One cut (secondary) joint: residual, Jacobians and acceleration bias (THEORY.md §4).
+"""One cut (secondary) joint: residual, Jacobians and acceleration bias (docs/theory.md §4).
 
 A cut joint s between bodies a (parent side) and b (child side) imposes b_s constraints
 g_s(pose_a, pose_b) = 0. For body-frame spatial velocities v = [v; w] and spatial accelerations
@@ -63,9 +63,9 @@ bias_d = omega_b x nu_B - omega_a x nu_A):
     |d| - L:    rows of the points with e = d/|d|,
                 bias e.bias_d + (|ddot|^2 - (e.ddot)^2) / |d|   (|d| = 0: rows and bias zero)
 
-Closure wrench: with the multipliers of THEORY.md §5 (M a - G^T lambda = f), the cut exerts
+Closure wrench: with the multipliers of docs/theory.md §5 (M a - G^T lambda = f), the cut exerts
 G_b^T lambda_s on body b (a wrench in body b's frame about its origin) and G_a^T lambda_s on a. `wrench_in_cut_frame` moves it to
-the child-side cut frame B (child_origin, not the aligned B'), as DESIGN.md reports it.
+the child-side cut frame B (child_origin, not the aligned B'), as docs/design.md reports it.
 
 Kernels never raise: an unknown type code writes nothing and returns 0.
 """

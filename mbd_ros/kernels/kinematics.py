@@ -1,4 +1,4 @@
-"""Joint kinematics and the forward kinematics pass (THEORY.md §2 step 1, §3).
+"""Joint kinematics and the forward kinematics pass (docs/theory.md §2 step 1, §3).
 
 `joint_pose` is the one switch over joint types (Featherstone's jcalc): it composes the constant
 joint placement with the joint's own motion. Every joint's motion subspace S_i is constant in the

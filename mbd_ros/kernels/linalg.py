@@ -1,9 +1,9 @@
-"""Small dense symmetric solves, allocation-free, for the loop-closure multipliers (THEORY.md §5).
+"""Small dense symmetric solves, allocation-free, for the loop-closure multipliers (docs/theory.md §5).
 
 The operational-space matrix K = G_s A (= G M^-1 G^T) of the cuts is symmetric positive
 semi-definite. It is singular when constraints are redundant (a planar four-bar closed by a
 revolute cut in 3-D: rank 2 of 5); the multipliers are then not unique and we return the
-minimum-norm solution (THEORY.md §5, DESIGN.md). A Cholesky factorisation serves the regular
+minimum-norm solution (docs/theory.md §5, docs/design.md). A Cholesky factorisation serves the regular
 case; when it meets a pivot below the rank tolerance, a cyclic Jacobi eigen-decomposition gives
 the pseudo-inverse. Jacobi is slow only for large systems (O(n^3) per sweep, ~6-10 sweeps) and
 exact to round-off, which matters more here than speed.

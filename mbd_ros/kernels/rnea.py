@@ -1,4 +1,4 @@
-"""Recursive Newton-Euler inverse dynamics (THEORY.md §2, last paragraph; Featherstone's RNEA).
+"""Recursive Newton-Euler inverse dynamics (docs/theory.md §2, last paragraph; Featherstone's RNEA).
 
 tau = M(q) qdd + b(q, v) - tau_passive, and the wrench f^p_i every joint transmits.
 """

@@ -2,7 +2,7 @@
 
 Fixed joints are merged into their parent body for the recursions; after the RNEA has produced
 every body's velocity, acceleration and movable-joint wrench f^p, the wrench a fixed joint
-transmits is the Newton-Euler sum of everything below it (THEORY.md §8):
+transmits is the Newton-Euler sum of everything below it (docs/theory.md §8):
 
     F_c = h_c + sum_{fixed children c'} F_c' + sum_{movable children b} B_b^T f^p_b,
     h_L = I_L a_b + v_b x* I_L v_b - f^ext_L         (link L's own net wrench, body b's frame)

@@ -3,18 +3,25 @@ accounting, /diagnostics, and `run()` (executor choice, autostart, clean shutdow
 
 Lifecycle (rclpy.lifecycle.LifecycleNode):
 - configure: read and check the parameters, load the robot (`robot_description` parameter,
-  else `urdf_path`, else the latest message on the `robot_description` topic), build the index
+  XML only, else `urdf_path`, else the latest message on the `robot_description` topic, XML
+  only; with autostart the robot is loaded in a worker thread first), build the index
   maps and buffers, run one full cycle so numba's kernels are compiled or loaded from its cache
   before the first message, create publishers and subscriptions. A robot that fails to load
   fails the transition with the loader's message (logged at ERROR).
 - activate: enable the publishers, start the timers. deactivate / cleanup undo them.
 - `autostart` (default true): `run()` configures and activates the node by itself (or as soon
   as a robot description arrives on the topic); if configuring fails the process exits with 1.
+- `run()` handles SIGINT/SIGTERM itself (see _StopRequest) and, as a process main, ends the
+  process right after the orderly ROS shutdown (finish_process).
+See docs/nodes.md.
 """
 from __future__ import annotations
 
 import math
+import os
+import signal
 import sys
+import threading
 import time
 
 import rclpy
@@ -24,14 +31,17 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
 from rclpy.exceptions import (InvalidParameterTypeException, InvalidParameterValueException,
                               ParameterException)
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.clock import Clock as RclpyClock, ClockType
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 from std_msgs.msg import String
 
 import mbd_ros
 
 from . import diagnostics as diag
+from .description import check_description_parameter, shorten, urdf_xml
 from .qos import DESCRIPTION_QOS, DIAGNOSTICS_QOS
 
 EXECUTORS = ("single_threaded", "events")
@@ -98,6 +108,15 @@ class DynamicsNode(LifecycleNode):
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_QOS)
         self._configure_seconds = float("nan")
         self._activated_at = None
+        # [time source] timers that must run whatever use_sim_time says (the plant's pacing,
+        # diagnostics) use the steady clock; use_sim_time changes are applied at once
+        self.steady_clock = RclpyClock(clock_type=ClockType.STEADY_TIME)
+        self._sim_time = bool(self.get_parameter("use_sim_time").value)
+        self.add_post_set_parameters_callback(self._on_parameters_set)
+        self.exit_code = 0
+        self._load_generation = 0
+        self._loaded = self._preloaded = None
+        self._loaded_poll = None
         if not self.param("robot_description") and not self.param("urdf_path"):
             self._description_sub = self.create_subscription(
                 String, "robot_description", self._on_description, DESCRIPTION_QOS)
@@ -179,7 +198,8 @@ class DynamicsNode(LifecycleNode):
         if name == "diagnostics_period":
             if self._diag_timer is not None:
                 self.destroy_timer(self._diag_timer)
-                self._diag_timer = self.create_timer(value, self._publish_diagnostics)
+                self._diag_timer = self.create_timer(value, self._publish_diagnostics,
+                                                     clock=self.steady_clock)
             return None
         result = self.apply_node_parameter(name, value)
         if result is NotImplemented:
@@ -190,11 +210,25 @@ class DynamicsNode(LifecycleNode):
     def apply_node_parameter(self, name, value):
         return NotImplemented
     # --- end runtime parameter changes (plant helper)
+    def _on_parameters_set(self, params):
+        for p in params:
+            if p.name == "use_sim_time" and bool(p.value) != self._sim_time:
+                self._sim_time = bool(p.value)
+                self.get_logger().info(f"use_sim_time is now {self._sim_time}")
+                self.on_time_source_changed()
+
+    @property
+    def use_sim_time(self):
+        return self._sim_time
+
+    def on_time_source_changed(self):
+        """Called after use_sim_time changed (the node's ROS clock already follows it)."""
 
     def _declare_common_parameters(self):
         S = ParameterType.PARAMETER_STRING_ARRAY
         self.declare("robot_description", "", "URDF XML of the robot (takes precedence over "
-                     "urdf_path; if both are empty the robot_description topic is used)")
+                     "urdf_path; if both are empty the robot_description topic is used); XML "
+                     "only, never a file path", check_description_parameter)
         self.declare("urdf_path", "", "path of the robot's URDF file")
         self.declare("closures_path", "", "YAML file declaring the loop closures (cut joints) "
                      "of a closed-loop robot; empty for a tree")
@@ -227,9 +261,14 @@ class DynamicsNode(LifecycleNode):
         self.declare("codegen", True, "run robot-specific generated kernels (compiled once per "
                      "robot, cached on disk; mbd-ros codegen pre-builds them)")
         self.declare("autostart", True, "configure and activate the node by itself")
-        self.declare("executor", "events", "rclpy executor: events (rclpy.experimental."
-                     "EventsExecutor, about half the CPU and latency; falls back to "
-                     "single_threaded where rclpy has none) or single_threaded",
+        # [executor] single_threaded by default: rclpy's EventsExecutor queues one event per
+        # received message without bound, so a flood of publishers makes it grow and then spin
+        # without running callbacks (measured: frozen for minutes); the SingleThreadedExecutor
+        # takes messages from the keep-last queues of depth 10 and recovers at once.
+        self.declare("executor", "single_threaded", "rclpy executor: single_threaded (default; "
+                     "survives topic floods) or events (rclpy.experimental.EventsExecutor: "
+                     "about half the CPU and latency, but a flood of messages freezes it; "
+                     "falls back to single_threaded where rclpy has none)",
                      one_of(*EXECUTORS))
 
     def declare_node_parameters(self):
@@ -237,7 +276,7 @@ class DynamicsNode(LifecycleNode):
 
     # ------------------------------------------------------------------ robot
     def _robot_source(self):
-        xml = self.param("robot_description")
+        xml = urdf_xml(self.param("robot_description"), "the robot_description parameter")
         if xml:
             return xml, "the robot_description parameter"
         path = self.param("urdf_path")
@@ -247,8 +286,10 @@ class DynamicsNode(LifecycleNode):
             return self._description_xml, "the robot_description topic"
         return None, None
 
-    def load_robot(self):
-        source, what = self._robot_source()
+    def load_robot(self, source=None, what=None):
+        """The robot of `source` (default: the current robot source, see _robot_source)."""
+        if source is None:
+            source, what = self._robot_source()
         if source is None:
             raise RuntimeError("no robot: set the robot_description or urdf_path parameter, or "
                                "publish the URDF on the robot_description topic")
@@ -268,39 +309,119 @@ class DynamicsNode(LifecycleNode):
             raise RuntimeError(f"cannot load the robot from {what}: {exc}") from None
 
     def _on_description(self, msg):
+        try:
+            xml = urdf_xml(msg.data, "the robot_description topic")
+        except ValueError as exc:
+            self.reject("robot_description", str(exc))
+            return
+        if not xml:
+            self.reject("robot_description", "an empty robot description")
+            return
         first = self._description_xml is None
-        self._description_xml = msg.data
+        self._description_xml = xml
         state = self.lifecycle_state()
         if state == "unconfigured" and self.param("autostart"):
-            self.get_logger().info("robot description received on the topic")
-            if not self.start():
-                self.get_logger().error("waiting for another robot description")
+            self.get_logger().info(f"robot description received on the topic ({len(xml)} "
+                                   "characters)")
+            self._load_in_background(xml, "the robot_description topic")
         elif not first:
             self.get_logger().info("a new robot description arrived; it is used at the next "
                                    "configure")
+
+    # ------------------------------------------------------------------ loading [loading]
+    # A robot is loaded (and its kernels warmed) in a worker thread, so that a huge model
+    # cannot block the executor (services, diagnostics and other callbacks keep running);
+    # configure and activate then run in the executor once the load is done (a steady-clock
+    # timer polls for it while a load runs: rclpy's EventsExecutor has no guard conditions,
+    # and a node must not be touched from the worker thread). A configure
+    # requested through the lifecycle service without a preloaded robot loads synchronously.
+    def _load_in_background(self, source, what):
+        self._load_generation += 1
+        generation = self._load_generation
+        # a daemon: a shutdown does not wait for a load in progress (numba writes its cache
+        # files atomically, so stopping it mid-compile loses nothing)
+        self._loader = threading.Thread(target=self._load_worker,
+                                        args=(generation, source, what),
+                                        name="mbd_ros robot loader", daemon=True)
+        self._loader.start()
+        if self._loaded_poll is None:
+            self._loaded_poll = self.create_timer(0.02, self._on_loaded,
+                                                  clock=self.steady_clock)
+
+    def join_loader(self, timeout):
+        """Wait for a robot load in progress (shutdown); True if none is left running."""
+        loader = getattr(self, "_loader", None)
+        if loader is not None and loader.is_alive():
+            loader.join(timeout)
+            return not loader.is_alive()
+        return True
+
+    def _load_worker(self, generation, source, what):
+        try:
+            robot = self.load_robot(source, what)
+            _warm_kernels(robot)
+            result = robot
+        except Exception as exc:   # reported by _on_loaded, in the executor
+            result = exc
+        self._loaded = (generation, source, what, result)
+
+    def _on_loaded(self):
+        loaded = self._loaded
+        if loaded is None:
+            return   # still loading
+        self._loaded = None
+        if loaded[0] != self._load_generation:
+            return   # superseded by a newer description (its own load is running)
+        if self._loaded_poll is not None:
+            self.destroy_timer(self._loaded_poll)
+            self._loaded_poll = None
+        _, source, what, result = loaded
+        if self.lifecycle_state() != "unconfigured":
+            return
+        ok = False
+        if isinstance(result, Exception):
+            self.get_logger().error(f"configure failed: {shorten(result)}")
+        else:
+            self._preloaded = (source, result)
+            ok = self.trigger_configure() == SUCCESS and self.trigger_activate() == SUCCESS
+            self._preloaded = None
+        if ok:
+            return
+        if what == "the robot_description topic":
+            self.get_logger().error("waiting for another robot description")
+        else:   # autostart from parameters failed: the process exits with 1
+            self.get_logger().fatal("autostart failed (see the error above); exiting")
+            self.exit_code = 1
+            if not self.done.done():
+                self.done.set_result(True)
 
     # ------------------------------------------------------------------ lifecycle
     def lifecycle_state(self):
         return self._state_machine.current_state[1]
 
     def start(self):
-        """Configure and activate (autostart). False if a transition failed; True if done or
-        still waiting for the robot description topic."""
-        if self._robot_source()[0] is None:
+        """Autostart: load the robot in a worker thread, then configure and activate (see
+        _on_load). Always True (a failure sets exit_code and ends run()); waits for the robot
+        description topic when no parameter names a robot."""
+        source, what = self._robot_source()
+        if source is None:
             self.get_logger().info("waiting for the robot description on the "
                                    f"'{self.resolve_topic_name('robot_description')}' topic")
             return True
-        if self.trigger_configure() != SUCCESS:
-            return False
-        return self.trigger_activate() == SUCCESS
+        self._load_in_background(source, what)
+        return True
 
     def on_configure(self, state):
         t0 = time.perf_counter()
         try:
-            self.robot = self.load_robot()
+            preloaded = self._preloaded
+            if preloaded is not None and preloaded[0] == self._robot_source()[0]:
+                self.robot = preloaded[1]
+            else:
+                self.robot = self.load_robot()
             self.configure_node()
         except Exception as exc:   # a failed configure must say why (rclpy would hide it)
-            self.get_logger().error(f"configure failed: {exc}")
+            self.get_logger().error(f"configure failed: {shorten(exc)}")
             self._cleanup()
             return FAILURE
         self._configure_seconds = time.perf_counter() - t0
@@ -324,7 +445,8 @@ class DynamicsNode(LifecycleNode):
         self.active = True
         self._activated_at = time.monotonic()
         self._diag_timer = self.create_timer(self.param("diagnostics_period"),
-                                             self._publish_diagnostics)
+                                             self._publish_diagnostics,
+                                             clock=self.steady_clock)
         return SUCCESS
 
     def on_deactivate(self, state):
@@ -402,7 +524,6 @@ class DynamicsNode(LifecycleNode):
 
     def read_common_parameters(self):
         self._max_age_ns = int(self.param("max_message_age") * 1e9)
-        self._sim_time = bool(self.get_parameter("use_sim_time").value)
 
     def now_ns(self):
         """ROS time in ns: the system clock unless use_sim_time (time.time_ns() is ~10x
@@ -450,6 +571,22 @@ class DynamicsNode(LifecycleNode):
         self._diag_pub.publish(msg)
 
 
+def _warm_kernels(robot):
+    """Run the kernels the nodes use once at the neutral configuration, so numba compiles (or
+    loads from its cache) them in the loader thread; a singular model is reported later, by
+    the node's own warm-up."""
+    import numpy as np
+    q, zero = robot.neutral(), np.zeros(robot.nv)
+    for call in (lambda: robot.forward_dynamics(q, zero, zero),
+                 lambda: robot.inverse_dynamics(q, zero, zero),
+                 lambda: robot.joint_wrenches(q, zero, zero),
+                 lambda: robot.integrate(q, zero, 1e-3)):
+        try:
+            call()
+        except (ValueError, FloatingPointError):
+            pass
+
+
 def make_executor(kind, logger=None):
     """SingleThreadedExecutor, or rclpy.experimental.EventsExecutor (rclpy >= 9, ROS 2 Kilted;
     falls back to the single-threaded one where it does not exist)."""
@@ -463,39 +600,92 @@ def make_executor(kind, logger=None):
     return SingleThreadedExecutor()
 
 
-def run(node_class, args=None):
+class _StopRequest:
+    """SIGINT / SIGTERM handler for run(): it only records the request; run() sees it within
+    its spin timeout (0.2 s), leaves its loop and shuts down in order.
+
+    rclpy's own handlers shut the context down asynchronously from a signal-handling thread
+    and then raise KeyboardInterrupt wherever the main thread happens to be: under load that
+    lands inside rclpy's executor, task or wait-set code and gave the intermittent FATAL
+    tracebacks at shutdown ('Task' object has no attribute '_exception', context-invalid
+    errors, and pybind11's 'Unable to convert call argument' from a callback into objects
+    already being torn down)."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = {}
+
+    def install(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._handle)
+
+    def restore(self):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum, frame):
+        self.requested = True
+
+
+def finish_process(code):
+    """End the node process now with `code`, after its orderly ROS shutdown: flush the output
+    and skip the interpreter's finalization (numba's and LLVM's teardown took ~2 s on a busy
+    machine, longer than launch's 5 s SIGINT grace when several nodes stop at once, which then
+    killed them with SIGTERM)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:   # closed or broken: nothing more to write
+            pass
+    os._exit(code)
+
+
+def run(node_class, args=None, exit_process=False):
     """Create the node, autostart it, spin until shutdown (SIGINT/SIGTERM or the lifecycle
-    shutdown transition). Returns the process exit code."""
-    rclpy.init(args=args)
+    shutdown transition). Returns the process exit code; with exit_process (the nodes'
+    main()), ends the process with it instead (finish_process)."""
+    code = _run(node_class, args)
+    if exit_process:
+        finish_process(code)
+    return code
+
+
+def _run(node_class, args):
+    stop = _StopRequest()
+    stop.install()
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
+    executor = None
     code = 0
     try:
         try:
             node = node_class()
         except (InvalidParameterValueException, InvalidParameterTypeException,
-                ParameterException) as exc:
-            print(f"{node_class.__name__}: invalid parameter: {exc}", file=sys.stderr)
+                ParameterException) as exc:   # (rclpy's message quotes the value: shortened)
+            print(f"{node_class.__name__}: invalid parameter: {shorten(exc)}", file=sys.stderr)
             return 2
         executor = make_executor(node.param("executor"), node.get_logger())
         executor.add_node(node)
-        try:
-            if node.param("autostart") and not node.start():
-                node.get_logger().fatal("autostart failed (see the error above); exiting")
-                return 1
-            # Always spin with a timeout: rclpy 9.1.2's EventsExecutor without one ignores
-            # SIGINT and burns a core.
-            while rclpy.ok() and not node.done.done():
-                executor.spin_until_future_complete(node.done, timeout_sec=0.5)
-        finally:
-            executor.shutdown(timeout_sec=1.0)
+        if node.param("autostart") and not node.start():
+            node.get_logger().fatal("autostart failed (see the error above); exiting")
+            return 1
+        # Always spin with a timeout: rclpy 9.1.2's EventsExecutor without one ignores
+        # SIGINT and burns a core.
+        while rclpy.ok() and not node.done.done() and not stop.requested:
+            executor.spin_until_future_complete(node.done, timeout_sec=0.2)
+        code = node.exit_code
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        if executor is not None:
+            executor.shutdown(timeout_sec=1.0)
         if node is not None:
             try:
                 node.release()
             except Exception:   # shutting down anyway
                 pass
+            node.join_loader(timeout=0.5)   # a short grace only (see _load_in_background)
             node.destroy_node()
         rclpy.try_shutdown()
+        stop.restore()
     return code

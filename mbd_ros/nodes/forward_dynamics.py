@@ -26,9 +26,13 @@ warning). Position and velocity commands (``joint_commands`` position / velocity
 URDF limits are enforced; a floating base publishes ``~/odom`` and /tf, with an optional ground
 contact; a diverged simulation halts until ``~/reset`` (plant_interface.py, docs/plant.md).
 
-- ``publish_clock`` false (default): wall-clock pacing. Stamps are ROS time; a late cycle is
-  caught up with extra steps (at most ``max_catch_up``) so simulated time tracks wall time, and
-  each cycle that had to be caught up counts as missed.
+- ``publish_clock`` false (default): wall-clock (steady clock) pacing. Stamps are the system
+  time; a late cycle is caught up with extra steps (at most ``max_catch_up``) so simulated time
+  tracks wall time, and each cycle that had to be caught up counts as missed.
+- ``use_sim_time`` true and ``publish_clock`` false: an external /clock drives the plant in
+  lockstep; for each /clock message it steps until its state is the state at that time and
+  publishes it stamped with that time (no /clock: no steps). use_sim_time may be switched at
+  runtime in either direction; it is applied at once.
 - ``publish_clock`` true: the node is the ROS time source. It publishes rosgraph_msgs/Clock on
   /clock after every step and stamps everything with simulated time (from 0), so nodes with
   ``use_sim_time`` run in lockstep with the simulation; after a stall simulated time stretches
@@ -63,7 +67,7 @@ from . import diagnostics as diag
 from .base import DynamicsNode, finite_vector, one_of, run
 from .messages import AccelerationsOut, JointStateOut, WrenchOut, topic_token
 from .plant_interface import PlantInterface
-from .qos import CLOCK_QOS, PUBLISH_QOS, SUBSCRIBE_QOS
+from .qos import CLOCK_QOS, CLOCK_SUBSCRIBE_QOS, PUBLISH_QOS, SUBSCRIBE_QOS
 
 MODES = ("observe", "simulate")
 
@@ -244,6 +248,8 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
             JointState, "joint_commands", self._on_joint_command, SUBSCRIBE_QOS))
         self.configure_plant_interface()   # position/velocity commands, ~/reset
         self.timer = None
+        self._clock_sub = None
+        self._follow_clock = False
 
     def _warm_up(self):
         """One full cycle of library calls, so numba compiles (or loads from its cache) every
@@ -293,12 +299,79 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
             self._command_expired = False
             self._start_ns = None
             self._base_stamp_ns = 0 if self.publish_clock else self.get_clock().now().nanoseconds
-            self.timer = self.create_timer(1.0 / self.rate_hz, self._on_cycle)
+            # [time source] paced by the steady clock whatever use_sim_time says: a timer on the
+            # node's ROS clock never fires under use_sim_time until /clock moves, and with
+            # publish_clock this node is what moves it (the old deadlock)
+            self.timer = self.create_timer(1.0 / self.rate_hz, self._on_cycle,
+                                           clock=self.steady_clock)
+            self._clock_base_ns = None
+            self._apply_time_source()
 
     def deactivate_node(self):
         if getattr(self, "timer", None) is not None:
             self.destroy_timer(self.timer)
             self.timer = None
+        self._drop_clock_subscription()
+
+    # ------------------------------------------------------------------ time source [time source]
+    # Three ways the simulate plant keeps time (docs/nodes.md, "Time"):
+    # - publish_clock true: the plant is the ROS time source; steady-clock pacing, /clock and
+    #   every stamp carry the simulated time from 0 (use_sim_time nodes follow it);
+    # - use_sim_time true, publish_clock false: an external /clock drives the plant in lockstep:
+    #   for every /clock message it steps until its state is the state at that time and
+    #   publishes it, stamped with that time; no /clock, no steps;
+    # - neither: steady-clock pacing, stamps are the system time.
+    # use_sim_time may change at runtime (base.DynamicsNode calls on_time_source_changed).
+    def on_time_source_changed(self):
+        if self.mode == "simulate" and self.active:
+            self._apply_time_source()
+
+    def _apply_time_source(self):
+        follow = self.use_sim_time and not self.publish_clock
+        if follow and self._clock_sub is None:
+            self._clock_base_ns = None   # re-anchored on the next /clock message
+            self._clock_sub = self.create_subscription(Clock, "/clock", self._on_clock,
+                                                       CLOCK_SUBSCRIBE_QOS)
+            self.get_logger().info("use_sim_time: stepping in lockstep with /clock (waiting "
+                                   "for it)")
+        elif not follow and self._clock_sub is not None:
+            self._drop_clock_subscription()
+            # back to steady pacing from the current state, stamped with the system time
+            # (re-anchored by the next _on_cycle)
+            self._start_ns = None
+            self.get_logger().info("use_sim_time off: paced by the steady clock again")
+        self._follow_clock = follow
+
+    def _drop_clock_subscription(self):
+        if getattr(self, "_clock_sub", None) is not None:
+            self.destroy_subscription(self._clock_sub)
+        self._clock_sub = None
+
+    def _on_clock(self, msg):
+        """External /clock (use_sim_time): run the cycles up to the state at that time."""
+        if not self.active or not self._follow_clock:
+            return
+        t0 = time.perf_counter_ns()
+        now = msg.clock.sec * 1_000_000_000 + msg.clock.nanosec
+        period = self.period_ns
+        if self._clock_base_ns is None or now < self._clock_base_ns + (self.cycles - 1) * period:
+            if self._clock_base_ns is not None:
+                self.warn_throttled("clock", "/clock jumped back: re-anchoring the simulation "
+                                    "at the new time")
+            self._clock_base_ns = now - self.cycles * period   # the state now is at `now`
+            self._base_stamp_ns = self._clock_base_ns
+        due = (now - self._clock_base_ns) // period + 1 - self.cycles
+        if due <= 0:
+            return   # the same time again, or less than a step later
+        late = due - 1
+        limit = int(10 * self.rate_hz)   # more than 10 s of simulated time at once: jump
+        if late > limit:
+            self.warn_throttled("clock", f"/clock jumped {late * period * 1e-9:.3f} s ahead: "
+                                f"simulating the last {limit} steps only")
+            self._clock_base_ns += (late - limit) * period
+            self._base_stamp_ns += (late - limit) * period
+            late = limit
+        self._run_cycle(late, t0)
 
     # ------------------------------------------------------------------ the computation
     def _accelerations(self, q, v):
@@ -440,29 +513,38 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
         self._command_expired = False
 
     def _on_cycle(self):
-        if not self.active:
+        if not self.active or self._follow_clock:
             return
         t0 = time.perf_counter_ns()
         now = time.monotonic_ns()
-        if self._start_ns is None:
-            self._start_ns = now - self.period_ns
+        if self._start_ns is None:   # first cycle (or pacing resumed): anchor the schedule
+            self._start_ns = now - (self.cycles + 1) * self.period_ns
+            if not self.publish_clock:   # and the stamps: this state is at the system time now
+                self._base_stamp_ns = time.time_ns() - self.cycles * self.period_ns
         due = (now - self._start_ns) // self.period_ns - self.cycles
         if due <= 0:
             return   # early wake-up
-        if self.halted:   # diverged: nothing published until ~/reset (plant_interface.py)
-            self.cycles += due
-            self._diverged_log()
-            return
-        sim = self.sim
         late = due - 1
+        catch_up = 0
         if late:
             self.missed += late
             self._window_missed += late
             catch_up = 0 if self.publish_clock else min(late, self.max_catch_up)
             if late > catch_up:   # give up the rest: re-anchor the schedule
                 self._start_ns += (late - catch_up) * self.period_ns
-                if not self.publish_clock:   # stamps stay ROS time (a gap, not a lag)
+                if not self.publish_clock:   # stamps stay the system time of the state
                     self._base_stamp_ns += (late - catch_up) * self.period_ns
+        self._window_expected += late - catch_up
+        self._run_cycle(catch_up, t0)
+
+    def _run_cycle(self, catch_up, t0):
+        """`catch_up` silent steps, then one cycle: outputs of the current state, one step."""
+        if self.halted:   # diverged: nothing published until ~/reset (plant_interface.py)
+            self.cycles += catch_up + 1
+            self._diverged_log()
+            return
+        sim = self.sim
+        if catch_up:
             try:
                 for _ in range(catch_up):
                     self._apply_command()
@@ -470,9 +552,10 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
                     self.cycles += 1
             except (ValueError, FloatingPointError) as exc:
                 self._diverged(exc)
-                self.cycles += due - catch_up
-                return
-        self._window_expected += due
+                if self.halted:
+                    self.cycles += 1
+                    return
+        self._window_expected += catch_up + 1
         self._apply_command()
         t1 = time.perf_counter_ns()
         try:   # outputs of the current state; sim.qdd is self.qdd
@@ -485,7 +568,12 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
             return
         wrenches = self._wrenches(sim.q, sim.v)
         t2 = time.perf_counter_ns()
-        stamp = self._stamp(self._base_stamp_ns + round(sim.time * 1e9))
+        # stamps: simulated time with publish_clock; else the schedule's time of this cycle
+        # (a cycle whose step failed still takes its period: stamps never fall behind)
+        if self.publish_clock:
+            stamp = self._stamp(self._base_stamp_ns + round(sim.time * 1e9))
+        else:
+            stamp = self._stamp(self._base_stamp_ns + self.cycles * self.period_ns)
         js = self.js_out
         js.msg.header.stamp = stamp
         self.jmap.state_positions(sim.q, js.position)
@@ -586,7 +674,7 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
 
 
 def main(args=None):
-    return run(ForwardDynamicsNode, args)
+    return run(ForwardDynamicsNode, args, exit_process=True)
 
 
 if __name__ == "__main__":

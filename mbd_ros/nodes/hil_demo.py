@@ -59,12 +59,16 @@ def add_arguments(parser):
                         help="plant step rate, Hz (default 1000)")
     parser.add_argument("--integrator", default=None, choices=("semi_implicit_euler", "rk4"),
                         help="plant integrator (default: the config file's)")
-    parser.add_argument("--executor", default="events",
+    parser.add_argument("--executor", default="single_threaded",
                         choices=("single_threaded", "events"),
-                        help="rclpy executor of the two nodes (default events)")
+                        help="rclpy executor of the two nodes (default single_threaded; events "
+                        "uses less CPU but freezes under a topic flood)")
     parser.add_argument("--domain-id", type=int, default=None,
                         help="ROS_DOMAIN_ID (default: derived from the process id)")
     parser.add_argument("--verbose", action="store_true", help="print the nodes' logs")
+    parser.add_argument("--plot", default=None, help="write the tracking plot (joint positions "
+                        "and references, tracking error over the measured run) to this PNG "
+                        "(needs matplotlib: the 'plot' extra)")
     return parser
 
 
@@ -85,6 +89,25 @@ class _Monitor:
         self.latest = {}
         self.history = []
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 50)
+        self.recording = False
+        self.states, self.references = [], []   # (t, names, positions) while recording
+
+    def record_tracking(self):
+        """Also keep /joint_states and the controller's reference (for --plot)."""
+        from sensor_msgs.msg import JointState
+        from trajectory_msgs.msg import JointTrajectory
+        self.node.create_subscription(JointState, "/joint_states", self._on_state, 100)
+        self.node.create_subscription(JointTrajectory, "/inverse_dynamics/reference",
+                                      self._on_reference, 100)
+
+    def _on_state(self, msg):
+        if self.recording:
+            self.states.append((time.monotonic(), list(msg.name), list(msg.position)))
+
+    def _on_reference(self, msg):
+        if self.recording and msg.points:
+            self.references.append((time.monotonic(), list(msg.joint_names),
+                                    list(msg.points[0].positions)))
 
     def _on_diag(self, msg):
         for status in msg.status:
@@ -148,6 +171,8 @@ def run(args):
     code = 0
     try:
         monitor = _Monitor(domain)
+        if args.plot:
+            monitor.record_tracking()
         t_start = time.monotonic()
         plant, ctrl = "forward_dynamics: dynamics", "inverse_dynamics: dynamics"
 
@@ -170,7 +195,9 @@ def run(args):
         monitor.spin(1.5)   # let one full diagnostics period pass inside the loop
         begin = dict(monitor.latest[plant])
         n_hist = len(monitor.history)
+        monitor.recording = True
         monitor.spin(args.duration)
+        monitor.recording = False
         end = dict(monitor.latest[plant])
         window = [v for _, name, v in monitor.history[n_hist:] if name == ctrl]
         ctrl_last = monitor.latest[ctrl]
@@ -179,6 +206,8 @@ def run(args):
             print(f"{', '.join(dead)} exited during the run", file=sys.stderr)
             code = 1
         _report(args, begin, end, ctrl_last, window)
+        if args.plot:
+            _plot(args, urdf, monitor)
         if args.verbose:
             for c in children.values():
                 print(f"--- {c.label} log:\n{c.output()}")
@@ -223,6 +252,30 @@ def _report(args, begin, end, ctrl, window):
           f"(|q_ref - q| over {total:.0f} control cycles)")
     rejected = _f(end, "rejected messages") + _f(ctrl, "rejected messages")
     print(f"rejected messages      {rejected:8.0f}")
+
+
+def _plot(args, urdf, monitor):
+    """The tracking plot of the measured run (joints of the reference, in its order)."""
+    from ..sim_report import plot_tracking
+    if not monitor.states or not monitor.references:
+        print("no joint_states / reference recorded: no plot", file=sys.stderr)
+        return
+    names = monitor.references[-1][1]
+    t0 = monitor.states[0][0]
+
+    def columns(rows):
+        t, values = [], []
+        for stamp, row_names, positions in rows:
+            index = {n: i for i, n in enumerate(row_names)}
+            if all(n in index for n in names):
+                t.append(stamp - t0)
+                values.append([positions[index[n]] for n in names])
+        return t, values
+    t_state, q_state = columns(monitor.states)
+    t_ref, q_ref = columns(monitor.references)
+    plot_tracking(args.plot, names, t_state, q_state, t_ref, q_ref,
+                  f"HIL demo: {urdf.name} at {args.rate:g} Hz, computed torque (receive times)")
+    print(f"wrote {args.plot}")
 
 
 def main(argv=None):

@@ -366,7 +366,7 @@ class InverseDynamicsNode(DynamicsNode):
 
 
 def main(args=None):
-    return run(InverseDynamicsNode, args)
+    return run(InverseDynamicsNode, args, exit_process=True)
 
 
 if __name__ == "__main__":

@@ -85,7 +85,8 @@ class NodeProcess:
         return self.popen.poll()
 
     def output(self):
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(errors="replace")
 
     def wait(self, timeout):

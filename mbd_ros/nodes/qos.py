@@ -5,6 +5,11 @@
 - Publications: reliable, keep last 10 (the ROS default), which every subscriber can match.
 - ``robot_description``: reliable, transient local, depth 1, as robot_state_publisher offers it.
 - ``/clock``: reliable, keep last 1 (matches rclpy's and rclcpp's best-effort clock subscriptions).
+  The simulate plant following an external /clock subscribes best effort, keep last 10 (it
+  catches up on any skipped time, so a lost message only merges two steps).
+
+Every subscription is keep-last with a small depth: a flood of messages can only replace
+queued ones, never grow a queue (docs/nodes.md, "Executor and floods").
 """
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy)
 
@@ -20,6 +25,9 @@ DESCRIPTION_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
 CLOCK_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                        reliability=ReliabilityPolicy.RELIABLE,
                        durability=DurabilityPolicy.VOLATILE)
+CLOCK_SUBSCRIBE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                                 reliability=ReliabilityPolicy.BEST_EFFORT,
+                                 durability=DurabilityPolicy.VOLATILE)
 DIAGNOSTICS_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
                              reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.VOLATILE)

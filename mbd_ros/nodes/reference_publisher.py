@@ -93,6 +93,11 @@ class ReferencePublisher(Node):
 
 
 def main(args=None):
+    from .base import finish_process   # exit without the interpreter's slow teardown
+    finish_process(_main(args))
+
+
+def _main(args):
     rclpy.init(args=args)
     node = None
     try:

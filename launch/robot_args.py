@@ -1,0 +1,87 @@
+"""The launch files' robot arguments -> node parameters (imported by the *.launch.py files next
+to it, and by test/test_nodes_robot_sources.py to start the nodes exactly as they do).
+
+Self-contained on purpose: importing the mbd_ros package would load numba and its kernels into
+the launch process (seconds, more on a busy machine). Only the standard library, PyYAML and,
+for .xacro files, the xacro package.
+
+robot_parameters(robot_description, urdf, xacro_args, search_dirs), first match wins:
+- robot_description (URDF XML text)   -> {'robot_description': xml}
+- urdf = a .xacro path (+ xacro_args) -> {'robot_description': expanded xml}
+- urdf = a URDF path                  -> {'urdf_path': path}
+- none                                -> {} (the nodes wait for the robot_description topic)
+"""
+import os
+import shlex
+import xml.etree.ElementTree as ElementTree
+
+ONE_DOF = ('revolute', 'continuous', 'prismatic')
+
+
+def parse_xacro_args(text):
+    """'a:=1 b:="x y"' -> {'a': '1', 'b': 'x y'}; ValueError naming a malformed entry."""
+    mappings = {}
+    for item in shlex.split(text or ''):
+        name, sep, value = item.partition(':=')
+        if not sep or not name:
+            raise ValueError(f'xacro_args: {item!r} is not of the form name:=value')
+        mappings[name] = value
+    return mappings
+
+
+def expand_xacro(path, mappings=None):
+    """URDF XML of a xacro file; ValueError naming xacro if it is missing or fails."""
+    try:
+        import xacro
+    except ImportError:
+        raise ValueError(f'{path} is a xacro file: install the xacro package (pip install '
+                         'xacro)') from None
+    try:
+        return xacro.process_file(path, mappings=dict(mappings or {})).toprettyxml(indent='  ')
+    except Exception as exc:
+        raise ValueError(f'{path}: xacro could not expand it: {exc}') from exc
+
+
+def resolve_path(path, search_dirs=()):
+    """`path` if it exists (or is absolute), else the first search_dirs/path that exists."""
+    if os.path.exists(path) or os.path.isabs(path):
+        return path
+    for directory in search_dirs:
+        candidate = os.path.join(str(directory), path)
+        if os.path.exists(candidate):
+            return candidate
+    return path
+
+
+def robot_parameters(robot_description='', urdf='', xacro_args='', search_dirs=()):
+    """Node parameters for the robot from the launch arguments (see the module docstring)."""
+    if robot_description and robot_description.strip():
+        return {'robot_description': robot_description}
+    mappings = parse_xacro_args(xacro_args)
+    if urdf and urdf.strip():
+        path = resolve_path(urdf.strip(), search_dirs)
+        if path.lower().endswith('.xacro'):
+            return {'robot_description': expand_xacro(path, mappings)}
+        if mappings:
+            raise ValueError(f'xacro_args given, but urdf ({urdf}) is not a .xacro file')
+        return {'urdf_path': path}
+    if mappings:
+        raise ValueError('xacro_args given without a xacro file in the urdf argument')
+    return {}
+
+
+def commanded_joints(robot, closures_path=''):
+    """Joints a controller commands by default, from the robot parameters: the `actuated:` list
+    of a closures file, else every 1-dof joint of the URDF (order is irrelevant: references
+    are matched by name)."""
+    if closures_path:
+        import yaml
+        with open(closures_path, encoding='utf-8') as stream:
+            actuated = (yaml.safe_load(stream) or {}).get('actuated')
+        if actuated:
+            return [str(name) for name in actuated]
+    if 'robot_description' in robot:
+        root = ElementTree.fromstring(robot['robot_description'].strip().lstrip('\ufeff'))
+    else:
+        root = ElementTree.parse(robot['urdf_path']).getroot()
+    return [j.get('name') for j in root.findall('joint') if j.get('type') in ONE_DOF]
