@@ -2,8 +2,8 @@
 
 ClosedLoopRobot keeps the Robot contract and adds the loops:
 - forward_dynamics: the seeds' recursive formalism [000] (kernels/closed_loop.py) by default;
-  method="minimal" (coordinate partitioning, THEORY §5 end) and method="descriptor" (body
-  coordinates with multipliers for every joint, THEORY §6) are dense independent formalisms.
+  method="minimal" (coordinate partitioning, docs/theory.md §5 end) and method="descriptor" (body
+  coordinates with multipliers for every joint, docs/theory.md §6) are dense independent formalisms.
 - inverse_dynamics: torques of the actuated joints (+ the root wrench of a floating base).
 - joint_wrenches / closure_wrenches include the loop forces.
 - loop kinematics: residuals, the closure Jacobian G_l, assembly (Newton), velocity projection,
@@ -44,7 +44,7 @@ LOOP_RESIDUAL_WARNING = 1e-3
 # The loop workspace grows with the square of the constraint rows; refuse absurd sizes.
 MAX_LOOP_WORKSPACE_BYTES = 2**30
 # A partition is re-chosen when cond(G_ld) exceeds this (the independent set no longer
-# parametrises the motion well, THEORY §4). Measured on the four-bar driven through the rocker's
+# parametrises the motion well, docs/theory.md §4). Measured on the four-bar driven through the rocker's
 # dead point: with 1e8 the energy error of an RK4 crank turn is 4.4e-5 J (accuracy is lost from
 # cond ~4e3 on), with 1e3 it stays at the integrator's 1e-8 J (test_integrators.py).
 PARTITION_CONDITION_LIMIT = 1e3
@@ -192,7 +192,7 @@ class ClosedLoopRobot(Robot):
         self._info = np.zeros(2, dtype=np.int64)
         self._loop_jac = np.zeros((n_rows, self.nv))
         # Baumgarte gains (alpha, beta) used by forward_dynamics: 0 = the exact acceleration
-        # constraint; simulation sets them (THEORY §6).
+        # constraint; simulation sets them (docs/theory.md §6).
         self._baumgarte = (0.0, 0.0)
         self.last_rank = n_rows
         self._partition = None
@@ -211,7 +211,7 @@ class ClosedLoopRobot(Robot):
 
     @property
     def baumgarte(self):
-        """(alpha, beta): Baumgarte gains of forward_dynamics, finite and >= 0 (THEORY §6)."""
+        """(alpha, beta): Baumgarte gains of forward_dynamics, finite and >= 0 (docs/theory.md §6)."""
         return self._baumgarte
 
     @baumgarte.setter
@@ -300,7 +300,7 @@ class ClosedLoopRobot(Robot):
     @_locked
     def partition(self, q, refresh=False):
         """(independent, dependent) v indices: `independent` from the closure file if given, else
-        chosen by QR with column pivoting of G_l (THEORY §4); re-chosen when cond(G_ld) grows
+        chosen by QR with column pivoting of G_l (docs/theory.md §4); re-chosen when cond(G_ld) grows
         beyond PARTITION_CONDITION_LIMIT or refresh is set."""
         jac = self.loop_jacobian(q)
         if self._partition is not None and not refresh:   # one small SVD while it stays good
@@ -326,7 +326,7 @@ class ClosedLoopRobot(Robot):
     @_locked
     def assemble(self, q, independent=None, max_iterations=50):
         """q with the dependent coordinates moved so that every loop closes (Newton on g_l = 0
-        with the independent coordinates held, minimum-norm steps, THEORY §4).
+        with the independent coordinates held, minimum-norm steps, docs/theory.md §4).
 
         independent: joint names to hold (default: the closure file's `independent`, else a
         partition chosen at q). The guess q need not be close: when Newton from q (with a
@@ -491,7 +491,7 @@ class ClosedLoopRobot(Robot):
     @_locked
     def analyze(self, q, samples=5, rng=0):
         """LoopAnalysis at q: DOF by Grübler-Kutzbach and by the rank of G_l, redundant
-        constraints, singular configuration, static determinacy (THEORY §4)."""
+        constraints, singular configuration, static determinacy (docs/theory.md §4)."""
         q = self._q(q)
         g, jac, _ = self.loop_state(q)
         rank = _rank(jac)
@@ -698,7 +698,7 @@ class ClosedLoopRobot(Robot):
 
     # ------------------------------------------------------------------ other formalisms
     def _forward_dynamics_minimal(self, q, v, tau, f_ext, out):
-        """Minimal coordinates (THEORY §5 end): M = J_l^T M^ J_l, s' = M^-1 J_l^T (tau - b - M^ eta''),
+        """Minimal coordinates (docs/theory.md §5 end): M = J_l^T M^ J_l, s' = M^-1 J_l^T (tau - b - M^ eta''),
         eta' = J_l s' + eta''."""
         q, v, tau, _ = self._state_arrays(q, v, tau, None, "tau")
         self._check_state(q, v, tau, "tau")
@@ -730,7 +730,7 @@ class ClosedLoopRobot(Robot):
         return result
 
     def _forward_dynamics_descriptor(self, q, v, tau, f_ext, out):
-        """Body coordinates with multipliers (THEORY §6): every tree joint and every cut becomes
+        """Body coordinates with multipliers (docs/theory.md §6): every tree joint and every cut becomes
         a constraint between two bodies' accelerations; one dense KKT solve (minimum-norm).
         Returns (qdd, joint wrenches of the movable joints (nb, 6), loop multipliers (b,))."""
         q, v, tau, _ = self._state_arrays(q, v, tau, None, "tau")
@@ -846,7 +846,7 @@ class ClosedLoopRobot(Robot):
         integrator: None (the default, rk4), "rk4", "semi_implicit_euler" or "implicit_euler"
         (mbd_ros.simulation.Simulator) on forward_dynamics with the self.baumgarte gains;
         project: afterwards re-close the loops (assemble) and project v onto G_l v = 0
-        (THEORY §6). self.last_step holds the position and velocity residuals and the
+        (docs/theory.md §6). self.last_step holds the position and velocity residuals and the
         mechanical energy after the step.
         """
         from .simulation import step_robot
@@ -862,7 +862,7 @@ class ClosedLoopRobot(Robot):
         return q_next, v_next
 
     def project_state(self, q, v, max_iterations=20, fixed=None):
-        """(q, v) moved back onto the constraint manifold after an integration step (THEORY §6),
+        """(q, v) moved back onto the constraint manifold after an integration step (docs/theory.md §6),
         independently of the coordinate partition: Gauss-Newton with minimum-norm steps
         q <- q (+) (-G_l^+ g) until |g| < ASSEMBLY_TOLERANCE, then the velocity correction of
         least kinetic energy, v <- v - M^-1 G^T (G M^-1 G^T)^+ G v (the mass-orthogonal

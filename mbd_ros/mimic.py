@@ -5,7 +5,7 @@ v_m = r v_l and qdd_m = r qdd_l (a linear, scleronomic constraint: gamma = 0). T
 joint keeps its place in q and v (joint_states still report it) but is no independent degree of
 freedom. With the independent coordinates z (every dof but the mimicking ones) and the coupling
 matrix T (nv, nz): v = T z, qdd = T z'. The equations of motion in z are the tree's projected
-by T (the minimal-coordinate form, THEORY §5 end, with J_l = T):
+by T (the minimal-coordinate form, docs/theory.md §5 end, with J_l = T):
 
     (T^T M T) z'' = T^T (tau - h),     h = the tree's inverse dynamics at qdd = 0
 

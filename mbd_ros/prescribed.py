@@ -1,4 +1,4 @@
-"""Prescribed (rheonomic) joint motion: hybrid dynamics (THEORY.md §3).
+"""Prescribed (rheonomic) joint motion: hybrid dynamics (docs/theory.md §3).
 
 Some joints p follow given accelerations qdd_p (from a trajectory q_p(t)); the others f are free.
 The drive forces u_p the prescribed joints need are unknowns, like the multipliers of rheonomic

@@ -327,7 +327,7 @@ class Robot:
     def bias_forces(self, q, v, out=None):
         """b(q, v) (nv,): Coriolis, centrifugal and gravity forces of the tree (M qdd + b = tau
         + tau_passive), = the tree's inverse dynamics at qdd = 0 without the passive forces.
-        For a closed-loop robot this is still the open tree's bias (THEORY §2: k^c + k^t)."""
+        For a closed-loop robot this is still the open tree's bias (docs/theory.md §2: k^c + k^t)."""
         out = Robot.inverse_dynamics(self, q, v, np.zeros(self.nv), out=out)
         out -= self.damping_forces(v) if self.model.passive_forces else 0.0
         return out

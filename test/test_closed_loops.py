@@ -660,7 +660,7 @@ def test_simulation_semi_implicit_euler_with_baumgarte(name):
 @pytest.mark.parametrize("name", list(SAMPLES))
 def test_analyze_samples(name):
     """DOF by rank = the mechanism's mobility; Gruebler-Kutzbach sum f_i - 6 n_h over the tree
-    and cut joints, and DOF = GK + redundant rows (THEORY §4); determinacy and no singularity
+    and cut joints, and DOF = GK + redundant rows (docs/theory.md §4); determinacy and no singularity
     at the documented assembled configuration q = neutral."""
     _, _, floating, rows, rank, dof, gk = SAMPLES[name]
     robot, *_ = case(name)

@@ -308,14 +308,14 @@ class _Generator:
 
     # ------------------------------------------------------------------ ABA
     def aba(self, name="forward_dynamics"):
-        """Forward dynamics (kernels/aba.py, THEORY §2): three passes over the bodies."""
+        """Forward dynamics (kernels/aba.py, docs/theory.md §2): three passes over the bodies."""
         nq, nv = self.model.nq, self.model.nv
         em = Emitter()
         self._header(em, name, [("q", nq, "q"), ("v", nv, "v"), ("tau", nv, "x")], (nv,))
         body = Emitter()
         bodies = self.bodies[1:]
         rot, pos, vel, bias, art, load = {}, {}, {0: [ZERO] * 6}, {}, {}, {}
-        # ---- pass 1, base -> tips: kinematics, M*_i = M_i, p^A_i = v_i x* M_i v_i  [THEORY §2 step 1]
+        # ---- pass 1, base -> tips: kinematics, M*_i = M_i, p^A_i = v_i x* M_i v_i  [docs/theory.md §2 step 1]
         for b in bodies:
             self._body_comment(body, b)
             r, p = self.joint_pose(body, b)
@@ -330,7 +330,7 @@ class _Generator:
             art[b.index] = inertia
             momentum = [body.value(e, "h") for e in matrix_times(body, inertia, v_i)]
             load[b.index] = cross_force(body, v_i, momentum)
-        # ---- pass 2, tips -> base: articulated inertias and bias forces       [THEORY §2 step 2]
+        # ---- pass 2, tips -> base: articulated inertias and bias forces       [docs/theory.md §2 step 2]
         joint = {}
         for b in reversed(bodies):
             body.emit(f"# body {b.index}: articulated inertia")
@@ -382,7 +382,7 @@ class _Generator:
             load[b.parent] = [add(x, y) for x, y in zip(load[b.parent], up)]
         body.emit("if not ok:")
         body.emit("    return 2")
-        # ---- pass 3, base -> tips: eta'_i = N_i^-1 (u_i - U_i^T (B_pi a_p + a_rel,i))  [THEORY §2 step 3]
+        # ---- pass 3, base -> tips: eta'_i = N_i^-1 (u_i - U_i^T (B_pi a_p + a_rel,i))  [docs/theory.md §2 step 3]
         acc = {0: self._base_acceleration()}
         for b in bodies:
             body.emit(f"# body {b.index}: acceleration")

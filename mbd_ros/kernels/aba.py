@@ -82,14 +82,14 @@ def multi_axis_projection(work, body_float, i, joint_type, k, parent, v, tau, iv
             for m in range(k):
                 s += work[i, U_MAT + 6 * m + r] * work[i, D_INV + m * k + j]
             work[i, SCRATCH + 6 * j + r] = s
-    # M*_i (1 - P_i) = M*_i - U N^-1 U^T                [THEORY §2 step 2; 002 eq. 18]
+    # M*_i (1 - P_i) = M*_i - U N^-1 U^T                [docs/theory.md §2 step 2; 002 eq. 18]
     for r in range(6):
         for c in range(6):
             s = 0.0
             for j in range(k):
                 s += work[i, SCRATCH + 6 * j + r] * work[i, U_MAT + 6 * j + c]
             work[i, ART_INERTIA + 6 * r + c] -= s
-    # p^a = p^A + (M*_i - U N^-1 U^T) a_rel,i + U N^-1 u     [THEORY §2 step 2]
+    # p^a = p^A + (M*_i - U N^-1 U^T) a_rel,i + U N^-1 u     [docs/theory.md §2 step 2]
     for r in range(6):
         s = 0.0
         for c in range(6):
@@ -114,7 +114,7 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
         return STATUS_SHAPE_OUT
     nb = body_int.shape[0] - 1
     set_base_motion(body_float, work)
-    # ---- pass 1, base -> tips: kinematics, M*_i = M_i, p^A_i = v_i x* M_i v_i - f^ext_i   [THEORY §2 step 1]
+    # ---- pass 1, base -> tips: kinematics, M*_i = M_i, p^A_i = v_i x* M_i v_i - f^ext_i   [docs/theory.md §2 step 1]
     for i in range(1, nb + 1):
         parent = body_int[i, PARENT]
         joint_type = body_int[i, JOINT_TYPE]
@@ -168,13 +168,13 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
             work[i, U_TAU] = u
             if parent == 0:
                 continue
-            # M*_i (1 - P_i) = M*_i - U U^T / N_i               [THEORY §2 step 2; 002 eq. 18]
+            # M*_i (1 - P_i) = M*_i - U U^T / N_i               [docs/theory.md §2 step 2; 002 eq. 18]
             for r in range(6):
                 ur = work[i, U_MAT + r] * d_inv
                 work[i, SCRATCH + r] = ur
                 for c in range(6):
                     work[i, ART_INERTIA + 6 * r + c] -= ur * work[i, U_MAT + c]
-            # p^a = p^A + (M*_i - U U^T / N_i) a_rel,i + U u / N_i   [THEORY §2 step 2]
+            # p^a = p^A + (M*_i - U U^T / N_i) a_rel,i + U u / N_i   [docs/theory.md §2 step 2]
             for r in range(6):
                 s = work[i, SCRATCH + r] * u
                 for c in range(6):
@@ -188,7 +188,7 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
         add_inertia_to_parent(work, i, ROT, work, i, ART_INERTIA, work, i, TRANSFORM_SCRATCH,
                               work, parent, ART_INERTIA)
         add_force_to_parent(work, i, ROT, work, i, FORCE, work, parent, FORCE)
-    # ---- pass 3, base -> tips: eta'_i = N_i^-1 (u_i - U_i^T (B_pi a_p + a_rel,i))    [THEORY §2 step 3]
+    # ---- pass 3, base -> tips: eta'_i = N_i^-1 (u_i - U_i^T (B_pi a_p + a_rel,i))    [docs/theory.md §2 step 3]
     for i in range(1, nb + 1):
         parent = body_int[i, PARENT]
         k = body_int[i, JOINT_NV_COL]

@@ -81,7 +81,7 @@ def _unit_response(body_int, body_float, work, jac_a, jac_b, body_a, body_b, qdd
     G_a^T on body a, G_b^T on body b, with the articulated quantities of the last ABA.
 
     Backward: [G^T]*_p += B_pi^T (1 - P_i) [G^T]*_i; forward: L_i = N_i^-1 C_i^T ([G^T]*_i -
-    M*_i B_pi A_p), A_i = B_pi A_p + C_i L_i  [THEORY §5 step 1; 000 eqs. 17-18; p^A = -[G^T]*
+    M*_i B_pi A_p), A_i = B_pi A_p + C_i L_i  [docs/theory.md §5 step 1; 000 eqs. 17-18; p^A = -[G^T]*
     as in kernels/aba.py].
     Only the bodies on the paths from a and b to the root carry the load, and only the subtrees
     of their top ancestors move: the passes visit just those, which keeps a loop's cost

@@ -7,7 +7,7 @@ z = h of the root frame, n = e_z:
 at the sphere's lowest point p_k = c_k - r_k n, v = its velocity (world frame).
 The wrench on body b_k (body frame, about its origin) is [R^T f; p_k x R^T f]; the generalized
 force is J^T f = sum over bodies of S_i^T (wrenches of the subtree of i, in frame i): the
-backward pass of Newton-Euler (THEORY.md §2) with only the external wrenches.
+backward pass of Newton-Euler (docs/theory.md §2) with only the external wrenches.
 """
 import math
 
@@ -91,7 +91,7 @@ def ground_contact(body_int, body_float, work, q, v, point_body, point_pos, radi
         wrench[b, 5] += px * gy - py * gx
     if not any_contact:
         return
-    # ---- J^T f: tau_i = S_i^T f_i, f_parent += B^T f_i (backward pass, THEORY.md §2)
+    # ---- J^T f: tau_i = S_i^T f_i, f_parent += B^T f_i (backward pass, docs/theory.md §2)
     for i in range(nb, 0, -1):
         parent = body_int[i, PARENT]
         joint_force(body_float[i], body_int[i, JOINT_NV_COL], wrench[i], tau_out,

@@ -1,4 +1,4 @@
-"""Composite rigid body algorithm: the joint-space mass matrix M^(q) = J^T M J (THEORY.md §2 end)."""
+"""Composite rigid body algorithm: the joint-space mass matrix M^(q) = J^T M J (docs/theory.md §2 end)."""
 from . import signatures
 from .entry import entry_point
 
@@ -27,7 +27,7 @@ def mass_matrix(body_int, body_float, work, q, mass_out):
     for r in range(nv):
         for c in range(nv):
             mass_out[r, c] = 0.0
-    # ---- forward pass: poses; composite inertia starts as the body's own   [THEORY §2 end]
+    # ---- forward pass: poses; composite inertia starts as the body's own   [docs/theory.md §2 end]
     for i in range(1, nb + 1):
         joint_type = body_int[i, JOINT_TYPE]
         if joint_type == JOINT_REVOLUTE:
@@ -75,7 +75,7 @@ def mass_matrix(body_int, body_float, work, q, mass_out):
         while True:
             ka = body_int[ancestor, JOINT_NV_COL]
             ia = body_int[ancestor, IDX_V]
-            # M_ij = S_j^T F for the ancestor j (F carried into j's frame)     [THEORY §2 end]
+            # M_ij = S_j^T F for the ancestor j (F carried into j's frame)     [docs/theory.md §2 end]
             if k == 1 and ka == 1:
                 # one-axis ancestor: S_j = [0; a] (revolute) or [a; 0] (prismatic)
                 f = SCRATCH + (3 if body_int[ancestor, JOINT_TYPE] == JOINT_REVOLUTE else 0)

@@ -23,7 +23,7 @@ rotation to first order; its angular velocity G(g) gdot has a closed form, so th
 exactly consistent and energy is conserved). Its parent-side motion is
 V_node = V_ref + Xi qd_f (Xi: 6 x n_f in the reference frame).
 
-Forward dynamics is the articulated-body recursion (THEORY §2, seed 002) with a flexible body's
+Forward dynamics is the articulated-body recursion (docs/theory.md §2, seed 002) with a flexible body's
 elastic coordinates as extra degrees of freedom eliminated inside the body: the body plus its
 articulated children give a (6+n_f)^2 system; its elastic rows are solved for qdd_f in terms of
 a (a Cholesky of n_f x n_f), leaving a 6 x 6 articulated inertia that the joint recursion uses as
@@ -836,7 +836,7 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
 # =============================================================================== inverse dynamics
 @njit(cache=True)
 def _rnea(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out, velocities, forces):
-    """Recursive Newton-Euler (seed 002 / THEORY §2) with flexible bodies: tau_out (nv,) such that
+    """Recursive Newton-Euler (seed 002 / docs/theory.md §2) with flexible bodies: tau_out (nv,) such that
     M qdd + b(q, v) + [K q_f + D qd_f] - tau_passive - Q_ext = tau_out. With forces=False the
     gravity, elastic, passive and external forces are left out (and with velocities=False the
     velocity terms): then tau_out = M qdd (one column of the mass matrix per unit qdd)."""

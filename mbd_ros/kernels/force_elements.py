@@ -1,4 +1,4 @@
-"""Force elements: point-to-point spring-dampers, joint springs and 6-dof bushings (THEORY.md §6).
+"""Force elements: point-to-point spring-dampers, joint springs and 6-dof bushings (docs/theory.md §6).
 
 Springs and dampers are the seeds' potential V and Rayleigh function D [004]: each element's
 force is -dV/d(deflection) - dD/d(rate), applied to the two links it joins as equal and opposite

@@ -27,7 +27,7 @@ from .spatial import (compose_pose, compose_rotation, motion_to_child, rotation_
 def revolute_pose(body_float, i, angle, out, oi, oc):
     """Pose (12 floats at out[oi, oc:]) of body i in its parent frame for a revolute joint:
     R = R_T Rodrigues(a, q) = c R_T + s R_T[a] + (1 - c)(R_T a) a^T (R_T[a], R_T a precomputed),
-    p = p_T                                                                    [THEORY §1]
+    p = p_T                                                                    [docs/theory.md §1]
 
     The kernels call this inline for revolute joints and `joint_pose` (out of line) otherwise.
     """
@@ -54,7 +54,7 @@ def joint_pose(joint_type, body_float, i, q, iq, out, oi, oc, sc):
     """Pose of body i's frame in its parent body frame for the joint coordinates q[iq:], written
     as 12 floats (R row-major, then p) at out[oi, oc:oc+12]; out[oi, sc:sc+9] is scratch.
 
-    pose = placement * joint motion:  R = R_T R_J,  p = p_T + R_T p_J        [THEORY §1]
+    pose = placement * joint motion:  R = R_T R_J,  p = p_T + R_T p_J        [docs/theory.md §1]
     Out of line (the kernels inline `revolute_pose` for the common case): inlining all joint
     types into every kernel costs seconds of compile time, and numba's reference counts of the
     array arguments around an inlined branch are not pruned (~6 atomic operations per body).

@@ -58,7 +58,7 @@ def inverse_dynamics(body_int, body_float, work, q, v, qdd, tau_out):
         for r in range(6):
             work[i, FORCE + r] -= work[i, FEXT + r]
     # ---- backward pass, tips -> base: f^p_i = f_net,i + sum_c B_ci^T f^p_c   [002 eqs. 3-4]
-    #      tau_i = C_i^T f^p_i   [002 eq. 12, the drive carried explicitly as in THEORY §2]
+    #      tau_i = C_i^T f^p_i   [002 eq. 12, the drive carried explicitly as in docs/theory.md §2]
     for i in range(nb, 0, -1):
         parent = body_int[i, PARENT]
         iv = body_int[i, IDX_V]

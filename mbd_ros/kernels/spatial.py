@@ -1,4 +1,4 @@
-"""Spatial algebra on rows of the flat model/workspace arrays, allocation-free (THEORY.md §1).
+"""Spatial algebra on rows of the flat model/workspace arrays, allocation-free (docs/theory.md §1).
 
 Motion vectors m = [v; w] (linear; angular), force vectors f = [n; t] (force; torque). A body pose in
 its parent frame is a rotation R (3x3, row-major, 9 floats) and a translation p, with
