@@ -58,6 +58,9 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
     if flexible is not None:
         if closures is not None:
             raise ModelError("closures together with flexible links are not supported yet")
+        if forces is not None or mimic:
+            raise ModelError("force elements or mimic coupling together with flexible links are "
+                             "not supported yet")
         from .flexible import make_flexible_robot
         robot = make_flexible_robot(tree, model, flexible)
         robot._check_regular()

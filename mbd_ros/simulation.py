@@ -119,7 +119,7 @@ class Simulator:
         self.max_kinetic_energy = None if max_kinetic_energy is None else float(max_kinetic_energy)
         self.prescribed = dict(prescribed) if prescribed else {}
         self.forces = []
-        for fn in forces:
+        for fn in forces or ():
             self.add_force(fn)
         nq, nv = robot.nq, robot.nv
         # q (+) v dt is q + v dt when every joint is revolute or prismatic (no quaternions,

@@ -195,7 +195,7 @@ class FlexibleRobot(Robot):
             kernel(*chunks[0])
         else:
             list(_thread_pool(n_threads).map(lambda args: kernel(*args), chunks))
-        self._raise_batch(status, q, v, x, x_name)
+        self._raise_batch(status, q, v, x, x_name, out)
         return out
 
     def step(self, q, v, tau, dt, integrator=None):

@@ -13,7 +13,7 @@ import math
 
 from numba import njit
 
-from ..layout import (IDX_V, JOINT_NV_COL, PARENT, POS, ROT, VEL, WORLD_POS, WORLD_ROT)
+from ..layout import (IDX_V, JOINT_NV_COL, PARENT, ROT, VEL, WORLD_POS, WORLD_ROT)
 from .kinematics import forward_kinematics, joint_force
 from .spatial import add_force_to_parent
 
@@ -94,8 +94,7 @@ def ground_contact(body_int, body_float, work, q, v, point_body, point_pos, radi
     # ---- J^T f: tau_i = S_i^T f_i, f_parent += B^T f_i (backward pass, docs/theory.md §2)
     for i in range(nb, 0, -1):
         parent = body_int[i, PARENT]
-        joint_force(body_float[i], body_int[i, JOINT_NV_COL], wrench[i], tau_out,
+        joint_force(body_float, i, body_int[i, JOINT_NV_COL], wrench, i, 0, tau_out,
                     body_int[i, IDX_V])
-        if parent > 0:
-            add_force_to_parent(work[i, ROT:ROT + 9], work[i, POS:POS + 3], wrench[i],
-                                wrench[parent])
+        if parent > 0:   # the pose of body i: ROT then POS in its work row
+            add_force_to_parent(work, i, ROT, wrench, i, 0, wrench, parent, 0)
