@@ -67,8 +67,8 @@ setup(
     extras_require={
         'ros': ROS_WHEELS,
         # exudyn: flexible-link and suspension oracle; yourdfpy: URDF element-parsing oracle;
-        # sympy: the seed-004 Lagrange equations
-        'test': ['pytest', 'pin', 'example-robot-data', 'exudyn', 'yourdfpy', 'sympy'],
+        # sympy: the seed-004 Lagrange equations; matplotlib: the plot commands' tests
+        'test': ['pytest', 'pin', 'example-robot-data', 'exudyn', 'yourdfpy', 'sympy', 'matplotlib'],
         'bench': ['pin', 'example-robot-data', 'exudyn'],
         'plot': ['matplotlib'],   # mbd-ros simulate/flex-demo/hil-demo --plot
     },

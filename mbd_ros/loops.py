@@ -630,7 +630,10 @@ class ClosedLoopRobot(Robot):
     def _solve_actuation(self, q, v, qdd, f_ext=None):
         """(tau (nv,) on the actuated dofs, lambda (b,)) with tau_rnea = tau + G_l^T lambda;
         tau minimum-norm (redundant actuation), lambda minimum-norm (redundant constraints)."""
-        tau_tree = self._tree_inverse_dynamics(q, v, qdd, f_ext=f_ext)
+        if self._applied is not None and not self._applying:   # force elements: subtracted
+            tau_tree = Robot.inverse_dynamics(self, q, v, qdd, f_ext=f_ext)
+        else:
+            tau_tree = self._tree_inverse_dynamics(q, v, qdd, f_ext=f_ext)
         g, jac, gv = self.loop_state(q, v)
         self._warn_off_loop(np.abs(g).max(initial=0.0), "inverse_dynamics")
         scale = max(1.0, np.abs(qdd).max(initial=0.0))

@@ -22,6 +22,8 @@ import zlib
 import numpy as np
 import pytest
 
+from conftest import _missing_oracle   # skip only outside CI (an oracle robot file missing)
+
 import mbd_ros
 from conftest import assert_close
 from mbd_ros.codegen import cache as codegen_cache
@@ -87,7 +89,7 @@ def case(request, pin, erd_dir):
         rel, floating = ERD_ROBOTS[key]
         path = erd_dir / rel
         if not path.is_file():
-            pytest.skip(f"{rel} not found in example-robot-data at {erd_dir}")
+            _missing_oracle(f"{rel} not found in example-robot-data at {erd_dir}")
         xml = path.read_text()
         return Case(pin, key, xml, str(path), floating, pin_model_from_xml(pin, xml, floating), False)
     return _tree_case(pin, key)
@@ -281,7 +283,7 @@ def test_bad_inputs_raise_the_generic_errors(small, method):
 def test_quaternion_norm_is_checked(pin, erd_dir):
     path = erd_dir / ERD_ROBOTS["solo12"][0]
     if not path.is_file():
-        pytest.skip("solo12 not found in example-robot-data")
+        _missing_oracle("solo12 not found in example-robot-data")
     g = mbd_ros.load(str(path), floating_base=True, passive_forces=False, codegen=True)
     q = g.neutral()
     q[3:7] = [0.0, 0.0, 0.0, 1.1]
@@ -386,3 +388,24 @@ def test_cli_codegen_prebuilds_the_cache(tmp_path, monkeypatch, capsys):
     robot = mbd_ros.load(str(path), codegen=True)
     assert not robot._kernels.generated                      # found in the cache
     assert any((tmp_path / "cache" / "__pycache__").glob("*.nbi"))   # numba's compiled kernels
+
+
+def test_too_many_bodies_keep_the_generic_kernels():
+    """Beyond MAX_GENERATED_BODIES (e.g. a 3000-link robot on a node whose `codegen` default is
+    true) load(codegen=True) warns and returns the generic robot, with the generic results."""
+    from mbd_ros.codegen import MAX_GENERATED_BODIES
+    n = MAX_GENERATED_BODIES + 1
+    links = "".join(f'<link name="l{i}"><inertial><mass value="1"/><inertia ixx="0.01" ixy="0" '
+                    f'ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>' for i in range(n + 1))
+    joints = "".join(f'<joint name="j{i}" type="revolute"><parent link="l{i}"/><child link="l{i + 1}"/>'
+                     f'<origin xyz="0 0 0.1"/><axis xyz="0 1 0"/>'
+                     f'<limit lower="-3" upper="3" effort="1" velocity="1"/></joint>' for i in range(n))
+    xml = f'<robot name="long">{links}{joints}</robot>'
+    with pytest.warns(UserWarning, match="more than codegen handles"):
+        robot = mbd_ros.load(xml, codegen=True)
+    assert type(robot) is mbd_ros.Robot
+    generic = mbd_ros.load(xml)
+    q = np.linspace(-1.0, 1.0, robot.nq)
+    zero = np.zeros(robot.nv)
+    np.testing.assert_array_equal(robot.forward_dynamics(q, zero, zero),
+                                  generic.forward_dynamics(q, zero, zero))

@@ -9,6 +9,10 @@ numba and runs it behind the Robot API.
 from .cache import cache_dir, model_key  # noqa: F401
 
 
+# more bodies than this: generated_robot keeps the generic kernels (with a warning)
+MAX_GENERATED_BODIES = 100
+
+
 def generated_robot(model, robot):
     """The generated-kernel counterpart of `robot` (a Robot or ClosedLoopRobot built on `model`).
 
@@ -18,6 +22,13 @@ def generated_robot(model, robot):
 
     from ..loops import ClosedLoopRobot
     from .robot import GeneratedClosedLoopRobot, GeneratedRobot
+    if model.n_bodies > MAX_GENERATED_BODIES:
+        # straight-line code grows with the bodies and numba's compile time faster than that
+        # (talos_reduced, 38 bodies: ~80 s of CPU for all six kernels): beyond this size the
+        # generic kernels, which are linear in the bodies anyway, are the better choice
+        warnings.warn(f"{model.source}: {model.n_bodies} bodies is more than codegen handles "
+                      f"({MAX_GENERATED_BODIES}); using the generic kernels", stacklevel=3)
+        return robot
     try:
         if isinstance(robot, ClosedLoopRobot):
             return GeneratedClosedLoopRobot(model, robot.closure_set)
