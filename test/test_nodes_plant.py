@@ -292,14 +292,18 @@ def test_runtime_parameters_are_applied_or_rejected(ros, arm):
 
 # ---------------------------------------------------------------------- divergence
 def test_divergence_halts_reports_error_and_recovers_on_reset(ros):
-    """A speed bound the falling arm exceeds (max_speed 0.5 rad/s) stands for a divergence:
-    the plant stops publishing joint_states, /diagnostics stays at ERROR, ~/reset restarts."""
+    """A speed bound the commanded motion exceeds (max_speed 0.5 rad/s) stands for a
+    divergence: the plant stops publishing joint_states, /diagnostics stays at ERROR, ~/reset
+    restarts. The drives hold the arm until the test has seen it (a falling arm would exceed the
+    bound before a loaded machine's discovery lets the test see any joint_states)."""
     from std_srvs.srv import Trigger
     ns = "/div"
     start_plant(ros, ns, {"urdf_path": ARM, "mode": "simulate", "initial_positions": Q0,
-                          "max_speed": 0.5, "wrench_joints": ["none"],
-                          "diagnostics_period": 0.2})
+                          "max_speed": 0.5, "hold_initial_positions": True,
+                          "wrench_joints": ["none"], "diagnostics_period": 0.2})
     topic = f"{ns}/joint_states"
+    ros.matched_publisher(Float64MultiArray, f"{ns}/forward_dynamics/velocity_commands") \
+        .publish(Float64MultiArray(data=[1.5] * 7))   # faster than the bound
 
     def halted():
         s = diag_status(ros, "div/forward_dynamics")
