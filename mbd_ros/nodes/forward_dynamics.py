@@ -65,7 +65,7 @@ from ..joint_map import JointMap, JointMapError
 from ..simulation import INTEGRATORS
 from . import diagnostics as diag
 from .base import DynamicsNode, finite_vector, one_of, run
-from .messages import AccelerationsOut, JointStateOut, WrenchOut, topic_token
+from .messages import AccelerationsOut, JointStateOut, WrenchOut, topic_token, unique_topic_tokens
 from .plant_interface import PlantInterface
 from .qos import CLOCK_QOS, CLOCK_SUBSCRIBE_QOS, PUBLISH_QOS, SUBSCRIBE_QOS
 
@@ -145,9 +145,16 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
         self.acc_out = AccelerationsOut(jm.dof_names, robot.nq == robot.nv)
         self.pub_acc = self.create_lifecycle_publisher(JointTrajectory, "~/accelerations",
                                                        PUBLISH_QOS)
+        # one topic per joint: names that sanitise to the same token are told apart (_2, ...)
+        wrench_tokens = unique_topic_tokens(robot.wrench_joint_names)
+        for name, token in zip(robot.wrench_joint_names, wrench_tokens):
+            if token != topic_token(name):
+                self.get_logger().warning(f"joint '{name[:80]}' publishes its wrench on "
+                                          f"~/wrenches/{token}: '{topic_token(name)}' is taken by "
+                                          "another joint's name")
         self.wrench_outs = [
             (row, WrenchOut(robot.wrench_frames[row]), self.create_lifecycle_publisher(
-                WrenchStamped, f"~/wrenches/{topic_token(robot.wrench_joint_names[row])}",
+                WrenchStamped, f"~/wrenches/{wrench_tokens[row]}",
                 PUBLISH_QOS)) for row in self.wrench_rows]
         # closure wrenches are published in the child-side link frame (a frame TF knows), moved
         # from the cut frame B (child_origin in that link): f_L = R f_B, t_L = R t_B + p x f_L
@@ -162,8 +169,8 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
         self._wc_link = np.zeros((len(specs), 6))
         self.closure_outs = [
             (k, WrenchOut(frames[k]), self.create_lifecycle_publisher(
-                WrenchStamped, f"~/closure_wrenches/{topic_token(name)}", PUBLISH_QOS))
-            for k, name in enumerate(robot.closure_names)]
+                WrenchStamped, f"~/closure_wrenches/{token}", PUBLISH_QOS))
+            for k, token in enumerate(unique_topic_tokens(robot.closure_names))]
         # force elements: ~/force_elements (JointState: name = element, position = length or
         # deflection, velocity = its rate, effort = tension or joint force)
         self.force_msg = self.pub_forces = None

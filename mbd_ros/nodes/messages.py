@@ -40,6 +40,22 @@ def topic_token(name):
     return token
 
 
+def unique_topic_tokens(names):
+    """topic_token of each name, made unique in order: a name whose token an earlier name already
+    took (e.g. 'arm-1' and 'arm_1', or 'é' and '_') gets '_2', '_3', ... appended, so that two
+    joints never share a topic. Returns the list of tokens (same order as names)."""
+    tokens, taken = [], set()
+    for name in names:
+        base = token = topic_token(name)
+        k = 2
+        while token in taken:
+            token = f"{base}_{k}"
+            k += 1
+        taken.add(token)
+        tokens.append(token)
+    return tokens
+
+
 class JointStateOut:
     """sensor_msgs/JointState with fixed names; position/velocity/effort as numpy views."""
 
