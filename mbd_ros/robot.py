@@ -544,14 +544,9 @@ class Robot:
             raise ValueError(f"unknown link '{excerpt(str(link))}' (links: {', '.join(self.link_names[:8])}"
                              f"{', ...' if len(self.link_names) > 8 else ''})") from None
 
-    def _set_external_wrenches(self, f_ext):
-        """Load link wrenches into the workspace (FEXT per body, and per link for fixed joints)."""
-        if f_ext is None:
-            if self._fext_dirty:
-                self._work[:, L.FEXT:L.FEXT + 6] = 0.0
-                self._link_fext[:] = 0.0
-                self._fext_dirty = False
-            return
+    def _link_wrench_array(self, f_ext):
+        """f_ext (a dict {link: (6,)} or an array (n_links, 6)) as a validated (n_links, 6) array
+        of link wrenches, each in its link's frame about the link origin."""
         wrench = np.zeros((len(self.link_names), 6))
         if isinstance(f_ext, dict):
             for link, w in f_ext.items():
@@ -566,6 +561,17 @@ class Robot:
                                  f"{{link: wrench}}, got {wrench.shape}")
         if not np.all(np.isfinite(wrench)):
             raise ValueError("f_ext contains NaN or inf")
+        return wrench
+
+    def _set_external_wrenches(self, f_ext):
+        """Load link wrenches into the workspace (FEXT per body, and per link for fixed joints)."""
+        if f_ext is None:
+            if self._fext_dirty:
+                self._work[:, L.FEXT:L.FEXT + 6] = 0.0
+                self._link_fext[:] = 0.0
+                self._fext_dirty = False
+            return
+        wrench = self._link_wrench_array(f_ext)
         _load_link_wrenches(self._link_int, self._link_float, np.ascontiguousarray(wrench),
                             self._link_fext, self._work)
         self._fext_dirty = True

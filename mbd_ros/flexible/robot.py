@@ -319,20 +319,7 @@ class FlexibleRobot(Robot):
                 self._fext_dirty = False
             return
         work[:, F.FEXT:F.FEXT + 6] = 0.0
-        wrench = np.zeros((len(self.link_names), 6))
-        if isinstance(f_ext, dict):
-            for link, w in f_ext.items():
-                w = np.asarray(w, dtype=float)
-                if w.shape != (6,):
-                    raise ValueError(f"f_ext['{link}'] must have shape (6,), got {w.shape}")
-                wrench[self._link(link)] = w
-        else:
-            wrench = np.asarray(f_ext, dtype=float)
-            if wrench.shape != (len(self.link_names), 6):
-                raise ValueError(f"f_ext must have shape ({len(self.link_names)}, 6) or be a dict "
-                                 f"{{link: wrench}}, got {wrench.shape}")
-        if not np.all(np.isfinite(wrench)):
-            raise ValueError("f_ext contains NaN or inf")
+        wrench = self._link_wrench_array(f_ext)
         for index in np.flatnonzero(np.any(wrench != 0.0, axis=1)):
             if index in self.flexible.link_shapes:
                 raise ValueError(f"f_ext on '{self.link_names[index]}', welded to a flexible "
