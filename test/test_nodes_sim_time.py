@@ -35,7 +35,7 @@ DT_NS = round(1e9 / RATE)
 PLANT = {"urdf_path": ARM, "mode": "simulate", "rate_hz": RATE, "initial_positions": Q0.tolist(),
          "diagnostics_period": 0.2, "command_timeout": 0.2, "wrench_joints": ["none"],
          "executor": "single_threaded",
-         "enforce_limits": False}   # the states are compared with plain semi-implicit Euler steps
+         "enforce_limits": False, "integrator": "semi_implicit_euler"}   # the states are compared with plain semi-implicit Euler steps
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ RATE = 500.0
 DT = 1.0 / RATE
 PLANT = {"urdf_path": ARM, "mode": "simulate", "rate_hz": RATE, "initial_positions": Q0,
          "diagnostics_period": 0.2, "command_timeout": 0.2, "wrench_joints": ["flange_joint"],
-         "limit_efforts": True}
+         "limit_efforts": True, "integrator": "semi_implicit_euler"}   # the steps checked below
 
 
 @pytest.fixture(scope="module")

@@ -90,8 +90,10 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
         self.declare("wrench_joints", ["all"], "joints whose wrench is published on "
                      "~/wrenches/<joint>: ['all'] (default), ['none'], or URDF joint names "
                      "(fixed joints included)", type_=S)
-        self.declare("integrator", "semi_implicit_euler", "simulate: semi_implicit_euler (one "
-                     "forward dynamics per step) or rk4 (four)", one_of(*INTEGRATORS))
+        self.declare("integrator", "rk4", "simulate: rk4 (default: four forward dynamics per "
+                     "step, 4th order), semi_implicit_euler (one; first order, gains energy), "
+                     "implicit_euler (stiff springs and damping) or symplectic_euler (trees)",
+                     one_of(*INTEGRATORS))
         self.declare("initial_positions", None, "simulate: initial positions of `joints`, in "
                      "their order (default: zeros)", finite_vector(), type_=D)
         self.declare("initial_velocities", None, "simulate: initial velocities of `joints` "

@@ -57,7 +57,8 @@ def add_arguments(parser):
                         help="measured run time, s (default 5)")
     parser.add_argument("--rate", type=float, default=1000.0,
                         help="plant step rate, Hz (default 1000)")
-    parser.add_argument("--integrator", default=None, choices=("semi_implicit_euler", "rk4"),
+    parser.add_argument("--integrator", default=None,
+                        choices=("rk4", "semi_implicit_euler", "implicit_euler", "symplectic_euler"),
                         help="plant integrator (default: the config file's)")
     parser.add_argument("--executor", default="single_threaded",
                         choices=("single_threaded", "events"),
