@@ -24,6 +24,8 @@ _JOINT_CODES = {
     "spherical": L.JOINT_SPHERICAL,
     "floating": L.JOINT_FREE,
     "planar": L.JOINT_PLANAR,
+    "helical": L.JOINT_HELICAL,
+    "cylindrical": L.JOINT_CYLINDRICAL,
 }
 
 
@@ -102,9 +104,16 @@ def _plane_axes(normal):
     return t1, np.cross(normal, t1)
 
 
-def _motion_subspace(code, axis):
-    """S (6, k) of a joint type in its body frame, [linear; angular] rows."""
+def _motion_subspace(code, axis, pitch=0.0):
+    """S (6, k) of a joint type in its body frame, [linear; angular] rows (pitch: helical, m/rad)."""
     zero = np.zeros(3)
+    if code == L.JOINT_HELICAL:
+        # rotation q about a with translation pitch q along it: v_J = [pitch a; a] qdot; a is
+        # fixed by the joint's own rotation, so S is constant in the body frame
+        return np.concatenate([pitch * axis, axis])[:, None]
+    if code == L.JOINT_CYLINDRICAL:
+        # q = [angle, displacement]: columns [0; a] and [a; 0]
+        return np.column_stack([np.concatenate([zero, axis]), np.concatenate([axis, zero])])
     if code == L.JOINT_REVOLUTE:
         return np.concatenate([zero, axis])[:, None]
     if code == L.JOINT_PRISMATIC:
@@ -251,7 +260,7 @@ def build_model(tree: TreeSpec, floating_base=False, gravity=STANDARD_GRAVITY,
         joint = body["joint"]
         axis = joint.axis if joint is not None else np.array([1.0, 0.0, 0.0])
         rot, pos = body["placement"]
-        subspace = _motion_subspace(code, axis)
+        subspace = _motion_subspace(code, axis, joint.pitch if joint is not None else 0.0)
         k = subspace.shape[1]
         body_int[i] = 0
         body_int[i, L.PARENT] = body["parent"]

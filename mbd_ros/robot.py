@@ -183,18 +183,22 @@ class Robot:
 
     def random_configuration(self, rng=None):
         """(nq,) a random valid q: within position limits (angles in [-pi, pi] and displacements
-        in [-1, 1] where unlimited), unit quaternions, free-joint positions in [-1, 1]^3."""
+        in [-1, 1] where unlimited; helical: the angle), unit quaternions, free-joint positions
+        in [-1, 1]^3."""
         rng = np.random.default_rng(rng)
         q = np.empty(self.nq)
         for t, iq, iv in zip(self.joint_types, self.idx_q, self.idx_v):
-            if t in ("revolute", "prismatic"):
-                span = np.pi if t == "revolute" else 1.0
+            if t in ("revolute", "prismatic", "helical"):
+                span = 1.0 if t == "prismatic" else np.pi
                 lo = max(self.model.lower[iv], -span)
                 hi = min(self.model.upper[iv], span)
                 q[iq] = rng.uniform(lo, hi) if hi > lo else lo
             elif t == "spherical":
                 quat = rng.normal(size=4)
                 q[iq:iq + 4] = quat / np.linalg.norm(quat)
+            elif t == "cylindrical":   # [angle, displacement]
+                q[iq] = rng.uniform(-np.pi, np.pi)
+                q[iq + 1] = rng.uniform(-1.0, 1.0)
             elif t == "floating":
                 q[iq:iq + 3] = rng.uniform(-1.0, 1.0, 3)
                 quat = rng.normal(size=4)

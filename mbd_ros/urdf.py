@@ -16,7 +16,8 @@ from lxml import etree
 from .errors import ModelError, excerpt
 from .urdf_elements import parse_joint, parse_link
 
-JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar", "spherical")
+JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar", "spherical",
+               "helical", "cylindrical")   # helical, cylindrical: mbd_ros extensions (docs/formats.md)
 
 # Relative tolerance for the physical-consistency checks of inertias: URDFs exported from CAD
 # round their moments to a few digits, so a principal moment may break the triangle inequality
@@ -46,6 +47,7 @@ class JointSpec:
     upper: float = np.inf
     effort: float = np.inf
     velocity: float = np.inf
+    pitch: float = 0.0        # helical: translation along the axis per radian (m/rad)
 
 
 @dataclass(frozen=True)
@@ -291,12 +293,20 @@ def _joint_spec(joint, source):
         for key in ("lower", "upper"):
             if key in given and np.isnan(given[key]):
                 raise ModelError(f"{where}: <limit {key}=\"nan\">: must be a number")
-        if joint.type in ("revolute", "prismatic"):   # continuous joints: no position limits
+        if joint.type in ("revolute", "prismatic", "helical"):   # continuous joints: no position limits
             limits.update(given)
             if limits["lower"] > limits["upper"]:
                 raise ModelError(f"{where}: <limit> lower {limits['lower']} > upper {limits['upper']}")
+    pitch = 0.0
+    if joint.type == "helical":
+        if joint.pitch is None:
+            raise ModelError(f"{where}: a helical joint needs <axis xyz=\"...\" pitch=\"...\"/> "
+                             "(translation along the axis per radian, m/rad)")
+        pitch = joint.pitch
+        if not np.isfinite(pitch):
+            raise ModelError(f"{where}: <axis pitch=\"{pitch}\">: must be a finite number")
     return JointSpec(joint.name, joint.type, joint.parent, joint.child, origin, axis,
-                     damping, friction, **limits)
+                     damping, friction, **limits, pitch=pitch)
 
 
 def _validate_tree(tree):

@@ -77,7 +77,7 @@ def parse_link(element):
 
 
 def parse_joint(element):
-    """SimpleNamespace(name, type, parent, child, origin, axis, limit, dynamics) of a <joint>.
+    """SimpleNamespace(name, type, parent, child, origin, axis, pitch, limit, dynamics) of a <joint>.
 
     axis defaults to (1, 0, 0); limit (lower, upper, effort, velocity: float or None) and
     dynamics (damping, friction: the attribute strings or None) are None when absent.
@@ -101,5 +101,7 @@ def parse_joint(element):
         origin=parse_origin(element.find("origin")),
         axis=(np.array([1.0, 0.0, 0.0]) if axis_element is None
               else np.array(_floats(axis_element.get("xyz", "1 0 0"), 3, "<axis xyz>"))),
+        # helical joints (mbd_ros extension): <axis xyz="..." pitch="..."/>, m per radian
+        pitch=(None if axis_element is None else _optional_float(axis_element.get("pitch"))),
         limit=limit,
         dynamics=dynamics)

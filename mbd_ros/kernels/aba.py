@@ -11,7 +11,7 @@ from numba import njit
 from . import signatures
 from .entry import entry_point
 
-from ..layout import (FRICTION_SPEED, STATUS_SHAPE_OUT, ACC, ART_INERTIA, AXIS, JOINT_FREE, JOINT_REVOLUTE, BIAS_ACC, D_INV, DAMPING, FEXT, FORCE, FRICTION, IDX_Q,
+from ..layout import (JOINT_PRISMATIC, FRICTION_SPEED, STATUS_SHAPE_OUT, ACC, ART_INERTIA, AXIS, JOINT_FREE, JOINT_REVOLUTE, BIAS_ACC, D_INV, DAMPING, FEXT, FORCE, FRICTION, IDX_Q,
                       IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT, ROT, SCRATCH,
                       SPATIAL_INERTIA, STATUS_OK, STATUS_SINGULAR, TRANSFORM_SCRATCH, U_MAT, U_TAU,
                       VEL)
@@ -43,7 +43,8 @@ def articulated_step(work, i, body_float, k, u_col, acc_col, qdd_out, iv):
 
 @njit(cache=True)
 def multi_axis_projection(work, body_float, i, joint_type, k, parent, v, tau, iv):
-    """Pass 2 of the ABA for a joint of k > 1 axes (spherical, free, planar): U_i, N_i^-1, u_i,
+    """Pass 2 of the ABA for a joint other than revolute/prismatic (spherical, free, planar,
+    helical (k = 1), cylindrical): U_i, N_i^-1, u_i,
     and (below a moving parent) the projected M*_i (1 - P_i) and p^a_i, in place in work row i.
     Returns False when N_i is not positive definite. Out of line: rare, and large to inline."""
     # U = M*_i C_i;  N_i = C_i^T M*_i C_i;  u = tau_i + tau_passive - C_i^T p^A_i
@@ -142,8 +143,8 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
         joint_type = body_int[i, JOINT_TYPE]
         k = body_int[i, JOINT_NV_COL]
         iv = body_int[i, IDX_V]
-        if k == 1:
-            # one axis a: C_i = [a; 0] (prismatic) or [0; a] (revolute), so U = M*_i C_i reads
+        if joint_type == JOINT_REVOLUTE or joint_type == JOINT_PRISMATIC:
+            # one axis a (not helical: its C_i = [h a; a] takes the general path): C_i = [a; 0] (prismatic) or [0; a] (revolute), so U = M*_i C_i reads
             # three columns of M*_i, N_i is a scalar, and the update is a rank-1 correction
             offset = ART_INERTIA + (3 if joint_type == JOINT_REVOLUTE else 0)
             force = FORCE + (3 if joint_type == JOINT_REVOLUTE else 0)
@@ -196,8 +197,9 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
         motion_to_child(work, i, ROT, work, parent, ACC, work, i, ACC)
         for r in range(6):
             work[i, ACC + r] += work[i, BIAS_ACC + r]
-        if k == 1:
-            acc = ACC + (3 if body_int[i, JOINT_TYPE] == JOINT_REVOLUTE else 0)
+        joint_type = body_int[i, JOINT_TYPE]
+        if joint_type == JOINT_REVOLUTE or joint_type == JOINT_PRISMATIC:
+            acc = ACC + (3 if joint_type == JOINT_REVOLUTE else 0)
             s = work[i, U_TAU]
             for r in range(6):
                 s -= work[i, U_MAT + r] * work[i, ACC + r]
