@@ -214,3 +214,23 @@ def test_helical_needs_a_finite_pitch():
         mbd_ros.load(text.replace('pitch="0.1"', 'pitch="nan"'))
     with pytest.raises(ModelError, match="joint 'screw'"):
         mbd_ros.load(text.replace('pitch="0.1"', 'pitch="abc"'))
+
+
+def test_helical_cut_closes_a_cylindrical_joint_into_a_screw():
+    """A nut on a cylindrical joint, closed to the base by a helical cut of the same axis and
+    pitch, moves exactly as the same nut on a helical tree joint (tilted axis, gravity drives it)."""
+    pitch = 0.08
+    nut = [("nut_joint", "cylindrical", (0.1, 0.0, 0.3), (0.4, -0.3, 0.2), (0.0, 0.0, 1.0), 0.0)]
+    screw = [("nut_joint", "helical", (0.1, 0.0, 0.3), (0.4, -0.3, 0.2), (0.0, 0.0, 1.0), pitch)]
+    closures = {"closures": [{"name": "thread", "type": "helical", "parent": "base",
+                              "child": "link0", "axis": [0.0, 0.0, 1.0], "pitch": pitch,
+                              "parent_origin": {"xyz": [0.1, 0.0, 0.3], "rpy": [0.4, -0.3, 0.2]}}]}
+    loop = mbd_ros.load(_urdf(nut), closures=closures)
+    tree = mbd_ros.load(_urdf(screw))
+    for angle, rate in ((0.3, 0.0), (-1.2, 2.0), (9.0, -1.5)):   # 9 rad: beyond one turn
+        q_loop = np.array([angle, pitch * angle])
+        v_loop = np.array([rate, pitch * rate])
+        assert max(loop.closure_residual(q_loop, v_loop)) < 1e-12
+        qdd_loop = loop.forward_dynamics(q_loop, v_loop, np.zeros(2))
+        qdd_tree = tree.forward_dynamics(np.array([angle]), np.array([rate]), np.zeros(1))
+        np.testing.assert_allclose(qdd_loop, [qdd_tree[0], pitch * qdd_tree[0]], rtol=1e-9, atol=1e-12)
