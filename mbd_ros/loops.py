@@ -54,7 +54,7 @@ PARTITION_CONDITION_LIMIT = 1e3
 PLANAR_CUT_FREEDOMS = {"revolute": 1, "prismatic": 1, "cylindrical": 1, "universal": 1,
                        "spherical": 1, "planar": 3, "fixed": 0, "distance": 2, "helical": 1}
 PLANAR_TREE_FREEDOMS = {"revolute": 1, "prismatic": 1, "spherical": 1, "floating": 3, "planar": 3,
-                        "helical": 1, "cylindrical": 1}
+                        "helical": 1, "cylindrical": 1, "universal": 1}
 
 
 # ClosedLoopRobot.step projects back onto the loops when the position residual (m, rad) or the

@@ -196,6 +196,8 @@ class Robot:
             elif t == "spherical":
                 quat = rng.normal(size=4)
                 q[iq:iq + 4] = quat / np.linalg.norm(quat)
+            elif t == "universal":     # [angle about axis, angle about axis2]
+                q[iq:iq + 2] = rng.uniform(-np.pi, np.pi, 2)
             elif t == "cylindrical":   # [angle, displacement]
                 q[iq] = rng.uniform(-np.pi, np.pi)
                 q[iq + 1] = rng.uniform(-1.0, 1.0)

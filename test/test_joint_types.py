@@ -26,6 +26,13 @@ HELICAL_CHAIN = [
     ("screw2", "helical", (0.0, 0.25, 0.0), (-0.5, 0.1, 0.7), (0.48, 0.0, 0.64), -0.12),
     ("slide", "prismatic", (0.1, 0.0, 0.2), (0.2, 0.0, -0.3), (0.0, 0.0, 1.0), 0.0),
 ]
+# universal: the last field is axis2 (in the joint frame; skew to the first axis in uni2)
+UNIVERSAL_CHAIN = [
+    ("uni0", "universal", (0.0, 0.1, 0.2), (0.3, -0.2, 0.1), (0.0, 0.6, 0.8), (1.0, 0.0, 0.0)),
+    ("elbow", "revolute", (0.3, 0.0, 0.1), (0.0, 0.4, 0.0), (1.0, 0.0, 0.0), 0.0),
+    ("uni2", "universal", (0.0, 0.25, 0.0), (-0.5, 0.1, 0.7), (0.0, 0.0, 1.0), (0.6, 0.8, 0.3)),
+    ("screw", "helical", (0.1, 0.0, 0.2), (0.2, 0.0, -0.3), (0.0, 0.0, 1.0), 0.2),
+]
 CYLINDRICAL_CHAIN = [
     ("cyl0", "cylindrical", (0.0, 0.1, 0.2), (0.3, -0.2, 0.1), (0.0, 0.6, 0.8), 0.0),
     ("elbow", "revolute", (0.3, 0.0, 0.1), (0.0, 0.4, 0.0), (1.0, 0.0, 0.0), 0.0),
@@ -63,8 +70,9 @@ def _urdf(chain, split_cylindrical=False):
                          f'<child link="{child}"/><axis xyz="{ax}"/></joint>')
         else:
             pitch_attr = f' pitch="{pitch}"' if kind == "helical" else ""
+            axis2 = (f'<axis2 xyz="{pitch[0]} {pitch[1]} {pitch[2]}"/>' if kind == "universal" else "")
             parts.append(f'<joint name="{name}" type="{kind}"><parent link="{parent}"/>'
-                         f'<child link="{child}"/>{origin}<axis xyz="{ax}"{pitch_attr}/></joint>')
+                         f'<child link="{child}"/>{origin}<axis xyz="{ax}"{pitch_attr}/>{axis2}</joint>')
         parts.append(f'<link name="{child}">{_inertial(k)}</link>')
         parent = child
     parts.append("</robot>")
@@ -85,6 +93,12 @@ def _pin_model(chain):
             parent = model.addJoint(parent, pin.JointModelRevoluteUnaligned(a), placement, name)
         elif kind == "prismatic":
             parent = model.addJoint(parent, pin.JointModelPrismaticUnaligned(a), placement, name)
+        elif kind == "universal":   # two revolute joints, a body of zero inertia between
+            a2 = np.array(pitch, dtype=float)
+            a2 /= np.linalg.norm(a2)
+            parent = model.addJoint(parent, pin.JointModelRevoluteUnaligned(a), placement, name + "_1")
+            parent = model.addJoint(parent, pin.JointModelRevoluteUnaligned(a2), pin.SE3.Identity(),
+                                    name + "_2")
         else:  # cylindrical
             parent = model.addJoint(parent, pin.JointModelRevoluteUnaligned(a), placement, name + "_rot")
             parent = model.addJoint(parent, pin.JointModelPrismaticUnaligned(a), pin.SE3.Identity(),
@@ -95,13 +109,18 @@ def _pin_model(chain):
     return model
 
 
+def _axis_rotation(axis, angle):
+    return pin.AngleAxis(angle, np.asarray(axis, dtype=float)).matrix()
+
+
 def _state(robot, seed):
     rng = np.random.default_rng(seed)
     return (robot.random_configuration(rng), rng.uniform(-2, 2, robot.nv),
             rng.uniform(-3, 3, robot.nv))
 
 
-@pytest.mark.parametrize("chain", [HELICAL_CHAIN, CYLINDRICAL_CHAIN], ids=["helical", "cylindrical"])
+@pytest.mark.parametrize("chain", [HELICAL_CHAIN, CYLINDRICAL_CHAIN, UNIVERSAL_CHAIN],
+                         ids=["helical", "cylindrical", "universal"])
 def test_dynamics_match_pinocchio(chain):
     robot = mbd_ros.load(_urdf(chain))
     model = _pin_model(chain)
@@ -154,7 +173,8 @@ def test_cylindrical_matches_revolute_prismatic_chain():
         np.testing.assert_allclose(robot.integrate(q, v, 0.3), chain.integrate(q, v, 0.3), atol=1e-15)
 
 
-@pytest.mark.parametrize("chain", [HELICAL_CHAIN, CYLINDRICAL_CHAIN], ids=["helical", "cylindrical"])
+@pytest.mark.parametrize("chain", [HELICAL_CHAIN, CYLINDRICAL_CHAIN, UNIVERSAL_CHAIN],
+                         ids=["helical", "cylindrical", "universal"])
 def test_round_trip_and_integrate(chain):
     robot = mbd_ros.load(_urdf(chain))
     model = _pin_model(chain)
@@ -173,9 +193,16 @@ def test_round_trip_and_integrate(chain):
             elif kind == "cylindrical":
                 assert row[3:] @ a == pytest.approx(tau[iv], abs=1e-9)
                 assert row[:3] @ a == pytest.approx(tau[iv + 1], abs=1e-9)
+            elif kind == "universal":
+                # child-frame S(q) = [0, R2^T a1; 0, a2] (R2: rotation by q2 about a2)
+                a2 = np.array(pitch) / np.linalg.norm(pitch)
+                r2 = _axis_rotation(a2, q[robot.idx_q[robot.joint_names.index(name)] + 1])
+                assert row[3:] @ (r2.T @ a) == pytest.approx(tau[iv], abs=1e-9)
+                assert row[3:] @ a2 == pytest.approx(tau[iv + 1], abs=1e-9)
 
 
-@pytest.mark.parametrize("chain", [HELICAL_CHAIN, CYLINDRICAL_CHAIN], ids=["helical", "cylindrical"])
+@pytest.mark.parametrize("chain", [HELICAL_CHAIN, CYLINDRICAL_CHAIN, UNIVERSAL_CHAIN],
+                         ids=["helical", "cylindrical", "universal"])
 def test_energy_conserved_rk4(chain):
     robot = mbd_ros.load(_urdf(chain))
     q, v, _ = _state(robot, 3)
@@ -234,3 +261,46 @@ def test_helical_cut_closes_a_cylindrical_joint_into_a_screw():
         qdd_loop = loop.forward_dynamics(q_loop, v_loop, np.zeros(2))
         qdd_tree = tree.forward_dynamics(np.array([angle]), np.array([rate]), np.zeros(1))
         np.testing.assert_allclose(qdd_loop, [qdd_tree[0], pitch * qdd_tree[0]], rtol=1e-9, atol=1e-12)
+
+
+def test_universal_velocity_product_term():
+    """The derived S'(q) qdot of a universal joint on a fixed base, in the child frame:
+    omega = R2^T a1 q1' + a2 q2', so d omega/dt at qdd = 0 is q1' q2' (R2^T a1 x a2) and the
+    origin (on both axes) does not move. Checked against the Pinocchio chain's classical
+    acceleration and against the mbd_ros robot's inverse dynamics at qdd = 0 (the wrench the
+    joint must transmit is I a + v x* I v with that a)."""
+    chain = [("uni", "universal", (0.0, 0.0, 0.0), (0.2, 0.1, -0.4), (0.0, 0.6, 0.8), (1.0, 0.0, 0.0))]
+    robot = mbd_ros.load(_urdf(chain), gravity=(0.0, 0.0, 0.0))
+    model = _pin_model(chain)
+    model.gravity = pin.Motion.Zero()
+    data = model.createData()
+    a1 = np.array([0.0, 0.6, 0.8])
+    a2 = np.array([1.0, 0.0, 0.0])
+    q = np.array([0.7, -1.1])
+    v = np.array([1.3, -0.8])
+    r2 = _axis_rotation(a2, q[1])
+    derived = v[0] * v[1] * np.cross(r2.T @ a1, a2)
+    pin.forwardKinematics(model, data, q, v, np.zeros(2))
+    np.testing.assert_allclose(data.a[2].angular, derived, atol=1e-12)
+    np.testing.assert_allclose(data.a[2].linear, np.zeros(3), atol=1e-12)
+    # the robot: joint wrench at qdd = 0 = I a + v x* I v for the body velocity and that a
+    mass, com, (ixx, iyy, izz, ixy, ixz, iyz) = LINKS[0]
+    inertia = pin.Inertia(mass, np.array(com), np.array([[ixx, ixy, ixz], [ixy, iyy, iyz],
+                                                         [ixz, iyz, izz]]))
+    twist = pin.Motion(np.zeros(3), r2.T @ a1 * v[0] + a2 * v[1])
+    expected = inertia * pin.Motion(np.zeros(3), derived) + twist.cross(inertia * twist)
+    np.testing.assert_allclose(robot.joint_wrenches(q, v, np.zeros(2))[0], expected.vector, atol=1e-12)
+
+
+def test_universal_urdf_errors():
+    chain = [("uj", "universal", (0, 0, 0), (0, 0, 0), (0, 0, 1), (1, 0, 0))]
+    text = _urdf(chain)
+    with pytest.raises(ModelError, match="joint 'uj'.*axis2"):
+        mbd_ros.load(text.replace('<axis2 xyz="1 0 0"/>', ""))
+    with pytest.raises(ModelError, match="joint 'uj'.*parallel"):
+        mbd_ros.load(text.replace('<axis2 xyz="1 0 0"/>', '<axis2 xyz="0 0 2"/>'))
+    with pytest.raises(ModelError, match="joint 'uj'"):
+        mbd_ros.load(text.replace('<axis2 xyz="1 0 0"/>', '<axis2 xyz="1 0"/>'))
+    robot = mbd_ros.load(text)
+    assert robot.joint_types == ["universal"] and robot.nq == robot.nv == 2
+    assert dof_names(robot) == ["uj/angle1", "uj/angle2"]
