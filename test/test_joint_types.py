@@ -230,6 +230,10 @@ def test_names_and_codegen_fallback():
     q, v, tau = _state(robot, 1)
     np.testing.assert_allclose(generated.forward_dynamics(q, v, tau), robot.forward_dynamics(q, v, tau),
                                atol=1e-12)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        generated = mbd_ros.load(_urdf(UNIVERSAL_CHAIN[:3]), codegen=True)
+    assert any("codegen does not support universal" in str(w.message) for w in caught)
 
 
 def test_helical_needs_a_finite_pitch():
