@@ -48,7 +48,8 @@ class Model:
     nq: int
     nv: int
     joint_names: tuple            # movable joints, order of v
-    joint_types: tuple            # 'revolute' | 'prismatic' | 'spherical' | 'floating' | 'planar'
+    joint_types: tuple            # "revolute" | "prismatic" | "spherical" | "floating" | "planar" |
+                                  # "helical" | "cylindrical" | "universal"
     urdf_joint_types: tuple       # as written in the URDF ('continuous', ...; 'floating' for root_joint)
     idx_q: np.ndarray             # (n_joints,) first index of each movable joint in q
     idx_v: np.ndarray             # (n_joints,) first index in v

@@ -173,6 +173,11 @@ class Robot:
         self.last_prescribed_torques = np.zeros(self.nv)   # mbd_ros/prescribed.py
         # ---- end force elements ----
 
+    def _body_joint_name(self, body):
+        """Name of the movable joint that moves `body` (a universal joint moves two bodies)."""
+        iv = int(self.model.body_int[body, L.IDX_V])
+        return self.joint_names[int(np.searchsorted(self.idx_v, iv, side="right")) - 1]
+
     # ------------------------------------------------------------------ configuration helpers
     def neutral(self):
         """(nq,) the zero configuration: zero angles/displacements, identity quaternions."""
@@ -537,7 +542,7 @@ class Robot:
                                    self._tau_scratch)
         if status >= L.STATUS_SINGULAR:
             import warnings
-            joint = self.joint_names[status - L.STATUS_SINGULAR - 1]
+            joint = self._body_joint_name(status - L.STATUS_SINGULAR)
             warnings.warn(f"{self.model.source}: joint '{joint}' moves no mass or inertia along "
                           "one of its axes (the links below it are massless): forward dynamics "
                           "will raise ValueError; inverse dynamics and kinematics work",
@@ -617,7 +622,7 @@ class Robot:
             raise ValueError("the result is not finite: an overflow inside the dynamics (absurd "
                              "velocities, forces or external wrenches?)")
         if status >= L.STATUS_SINGULAR:
-            joint = self.joint_names[status - L.STATUS_SINGULAR - 1]  # body i <- movable joint i-1
+            joint = self._body_joint_name(status - L.STATUS_SINGULAR)
             raise ValueError(f"joint '{joint}': the articulated inertia is singular (the joint "
                              "moves no mass or inertia in some direction)")
         raise ValueError(f"dynamics kernel failed with status {status}")

@@ -9,7 +9,7 @@ import pytest
 
 import mbd_ros
 from mbd_ros.errors import ModelError
-from mbd_ros.joint_map import dof_names
+from mbd_ros.joint_map import JointMap, dof_names
 
 pin = pytest.importorskip("pinocchio")
 
@@ -223,6 +223,8 @@ def test_names_and_codegen_fallback():
     assert dof_names(robot) == ["cyl0/angle", "cyl0/displacement", "elbow", "cyl2/angle",
                                 "cyl2/displacement", "screw"]
     np.testing.assert_array_equal(robot.neutral(), np.zeros(6))
+    # JointState: 1-dof joints only, a helical joint among them (its value is the angle)
+    assert JointMap(robot).state_names == ["elbow", "screw"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         generated = mbd_ros.load(_urdf(CYLINDRICAL_CHAIN), codegen=True)
