@@ -310,3 +310,42 @@ def test_universal_urdf_errors():
     robot = mbd_ros.load(text)
     assert robot.joint_types == ["universal"] and robot.nq == robot.nv == 2
     assert dof_names(robot) == ["uj/angle1", "uj/angle2"]
+
+
+def _rssr_variants():
+    """The spatial R-U-S-R sample with its U written as two revolute joints around a massless
+    cross link, and the same with one universal joint."""
+    import pathlib
+    import xml.etree.ElementTree as ET
+    root = pathlib.Path(__file__).resolve().parents[1]
+    tree = ET.parse(root / "urdf" / "spatial_rssr.urdf").getroot()
+    cross = tree.find("link[@name='coupler_cross']")
+    cross.remove(cross.find("inertial"))
+    chain = ET.tostring(tree, encoding="unicode")
+    tree.remove(cross)
+    second = tree.find("joint[@name='coupler_joint']")
+    tree.remove(second)
+    joint = tree.find("joint[@name='coupler_cross_joint']")
+    joint.set("type", "universal")
+    joint.find("child").set("link", "coupler")
+    ET.SubElement(joint, "axis2", xyz=second.find("axis").get("xyz"))
+    return chain, ET.tostring(tree, encoding="unicode"), root / "config" / "spatial_rssr_closures.yaml"
+
+
+def test_universal_joint_in_a_closed_loop():
+    """R-U-S-R loop: the universal joint gives the same closed-loop dynamics as the revolute pair
+    around a massless cross (same q and v: [crank, angle1, angle2, rocker])."""
+    chain_text, universal_text, closures = _rssr_variants()
+    chain = mbd_ros.load(chain_text, closures=str(closures))
+    robot = mbd_ros.load(universal_text, closures=str(closures))
+    assert robot.joint_types == ["revolute", "universal", "revolute"] and robot.nv == chain.nv == 4
+    for crank in (0.3, 1.4):
+        q = chain.assemble(np.array([crank, 0.0, 0.0, 0.0]))
+        assert max(robot.closure_residual(q)) < 1e-10
+        v = np.linalg.svd(chain.loop_jacobian(q))[2][-1] * 1.5     # a velocity the loop allows
+        tau = np.array([0.4, 0.0, 0.0, 0.0])
+        np.testing.assert_allclose(robot.forward_dynamics(q, v, tau), chain.forward_dynamics(q, v, tau),
+                                   rtol=1e-8, atol=1e-9)
+        qdd = chain.forward_dynamics(q, v, tau)
+        np.testing.assert_allclose(robot.inverse_dynamics(q, v, qdd), chain.inverse_dynamics(q, v, qdd),
+                                   rtol=1e-8, atol=1e-9)
