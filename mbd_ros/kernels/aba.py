@@ -11,7 +11,7 @@ from numba import njit
 from . import signatures
 from .entry import entry_point
 
-from ..layout import (JOINT_PRISMATIC, FRICTION_SPEED, STATUS_SHAPE_OUT, ACC, ART_INERTIA, AXIS, JOINT_FREE, JOINT_REVOLUTE, BIAS_ACC, D_INV, DAMPING, FEXT, FORCE, FRICTION, IDX_Q,
+from ..layout import (JOINT_HELICAL, JOINT_PRISMATIC, FRICTION_SPEED, STATUS_SHAPE_OUT, ACC, ART_INERTIA, AXIS, JOINT_FREE, JOINT_REVOLUTE, BIAS_ACC, D_INV, DAMPING, FEXT, FORCE, FRICTION, IDX_Q,
                       IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT, ROT, SCRATCH,
                       SPATIAL_INERTIA, STATUS_OK, STATUS_SINGULAR, TRANSFORM_SCRATCH, U_MAT, U_TAU,
                       VEL)
@@ -143,26 +143,39 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
         joint_type = body_int[i, JOINT_TYPE]
         k = body_int[i, JOINT_NV_COL]
         iv = body_int[i, IDX_V]
-        if joint_type == JOINT_REVOLUTE or joint_type == JOINT_PRISMATIC:
-            # one axis a (not helical: its C_i = [h a; a] takes the general path): C_i = [a; 0] (prismatic) or [0; a] (revolute), so U = M*_i C_i reads
-            # three columns of M*_i, N_i is a scalar, and the update is a rank-1 correction
-            offset = ART_INERTIA + (3 if joint_type == JOINT_REVOLUTE else 0)
-            force = FORCE + (3 if joint_type == JOINT_REVOLUTE else 0)
-            ax = body_float[i, AXIS]
-            ay = body_float[i, AXIS + 1]
-            az = body_float[i, AXIS + 2]
-            for r in range(6):
-                work[i, U_MAT + r] = (work[i, offset + 6 * r] * ax + work[i, offset + 6 * r + 1] * ay
-                                      + work[i, offset + 6 * r + 2] * az)
-            axis_row = U_MAT + offset - ART_INERTIA
-            n_joint = (ax * work[i, axis_row] + ay * work[i, axis_row + 1]
-                       + az * work[i, axis_row + 2])
+        if joint_type == JOINT_REVOLUTE or joint_type == JOINT_PRISMATIC or joint_type == JOINT_HELICAL:
+            if joint_type == JOINT_HELICAL:
+                # one column C_i = [h a; a] (layout.JOINT_HELICAL): U = M*_i C_i, N_i = C_i^T U
+                for r in range(6):
+                    s = 0.0
+                    for c in range(6):
+                        s += work[i, ART_INERTIA + 6 * r + c] * body_float[i, MOTION_SUBSPACE + c]
+                    work[i, U_MAT + r] = s
+                n_joint = 0.0
+                u = tau[iv]
+                for r in range(6):
+                    n_joint += body_float[i, MOTION_SUBSPACE + r] * work[i, U_MAT + r]
+                    u -= body_float[i, MOTION_SUBSPACE + r] * work[i, FORCE + r]
+            else:
+                # one axis a: C_i = [a; 0] (prismatic) or [0; a] (revolute), so U = M*_i C_i reads
+                # three columns of M*_i, N_i is a scalar, and the update is a rank-1 correction
+                offset = ART_INERTIA + (3 if joint_type == JOINT_REVOLUTE else 0)
+                force = FORCE + (3 if joint_type == JOINT_REVOLUTE else 0)
+                ax = body_float[i, AXIS]
+                ay = body_float[i, AXIS + 1]
+                az = body_float[i, AXIS + 2]
+                for r in range(6):
+                    work[i, U_MAT + r] = (work[i, offset + 6 * r] * ax + work[i, offset + 6 * r + 1] * ay
+                                          + work[i, offset + 6 * r + 2] * az)
+                axis_row = U_MAT + offset - ART_INERTIA
+                n_joint = (ax * work[i, axis_row] + ay * work[i, axis_row + 1]
+                           + az * work[i, axis_row + 2])
+                u = (tau[iv] - ax * work[i, force] - ay * work[i, force + 1] - az * work[i, force + 2])
             if not n_joint > 1e-13 * (abs(work[i, ART_INERTIA]) + abs(work[i, ART_INERTIA + 21])):
                 return STATUS_SINGULAR + i
             d_inv = 1.0 / n_joint
             work[i, D_INV] = d_inv
             rate = v[iv]
-            u = (tau[iv] - ax * work[i, force] - ay * work[i, force + 1] - az * work[i, force + 2])
             if body_float[i, DAMPING] != 0.0 or body_float[i, FRICTION] != 0.0:
                 u -= (body_float[i, DAMPING] * rate
                       + body_float[i, FRICTION] * math.tanh(rate / body_float[i, FRICTION_SPEED]))
