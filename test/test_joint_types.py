@@ -349,3 +349,21 @@ def test_universal_joint_in_a_closed_loop():
         qdd = chain.forward_dynamics(q, v, tau)
         np.testing.assert_allclose(robot.inverse_dynamics(q, v, qdd), chain.inverse_dynamics(q, v, qdd),
                                    rtol=1e-8, atol=1e-9)
+
+
+def test_singular_universal_joint_is_named():
+    """A point mass on the universal joint's centre: no inertia about either axis. The error
+    names the universal joint (it moves two bodies), not a neighbour."""
+    text = ('<robot name="r"><link name="base"/>'
+            '<joint name="slide" type="prismatic"><parent link="base"/><child link="carriage"/>'
+            '<axis xyz="1 0 0"/></joint>'
+            '<link name="carriage"><inertial><mass value="1"/>'
+            '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+            '<joint name="uj" type="universal"><parent link="carriage"/><child link="bob"/>'
+            '<axis xyz="0 0 1"/><axis2 xyz="1 0 0"/></joint>'
+            '<link name="bob"><inertial><mass value="1"/>'
+            '<inertia ixx="0" iyy="0" izz="0" ixy="0" ixz="0" iyz="0"/></inertial></link></robot>')
+    with pytest.warns(UserWarning, match="joint 'uj'"):
+        robot = mbd_ros.load(text)
+    with pytest.raises(ValueError, match="joint 'uj'"):
+        robot.forward_dynamics(np.zeros(3), np.zeros(3), np.zeros(3))
