@@ -26,6 +26,7 @@ JOINT_PLANAR = 5       # q = [x, y, theta] in the plane (AXIS2, AXIS3), normal A
 JOINT_HELICAL = 6      # one angle about AXIS with translation pitch * angle along it; S = [h a; a]
                        # (h a is MOTION_SUBSPACE[0:3]: the pose reads the pitch from there)
 JOINT_CYLINDRICAL = 7  # q = [angle about AXIS, displacement along AXIS]; S = [[0, a], [a, 0]]
+# a URDF universal joint is two JOINT_REVOLUTE bodies (a massless cross, then the child; model.py)
 
 JOINT_TYPE_NAMES = {
     JOINT_REVOLUTE: "revolute",

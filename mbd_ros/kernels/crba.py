@@ -43,7 +43,8 @@ def mass_matrix(body_int, body_float, work, q, mass_out):
         joint_type = body_int[i, JOINT_TYPE]
         one_axis = joint_type == JOINT_REVOLUTE or joint_type == JOINT_PRISMATIC
         if one_axis:
-            # one axis a (revolute/prismatic; helical takes the general path): F = Ic S = [a x h; I_o a] (revolute) or [m a; h x a] (prismatic)
+            # one axis a (revolute/prismatic; helical takes the general path):
+            # F = Ic S = [a x h; I_o a] (revolute) or [m a; h x a] (prismatic)
             ax = body_float[i, AXIS]
             ay = body_float[i, AXIS + 1]
             az = body_float[i, AXIS + 2]
@@ -79,7 +80,8 @@ def mass_matrix(body_int, body_float, work, q, mass_out):
             # M_ij = S_j^T F for the ancestor j (F carried into j's frame)     [docs/theory.md §2 end]
             ancestor_type = body_int[ancestor, JOINT_TYPE]
             if k == 1 and (ancestor_type == JOINT_REVOLUTE or ancestor_type == JOINT_PRISMATIC):
-                # F is one column (any 1-dof joint i); one-axis ancestor: S_j = [0; a] (revolute) or [a; 0] (prismatic)
+                # F is one column (any 1-dof joint i); one-axis ancestor:
+                # S_j = [0; a] (revolute) or [a; 0] (prismatic)
                 f = SCRATCH + (3 if ancestor_type == JOINT_REVOLUTE else 0)
                 s = (work[i, f] * body_float[ancestor, AXIS] + work[i, f + 1] * body_float[ancestor, AXIS + 1]
                      + work[i, f + 2] * body_float[ancestor, AXIS + 2])
