@@ -367,3 +367,15 @@ def test_singular_universal_joint_is_named():
         robot = mbd_ros.load(text)
     with pytest.raises(ValueError, match="joint 'uj'"):
         robot.forward_dynamics(np.zeros(3), np.zeros(3), np.zeros(3))
+
+
+def test_prescribed_helical_joint():
+    """Rheonomic helical joint: its acceleration is the given one and the returned drive force
+    closes the inverse dynamics, tau + torques = ID(q, v, qdd)."""
+    robot = mbd_ros.load(_urdf(HELICAL_CHAIN))
+    q, v, tau = _state(robot, 6)
+    qdd, torques = robot.forward_dynamics(q, v, tau, prescribed={"screw2": 0.7}, return_torques=True)
+    iv = robot.idx_v[robot.joint_names.index("screw2")]
+    assert qdd[iv] == pytest.approx(0.7, abs=1e-12)
+    np.testing.assert_allclose(robot.inverse_dynamics(q, v, qdd), tau + torques, atol=1e-9)
+    assert np.count_nonzero(torques) == 1 and torques[iv] != 0.0
