@@ -13,6 +13,7 @@ Format (docs/formats.md, "Closed loops"):
                                     # planar normal; in the joint frame, unit
         axis2: [0, 1, 0]            # universal only: second axis, in the joint frame, unit
         length: 0.35                # distance only: distance between the two frame origins, > 0
+        pitch: 0.01                 # helical only: translation along axis per radian (m/rad), != 0
     actuated: [joint_1]             # drives of the mechanism (tree joint names)
     independent: [joint_1]          # optional preferred minimal coordinates
 
@@ -41,11 +42,11 @@ from .errors import ModelError, excerpt
 from .yaml_input import read_yaml
 
 CUT_TYPES = ("revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "fixed",
-             "distance")
-AXIS_TYPES = ("revolute", "prismatic", "cylindrical", "universal", "planar")   # need `axis`
+             "distance", "helical")
+AXIS_TYPES = ("revolute", "prismatic", "cylindrical", "universal", "planar", "helical")   # need `axis`
 TOP_LEVEL_KEYS = ("closures", "actuated", "independent", "forces")   # forces: mbd_ros/forces.py
 ENTRY_FIELDS = ("name", "type", "parent", "child", "parent_origin", "child_origin", "axis",
-                "axis2", "length")
+                "axis2", "length", "pitch")
 ORIGIN_KEYS = ("xyz", "rpy")
 # More cut joints than this is not a mechanism but a hostile input (the loop workspace grows with
 # the square of the constraint rows: 1000 spherical cuts already need ~0.2 GB).
@@ -70,6 +71,7 @@ class ClosureSpec:
         with the cut joint at its zero.
     axis: (3,) unit, in the joint frame; [0, 0, 1] for types that take no axis.
     axis2: (3,) unit (universal) or None.  length: float > 0 (distance) or None.
+    pitch: float != 0 (helical: m of translation along axis per radian of rotation) or None.
     """
     name: str
     type: str
@@ -80,6 +82,7 @@ class ClosureSpec:
     axis: np.ndarray
     axis2: np.ndarray | None
     length: float | None
+    pitch: float | None = None
 
     def __eq__(self, other):
         if not isinstance(other, ClosureSpec):
@@ -91,7 +94,7 @@ class ClosureSpec:
                 and np.array_equal(self.axis, other.axis)
                 and (self.axis2 is None) == (other.axis2 is None)
                 and (self.axis2 is None or np.array_equal(self.axis2, other.axis2))
-                and self.length == other.length)
+                and self.length == other.length and self.pitch == other.pitch)
 
     __hash__ = None
 
@@ -199,11 +202,11 @@ def _read_entry(entry, index, where, links, link_set):
     child_origin = _origin(entry, "child_origin", label)
 
     uses = {"axis": cut_type in AXIS_TYPES, "axis2": cut_type == "universal",
-            "length": cut_type == "distance"}
+            "length": cut_type == "distance", "pitch": cut_type == "helical"}
     for key, used in uses.items():
         if key in entry and not used:
             users = {"axis": ", ".join(AXIS_TYPES), "axis2": "universal",
-                     "length": "distance"}[key]
+                     "length": "distance", "pitch": "helical"}[key]
             raise ModelError(f"{label}: field '{key}': not used by a {cut_type} closure "
                              f"(only by {users}); remove it or fix the type")
 
@@ -226,10 +229,19 @@ def _read_entry(entry, index, where, links, link_set):
         if not length > 0.0:
             raise ModelError(f"{label}: field 'length': must be positive, got {length} "
                              "(a spherical closure joins two coincident points)")
+    pitch = None
+    if uses["pitch"]:
+        if entry.get("pitch") is None:
+            raise ModelError(f"{label}: field 'pitch': missing (translation along the axis per "
+                             "radian, m/rad, non-zero)")
+        pitch = _number(entry["pitch"], f"{label}: field 'pitch'")
+        if not (math.isfinite(pitch) and pitch != 0.0):
+            raise ModelError(f"{label}: field 'pitch': must be a finite non-zero number, got "
+                             f"{pitch} (a helical joint of pitch 0 is a revolute joint)")
     axis.setflags(write=False)
     return ClosureSpec(name=name, type=cut_type, parent=ends["parent"], child=ends["child"],
                        parent_origin=parent_origin, child_origin=child_origin, axis=axis,
-                       axis2=axis2, length=length)
+                       axis2=axis2, length=length, pitch=pitch)
 
 
 def _origin(entry, key, label):
@@ -265,6 +277,7 @@ def _unit_vector(entry, key, label, cut_type):
     if entry.get(key) is None:
         what = {"revolute": "the rotation axis", "prismatic": "the sliding axis",
                 "cylindrical": "the rotation and sliding axis",
+                "helical": "the screw axis",
                 "universal": "the first rotation axis (fixed in the parent frame)" if key == "axis"
                 else "the second rotation axis (fixed in the child frame)",
                 "planar": "the plane's normal"}[cut_type]

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .joint_map import ONE_DOF_TYPES
+
 from .kernels.plant import drive_torques as _drive_torques
 from .kernels.plant import spd_inverse as _spd_inverse
 
@@ -81,7 +83,7 @@ class JointDrives:
         iv_of = {n: int(iv) for n, iv in zip(names, robot.idx_v)}
         iq_of = {n: int(iq) for n, iq in zip(names, robot.idx_q)}
         types = dict(zip(names, robot.joint_types))
-        unknown = [j for j in joints if types.get(j) not in ("revolute", "prismatic")]
+        unknown = [j for j in joints if types.get(j) not in ONE_DOF_TYPES]   # helical: its angle
         if unknown:
             raise ValueError(f"drives: {unknown} are not 1-dof joints of the robot")
         self.robot = robot

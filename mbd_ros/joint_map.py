@@ -6,19 +6,24 @@ distinct name list), validates lengths and values, and scatters the values into 
 q / v / tau arrays without allocating in the steady state.
 
 Joint names used by messages (``state_names``): the robot's 1-dof movable joints (revolute,
-prismatic) in the order of v. Multi-dof joints (floating base, spherical, planar) cannot be
+prismatic, helical: its value is the angle) in the order of v. Multi-dof joints (floating base,
+spherical, planar, cylindrical, universal) cannot be
 expressed in a JointState; their entries of q and v are left as the caller set them.
 
 Degree-of-freedom names (``dof_names``, one per entry of v) label vectors over all of v, such as
 the accelerations: a 1-dof joint is named as itself, a dof of a multi-dof joint is
-``<joint>/<component>`` (e.g. ``root_joint/vx`` ... ``root_joint/wz``).
+``<joint>/<component>`` (e.g. ``root_joint/vx`` ... ``root_joint/wz``; a cylindrical joint's
+dofs are ``<joint>/angle`` and ``<joint>/displacement``, a universal joint's ``<joint>/angle1``
+(about its axis) and ``<joint>/angle2`` (about axis2)).
 """
 from __future__ import annotations
 
 import numpy as np
 
-ONE_DOF_TYPES = ("revolute", "prismatic")
+ONE_DOF_TYPES = ("revolute", "prismatic", "helical")
 DOF_COMPONENTS = {
+    "cylindrical": ("angle", "displacement"),
+    "universal": ("angle1", "angle2"),
     "floating": ("vx", "vy", "vz", "wx", "wy", "wz"),
     "spherical": ("wx", "wy", "wz"),
     "planar": ("vx", "vy", "wz"),

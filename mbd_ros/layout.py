@@ -22,6 +22,11 @@ JOINT_PRISMATIC = 2    # one displacement along AXIS
 JOINT_SPHERICAL = 3    # q = unit quaternion [x y z w], v = body angular velocity
 JOINT_FREE = 4         # q = [x y z qx qy qz qw], v = [linear, angular] in the body frame
 JOINT_PLANAR = 5       # q = [x, y, theta] in the plane (AXIS2, AXIS3), normal AXIS; v = body [vx vy w]
+# ---- joint catalogue extensions (helical, cylindrical) ----
+JOINT_HELICAL = 6      # one angle about AXIS with translation pitch * angle along it; S = [h a; a]
+                       # (h a is MOTION_SUBSPACE[0:3]: the pose reads the pitch from there)
+JOINT_CYLINDRICAL = 7  # q = [angle about AXIS, displacement along AXIS]; S = [[0, a], [a, 0]]
+# a URDF universal joint is two JOINT_REVOLUTE bodies (a massless cross, then the child; model.py)
 
 JOINT_TYPE_NAMES = {
     JOINT_REVOLUTE: "revolute",
@@ -29,9 +34,13 @@ JOINT_TYPE_NAMES = {
     JOINT_SPHERICAL: "spherical",
     JOINT_FREE: "floating",
     JOINT_PLANAR: "planar",
+    JOINT_HELICAL: "helical",
+    JOINT_CYLINDRICAL: "cylindrical",
 }
-JOINT_NQ = {JOINT_REVOLUTE: 1, JOINT_PRISMATIC: 1, JOINT_SPHERICAL: 4, JOINT_FREE: 7, JOINT_PLANAR: 3}
-JOINT_NV = {JOINT_REVOLUTE: 1, JOINT_PRISMATIC: 1, JOINT_SPHERICAL: 3, JOINT_FREE: 6, JOINT_PLANAR: 3}
+JOINT_NQ = {JOINT_REVOLUTE: 1, JOINT_PRISMATIC: 1, JOINT_SPHERICAL: 4, JOINT_FREE: 7, JOINT_PLANAR: 3,
+            JOINT_HELICAL: 1, JOINT_CYLINDRICAL: 2}
+JOINT_NV = {JOINT_REVOLUTE: 1, JOINT_PRISMATIC: 1, JOINT_SPHERICAL: 3, JOINT_FREE: 6, JOINT_PLANAR: 3,
+            JOINT_HELICAL: 1, JOINT_CYLINDRICAL: 2}
 
 # ---- body_int columns -----------------------------------------------------------------------------
 PARENT = 0             # parent body index (-1 for the universe)

@@ -52,8 +52,9 @@ PARTITION_CONDITION_LIMIT = 1e3
 # count f = sum f_i - 3 n_h [003]): a spherical, universal or cylindrical joint of a planar
 # mechanism can only turn about the plane's normal; a distance constraint leaves 2 of 3.
 PLANAR_CUT_FREEDOMS = {"revolute": 1, "prismatic": 1, "cylindrical": 1, "universal": 1,
-                       "spherical": 1, "planar": 3, "fixed": 0, "distance": 2}
-PLANAR_TREE_FREEDOMS = {"revolute": 1, "prismatic": 1, "spherical": 1, "floating": 3, "planar": 3}
+                       "spherical": 1, "planar": 3, "fixed": 0, "distance": 2, "helical": 1}
+PLANAR_TREE_FREEDOMS = {"revolute": 1, "prismatic": 1, "spherical": 1, "floating": 3, "planar": 3,
+                        "helical": 1, "cylindrical": 1, "universal": 1}
 
 
 # ClosedLoopRobot.step projects back onto the loops when the position residual (m, rad) or the

@@ -24,6 +24,8 @@ _JOINT_CODES = {
     "spherical": L.JOINT_SPHERICAL,
     "floating": L.JOINT_FREE,
     "planar": L.JOINT_PLANAR,
+    "helical": L.JOINT_HELICAL,
+    "cylindrical": L.JOINT_CYLINDRICAL,
 }
 
 
@@ -46,7 +48,8 @@ class Model:
     nq: int
     nv: int
     joint_names: tuple            # movable joints, order of v
-    joint_types: tuple            # 'revolute' | 'prismatic' | 'spherical' | 'floating' | 'planar'
+    joint_types: tuple            # "revolute" | "prismatic" | "spherical" | "floating" | "planar" |
+                                  # "helical" | "cylindrical" | "universal"
     urdf_joint_types: tuple       # as written in the URDF ('continuous', ...; 'floating' for root_joint)
     idx_q: np.ndarray             # (n_joints,) first index of each movable joint in q
     idx_v: np.ndarray             # (n_joints,) first index in v
@@ -102,9 +105,16 @@ def _plane_axes(normal):
     return t1, np.cross(normal, t1)
 
 
-def _motion_subspace(code, axis):
-    """S (6, k) of a joint type in its body frame, [linear; angular] rows."""
+def _motion_subspace(code, axis, pitch=0.0):
+    """S (6, k) of a joint type in its body frame, [linear; angular] rows (pitch: helical, m/rad)."""
     zero = np.zeros(3)
+    if code == L.JOINT_HELICAL:
+        # rotation q about a with translation pitch q along it: v_J = [pitch a; a] qdot; a is
+        # fixed by the joint's own rotation, so S is constant in the body frame
+        return np.concatenate([pitch * axis, axis])[:, None]
+    if code == L.JOINT_CYLINDRICAL:
+        # q = [angle, displacement]: columns [0; a] and [a; 0]
+        return np.column_stack([np.concatenate([zero, axis]), np.concatenate([axis, zero])])
     if code == L.JOINT_REVOLUTE:
         return np.concatenate([zero, axis])[:, None]
     if code == L.JOINT_PRISMATIC:
@@ -227,6 +237,18 @@ def build_model(tree: TreeSpec, floating_base=False, gravity=STANDARD_GRAVITY,
         if joint.type == "fixed":
             add_link(joint.child, parent["body"], link_index[joint.parent], 1, in_parent_body)
             wrench_rows.append((joint.name, -1, link_index[joint.child]))
+        elif joint.type == "universal":
+            # two revolute bodies: a massless cross turning about axis, then the child link
+            # turning about axis2 in the cross frame (docs/formats.md: universal joints)
+            cross = len(bodies)
+            bodies.append(dict(name=f"{joint.name}/cross", parent=parent["body"],
+                               code=L.JOINT_REVOLUTE, joint=joint, axis=joint.axis, nv_joint=2,
+                               placement=in_parent_body, parent_link=link_index[joint.parent]))
+            bodies.append(dict(name=joint.child, parent=cross, code=L.JOINT_REVOLUTE, joint=joint,
+                               axis=joint.axis2, nv_joint=0, placement=identity, parent_link=-1))
+            movable.append((joint.name, joint.type, cross, joint))
+            wrench_rows.append((joint.name, cross + 1, -1))
+            add_link(joint.child, cross + 1, link_index[joint.parent], 0, identity)
         else:
             body = len(bodies)
             bodies.append(dict(name=joint.child, parent=parent["body"],
@@ -249,9 +271,9 @@ def build_model(tree: TreeSpec, floating_base=False, gravity=STANDARD_GRAVITY,
         body = bodies[i]
         code = body["code"]
         joint = body["joint"]
-        axis = joint.axis if joint is not None else np.array([1.0, 0.0, 0.0])
+        axis = body.get("axis", joint.axis if joint is not None else np.array([1.0, 0.0, 0.0]))
         rot, pos = body["placement"]
-        subspace = _motion_subspace(code, axis)
+        subspace = _motion_subspace(code, axis, joint.pitch if joint is not None else 0.0)
         k = subspace.shape[1]
         body_int[i] = 0
         body_int[i, L.PARENT] = body["parent"]
@@ -276,7 +298,8 @@ def build_model(tree: TreeSpec, floating_base=False, gravity=STANDARD_GRAVITY,
         if joint is not None and passive_forces:
             body_float[i, L.DAMPING:L.DAMPING + k] = joint.damping
             body_float[i, L.FRICTION:L.FRICTION + k] = joint.friction
-        joint_meta.append((nq, nv, k, joint))
+        if body.get("nv_joint", k) > 0:   # a universal joint's second body: in its first's entry
+            joint_meta.append((nq, nv, body.get("nv_joint", k), joint))
         nq += L.JOINT_NQ[code]
         nv += k
 
@@ -340,7 +363,8 @@ def build_model(tree: TreeSpec, floating_base=False, gravity=STANDARD_GRAVITY,
         name=tree.name, source=tree.source, body_int=body_int, body_float=body_float,
         link_int=link_int, link_float=link_float, wrench_rows=rows, nq=nq, nv=nv,
         joint_names=tuple(m[0] for m in movable),
-        joint_types=tuple(L.JOINT_TYPE_NAMES[body_int[m[2], L.JOINT_TYPE]] for m in movable),
+        joint_types=tuple("universal" if m[1] == "universal" else
+                          L.JOINT_TYPE_NAMES[body_int[m[2], L.JOINT_TYPE]] for m in movable),
         urdf_joint_types=tuple(m[1] for m in movable),
         idx_q=idx_q, idx_v=idx_v,
         link_names=tuple(link["name"] for link in links),

@@ -104,7 +104,7 @@ def trajectory_targets(robot, trajectories, t):
         if name not in robot.joint_names:
             raise ValueError(f"prescribed: unknown movable joint '{name}'")
         j = robot.joint_names.index(name)
-        if robot.joint_types[j] not in ("revolute", "prismatic"):
+        if robot.joint_types[j] not in ("revolute", "prismatic", "helical"):
             raise ValueError(f"prescribed: joint '{name}' is {robot.joint_types[j]}; trajectories "
                              "are supported on one-dof joints")
         value = trajectory(t)

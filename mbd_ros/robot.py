@@ -173,6 +173,11 @@ class Robot:
         self.last_prescribed_torques = np.zeros(self.nv)   # mbd_ros/prescribed.py
         # ---- end force elements ----
 
+    def _body_joint_name(self, body):
+        """Name of the movable joint that moves `body` (a universal joint moves two bodies)."""
+        iv = int(self.model.body_int[body, L.IDX_V])
+        return self.joint_names[int(np.searchsorted(self.idx_v, iv, side="right")) - 1]
+
     # ------------------------------------------------------------------ configuration helpers
     def neutral(self):
         """(nq,) the zero configuration: zero angles/displacements, identity quaternions."""
@@ -183,18 +188,24 @@ class Robot:
 
     def random_configuration(self, rng=None):
         """(nq,) a random valid q: within position limits (angles in [-pi, pi] and displacements
-        in [-1, 1] where unlimited), unit quaternions, free-joint positions in [-1, 1]^3."""
+        in [-1, 1] where unlimited; helical: the angle), unit quaternions, free-joint positions
+        in [-1, 1]^3."""
         rng = np.random.default_rng(rng)
         q = np.empty(self.nq)
         for t, iq, iv in zip(self.joint_types, self.idx_q, self.idx_v):
-            if t in ("revolute", "prismatic"):
-                span = np.pi if t == "revolute" else 1.0
+            if t in ("revolute", "prismatic", "helical"):
+                span = 1.0 if t == "prismatic" else np.pi
                 lo = max(self.model.lower[iv], -span)
                 hi = min(self.model.upper[iv], span)
                 q[iq] = rng.uniform(lo, hi) if hi > lo else lo
             elif t == "spherical":
                 quat = rng.normal(size=4)
                 q[iq:iq + 4] = quat / np.linalg.norm(quat)
+            elif t == "universal":     # [angle about axis, angle about axis2]
+                q[iq:iq + 2] = rng.uniform(-np.pi, np.pi, 2)
+            elif t == "cylindrical":   # [angle, displacement]
+                q[iq] = rng.uniform(-np.pi, np.pi)
+                q[iq + 1] = rng.uniform(-1.0, 1.0)
             elif t == "floating":
                 q[iq:iq + 3] = rng.uniform(-1.0, 1.0, 3)
                 quat = rng.normal(size=4)
@@ -531,7 +542,7 @@ class Robot:
                                    self._tau_scratch)
         if status >= L.STATUS_SINGULAR:
             import warnings
-            joint = self.joint_names[status - L.STATUS_SINGULAR - 1]
+            joint = self._body_joint_name(status - L.STATUS_SINGULAR)
             warnings.warn(f"{self.model.source}: joint '{joint}' moves no mass or inertia along "
                           "one of its axes (the links below it are massless): forward dynamics "
                           "will raise ValueError; inverse dynamics and kinematics work",
@@ -617,7 +628,7 @@ class Robot:
             raise ValueError("the result is not finite: an overflow inside the dynamics (absurd "
                              "velocities, forces or external wrenches?)")
         if status >= L.STATUS_SINGULAR:
-            joint = self.joint_names[status - L.STATUS_SINGULAR - 1]  # body i <- movable joint i-1
+            joint = self._body_joint_name(status - L.STATUS_SINGULAR)
             raise ValueError(f"joint '{joint}': the articulated inertia is singular (the joint "
                              "moves no mass or inertia in some direction)")
         raise ValueError(f"dynamics kernel failed with status {status}")

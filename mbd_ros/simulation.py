@@ -71,7 +71,7 @@ DEFAULT_MAX_STEP = 1e-3
 # default divergence bound on every velocity coordinate (rad/s, m/s): no robot joint moves
 # this fast, and a diverging explicit integration passes it long before overflowing
 MAX_VELOCITY = 1e4
-_VECTOR_SPACE_JOINTS = ("revolute", "prismatic")
+_VECTOR_SPACE_JOINTS = ("revolute", "prismatic", "helical", "cylindrical", "universal")
 
 
 class SimulationDiverged(FloatingPointError):

@@ -16,7 +16,8 @@ from lxml import etree
 from .errors import ModelError, excerpt
 from .urdf_elements import parse_joint, parse_link
 
-JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar", "spherical")
+JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar", "spherical",
+               "helical", "cylindrical", "universal")   # the last three: mbd_ros extensions (docs/formats.md)
 
 # Relative tolerance for the physical-consistency checks of inertias: URDFs exported from CAD
 # round their moments to a few digits, so a principal moment may break the triangle inequality
@@ -46,6 +47,8 @@ class JointSpec:
     upper: float = np.inf
     effort: float = np.inf
     velocity: float = np.inf
+    pitch: float = 0.0        # helical: translation along the axis per radian (m/rad)
+    axis2: np.ndarray | None = None   # universal: second axis (unit, joint frame at q = 0)
 
 
 @dataclass(frozen=True)
@@ -146,11 +149,12 @@ _SINGLE_CHILDREN = {
     "link": ("inertial",),
     "inertial": ("origin", "mass", "inertia"),
     "joint": ("parent", "child", "origin", "axis", "limit", "dynamics", "mimic", "calibration",
-              "safety_controller"),
+              "safety_controller", "axis2"),
 }
 INERTIA_ATTRIBUTES = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 # attributes that hold a fixed number of numbers
-_VECTOR_ATTRIBUTES = (("origin", "xyz", 3), ("origin", "rpy", 3), ("axis", "xyz", 3))
+_VECTOR_ATTRIBUTES = (("origin", "xyz", 3), ("origin", "rpy", 3), ("axis", "xyz", 3),
+                      ("axis2", "xyz", 3))
 
 
 def _check_structure(element, where):
@@ -291,12 +295,33 @@ def _joint_spec(joint, source):
         for key in ("lower", "upper"):
             if key in given and np.isnan(given[key]):
                 raise ModelError(f"{where}: <limit {key}=\"nan\">: must be a number")
-        if joint.type in ("revolute", "prismatic"):   # continuous joints: no position limits
+        if joint.type in ("revolute", "prismatic", "helical"):   # continuous joints: no position limits
             limits.update(given)
             if limits["lower"] > limits["upper"]:
                 raise ModelError(f"{where}: <limit> lower {limits['lower']} > upper {limits['upper']}")
+    pitch = 0.0
+    if joint.type == "helical":
+        if joint.pitch is None:
+            raise ModelError(f"{where}: a helical joint needs <axis xyz=\"...\" pitch=\"...\"/> "
+                             "(translation along the axis per radian, m/rad)")
+        pitch = joint.pitch
+        if not np.isfinite(pitch):
+            raise ModelError(f"{where}: <axis pitch=\"{pitch}\">: must be a finite number")
+    axis2 = None
+    if joint.type == "universal":
+        if joint.axis2 is None:
+            raise ModelError(f"{where}: a universal joint needs <axis2 xyz=\"...\"/> (the second "
+                             "rotation axis, in the joint frame)")
+        axis2 = np.asarray(joint.axis2, dtype=float)
+        norm2 = np.linalg.norm(axis2) if np.all(np.isfinite(axis2)) else np.nan
+        if not norm2 > 1e-9:
+            raise ModelError(f"{where}: <axis2 xyz> must be a finite non-zero vector, got {axis2.tolist()}")
+        axis2 = axis2 / norm2
+        if np.linalg.norm(np.cross(axis, axis2)) < 1e-6:
+            raise ModelError(f"{where}: <axis2 xyz> {axis2.tolist()} is parallel to <axis> "
+                             f"{axis.tolist()}; a universal joint needs two different axes")
     return JointSpec(joint.name, joint.type, joint.parent, joint.child, origin, axis,
-                     damping, friction, **limits)
+                     damping, friction, **limits, pitch=pitch, axis2=axis2)
 
 
 def _validate_tree(tree):

@@ -77,7 +77,8 @@ def parse_link(element):
 
 
 def parse_joint(element):
-    """SimpleNamespace(name, type, parent, child, origin, axis, limit, dynamics) of a <joint>.
+    """SimpleNamespace(name, type, parent, child, origin, axis, pitch, axis2, limit,
+    dynamics) of a <joint>.
 
     axis defaults to (1, 0, 0); limit (lower, upper, effort, velocity: float or None) and
     dynamics (damping, friction: the attribute strings or None) are None when absent.
@@ -101,5 +102,10 @@ def parse_joint(element):
         origin=parse_origin(element.find("origin")),
         axis=(np.array([1.0, 0.0, 0.0]) if axis_element is None
               else np.array(_floats(axis_element.get("xyz", "1 0 0"), 3, "<axis xyz>"))),
+        # helical joints (mbd_ros extension): <axis xyz="..." pitch="..."/>, m per radian
+        pitch=(None if axis_element is None else _optional_float(axis_element.get("pitch"))),
+        # universal joints (mbd_ros extension): <axis2 xyz="..."/>, the second axis
+        axis2=(None if element.find("axis2") is None
+               else np.array(_floats(element.find("axis2").get("xyz", ""), 3, "<axis2 xyz>"))),
         limit=limit,
         dynamics=dynamics)

@@ -72,7 +72,7 @@ def random_spec(cut_type, rng):
     entry = {"name": "cut", "type": cut_type, "parent": "a", "child": "b",
              "parent_origin": origin_dict(random_pose(rng, 0.5)),
              "child_origin": origin_dict(random_pose(rng, 0.5))}
-    if cut_type in ("revolute", "prismatic", "cylindrical", "universal", "planar"):
+    if cut_type in ("revolute", "prismatic", "cylindrical", "universal", "planar", "helical"):
         # sometimes a coordinate axis (the aligned frame is then the identity or a permutation)
         entry["axis"] = ([0.0, 0.0, 1.0] if rng.uniform() < 0.3 else random_unit(rng).tolist())
     if cut_type == "universal":
@@ -83,6 +83,8 @@ def random_spec(cut_type, rng):
         entry["axis2"] = a2.tolist()
     if cut_type == "distance":
         entry["length"] = float(rng.uniform(0.2, 1.0))
+    if cut_type == "helical":
+        entry["pitch"] = float(rng.choice([-1.0, 1.0]) * rng.uniform(0.05, 0.5))
     return read_closures({"closures": [entry]}, ["a", "b"]).closures[0]
 
 
@@ -159,6 +161,14 @@ def reference_residual(spec, placement_a, placement_b, pose_a, pose_b):
         return np.r_[d @ za, za @ xb, za @ yb]
     if spec.type == "fixed":
         return np.r_[d, lock]
+    if spec.type == "helical":
+        # rotation theta of x_B about z_A against the angle d.z_A / h the translation implies:
+        # h |x_B in the A'xy plane| sin(theta - implied)
+        theta = np.arctan2(xb @ ya, xb @ xa)
+        implied = (d @ za) / spec.pitch
+        in_plane = np.hypot(xb @ xa, xb @ ya)
+        return np.r_[d @ xa, d @ ya, za @ xb, za @ yb,
+                     spec.pitch * in_plane * np.sin(theta - implied)]
     return np.r_[np.linalg.norm(d) - spec.length]
 
 
@@ -176,7 +186,7 @@ def richardson_derivatives(g, h=H):
 def test_type_codes_and_row_counts():
     assert set(ck.CUT_TYPE_CODES) == set(CUT_TYPES)
     expected = dict(revolute=5, prismatic=5, cylindrical=4, universal=4, spherical=3, planar=3,
-                    fixed=6, distance=1)
+                    fixed=6, distance=1, helical=5)
     for name, rows in expected.items():
         code = ck.cut_type_code(name)
         assert ck.CUT_ROWS[code] == rows == ck.constraint_count(code)
@@ -266,6 +276,11 @@ def joint_motion(spec, rng):
         m[:3, :3] = rot_z
         m[2, 3] = rng.uniform(-1, 1)
         free = [np.r_[ez, 0, 0, 0], np.r_[0, 0, 0, ez]]
+    elif spec.type == "helical":
+        angle += 2 * np.pi * rng.integers(-2, 3)     # any number of turns
+        m[:3, :3] = rot_z
+        m[2, 3] = spec.pitch * angle
+        free = [np.r_[spec.pitch * ez, ez]]
     elif spec.type == "planar":
         m[:3, :3] = rot_z
         m[:2, 3] = rng.uniform(-1, 1, 2)

@@ -29,6 +29,17 @@ def generated_robot(model, robot):
         warnings.warn(f"{model.source}: {model.n_bodies} bodies is more than codegen handles "
                       f"({MAX_GENERATED_BODIES}); using the generic kernels", stacklevel=3)
         return robot
+    # ---- joint catalogue extensions: no generated code for them yet ----
+    from .. import layout as L
+    # (a universal joint is two bodies, and the generator names body i after joint i - 1)
+    unsupported = sorted({L.JOINT_TYPE_NAMES[t] for t in model.body_int[1:, L.JOINT_TYPE]
+                          if t in (L.JOINT_HELICAL, L.JOINT_CYLINDRICAL)}
+                         | ({"universal"} & set(model.joint_types)))
+    if unsupported:
+        warnings.warn(f"{model.source}: codegen does not support {', '.join(unsupported)} joints; "
+                      "using the generic kernels", stacklevel=3)
+        return robot
+    # ---- end joint catalogue extensions ----
     try:
         if isinstance(robot, ClosedLoopRobot):
             return GeneratedClosedLoopRobot(model, robot.closure_set)

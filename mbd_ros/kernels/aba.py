@@ -11,7 +11,7 @@ from numba import njit
 from . import signatures
 from .entry import entry_point
 
-from ..layout import (FRICTION_SPEED, STATUS_SHAPE_OUT, ACC, ART_INERTIA, AXIS, JOINT_FREE, JOINT_REVOLUTE, BIAS_ACC, D_INV, DAMPING, FEXT, FORCE, FRICTION, IDX_Q,
+from ..layout import (JOINT_HELICAL, JOINT_PRISMATIC, FRICTION_SPEED, STATUS_SHAPE_OUT, ACC, ART_INERTIA, AXIS, JOINT_FREE, JOINT_REVOLUTE, BIAS_ACC, D_INV, DAMPING, FEXT, FORCE, FRICTION, IDX_Q,
                       IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT, ROT, SCRATCH,
                       SPATIAL_INERTIA, STATUS_OK, STATUS_SINGULAR, TRANSFORM_SCRATCH, U_MAT, U_TAU,
                       VEL)
@@ -43,7 +43,8 @@ def articulated_step(work, i, body_float, k, u_col, acc_col, qdd_out, iv):
 
 @njit(cache=True)
 def multi_axis_projection(work, body_float, i, joint_type, k, parent, v, tau, iv):
-    """Pass 2 of the ABA for a joint of k > 1 axes (spherical, free, planar): U_i, N_i^-1, u_i,
+    """Pass 2 of the ABA for a joint other than revolute/prismatic (spherical, free, planar,
+    helical (k = 1), cylindrical): U_i, N_i^-1, u_i,
     and (below a moving parent) the projected M*_i (1 - P_i) and p^a_i, in place in work row i.
     Returns False when N_i is not positive definite. Out of line: rare, and large to inline."""
     # U = M*_i C_i;  N_i = C_i^T M*_i C_i;  u = tau_i + tau_passive - C_i^T p^A_i
@@ -142,26 +143,39 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
         joint_type = body_int[i, JOINT_TYPE]
         k = body_int[i, JOINT_NV_COL]
         iv = body_int[i, IDX_V]
-        if k == 1:
-            # one axis a: C_i = [a; 0] (prismatic) or [0; a] (revolute), so U = M*_i C_i reads
-            # three columns of M*_i, N_i is a scalar, and the update is a rank-1 correction
-            offset = ART_INERTIA + (3 if joint_type == JOINT_REVOLUTE else 0)
-            force = FORCE + (3 if joint_type == JOINT_REVOLUTE else 0)
-            ax = body_float[i, AXIS]
-            ay = body_float[i, AXIS + 1]
-            az = body_float[i, AXIS + 2]
-            for r in range(6):
-                work[i, U_MAT + r] = (work[i, offset + 6 * r] * ax + work[i, offset + 6 * r + 1] * ay
-                                      + work[i, offset + 6 * r + 2] * az)
-            axis_row = U_MAT + offset - ART_INERTIA
-            n_joint = (ax * work[i, axis_row] + ay * work[i, axis_row + 1]
-                       + az * work[i, axis_row + 2])
+        if joint_type == JOINT_REVOLUTE or joint_type == JOINT_PRISMATIC or joint_type == JOINT_HELICAL:
+            if joint_type == JOINT_HELICAL:
+                # one column C_i = [h a; a] (layout.JOINT_HELICAL): U = M*_i C_i, N_i = C_i^T U
+                for r in range(6):
+                    s = 0.0
+                    for c in range(6):
+                        s += work[i, ART_INERTIA + 6 * r + c] * body_float[i, MOTION_SUBSPACE + c]
+                    work[i, U_MAT + r] = s
+                n_joint = 0.0
+                u = tau[iv]
+                for r in range(6):
+                    n_joint += body_float[i, MOTION_SUBSPACE + r] * work[i, U_MAT + r]
+                    u -= body_float[i, MOTION_SUBSPACE + r] * work[i, FORCE + r]
+            else:
+                # one axis a: C_i = [a; 0] (prismatic) or [0; a] (revolute), so U = M*_i C_i reads
+                # three columns of M*_i, N_i is a scalar, and the update is a rank-1 correction
+                offset = ART_INERTIA + (3 if joint_type == JOINT_REVOLUTE else 0)
+                force = FORCE + (3 if joint_type == JOINT_REVOLUTE else 0)
+                ax = body_float[i, AXIS]
+                ay = body_float[i, AXIS + 1]
+                az = body_float[i, AXIS + 2]
+                for r in range(6):
+                    work[i, U_MAT + r] = (work[i, offset + 6 * r] * ax + work[i, offset + 6 * r + 1] * ay
+                                          + work[i, offset + 6 * r + 2] * az)
+                axis_row = U_MAT + offset - ART_INERTIA
+                n_joint = (ax * work[i, axis_row] + ay * work[i, axis_row + 1]
+                           + az * work[i, axis_row + 2])
+                u = (tau[iv] - ax * work[i, force] - ay * work[i, force + 1] - az * work[i, force + 2])
             if not n_joint > 1e-13 * (abs(work[i, ART_INERTIA]) + abs(work[i, ART_INERTIA + 21])):
                 return STATUS_SINGULAR + i
             d_inv = 1.0 / n_joint
             work[i, D_INV] = d_inv
             rate = v[iv]
-            u = (tau[iv] - ax * work[i, force] - ay * work[i, force + 1] - az * work[i, force + 2])
             if body_float[i, DAMPING] != 0.0 or body_float[i, FRICTION] != 0.0:
                 u -= (body_float[i, DAMPING] * rate
                       + body_float[i, FRICTION] * math.tanh(rate / body_float[i, FRICTION_SPEED]))
@@ -196,8 +210,9 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
         motion_to_child(work, i, ROT, work, parent, ACC, work, i, ACC)
         for r in range(6):
             work[i, ACC + r] += work[i, BIAS_ACC + r]
-        if k == 1:
-            acc = ACC + (3 if body_int[i, JOINT_TYPE] == JOINT_REVOLUTE else 0)
+        joint_type = body_int[i, JOINT_TYPE]
+        if joint_type == JOINT_REVOLUTE or joint_type == JOINT_PRISMATIC:
+            acc = ACC + (3 if joint_type == JOINT_REVOLUTE else 0)
             s = work[i, U_TAU]
             for r in range(6):
                 s -= work[i, U_MAT + r] * work[i, ACC + r]

@@ -32,6 +32,9 @@ Residuals (all vanish when A' and B' coincide, or differ only by the joint's own
     planar        3   d.z_A, z_A.x_B, z_A.y_B                 (z = the plane's normal)
     fixed         6   d (3), r (3)
     distance      1   |d| - length
+    helical       5   the 4 cylindrical rows, h (x_B.y_A cos s - x_B.x_A sin s)
+                                            h = pitch, s = d.z_A / h; = h sin(theta - s) when
+                                            z_B = z_A, theta = the rotation of x_B about z_A
 
 d is in world coordinates, so a cut's multipliers lambda_s on the rows d are a world force on
 body b at p_B (and its opposite on a). The orientation lock r is the axial vector of the skew
@@ -63,6 +66,15 @@ bias_d = omega_b x nu_B - omega_a x nu_A):
     |d| - L:    rows of the points with e = d/|d|,
                 bias e.bias_d + (|ddot|^2 - (e.ddot)^2) / |d|   (|d| = 0: rows and bias zero)
 
+Helical pitch row: g = F(alpha, beta, delta) = h (alpha cos s - beta sin s) (= h sin(theta - s)),
+alpha = y_A.x_B, beta = x_A.x_B, delta = d.z_A, s = delta / h; near assembly g = h theta - d.z_A
+(translation = pitch * angle) and it stays smooth over any number of turns. Its row is
+F_alpha (alpha row) + F_beta (beta row) + F_delta (delta row), and its bias adds the second-order
+terms of the chain rule to the rows' own: 2 F_alpha,delta alpha' delta' + 2 F_beta,delta beta'
+delta' + F_delta,delta delta'^2 with F_alpha = h cos s, F_beta = -h sin s,
+F_delta = -(alpha sin s + beta cos s), F_alpha,delta = -sin s, F_beta,delta = -cos s,
+F_delta,delta = (beta sin s - alpha cos s) / h (F_alpha,alpha = F_beta,beta = F_alpha,beta = 0).
+
 Closure wrench: with the multipliers of docs/theory.md §5 (M a - G^T lambda = f), the cut exerts
 G_b^T lambda_s on body b (a wrench in body b's frame about its origin) and G_a^T lambda_s on a. `wrench_in_cut_frame` moves it to
 the child-side cut frame B (child_origin, not the aligned B'), as docs/design.md reports it.
@@ -83,6 +95,7 @@ CUT_SPHERICAL = 5
 CUT_PLANAR = 6
 CUT_FIXED = 7
 CUT_DISTANCE = 8
+CUT_HELICAL = 9
 
 CUT_TYPE_CODES = {
     "revolute": CUT_REVOLUTE,
@@ -93,10 +106,11 @@ CUT_TYPE_CODES = {
     "planar": CUT_PLANAR,
     "fixed": CUT_FIXED,
     "distance": CUT_DISTANCE,
+    "helical": CUT_HELICAL,
 }
 CUT_TYPE_NAMES = {code: name for name, code in CUT_TYPE_CODES.items()}
 CUT_ROWS = {CUT_REVOLUTE: 5, CUT_PRISMATIC: 5, CUT_CYLINDRICAL: 4, CUT_UNIVERSAL: 4,
-            CUT_SPHERICAL: 3, CUT_PLANAR: 3, CUT_FIXED: 6, CUT_DISTANCE: 1}
+            CUT_SPHERICAL: 3, CUT_PLANAR: 3, CUT_FIXED: 6, CUT_DISTANCE: 1, CUT_HELICAL: 5}
 MAX_CUT_ROWS = 6
 
 # ---- cut_row layout (float64, CUT_ROW_WIDTH): constants of one cut joint ------------------------
@@ -109,7 +123,8 @@ CUT_ALIGN = 33         # 9: Q, the aligned frame in the joint frame (z column = 
 CUT_AXIS2 = 42         # 3: universal: second axis in the aligned frame (Q^T axis2), fixed in B
 CUT_LENGTH = 45        # 1: distance: length (> 0)
 CUT_REFERENCE = 46     # 1: universal: c = axis . axis2
-CUT_ROW_WIDTH = 47
+CUT_PITCH = 47         # 1: helical: pitch h (m/rad, != 0)
+CUT_ROW_WIDTH = 48
 
 
 def cut_type_code(name):
@@ -155,6 +170,8 @@ def cut_row(spec, placement_a=None, placement_b=None):
         row[CUT_REFERENCE] = float(np.dot(spec.axis, spec.axis2))
     if spec.length is not None:
         row[CUT_LENGTH] = spec.length
+    if getattr(spec, "pitch", None) is not None:
+        row[CUT_PITCH] = spec.pitch
     return row
 
 
@@ -282,11 +299,45 @@ def _lock_rows(jac_a, jac_b, residual_out, bias_out, r0, rot_a, rot_b, omega_a, 
 
 
 @njit(cache=True)
+def _pitch_row(jac_a, jac_b, residual_out, bias_out, r, rot_a, rot_b, rho_a, rho_b, d, d_dot,
+               bias_d, omega_a, omega_b, x_a, y_a, z_a, x_b, pitch):
+    """Row r (zero on entry): g = h sin(theta - s) of a helical cut (module docstring)."""
+    alpha = _dot(y_a, x_b)
+    beta = _dot(x_a, x_b)
+    delta = _dot(d, z_a)
+    s = delta / pitch
+    sin_s = math.sin(s)
+    cos_s = math.cos(s)
+    f_alpha = pitch * cos_s
+    f_beta = -pitch * sin_s
+    f_delta = -(alpha * sin_s + beta * cos_s)
+    # rates of alpha, beta, delta (u fixed in A, w fixed in B: (omega_a x u).w + u.(omega_b x w))
+    x_b_dot = _cross(omega_b, x_b)
+    alpha_dot = _dot(_cross(omega_a, y_a), x_b) + _dot(y_a, x_b_dot)
+    beta_dot = _dot(_cross(omega_a, x_a), x_b) + _dot(x_a, x_b_dot)
+    delta_dot = _dot(d_dot, z_a) + _dot(d, _cross(omega_a, z_a))
+    # the delta row scaled by F_delta (its helper sets residual and bias)
+    _offset_row(jac_a, jac_b, residual_out, bias_out, r, rot_a, rot_b, rho_a, rho_b, d, d_dot,
+                bias_d, omega_a, z_a)
+    for c in range(6):
+        jac_a[r, c] *= f_delta
+        jac_b[r, c] *= f_delta
+    bias_out[r] *= f_delta
+    _angle_row(jac_a, jac_b, residual_out, bias_out, r, rot_a, rot_b, omega_a, omega_b,
+               y_a, x_b, f_alpha)
+    _angle_row(jac_a, jac_b, residual_out, bias_out, r, rot_a, rot_b, omega_a, omega_b,
+               x_a, x_b, f_beta)
+    residual_out[r] = pitch * (alpha * cos_s - beta * sin_s)
+    bias_out[r] += (-2.0 * sin_s * alpha_dot * delta_dot - 2.0 * cos_s * beta_dot * delta_dot
+                    + (beta * sin_s - alpha * cos_s) / pitch * delta_dot * delta_dot)
+
+
+@njit(cache=True)
 def constraint_count(cut_type):
     """b_s of a cut type code (0 for an unknown code)."""
     if cut_type == CUT_FIXED:
         return 6
-    if cut_type == CUT_REVOLUTE or cut_type == CUT_PRISMATIC:
+    if cut_type == CUT_REVOLUTE or cut_type == CUT_PRISMATIC or cut_type == CUT_HELICAL:
         return 5
     if cut_type == CUT_CYLINDRICAL or cut_type == CUT_UNIVERSAL:
         return 4
@@ -363,13 +414,16 @@ def closure_kinematics(cut_type, cut_row, rot_a, pos_a, vel_a, rot_b, pos_b, vel
                     omega_a, y_a)
         _lock_rows(ja, jb, res, bias_out, 2, rot_a, rot_b, omega_a, omega_b,
                    x_a, y_a, z_a, x_b, y_b, z_b)
-    elif cut_type == CUT_CYLINDRICAL:
+    elif cut_type == CUT_CYLINDRICAL or cut_type == CUT_HELICAL:
         _offset_row(ja, jb, res, bias_out, 0, rot_a, rot_b, rho_a, rho_b, d, d_dot, bias_d,
                     omega_a, x_a)
         _offset_row(ja, jb, res, bias_out, 1, rot_a, rot_b, rho_a, rho_b, d, d_dot, bias_d,
                     omega_a, y_a)
         _angle_row(ja, jb, res, bias_out, 2, rot_a, rot_b, omega_a, omega_b, z_a, x_b, 1.0)
         _angle_row(ja, jb, res, bias_out, 3, rot_a, rot_b, omega_a, omega_b, z_a, y_b, 1.0)
+        if cut_type == CUT_HELICAL:
+            _pitch_row(ja, jb, res, bias_out, 4, rot_a, rot_b, rho_a, rho_b, d, d_dot, bias_d,
+                       omega_a, omega_b, x_a, y_a, z_a, x_b, cut_row[CUT_PITCH])
     elif cut_type == CUT_PLANAR:
         _offset_row(ja, jb, res, bias_out, 0, rot_a, rot_b, rho_a, rho_b, d, d_dot, bias_d,
                     omega_a, z_a)

@@ -2,7 +2,7 @@
 from . import signatures
 from .entry import entry_point
 
-from ..layout import (AXIS, JOINT_REVOLUTE, STATUS_SHAPE_OUT, ART_INERTIA, IDX_Q, IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT,
+from ..layout import (JOINT_PRISMATIC, AXIS, JOINT_REVOLUTE, STATUS_SHAPE_OUT, ART_INERTIA, IDX_Q, IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT,
                       ROT, SCRATCH, SPATIAL_INERTIA, STATUS_OK, TRANSFORM_SCRATCH)
 from .kinematics import revolute_pose, joint_pose, state_status
 from .spatial import (add_rigid_inertia_to_parent, force_to_parent, rigid_parameters,
@@ -41,8 +41,10 @@ def mass_matrix(body_int, body_float, work, q, mass_out):
         k = body_int[i, JOINT_NV_COL]
         iv = body_int[i, IDX_V]
         joint_type = body_int[i, JOINT_TYPE]
-        if k == 1:
-            # one axis a: F = Ic S = [a x h; I_o a] (revolute) or [m a; h x a] (prismatic)
+        one_axis = joint_type == JOINT_REVOLUTE or joint_type == JOINT_PRISMATIC
+        if one_axis:
+            # one axis a (revolute/prismatic; helical takes the general path):
+            # F = Ic S = [a x h; I_o a] (revolute) or [m a; h x a] (prismatic)
             ax = body_float[i, AXIS]
             ay = body_float[i, AXIS + 1]
             az = body_float[i, AXIS + 2]
@@ -76,9 +78,11 @@ def mass_matrix(body_int, body_float, work, q, mass_out):
             ka = body_int[ancestor, JOINT_NV_COL]
             ia = body_int[ancestor, IDX_V]
             # M_ij = S_j^T F for the ancestor j (F carried into j's frame)     [docs/theory.md §2 end]
-            if k == 1 and ka == 1:
-                # one-axis ancestor: S_j = [0; a] (revolute) or [a; 0] (prismatic)
-                f = SCRATCH + (3 if body_int[ancestor, JOINT_TYPE] == JOINT_REVOLUTE else 0)
+            ancestor_type = body_int[ancestor, JOINT_TYPE]
+            if k == 1 and (ancestor_type == JOINT_REVOLUTE or ancestor_type == JOINT_PRISMATIC):
+                # F is one column (any 1-dof joint i); one-axis ancestor:
+                # S_j = [0; a] (revolute) or [a; 0] (prismatic)
+                f = SCRATCH + (3 if ancestor_type == JOINT_REVOLUTE else 0)
                 s = (work[i, f] * body_float[ancestor, AXIS] + work[i, f + 1] * body_float[ancestor, AXIS + 1]
                      + work[i, f + 2] * body_float[ancestor, AXIS + 2])
                 mass_out[iv, ia] = s

@@ -2,7 +2,8 @@
 
 `joint_pose` is the one switch over joint types (Featherstone's jcalc): it composes the constant
 joint placement with the joint's own motion. Every joint's motion subspace S_i is constant in the
-body frame (revolute, prismatic, spherical, free and planar with body-frame velocities), so the
+body frame (revolute, prismatic, helical, cylindrical, spherical, free and planar with body-frame
+velocities; the helical and cylindrical axis is unchanged by the joint's own rotation), so the
 joint contributes no S'_i term and the velocity-product acceleration is c_i = v_i x (S_i eta_i).
 """
 import math
@@ -12,7 +13,8 @@ from numba import njit
 from . import signatures
 from .entry import entry_point
 
-from ..layout import (ROT_AXIS, ROT_AXIS_SKEW, ACC, AXIS, AXIS2, AXIS3, GRAVITY, IDX_Q, IDX_V, JOINT_FREE, JOINT_NQ_COL,
+from ..layout import (JOINT_CYLINDRICAL, JOINT_HELICAL,
+                      ROT_AXIS, ROT_AXIS_SKEW, ACC, AXIS, AXIS2, AXIS3, GRAVITY, IDX_Q, IDX_V, JOINT_FREE, JOINT_NQ_COL,
                       JOINT_NV_COL, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL, JOINT_TYPE,
                       MOTION_SUBSPACE, PARENT, PLACEMENT_POS, PLACEMENT_ROT,
                       QUATERNION_NORM_TOL, ROT, STATUS_BAD_INPUT, STATUS_BAD_Q,
@@ -81,6 +83,20 @@ def joint_pose(joint_type, body_float, i, q, iq, out, oi, oc, sc):
             px = q[iq]
             py = q[iq + 1]
             pz = q[iq + 2]
+        elif joint_type == JOINT_HELICAL:
+            # R_J = Rodrigues(a, q), p_J = pitch q a; pitch a is S's linear part [docs/formats.md]
+            angle = q[iq]
+            rotation_about_axis(body_float, i, AXIS, angle, out, oi, sc)
+            px = body_float[i, MOTION_SUBSPACE] * angle
+            py = body_float[i, MOTION_SUBSPACE + 1] * angle
+            pz = body_float[i, MOTION_SUBSPACE + 2] * angle
+        elif joint_type == JOINT_CYLINDRICAL:
+            # R_J = Rodrigues(a, q0), p_J = q1 a
+            rotation_about_axis(body_float, i, AXIS, q[iq], out, oi, sc)
+            d = q[iq + 1]
+            px = body_float[i, AXIS] * d
+            py = body_float[i, AXIS + 1] * d
+            pz = body_float[i, AXIS + 2] * d
         else:  # JOINT_PLANAR: translate (x, y) in the plane, rotate theta about its normal
             rotation_about_axis(body_float, i, AXIS, q[iq + 2], out, oi, sc)
             x = q[iq]
