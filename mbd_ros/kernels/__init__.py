@@ -1,1 +1,37 @@
+"""numba kernels (generic, over the flat Model/Data arrays).
 
+numba's on-disk cache (cache=True) checks only the source file of the function it compiled, but
+our kernels inline helpers from other modules (spatial.py, kinematics.py, ...): after an edit of
+a helper's module alone, a cached entry kernel would still run the old helper's code. So the
+cache of this package is keyed by all of its sources: when any kernel module changed since the
+cache was written, the cached machine code of this folder is dropped at import (it is rebuilt on
+first use). Where NUMBA_CACHE_DIR moves the cache elsewhere, this check does not apply; clear that
+directory after editing the kernels.
+"""
+import hashlib
+import os
+from pathlib import Path
+
+
+def _drop_stale_cache():
+    here = Path(__file__).resolve().parent
+    cache = here / "__pycache__"
+    try:
+        digest = hashlib.sha256()
+        for source in sorted(here.glob("*.py")):
+            digest.update(source.name.encode())
+            digest.update(source.read_bytes())
+        key = digest.hexdigest()
+        stamp = cache / "mbd_ros_kernels_sources.sha256"
+        if stamp.is_file() and stamp.read_text() == key:
+            return
+        for entry in list(cache.glob("*.nbi")) + list(cache.glob("*.nbc")):
+            entry.unlink(missing_ok=True)
+        cache.mkdir(exist_ok=True)
+        stamp.write_text(key)
+    except OSError:
+        pass   # a read-only install: its cache (if any) was built from these very sources
+
+
+if not os.environ.get("NUMBA_CACHE_DIR"):
+    _drop_stale_cache()
