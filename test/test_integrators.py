@@ -21,20 +21,7 @@ from mbd_ros.simulation import INTEGRATORS, SimulationDiverged, Simulator
 ROOT = Path(__file__).resolve().parent.parent
 URDF = ROOT / "urdf"
 CONFIG = ROOT / "config"
-Q_BENT = np.array([0.3, 0.9, -0.4, -1.2, 0.6, 0.8, 0.2])
-PENDULUM = """<?xml version="1.0"?>
-<robot name="pendulum">
-  <link name="base"/>
-  <joint name="hinge" type="revolute">
-    <parent link="base"/><child link="bob"/>
-    <origin xyz="0 0 0" rpy="0 0 0"/><axis xyz="0 1 0"/>
-    <limit lower="-3.2" upper="3.2" effort="10" velocity="10"/>
-  </joint>
-  <link name="bob">
-    <inertial><origin xyz="0 0 -0.5" rpy="0 0 0"/><mass value="1"/>
-      <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.001"/></inertial>
-  </link>
-</robot>"""
+from test_simulation import PENDULUM, Q_BENT  # noqa: E402  (the same pendulum and start)
 
 
 def energy(robot, q, v):
