@@ -346,7 +346,10 @@ class PlantInterface:
             self._start_ns = None            # re-anchor the schedule
             self.cycles = 0
             self._command_cycle = 0
-            self.timer = self.create_timer(1.0 / rate_hz, self._on_cycle)
+            # paced by the steady clock, as at activation (a ROS-clock timer would stop
+            # under use_sim_time until /clock moves)
+            self.timer = self.create_timer(1.0 / rate_hz, self._on_cycle,
+                                           clock=self.steady_clock)
 
     # ------------------------------------------------------------------ floating base
     def declare_floating_parameters(self):
