@@ -139,6 +139,10 @@ class Robot:
         self.velocity_limits = model.velocity_limit
         self.position_limits = (model.lower, model.upper)
         self.closure_names = []
+        # elastic coordinates of flexible links (none for a rigid robot; FlexibleRobot sets them)
+        self.elastic_names = []
+        self.elastic_q_indices = np.zeros(0, dtype=np.int64)
+        self.elastic_v_indices = np.zeros(0, dtype=np.int64)
         self.total_mass = model.total_mass
         self.damping = model.damping
         self.friction = model.friction

@@ -371,3 +371,12 @@ def test_robot_still_correct_after_errors(qrobot):
             call()
     assert_close(r.forward_dynamics(q, v, tau), before, "forward_dynamics after rejected calls")
     assert_close(r.joint_wrenches(q, v, before), wrenches, "joint_wrenches after rejected calls")
+
+
+def test_rigid_robots_have_no_elastic_coordinates():
+    """The contract's elastic_* attributes exist on every robot: empty for rigid links."""
+    import mbd_ros
+    from pathlib import Path
+    robot = mbd_ros.load(str(Path(__file__).resolve().parent.parent / "urdf" / "arm7.urdf"))
+    assert robot.elastic_names == []
+    assert robot.elastic_q_indices.shape == (0,) and robot.elastic_v_indices.shape == (0,)
