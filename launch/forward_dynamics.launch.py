@@ -18,21 +18,17 @@ import sys
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode
-from launch_ros.substitutions import FindPackageShare
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from robot_args import robot_parameters  # noqa: E402  (next to this file)
+from robot_args import launch_value, robot_arguments, robot_from_launch  # noqa: E402  (beside)
 
 
 def _node(context):
 
     def arg(name):
-        return LaunchConfiguration(name).perform(context)
-    urdf_dir = FindPackageShare('mbd_ros').perform(context) + '/urdf'
-    robot = robot_parameters(arg('robot_description'), arg('urdf'), arg('xacro_args'),
-                             [urdf_dir])
+        return launch_value(context, name)
+    robot, _ = robot_from_launch(context)
     overrides = dict(robot, closures_path=arg('closures'), mode=arg('mode'),
                      rate_hz=float(arg('rate')))
     parameters = ([arg('params_file')] if arg('params_file') else []) + [overrides]
@@ -42,21 +38,7 @@ def _node(context):
 
 
 def generate_launch_description():
-    return LaunchDescription([
-        DeclareLaunchArgument(
-            'robot_description', default_value='',
-            description='URDF XML of the robot (takes precedence over urdf)'),
-        DeclareLaunchArgument(
-            'urdf', default_value='',
-            description='URDF or xacro file of the robot (empty, with no robot_description: '
-                        'wait for the robot_description topic)'),
-        DeclareLaunchArgument(
-            'xacro_args', default_value='',
-            description='arguments of a xacro file, "name:=value name:=value"'),
-        DeclareLaunchArgument(
-            'closures', default_value='',
-            description='YAML file declaring the loop closures of a closed-loop robot '
-                        '(empty: the robot is a tree)'),
+    return LaunchDescription(robot_arguments() + [
         DeclareLaunchArgument(
             'mode', default_value='observe', choices=['observe', 'simulate'],
             description='observe: outputs for each joint_states message; simulate: '

@@ -21,12 +21,11 @@ import sys
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode, Node
-from launch_ros.substitutions import FindPackageShare
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from robot_args import commanded_joints, robot_parameters  # noqa: E402  (next to this file)
+from robot_args import (commanded_joints, launch_value, robot_arguments,  # noqa: E402 (beside)
+                        robot_from_launch)
 
 SAMPLE = 'arm7.urdf'
 
@@ -34,11 +33,9 @@ SAMPLE = 'arm7.urdf'
 def _nodes(context):
 
     def arg(name):
-        return LaunchConfiguration(name).perform(context)
-    share = FindPackageShare('mbd_ros').perform(context)
+        return launch_value(context, name)
+    robot, share = robot_from_launch(context)
     config = os.path.join(share, 'config')
-    robot = robot_parameters(arg('robot_description'), arg('urdf'), arg('xacro_args'),
-                             [os.path.join(share, 'urdf')])
     sample = robot.get('urdf_path', '').endswith(os.sep + SAMPLE) or \
         robot.get('urdf_path') == SAMPLE
 
@@ -75,20 +72,11 @@ def _nodes(context):
 
 
 def generate_launch_description():
-    return LaunchDescription([
-        DeclareLaunchArgument(
-            'robot_description', default_value='',
-            description='URDF XML of the robot (takes precedence over urdf)'),
-        DeclareLaunchArgument(
-            'urdf', default_value=SAMPLE,
-            description='URDF or xacro file of the robot (default: the sample arm7; empty: '
-                        'wait for the robot_description topic)'),
-        DeclareLaunchArgument(
-            'xacro_args', default_value='',
-            description='arguments of a xacro file, "name:=value name:=value"'),
-        DeclareLaunchArgument(
-            'closures', default_value='',
-            description='YAML file declaring the loop closures (empty: a tree)'),
+    return LaunchDescription(robot_arguments(
+            urdf_default=SAMPLE,
+            urdf_description='URDF or xacro file of the robot (default: the sample arm7; empty: '
+                             'wait for the robot_description topic)',
+            closures_description='YAML file declaring the loop closures (empty: a tree)') + [
         DeclareLaunchArgument(
             'params_file', default_value='auto',
             description='parameters of the simulated plant (auto: config/arm7_simulate.yaml '

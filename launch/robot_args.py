@@ -10,6 +10,9 @@ robot_parameters(robot_description, urdf, xacro_args, search_dirs), first match 
 - urdf = a .xacro path (+ xacro_args) -> {'robot_description': expanded xml}
 - urdf = a URDF path                  -> {'urdf_path': path}
 - none                                -> {} (the nodes wait for the robot_description topic)
+
+robot_arguments() declares the launch arguments this reads (robot_description, urdf, xacro_args,
+closures), and robot_from_launch(context) reads them back: the shared part of every launch file.
 """
 import os
 import shlex
@@ -85,3 +88,43 @@ def commanded_joints(robot, closures_path=''):
     else:
         root = ElementTree.parse(robot['urdf_path']).getroot()
     return [j.get('name') for j in root.findall('joint') if j.get('type') in ONE_DOF]
+
+
+def robot_arguments(urdf_default='', urdf_description=None, closures_description=None):
+    """DeclareLaunchArgument actions of the robot: robot_description, urdf, xacro_args,
+    closures (imports launch, which only a launch file has)."""
+    from launch.actions import DeclareLaunchArgument
+    return [
+        DeclareLaunchArgument(
+            'robot_description', default_value='',
+            description='URDF XML of the robot (takes precedence over urdf)'),
+        DeclareLaunchArgument(
+            'urdf', default_value=urdf_default,
+            description=urdf_description or 'URDF or xacro file of the robot (empty, with no '
+                                             'robot_description: wait for the robot_description '
+                                             'topic)'),
+        DeclareLaunchArgument(
+            'xacro_args', default_value='',
+            description='arguments of a xacro file, "name:=value name:=value"'),
+        DeclareLaunchArgument(
+            'closures', default_value='',
+            description=closures_description or 'YAML file declaring the loop closures of a '
+                                                'closed-loop robot (empty: the robot is a tree)'),
+    ]
+
+
+def launch_value(context, name):
+    """The value of launch argument `name` in `context` (a string)."""
+    from launch.substitutions import LaunchConfiguration
+    return LaunchConfiguration(name).perform(context)
+
+
+def robot_from_launch(context):
+    """(robot parameters, the package's share directory) from the arguments of
+    robot_arguments(); a relative urdf is looked up in the share directory's urdf/ too."""
+    from launch_ros.substitutions import FindPackageShare
+    share = FindPackageShare('mbd_ros').perform(context)
+    robot = robot_parameters(launch_value(context, 'robot_description'),
+                             launch_value(context, 'urdf'), launch_value(context, 'xacro_args'),
+                             [os.path.join(share, 'urdf')])
+    return robot, share
