@@ -180,26 +180,31 @@ class Robot:
         # ---- end force elements ----
         # ---- C-level entries of FD / ID (mbd_ros/fastcall): installed on first fast call ----
         self._c_pending = set(self._c_call_names()) if _fastcall.AVAILABLE else set()
-        self._c_forward_dynamics = None   # KernelCall.entry once installed: the Python methods'
-        self._c_inverse_dynamics = None   # fast path too (callers holding the bound method)
+        # KernelCall.entry once installed: the Python methods' fast path too (for callers that
+        # hold the bound method from before)
+        self._c_forward_dynamics = self._c_inverse_dynamics = self._c_mass_matrix = None
 
     def _c_call_names(self):
         """Methods that get a KernelCall (mbd_ros/fastcall): the generic FD and ID, unless a
         subclass overrides them (closed loops, flexible links, mimic joints keep theirs)."""
-        return [name for name in ("forward_dynamics", "inverse_dynamics")
+        return [name for name in _fastcall.NAMES
                 if getattr(type(self), name) is getattr(Robot, name)]
 
     def _c_call_spec(self, name):
-        """(C entry function, bound arrays, dims, vector lengths) of method `name`."""
+        """(C entry function, bound arrays, dims, lengths, out columns) of method `name`."""
         from .fastcall import generic
         bound = (self._body_int, self._body_float, self._fast_work)
         dims = _fastcall.dims_of(*bound) + (self.nq, self.nv)
+        if name == "mass_matrix":
+            return generic.mass_matrix_c, bound, dims, (self.nq, self.nv), self.nv
         function = {"forward_dynamics": generic.forward_dynamics_c,
                     "inverse_dynamics": generic.inverse_dynamics_c}[name]
-        return function, bound, dims, (self.nq, self.nv, self.nv, self.nv)
+        return function, bound, dims, (self.nq, self.nv, self.nv, self.nv), 0
 
     def _promote_c_call(self, name):
         """Install the KernelCall of `name` (after a call that took the fast path in Python)."""
+        if name not in self._c_pending:
+            return
         self._c_pending.discard(name)
         # the class may have changed since __init__ (mimic.attach swaps in a subclass whose
         # methods must not be shadowed), and force elements may have been attached
@@ -219,22 +224,21 @@ class Robot:
         setattr(self, "_c_" + name, entry)
 
     def compile_c_calls(self):
-        """Install the C-level entries of forward_dynamics and inverse_dynamics now (compiling
+        """Install the C-level entries of forward_dynamics, inverse_dynamics and mass_matrix now (compiling
         them, or loading them from numba's cache) instead of on their first calls; e.g. before a
         node goes active. Returns the names installed."""
         for name in sorted(self._c_pending):
             self._promote_c_call(name)
-        return [name for name in ("forward_dynamics", "inverse_dynamics")
-                if _fastcall.installed(self, name)]
+        return [name for name in _fastcall.NAMES if _fastcall.installed(self, name)]
 
     def drop_c_calls(self):
         """Remove the C-level entries (the Python methods apply again): called when force
         elements or add_force callbacks are attached, which the C entries do not evaluate."""
         self._c_pending = set()
-        for name in ("forward_dynamics", "inverse_dynamics"):
+        for name in _fastcall.NAMES:
             if _fastcall.installed(self, name):
                 self._set_c_entry(name, None)
-        _fastcall.uninstall(self, ("forward_dynamics", "inverse_dynamics"))
+        _fastcall.uninstall(self)
 
     def _body_joint_name(self, body):
         """Name of the movable joint that moves `body` (a universal joint moves two bodies)."""
@@ -401,13 +405,18 @@ class Robot:
         if out is None:
             out = np.empty((self.nv, self.nv))
         try:
-            status = _mass_matrix(self._body_int, self._body_float, self._fast_work, q, out)
+            if self._c_mass_matrix is not None:   # the same kernel through its C entry
+                status = self._c_mass_matrix(q, out)
+            else:
+                status = _mass_matrix(self._body_int, self._body_float, self._fast_work, q, out)
         except TypeError:
             q = _vector(q, self.nq, "q")
             out = _output(out, (self.nv, self.nv))
             status = _mass_matrix(self._body_int, self._body_float, self._fast_work, q, out)
         if status:
             self._raise(status, q, _EMPTY, _EMPTY, out, "")
+        if "mass_matrix" in self._c_pending:
+            self._promote_c_call("mass_matrix")
         return out
 
     def bias_forces(self, q, v, out=None):

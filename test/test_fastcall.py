@@ -56,6 +56,14 @@ def test_first_fast_call_installs_kernel_calls_with_identical_results(arm):
     arm.inverse_dynamics(q, v, out, out=np.empty(arm.nv))
     assert fastcall.installed(arm, "forward_dynamics")
     assert fastcall.installed(arm, "inverse_dynamics")
+    assert not fastcall.installed(arm, "mass_matrix")      # never called yet: not compiled
+    mass = arm.mass_matrix(q, out=np.empty((arm.nv, arm.nv)))
+    assert fastcall.installed(arm, "mass_matrix")
+    again = arm.mass_matrix(q, out=np.empty((arm.nv, arm.nv)))
+    assert np.array_equal(again, mass) and arm.mass_matrix.counts() == (1, 0)
+    assert np.array_equal(arm.mass_matrix(list(q)), mass)            # a list: the fallback
+    with pytest.raises(ValueError):
+        arm.mass_matrix(q, out=np.empty((arm.nv, arm.nv + 1)))
     for seed in range(20):
         q, v, tau = state(arm, seed)
         fast_before = arm.forward_dynamics.counts()[0]
@@ -74,7 +82,7 @@ def test_kernel_calls_agree_with_pinocchio(pin, erd_dir, tmp_path):
     data = model.createData()
     for codegen in (False, True):
         robot = mbd_ros.load(str(path), passive_forces=False, codegen=codegen)
-        assert robot.compile_c_calls() == ["forward_dynamics", "inverse_dynamics"]
+        assert robot.compile_c_calls() == ["forward_dynamics", "inverse_dynamics", "mass_matrix"]
         rng = np.random.default_rng(3)
         out = np.empty(robot.nv)
         for _ in range(10):
@@ -84,8 +92,11 @@ def test_kernel_calls_agree_with_pinocchio(pin, erd_dir, tmp_path):
                          "FD vs pin.aba")
             assert_close(robot.inverse_dynamics(q, v, x, out=out), pin.rnea(model, data, q, v, x),
                          "ID vs pin.rnea")
-        assert robot.forward_dynamics.counts() == (10, 0)
-        assert robot.inverse_dynamics.counts() == (10, 0)
+            mass = robot.mass_matrix(q, out=np.empty((robot.nv, robot.nv)))
+            expected = pin.crba(model, data, q)
+            assert_close(mass, np.triu(expected) + np.triu(expected, 1).T, "M vs pin.crba")
+        for name in ("forward_dynamics", "inverse_dynamics", "mass_matrix"):
+            assert getattr(robot, name).counts() == (10, 0), name
 
 
 def test_a_method_bound_before_installation_uses_the_c_entry(tmp_path):
@@ -167,7 +178,7 @@ def test_external_wrenches_go_through_the_python_method(arm):
 
 def test_force_callbacks_drop_the_kernel_calls():
     robot = mbd_ros.load(arm_path(), passive_forces=False)
-    assert robot.compile_c_calls() == ["forward_dynamics", "inverse_dynamics"]
+    assert robot.compile_c_calls() == ["forward_dynamics", "inverse_dynamics", "mass_matrix"]
     q, v, tau = state(robot, 2)
     free = robot.forward_dynamics(q, v, tau, out=np.empty(robot.nv)).copy()
     push = np.linspace(0.5, 2.0, robot.nv)

@@ -527,4 +527,8 @@ def forward_dynamics_c(bound, dims, q, v, tau, out):
 def inverse_dynamics_c(bound, dims, q, v, qdd, out):
     return inverse_dynamics_jit(carray(q, (NQ,)), carray(v, (NV,)), carray(qdd, (NV,)),
                                 carray(out, (NV,)))
+
+
+def mass_matrix_c(bound, dims, q, unused_b, unused_c, out):
+    return mass_matrix_jit(carray(q, (NQ,)), carray(out, (NV, NV)))
 '''

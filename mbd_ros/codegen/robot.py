@@ -96,7 +96,7 @@ class GeneratedRobot(Robot):
 
     def _c_call_names(self):
         """FD and ID get KernelCalls of their generated kernels (mbd_ros/fastcall)."""
-        return [name for name in ("forward_dynamics", "inverse_dynamics")
+        return [name for name in ("forward_dynamics", "inverse_dynamics", "mass_matrix")
                 if getattr(type(self), name) is getattr(GeneratedRobot, name)]
 
     def _set_c_entry(self, name, entry):
@@ -109,7 +109,9 @@ class GeneratedRobot(Robot):
         kernel first (the entry calls it); no bound arrays: the model is in the code."""
         module = self._kernels.module
         setattr(module, name + "_jit", self._kernels.get(name))
-        return getattr(module, name + "_c"), (), (), (self.nq, self.nv, self.nv, self.nv)
+        if name == "mass_matrix":
+            return getattr(module, name + "_c"), (), (), (self.nq, self.nv), self.nv
+        return getattr(module, name + "_c"), (), (), (self.nq, self.nv, self.nv, self.nv), 0
 
     @property
     def codegen_path(self):
@@ -178,6 +180,8 @@ class GeneratedRobot(Robot):
             status = self._gen_mass_matrix(q, out)
         if status:
             return Robot.mass_matrix(self, q, out=out)
+        if self._c_pending:
+            self._promote_c_call("mass_matrix")
         return out
 
     def bias_forces(self, q, v, out=None):

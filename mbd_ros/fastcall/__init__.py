@@ -1,5 +1,5 @@
-"""C-level entries for the two hottest calls: robot.forward_dynamics(q, v, tau, out=out) and
-robot.inverse_dynamics(q, v, qdd, out=out).
+"""C-level entries for the hottest calls: robot.forward_dynamics(q, v, tau, out=out),
+robot.inverse_dynamics(q, v, qdd, out=out) and robot.mass_matrix(q, out=out).
 
 Why: from Python, numba's dispatcher costs ~0.4 µs per call with 4-7 array arguments (it types
 every argument and allocates and frees a runtime record for each array) and the Python method
@@ -47,6 +47,7 @@ AVAILABLE = KernelCall is not None
 
 _F8P = types.CPointer(types.float64)
 # int64 entry(void **bound, int64 *dims, double *a, double *b, double *c, double *out)
+# (b and c are NULL for kernels with fewer inputs, e.g. mass_matrix(q, out))
 C_SIGNATURE = types.int64(types.CPointer(types.voidptr), types.CPointer(types.int64),
                           _F8P, _F8P, _F8P, _F8P)
 
@@ -68,11 +69,12 @@ def dims_of(*arrays):
     return tuple(int(n) for array in arrays for n in array.shape)
 
 
-def install(robot, name, function, bound, dims, lengths):
+def install(robot, name, function, bound, dims, lengths, out_cols=0):
     """Replace robot.<name> by a KernelCall of c_entry(function) whose fallback is the class's
     method bound to robot. bound: arrays the entry receives as pointers (C-contiguous, owned by
-    robot, never reallocated); dims: ints the entry receives; lengths: (len a, len b, len c,
-    len out). Returns the KernelCall, or None when the extension is missing."""
+    robot, never reallocated); dims: ints the entry receives; lengths: the lengths of the 1-3
+    input vectors, then out's rows; out_cols: 0 for a vector out, else its columns. Returns the
+    KernelCall, or None when the extension is missing."""
     if not AVAILABLE:
         return None
     for array in bound:
@@ -80,12 +82,15 @@ def install(robot, name, function, bound, dims, lengths):
             raise ValueError(f"{name}: bound arrays must be C-contiguous numpy arrays")
     fallback = getattr(type(robot), name).__get__(robot)
     call = KernelCall(c_entry(function).address, tuple(bound), tuple(int(d) for d in dims),
-                      tuple(int(n) for n in lengths), fallback)
+                      tuple(int(n) for n in lengths), fallback, int(out_cols))
     setattr(robot, name, call)
     return call
 
 
-def uninstall(robot, names):
+NAMES = ("forward_dynamics", "inverse_dynamics", "mass_matrix")
+
+
+def uninstall(robot, names=NAMES):
     """Remove the KernelCalls of `names` from robot (the class methods apply again)."""
     for name in names:
         robot.__dict__.pop(name, None)

@@ -5,7 +5,8 @@
  * argument, a runtime record (MemInfo) allocated and freed per array), plus ~0.2 us of the Python
  * method: as much as the whole recursion of a 6-dof arm. A KernelCall checks the four vectors
  * (float64, 1-D, C-contiguous, the right length, out writable) with the NumPy C API and calls the
- * kernel's C entry (a numba @cfunc) with their data pointers: ~0.1 us in all.
+ * kernel's C entry (a numba @cfunc) with their data pointers: ~0.1 us in all. The same holds
+ * for one to three input vectors and a vector or matrix out (mass_matrix(q, out=out)).
  *
  * Anything else (other arguments, keywords, types, shapes, or a non-zero status of the kernel:
  * bad input, aliasing, singular inertia) calls `fallback` (the Python method) with the same
@@ -14,6 +15,7 @@
  *
  * The kernel's C signature:
  *     int64 kernel(void **bound, int64 *dims, double *a, double *b, double *c, double *out)
+ * (b, c NULL when the kernel takes fewer inputs)
  * bound: data pointers of the arrays the KernelCall holds (the model and workspace of one robot,
  * allocated once, never resized); dims: integers the kernel needs to view them (their shapes).
  * The GIL is held during the call, as for a numba dispatch, so the workspace is never shared by
@@ -39,27 +41,45 @@ typedef struct {
     PyObject *fallback;
     void *bound[MAX_BOUND];
     int64_t dims[MAX_DIMS];
-    npy_intp lengths[4];        /* a, b, c, out */
+    int n_inputs;               /* 1-3 input vectors a[, b[, c]] before out */
+    npy_intp lengths[4];        /* lengths of the inputs, then out's rows */
+    npy_intp out_cols;          /* 0: out is a vector; else out is (rows, out_cols) */
     uint64_t fast_calls;        /* counters, for tests and benchmarks */
     uint64_t fallback_calls;
 } KernelCall;
 
 static PyObject *out_name;      /* interned "out" */
 
-/* The data pointer of `obj` if it is a float64 C-contiguous vector of length n (writable if
- * asked), else NULL (no exception set). */
-static inline double *vector_data(PyObject *obj, npy_intp n, int writable)
+/* The data pointer of `obj` if it is a float64 C-contiguous array of shape (n,) (cols == 0)
+ * or (n, cols), writable if asked; else NULL (no exception set). */
+static inline double *array_data(PyObject *obj, npy_intp n, npy_intp cols, int writable)
 {
     if (!PyArray_CheckExact(obj))
         return NULL;
     PyArrayObject *array = (PyArrayObject *)obj;
-    if (PyArray_NDIM(array) != 1 || PyArray_DIM(array, 0) != n
-            || PyArray_TYPE(array) != NPY_DOUBLE || !PyArray_ISCARRAY_RO(array)
-            || !PyArray_ISNOTSWAPPED(array))
+    if (PyArray_TYPE(array) != NPY_DOUBLE || !PyArray_ISCARRAY_RO(array)
+            || !PyArray_ISNOTSWAPPED(array) || PyArray_DIM(array, 0) != n)
+        return NULL;
+    if (cols == 0 ? PyArray_NDIM(array) != 1
+                  : (PyArray_NDIM(array) != 2 || PyArray_DIM(array, 1) != cols))
         return NULL;
     if (writable && !PyArray_ISWRITEABLE(array))
         return NULL;
     return (double *)PyArray_DATA(array);
+}
+
+/* Data pointers of the n_inputs inputs and out (args[n_inputs]) into ptr[0..3] (unused: NULL);
+ * 0 when they all fit, -1 otherwise. */
+static inline int fill_pointers(KernelCall *self, PyObject *const *args, double **ptr)
+{
+    ptr[0] = ptr[1] = ptr[2] = NULL;
+    for (int i = 0; i < self->n_inputs; i++) {
+        ptr[i] = array_data(args[i], self->lengths[i], 0, 0);
+        if (ptr[i] == NULL)
+            return -1;
+    }
+    ptr[3] = array_data(args[self->n_inputs], self->lengths[self->n_inputs], self->out_cols, 1);
+    return ptr[3] == NULL ? -1 : 0;
 }
 
 static PyObject *call_fallback(KernelCall *self, PyObject *const *args, size_t nargsf,
@@ -74,34 +94,33 @@ static PyObject *KernelCall_vectorcall(PyObject *callable, PyObject *const *args
 {
     KernelCall *self = (KernelCall *)callable;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    /* the one fast form: f(a, b, c, out=out) */
-    if (nargs != 3 || kwnames == NULL || PyTuple_GET_SIZE(kwnames) != 1)
+    /* the one fast form: f(a[, b[, c]], out=out) */
+    if (nargs != self->n_inputs || kwnames == NULL || PyTuple_GET_SIZE(kwnames) != 1)
         return call_fallback(self, args, nargsf, kwnames);
     PyObject *name = PyTuple_GET_ITEM(kwnames, 0);
     if (name != out_name && PyUnicode_Compare(name, out_name) != 0)
         return call_fallback(self, args, nargsf, kwnames);
-    PyObject *out = args[3];
-    double *a = vector_data(args[0], self->lengths[0], 0);
-    double *b = vector_data(args[1], self->lengths[1], 0);
-    double *c = vector_data(args[2], self->lengths[2], 0);
-    double *o = vector_data(out, self->lengths[3], 1);
-    if (a == NULL || b == NULL || c == NULL || o == NULL)
+    double *ptr[4];
+    if (fill_pointers(self, args, ptr) != 0)
         return call_fallback(self, args, nargsf, kwnames);
-    if (self->kernel(self->bound, self->dims, a, b, c, o) != 0)
+    if (self->kernel(self->bound, self->dims, ptr[0], ptr[1], ptr[2], ptr[3]) != 0)
         return call_fallback(self, args, nargsf, kwnames);   /* re-run: raises or converts */
     self->fast_calls++;
+    PyObject *out = args[nargs];
     Py_INCREF(out);
     return out;
 }
 
 static int KernelCall_init(KernelCall *self, PyObject *args, PyObject *kwds)
 {
-    static char *keywords[] = {"address", "bound", "dims", "lengths", "fallback", NULL};
+    static char *keywords[] = {"address", "bound", "dims", "lengths", "fallback", "out_cols",
+                               NULL};
     unsigned long long address;
     PyObject *bound, *dims, *lengths, *fallback;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "KO!O!O!O", keywords, &address,
+    Py_ssize_t out_cols = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "KO!O!O!O|n", keywords, &address,
                                      &PyTuple_Type, &bound, &PyTuple_Type, &dims,
-                                     &PyTuple_Type, &lengths, &fallback))
+                                     &PyTuple_Type, &lengths, &fallback, &out_cols))
         return -1;
     if (address == 0) {
         PyErr_SetString(PyExc_ValueError, "KernelCall: address is 0");
@@ -112,9 +131,11 @@ static int KernelCall_init(KernelCall *self, PyObject *args, PyObject *kwds)
         return -1;
     }
     Py_ssize_t n_bound = PyTuple_GET_SIZE(bound), n_dims = PyTuple_GET_SIZE(dims);
-    if (n_bound > MAX_BOUND || n_dims > MAX_DIMS || PyTuple_GET_SIZE(lengths) != 4) {
+    Py_ssize_t n_lengths = PyTuple_GET_SIZE(lengths);
+    if (n_bound > MAX_BOUND || n_dims > MAX_DIMS || n_lengths < 2 || n_lengths > 4
+            || out_cols < 0) {
         PyErr_SetString(PyExc_ValueError, "KernelCall: too many bound arrays or dims, or "
-                                          "lengths is not (a, b, c, out)");
+                                          "lengths is not (1-3 input lengths, out rows)");
         return -1;
     }
     for (Py_ssize_t i = 0; i < n_bound; i++) {
@@ -131,11 +152,13 @@ static int KernelCall_init(KernelCall *self, PyObject *args, PyObject *kwds)
         if (self->dims[i] == -1 && PyErr_Occurred())
             return -1;
     }
-    for (int i = 0; i < 4; i++) {
+    for (Py_ssize_t i = 0; i < n_lengths; i++) {
         self->lengths[i] = (npy_intp)PyLong_AsSsize_t(PyTuple_GET_ITEM(lengths, i));
         if (self->lengths[i] == -1 && PyErr_Occurred())
             return -1;
     }
+    self->n_inputs = (int)n_lengths - 1;
+    self->out_cols = (npy_intp)out_cols;
     self->kernel = (kernel_t)(uintptr_t)address;
     Py_INCREF(bound);
     Py_XSETREF(self->bound_arrays, bound);
@@ -171,26 +194,21 @@ static void KernelCall_dealloc(KernelCall *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* entry(a, b, c, out) -> status: the kernel's C entry alone, for the Python methods' own fast
- * path (callers that hold the method from before the KernelCall was installed). Same contract as
- * the numba dispatcher it replaces there: TypeError for arguments that are not fitting vectors. */
+/* entry(a[, b[, c]], out) -> status: the kernel's C entry alone, for the Python methods' own
+ * fast path (callers that hold the method from before the KernelCall was installed). Same
+ * contract as the numba dispatcher it replaces there: TypeError for unfitting arguments. */
 static PyObject *KernelCall_entry(KernelCall *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "entry(a, b, c, out) takes 4 arguments");
-        return NULL;
-    }
-    double *a = vector_data(args[0], self->lengths[0], 0);
-    double *b = vector_data(args[1], self->lengths[1], 0);
-    double *c = vector_data(args[2], self->lengths[2], 0);
-    double *o = vector_data(args[3], self->lengths[3], 1);
-    if (a == NULL || b == NULL || c == NULL || o == NULL) {
-        PyErr_SetString(PyExc_TypeError, "entry: the arguments must be float64 C-contiguous "
-                                         "vectors of the model's lengths (out writable)");
+    double *ptr[4];
+    if (nargs != self->n_inputs + 1 || fill_pointers(self, args, ptr) != 0) {
+        PyErr_SetString(PyExc_TypeError, "entry: the arguments must be the inputs and out, "
+                                         "float64 C-contiguous arrays of the model's shapes "
+                                         "(out writable)");
         return NULL;
     }
     self->fast_calls++;
-    return PyLong_FromLongLong(self->kernel(self->bound, self->dims, a, b, c, o));
+    return PyLong_FromLongLong(self->kernel(self->bound, self->dims, ptr[0], ptr[1], ptr[2],
+                                            ptr[3]));
 }
 
 static PyObject *KernelCall_counts(KernelCall *self, PyObject *Py_UNUSED(ignored))
@@ -231,8 +249,9 @@ static PyGetSetDef KernelCall_getset[] = {
 static PyTypeObject KernelCallType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "mbd_ros.fastcall._fastcall.KernelCall",
-    .tp_doc = "KernelCall(address, bound, dims, lengths, fallback): calls a kernel's C entry "
-              "for f(a, b, c, out=out) with float64 vectors, else fallback(*args, **kwargs).",
+    .tp_doc = "KernelCall(address, bound, dims, lengths, fallback, out_cols=0): calls a "
+              "kernel's C entry for f(a[, b[, c]], out=out) with float64 arrays of the given "
+              "shapes, else fallback(*args, **kwargs).",
     .tp_basicsize = sizeof(KernelCall),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_vectorcall_offset = offsetof(KernelCall, vectorcall),
