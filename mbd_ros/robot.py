@@ -179,7 +179,8 @@ class Robot:
         self.last_prescribed_torques = np.zeros(self.nv)   # mbd_ros/prescribed.py
         # ---- end force elements ----
         # ---- C-level entries of FD / ID (mbd_ros/fastcall): installed on first fast call ----
-        self._c_pending = set(self._c_call_names()) if _fastcall.AVAILABLE else set()
+        # {method: fast calls so far} of the methods whose KernelCall is not installed yet
+        self._c_pending = dict.fromkeys(self._c_call_names(), 0) if _fastcall.AVAILABLE else {}
         # KernelCall.entry once installed: the Python methods' fast path too (for callers that
         # hold the bound method from before)
         self._c_forward_dynamics = self._c_inverse_dynamics = self._c_mass_matrix = None
@@ -201,11 +202,17 @@ class Robot:
                     "inverse_dynamics": generic.inverse_dynamics_c}[name]
         return function, bound, dims, (self.nq, self.nv, self.nv, self.nv), 0
 
-    def _promote_c_call(self, name):
-        """Install the KernelCall of `name` (after a call that took the fast path in Python)."""
-        if name not in self._c_pending:
+    def _promote_c_call(self, name, now=False):
+        """Install the KernelCall of `name` at its second call that took the fast path in Python
+        (the first result is not delayed by compiling the C entry, and a program calling once
+        never compiles it), or `now`."""
+        calls = self._c_pending.get(name)
+        if calls is None:
             return
-        self._c_pending.discard(name)
+        if calls < 1 and not now:
+            self._c_pending[name] = calls + 1
+            return
+        del self._c_pending[name]
         # the class may have changed since __init__ (mimic.attach swaps in a subclass whose
         # methods must not be shadowed), and force elements may have been attached
         if self._applied is not None or name not in self._c_call_names():
@@ -228,13 +235,13 @@ class Robot:
         them, or loading them from numba's cache) instead of on their first calls; e.g. before a
         node goes active. Returns the names installed."""
         for name in sorted(self._c_pending):
-            self._promote_c_call(name)
+            self._promote_c_call(name, now=True)
         return [name for name in _fastcall.NAMES if _fastcall.installed(self, name)]
 
     def drop_c_calls(self):
         """Remove the C-level entries (the Python methods apply again): called when force
         elements or add_force callbacks are attached, which the C entries do not evaluate."""
-        self._c_pending = set()
+        self._c_pending = {}
         for name in _fastcall.NAMES:
             if _fastcall.installed(self, name):
                 self._set_c_entry(name, None)

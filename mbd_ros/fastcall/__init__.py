@@ -15,10 +15,10 @@ status of the kernel (bad input, aliasing, singular inertia, overflow), calls th
 with the same arguments, which converts, takes the general path or raises the documented
 ValueError. Results and errors are the same as without it; only the common call is cheaper.
 
-When: a robot installs its KernelCall on the first call that took the fast path in Python (so a
-program that never calls forward dynamics never compiles its C entry; warm, from numba's cache,
-installing costs ~10 ms), or at once with ``robot.compile_c_calls()`` (the nodes do, before going
-active). Robots whose force elements or add_force callbacks are attached later drop them
+When: a robot installs a method's KernelCall at the second call that took the fast path in
+Python (the first result is not delayed by compiling the C entry, and a program calling once never
+compiles it; warm, from numba's cache, installing costs ~10-40 ms), or at once with
+``robot.compile_c_calls()`` (the nodes do, before going active). Robots whose force elements or add_force callbacks are attached later drop them
 (``drop_c_calls``). Without a C compiler at install the extension is missing (``AVAILABLE`` is
 False) and everything runs through numba's dispatcher as before.
 """
