@@ -10,7 +10,7 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-PKG_FILES := setup.py setup.cfg package.xml
+PKG_FILES := setup.py setup.cfg package.xml pyproject.toml mbd_ros/fastcall/_fastcall.c
 
 .PHONY: demo test clean
 

@@ -3,7 +3,7 @@ from glob import glob
 import os
 import sys
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 package_name = 'mbd_ros'
 
@@ -23,6 +23,18 @@ ROS_WHEELS = [
     'ros-std-srvs==5.5.1',
     'ros-nav-msgs==5.5.1',
 ]
+
+
+def fastcall_extension():
+    """mbd_ros.fastcall._fastcall: C-level calls of the FD/ID kernels (mbd_ros/fastcall). Optional:
+    without a C compiler or NumPy headers the package installs and runs through numba's
+    dispatcher (a little slower per call)."""
+    try:
+        import numpy
+    except ImportError:
+        return []
+    return [Extension('mbd_ros.fastcall._fastcall', ['mbd_ros/fastcall/_fastcall.c'],
+                      include_dirs=[numpy.get_include()], optional=True)]
 
 
 def share_files(subdir, patterns):
@@ -56,6 +68,7 @@ setup(
     python_requires='>=3.10',
     packages=find_packages(exclude=['test', 'test.*', 'bench', 'bench.*']),
     data_files=data_files,
+    ext_modules=fastcall_extension(),
     install_requires=[
         'numpy',
         'scipy',

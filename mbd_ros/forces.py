@@ -418,6 +418,7 @@ def attach(robot, source):
     except ModelError as exc:
         raise ModelError(str(exc).replace("closure file", "forces file")) from None
     robot._applied = AppliedForces(robot, specs, where)
+    robot.drop_c_calls()     # the C-level FD/ID entries do not evaluate force elements
     return robot
 
 
@@ -428,6 +429,7 @@ def add_force(robot, fn):
                          f"{{link: wrench}}, got {fn!r}")
     if robot._applied is None:
         robot._applied = AppliedForces(robot)
+        robot.drop_c_calls()     # the C-level FD/ID entries do not evaluate callbacks
     robot._applied.callbacks.append(fn)
     return fn
 

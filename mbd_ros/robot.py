@@ -22,11 +22,13 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 import numpy as np
 
+from . import fastcall as _fastcall
 from . import layout as L
 from .errors import ModelError, excerpt
 from .kernels.checked import STATUS_ALIASED as _STATUS_ALIASED
@@ -176,6 +178,74 @@ class Robot:
         self._simulators = {}
         self.last_prescribed_torques = np.zeros(self.nv)   # mbd_ros/prescribed.py
         # ---- end force elements ----
+        # ---- C-level entries of FD / ID (mbd_ros/fastcall): installed on first fast call ----
+        # {method: fast calls so far} of the methods whose KernelCall is not installed yet
+        self._c_pending = dict.fromkeys(self._c_call_names(), 0) if _fastcall.AVAILABLE else {}
+        # KernelCall.entry once installed: the Python methods' fast path too (for callers that
+        # hold the bound method from before)
+        self._c_forward_dynamics = self._c_inverse_dynamics = self._c_mass_matrix = None
+
+    def _c_call_names(self):
+        """Methods that get a KernelCall (mbd_ros/fastcall): the generic FD and ID, unless a
+        subclass overrides them (closed loops, flexible links, mimic joints keep theirs)."""
+        return [name for name in _fastcall.NAMES
+                if getattr(type(self), name) is getattr(Robot, name)]
+
+    def _c_call_spec(self, name):
+        """(C entry function, bound arrays, dims, lengths, out columns) of method `name`."""
+        from .fastcall import generic
+        bound = (self._body_int, self._body_float, self._fast_work)
+        dims = _fastcall.dims_of(*bound) + (self.nq, self.nv)
+        if name == "mass_matrix":
+            return generic.mass_matrix_c, bound, dims, (self.nq, self.nv), self.nv
+        function = {"forward_dynamics": generic.forward_dynamics_c,
+                    "inverse_dynamics": generic.inverse_dynamics_c}[name]
+        return function, bound, dims, (self.nq, self.nv, self.nv, self.nv), 0
+
+    def _promote_c_call(self, name, now=False):
+        """Install the KernelCall of `name` at its second call that took the fast path in Python
+        (the first result is not delayed by compiling the C entry, and a program calling once
+        never compiles it), or `now`."""
+        calls = self._c_pending.get(name)
+        if calls is None:
+            return
+        if calls < 1 and not now:
+            self._c_pending[name] = calls + 1
+            return
+        del self._c_pending[name]
+        # the class may have changed since __init__ (mimic.attach swaps in a subclass whose
+        # methods must not be shadowed), and force elements may have been attached
+        if self._applied is not None or name not in self._c_call_names():
+            return
+        try:
+            call = _fastcall.install(self, name, *self._c_call_spec(name))
+        except Exception as exc:   # keep numba's dispatcher: slower per call, same results
+            warnings.warn(f"{name}: no C-level entry ({type(exc).__name__}: {exc}); calls go "
+                          "through numba's dispatcher", RuntimeWarning, stacklevel=3)
+            return
+        if call is not None:
+            self._set_c_entry(name, call.entry)
+
+    def _set_c_entry(self, name, entry):
+        """Let the Python method `name` call `entry` (a KernelCall's entry, or None: numba)."""
+        setattr(self, "_c_" + name, entry)
+
+    def compile_c_calls(self):
+        """Install the C-level entries of forward_dynamics, inverse_dynamics and mass_matrix now (compiling
+        them, or loading them from numba's cache) instead of on their first calls; e.g. before a
+        node goes active. Returns the names installed."""
+        for name in sorted(self._c_pending):
+            self._promote_c_call(name, now=True)
+        return [name for name in _fastcall.NAMES if _fastcall.installed(self, name)]
+
+    def drop_c_calls(self):
+        """Remove the C-level entries (the Python methods apply again): called when force
+        elements or add_force callbacks are attached, which the C entries do not evaluate."""
+        self._c_pending = {}
+        for name in _fastcall.NAMES:
+            if _fastcall.installed(self, name):
+                self._set_c_entry(name, None)
+        _fastcall.uninstall(self)
 
     def _body_joint_name(self, body):
         """Name of the movable joint that moves `body` (a universal joint moves two bodies)."""
@@ -269,13 +339,19 @@ class Robot:
         if out is None:
             out = np.empty(self.nv)
         try:  # fast path: numba accepts only C-contiguous float64 vectors (explicit signature)
-            status = _forward_dynamics(self._body_int, self._body_float, self._fast_work, q, v, tau, out)
+            if self._c_forward_dynamics is not None:   # the same kernel through its C entry
+                status = self._c_forward_dynamics(q, v, tau, out)
+            else:
+                status = _forward_dynamics(self._body_int, self._body_float, self._fast_work,
+                                           q, v, tau, out)
         except TypeError:
             return self._dynamics(_forward_dynamics, self._fast_work, q, v, tau, out, "tau")
         if status:
             if status == _STATUS_ALIASED:
                 return self._dynamics(_forward_dynamics, self._fast_work, q, v, tau, out, "tau")
             self._raise(status, q, v, tau, out, "tau")
+        if "forward_dynamics" in self._c_pending:
+            self._promote_c_call("forward_dynamics")
         return out
 
     def inverse_dynamics(self, q, v, qdd, f_ext=None, out=None):
@@ -293,13 +369,19 @@ class Robot:
         if out is None:
             out = np.empty(self.nv)
         try:
-            status = _inverse_dynamics(self._body_int, self._body_float, self._fast_work, q, v, qdd, out)
+            if self._c_inverse_dynamics is not None:   # the same kernel through its C entry
+                status = self._c_inverse_dynamics(q, v, qdd, out)
+            else:
+                status = _inverse_dynamics(self._body_int, self._body_float, self._fast_work,
+                                           q, v, qdd, out)
         except TypeError:
             return self._dynamics(_inverse_dynamics, self._fast_work, q, v, qdd, out, "qdd")
         if status:
             if status == _STATUS_ALIASED:
                 return self._dynamics(_inverse_dynamics, self._fast_work, q, v, qdd, out, "qdd")
             self._raise(status, q, v, qdd, out, "qdd")
+        if "inverse_dynamics" in self._c_pending:
+            self._promote_c_call("inverse_dynamics")
         return out
 
     def _dynamics(self, kernel, work, q, v, x, out, x_name):
@@ -330,13 +412,18 @@ class Robot:
         if out is None:
             out = np.empty((self.nv, self.nv))
         try:
-            status = _mass_matrix(self._body_int, self._body_float, self._fast_work, q, out)
+            if self._c_mass_matrix is not None:   # the same kernel through its C entry
+                status = self._c_mass_matrix(q, out)
+            else:
+                status = _mass_matrix(self._body_int, self._body_float, self._fast_work, q, out)
         except TypeError:
             q = _vector(q, self.nq, "q")
             out = _output(out, (self.nv, self.nv))
             status = _mass_matrix(self._body_int, self._body_float, self._fast_work, q, out)
         if status:
             self._raise(status, q, _EMPTY, _EMPTY, out, "")
+        if "mass_matrix" in self._c_pending:
+            self._promote_c_call("mass_matrix")
         return out
 
     def bias_forces(self, q, v, out=None):

@@ -19,3 +19,22 @@ def test_changed_sources_drop_the_cached_machine_code():
     kernels._drop_stale_cache()
     assert not marker.exists()
     assert stamp.read_text() == key
+
+
+def test_c_entries_cache_follows_the_kernel_sources(tmp_path):
+    """fastcall/generic.py's cached C entries contain the kernels' machine code: the cache of a
+    folder keyed by sources outside it is dropped when one of those changes."""
+    kernel_source = tmp_path / "aba.py"
+    kernel_source.write_text("version 1")
+    entry_folder = tmp_path / "fastcall"
+    (entry_folder / "__pycache__").mkdir(parents=True)
+    sources = [kernel_source, entry_folder / "generic.py"]
+    sources[1].write_text("entries")
+    kernels.drop_stale_cache(entry_folder, sources)
+    marker = entry_folder / "__pycache__" / "generic.forward_dynamics_c-1.py311.nbi"
+    marker.write_text("cached entry")
+    kernels.drop_stale_cache(entry_folder, sources)
+    assert marker.is_file()
+    kernel_source.write_text("version 2")          # a kernel edited, the entries' file not
+    kernels.drop_stale_cache(entry_folder, sources)
+    assert not marker.exists()

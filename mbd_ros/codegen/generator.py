@@ -508,5 +508,27 @@ def generate_source(model, key=""):
         g.rnea("gravity_forces", with_v=False, with_qdd=False, passive=False),
         g.crba("mass_matrix"),
         g.rnea("joint_wrenches", with_v=True, with_qdd=True, passive=False, wrenches=True),
+        C_ENTRIES,
     ]
     return "\n\n".join(parts)
+
+
+# C entries (mbd_ros.fastcall.C_SIGNATURE) of the two hottest kernels, compiled only when a robot
+# installs its KernelCalls; before that, mbd_ros.codegen.robot binds `<name>_jit` to the numba
+# dispatcher of <name> (a plain function here).
+C_ENTRIES = '''from numba import carray
+
+
+def forward_dynamics_c(bound, dims, q, v, tau, out):
+    return forward_dynamics_jit(carray(q, (NQ,)), carray(v, (NV,)), carray(tau, (NV,)),
+                                carray(out, (NV,)))
+
+
+def inverse_dynamics_c(bound, dims, q, v, qdd, out):
+    return inverse_dynamics_jit(carray(q, (NQ,)), carray(v, (NV,)), carray(qdd, (NV,)),
+                                carray(out, (NV,)))
+
+
+def mass_matrix_c(bound, dims, q, unused_b, unused_c, out):
+    return mass_matrix_jit(carray(q, (NQ,)), carray(out, (NV, NV)))
+'''

@@ -94,6 +94,25 @@ class GeneratedRobot(Robot):
         for name in self._generated_names:
             setattr(self, "_gen_" + name, self._kernels.get(name))
 
+    def _c_call_names(self):
+        """FD and ID get KernelCalls of their generated kernels (mbd_ros/fastcall)."""
+        return [name for name in ("forward_dynamics", "inverse_dynamics", "mass_matrix")
+                if getattr(type(self), name) is getattr(GeneratedRobot, name)]
+
+    def _set_c_entry(self, name, entry):
+        """The Python method's kernel: the C entry (same (q, v, x, out) -> status contract and
+        TypeError as the numba dispatcher), or back to the dispatcher for None."""
+        setattr(self, "_gen_" + name, entry if entry is not None else self._kernels.get(name))
+
+    def _c_call_spec(self, name):
+        """The generated module's C entry of `name`, its `<name>_jit` bound to the compiled
+        kernel first (the entry calls it); no bound arrays: the model is in the code."""
+        module = self._kernels.module
+        setattr(module, name + "_jit", self._kernels.get(name))
+        if name == "mass_matrix":
+            return getattr(module, name + "_c"), (), (), (self.nq, self.nv), self.nv
+        return getattr(module, name + "_c"), (), (), (self.nq, self.nv, self.nv, self.nv), 0
+
     @property
     def codegen_path(self):
         """Path of the generated module (its numba cache lives in __pycache__ beside it)."""
@@ -107,6 +126,8 @@ class GeneratedRobot(Robot):
         if out is not None and f_ext is None and self._applied is None and prescribed is None:
             try:   # hot path: one kernel call; anything unusual goes to _state_call
                 if not self._gen_forward_dynamics(q, v, tau, out):
+                    if self._c_pending:
+                        self._promote_c_call("forward_dynamics")
                     return out
             except TypeError:
                 pass
@@ -121,6 +142,8 @@ class GeneratedRobot(Robot):
         if out is not None and f_ext is None and self._applied is None:
             try:
                 if not self._gen_inverse_dynamics(q, v, qdd, out):
+                    if self._c_pending:
+                        self._promote_c_call("inverse_dynamics")
                     return out
             except TypeError:
                 pass
@@ -157,6 +180,8 @@ class GeneratedRobot(Robot):
             status = self._gen_mass_matrix(q, out)
         if status:
             return Robot.mass_matrix(self, q, out=out)
+        if self._c_pending:
+            self._promote_c_call("mass_matrix")
         return out
 
     def bias_forces(self, q, v, out=None):

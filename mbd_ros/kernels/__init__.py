@@ -13,12 +13,13 @@ import os
 from pathlib import Path
 
 
-def _drop_stale_cache():
-    here = Path(__file__).resolve().parent
-    cache = here / "__pycache__"
+def drop_stale_cache(folder, sources):
+    """Drop the numba cache files in folder/__pycache__ unless they were written from the same
+    `sources` (paths; their names and bytes are hashed into a stamp file beside the cache)."""
+    cache = Path(folder) / "__pycache__"
     try:
         digest = hashlib.sha256()
-        for source in sorted(here.glob("*.py")):
+        for source in sorted(Path(s) for s in sources):
             digest.update(source.name.encode())
             digest.update(source.read_bytes())
         key = digest.hexdigest()
@@ -31,6 +32,15 @@ def _drop_stale_cache():
         stamp.write_text(key)
     except OSError:
         pass   # a read-only install: its cache (if any) was built from these very sources
+
+
+def kernel_sources():
+    """The source files of this folder (what every cached kernel may have inlined)."""
+    return sorted(Path(__file__).resolve().parent.glob("*.py"))
+
+
+def _drop_stale_cache():
+    drop_stale_cache(Path(__file__).resolve().parent, kernel_sources())
 
 
 if not os.environ.get("NUMBA_CACHE_DIR"):

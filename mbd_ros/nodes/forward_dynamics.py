@@ -263,6 +263,7 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
     def _warm_up(self):
         """One full cycle of library calls, so numba compiles (or loads from its cache) every
         kernel now rather than in the first cycle."""
+        self.robot.compile_c_calls()   # C-level FD/ID entries (mbd_ros/fastcall), if it has them
         self.tau[:] = 0.0
         failures = self.wrench_failures
         try:

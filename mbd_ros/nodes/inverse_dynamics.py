@@ -134,6 +134,7 @@ class InverseDynamicsNode(DynamicsNode):
 
     def _warm_up(self):
         """One computation, so numba's kernels are compiled or loaded before the first message."""
+        self.robot.compile_c_calls()   # C-level FD/ID entries (mbd_ros/fastcall), if it has them
         self._reset_reference()
         self.have_reference = False
         self.holding = True

@@ -1,0 +1,289 @@
+/* A C-level caller of compiled numba kernels, for the per-call overhead of
+ * robot.forward_dynamics(q, v, tau, out=out) and robot.inverse_dynamics(q, v, qdd, out=out).
+ *
+ * Why: a call through numba's dispatcher costs ~0.4 us for 4-7 array arguments (typing each
+ * argument, a runtime record (MemInfo) allocated and freed per array), plus ~0.2 us of the Python
+ * method: as much as the whole recursion of a 6-dof arm. A KernelCall checks the four vectors
+ * (float64, 1-D, C-contiguous, the right length, out writable) with the NumPy C API and calls the
+ * kernel's C entry (a numba @cfunc) with their data pointers: ~0.1 us in all. The same holds
+ * for one to three input vectors and a vector or matrix out (mass_matrix(q, out=out)).
+ *
+ * Anything else (other arguments, keywords, types, shapes, or a non-zero status of the kernel:
+ * bad input, aliasing, singular inertia) calls `fallback` (the Python method) with the same
+ * arguments, which converts, raises the documented errors, or takes the general path. So a
+ * KernelCall never changes a result or an error, only the cost of the common call.
+ *
+ * The kernel's C signature:
+ *     int64 kernel(void **bound, int64 *dims, double *a, double *b, double *c, double *out)
+ * (b, c NULL when the kernel takes fewer inputs)
+ * bound: data pointers of the arrays the KernelCall holds (the model and workspace of one robot,
+ * allocated once, never resized); dims: integers the kernel needs to view them (their shapes).
+ * The GIL is held during the call, as for a numba dispatch, so the workspace is never shared by
+ * two calls at once.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MAX_BOUND 16
+#define MAX_DIMS 32
+
+typedef int64_t (*kernel_t)(void **, int64_t *, double *, double *, double *, double *);
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    kernel_t kernel;
+    PyObject *bound_arrays;     /* tuple: keeps the bound arrays alive */
+    PyObject *fallback;
+    void *bound[MAX_BOUND];
+    int64_t dims[MAX_DIMS];
+    int n_inputs;               /* 1-3 input vectors a[, b[, c]] before out */
+    npy_intp lengths[4];        /* lengths of the inputs, then out's rows */
+    npy_intp out_cols;          /* 0: out is a vector; else out is (rows, out_cols) */
+    uint64_t fast_calls;        /* counters, for tests and benchmarks */
+    uint64_t fallback_calls;
+} KernelCall;
+
+static PyObject *out_name;      /* interned "out" */
+
+/* The data pointer of `obj` if it is a float64 C-contiguous array of shape (n,) (cols == 0)
+ * or (n, cols), writable if asked; else NULL (no exception set). */
+static inline double *array_data(PyObject *obj, npy_intp n, npy_intp cols, int writable)
+{
+    if (!PyArray_CheckExact(obj))
+        return NULL;
+    PyArrayObject *array = (PyArrayObject *)obj;
+    if (PyArray_TYPE(array) != NPY_DOUBLE || !PyArray_ISCARRAY_RO(array)
+            || !PyArray_ISNOTSWAPPED(array) || PyArray_DIM(array, 0) != n)
+        return NULL;
+    if (cols == 0 ? PyArray_NDIM(array) != 1
+                  : (PyArray_NDIM(array) != 2 || PyArray_DIM(array, 1) != cols))
+        return NULL;
+    if (writable && !PyArray_ISWRITEABLE(array))
+        return NULL;
+    return (double *)PyArray_DATA(array);
+}
+
+/* Data pointers of the n_inputs inputs and out (args[n_inputs]) into ptr[0..3] (unused: NULL);
+ * 0 when they all fit, -1 otherwise. */
+static inline int fill_pointers(KernelCall *self, PyObject *const *args, double **ptr)
+{
+    ptr[0] = ptr[1] = ptr[2] = NULL;
+    for (int i = 0; i < self->n_inputs; i++) {
+        ptr[i] = array_data(args[i], self->lengths[i], 0, 0);
+        if (ptr[i] == NULL)
+            return -1;
+    }
+    ptr[3] = array_data(args[self->n_inputs], self->lengths[self->n_inputs], self->out_cols, 1);
+    return ptr[3] == NULL ? -1 : 0;
+}
+
+static PyObject *call_fallback(KernelCall *self, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames)
+{
+    self->fallback_calls++;
+    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+}
+
+static PyObject *KernelCall_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                       PyObject *kwnames)
+{
+    KernelCall *self = (KernelCall *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    /* the one fast form: f(a[, b[, c]], out=out) */
+    if (nargs != self->n_inputs || kwnames == NULL || PyTuple_GET_SIZE(kwnames) != 1)
+        return call_fallback(self, args, nargsf, kwnames);
+    PyObject *name = PyTuple_GET_ITEM(kwnames, 0);
+    if (name != out_name && PyUnicode_Compare(name, out_name) != 0)
+        return call_fallback(self, args, nargsf, kwnames);
+    double *ptr[4];
+    if (fill_pointers(self, args, ptr) != 0)
+        return call_fallback(self, args, nargsf, kwnames);
+    if (self->kernel(self->bound, self->dims, ptr[0], ptr[1], ptr[2], ptr[3]) != 0)
+        return call_fallback(self, args, nargsf, kwnames);   /* re-run: raises or converts */
+    self->fast_calls++;
+    PyObject *out = args[nargs];
+    Py_INCREF(out);
+    return out;
+}
+
+static int KernelCall_init(KernelCall *self, PyObject *args, PyObject *kwds)
+{
+    static char *keywords[] = {"address", "bound", "dims", "lengths", "fallback", "out_cols",
+                               NULL};
+    unsigned long long address;
+    PyObject *bound, *dims, *lengths, *fallback;
+    Py_ssize_t out_cols = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "KO!O!O!O|n", keywords, &address,
+                                     &PyTuple_Type, &bound, &PyTuple_Type, &dims,
+                                     &PyTuple_Type, &lengths, &fallback, &out_cols))
+        return -1;
+    if (address == 0) {
+        PyErr_SetString(PyExc_ValueError, "KernelCall: address is 0");
+        return -1;
+    }
+    if (!PyCallable_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError, "KernelCall: fallback must be callable");
+        return -1;
+    }
+    Py_ssize_t n_bound = PyTuple_GET_SIZE(bound), n_dims = PyTuple_GET_SIZE(dims);
+    Py_ssize_t n_lengths = PyTuple_GET_SIZE(lengths);
+    if (n_bound > MAX_BOUND || n_dims > MAX_DIMS || n_lengths < 2 || n_lengths > 4
+            || out_cols < 0) {
+        PyErr_SetString(PyExc_ValueError, "KernelCall: too many bound arrays or dims, or "
+                                          "lengths is not (1-3 input lengths, out rows)");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n_bound; i++) {
+        PyObject *item = PyTuple_GET_ITEM(bound, i);
+        if (!PyArray_Check(item) || !PyArray_ISCARRAY((PyArrayObject *)item)) {
+            PyErr_Format(PyExc_TypeError, "KernelCall: bound[%zd] is not a C-contiguous "
+                                          "writable array", i);
+            return -1;
+        }
+        self->bound[i] = PyArray_DATA((PyArrayObject *)item);
+    }
+    for (Py_ssize_t i = 0; i < n_dims; i++) {
+        self->dims[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(dims, i));
+        if (self->dims[i] == -1 && PyErr_Occurred())
+            return -1;
+    }
+    for (Py_ssize_t i = 0; i < n_lengths; i++) {
+        self->lengths[i] = (npy_intp)PyLong_AsSsize_t(PyTuple_GET_ITEM(lengths, i));
+        if (self->lengths[i] == -1 && PyErr_Occurred())
+            return -1;
+    }
+    self->n_inputs = (int)n_lengths - 1;
+    self->out_cols = (npy_intp)out_cols;
+    self->kernel = (kernel_t)(uintptr_t)address;
+    Py_INCREF(bound);
+    Py_XSETREF(self->bound_arrays, bound);
+    Py_INCREF(fallback);
+    Py_XSETREF(self->fallback, fallback);
+    self->vectorcall = KernelCall_vectorcall;
+    return 0;
+}
+
+static PyObject *KernelCall_call(PyObject *callable, PyObject *args, PyObject *kwargs)
+{
+    return PyVectorcall_Call(callable, args, kwargs);
+}
+
+static int KernelCall_traverse(KernelCall *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->bound_arrays);
+    Py_VISIT(self->fallback);
+    return 0;
+}
+
+static int KernelCall_clear(KernelCall *self)
+{
+    Py_CLEAR(self->bound_arrays);
+    Py_CLEAR(self->fallback);
+    return 0;
+}
+
+static void KernelCall_dealloc(KernelCall *self)
+{
+    PyObject_GC_UnTrack(self);
+    KernelCall_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* entry(a[, b[, c]], out) -> status: the kernel's C entry alone, for the Python methods' own
+ * fast path (callers that hold the method from before the KernelCall was installed). Same
+ * contract as the numba dispatcher it replaces there: TypeError for unfitting arguments. */
+static PyObject *KernelCall_entry(KernelCall *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    double *ptr[4];
+    if (nargs != self->n_inputs + 1 || fill_pointers(self, args, ptr) != 0) {
+        PyErr_SetString(PyExc_TypeError, "entry: the arguments must be the inputs and out, "
+                                         "float64 C-contiguous arrays of the model's shapes "
+                                         "(out writable)");
+        return NULL;
+    }
+    self->fast_calls++;
+    return PyLong_FromLongLong(self->kernel(self->bound, self->dims, ptr[0], ptr[1], ptr[2],
+                                            ptr[3]));
+}
+
+static PyObject *KernelCall_counts(KernelCall *self, PyObject *Py_UNUSED(ignored))
+{
+    return Py_BuildValue("(KK)", (unsigned long long)self->fast_calls,
+                         (unsigned long long)self->fallback_calls);
+}
+
+static PyObject *KernelCall_reduce(KernelCall *self, PyObject *Py_UNUSED(ignored))
+{
+    /* bound to one robot's memory: a copy would write into the original's workspace */
+    PyErr_SetString(PyExc_TypeError, "a KernelCall is bound to one robot's arrays and cannot "
+                                     "be copied or pickled");
+    return NULL;
+}
+
+static PyMethodDef KernelCall_methods[] = {
+    {"entry", (PyCFunction)(void (*)(void))KernelCall_entry, METH_FASTCALL,
+     "entry(a, b, c, out) -> status of the kernel; TypeError for unfitting vectors."},
+    {"counts", (PyCFunction)KernelCall_counts, METH_NOARGS,
+     "(fast calls, fallback calls) so far."},
+    {"__reduce__", (PyCFunction)KernelCall_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyObject *KernelCall_fallback(KernelCall *self, void *closure)
+{
+    Py_INCREF(self->fallback);
+    return self->fallback;
+}
+
+static PyGetSetDef KernelCall_getset[] = {
+    {"fallback", (getter)KernelCall_fallback, NULL, "the Python callable of the general case",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject KernelCallType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "mbd_ros.fastcall._fastcall.KernelCall",
+    .tp_doc = "KernelCall(address, bound, dims, lengths, fallback, out_cols=0): calls a "
+              "kernel's C entry for f(a[, b[, c]], out=out) with float64 arrays of the given "
+              "shapes, else fallback(*args, **kwargs).",
+    .tp_basicsize = sizeof(KernelCall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(KernelCall, vectorcall),
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)KernelCall_init,
+    .tp_call = KernelCall_call,
+    .tp_traverse = (traverseproc)KernelCall_traverse,
+    .tp_clear = (inquiry)KernelCall_clear,
+    .tp_dealloc = (destructor)KernelCall_dealloc,
+    .tp_methods = KernelCall_methods,
+    .tp_getset = KernelCall_getset,
+};
+
+static struct PyModuleDef fastcall_module = {
+    PyModuleDef_HEAD_INIT, "_fastcall",
+    "C-level calls of compiled numba kernels (see mbd_ros/fastcall/__init__.py).", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__fastcall(void)
+{
+    import_array();
+    out_name = PyUnicode_InternFromString("out");
+    if (out_name == NULL || PyType_Ready(&KernelCallType) < 0)
+        return NULL;
+    PyObject *module = PyModule_Create(&fastcall_module);
+    if (module == NULL)
+        return NULL;
+    Py_INCREF(&KernelCallType);
+    if (PyModule_AddObject(module, "KernelCall", (PyObject *)&KernelCallType) < 0) {
+        Py_DECREF(&KernelCallType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
