@@ -249,7 +249,8 @@ class DynamicsNode(LifecycleNode):
                      float_range=(1e-9, 1e3))
         self.declare("joints", None, "commanded joints, the order of effort command arrays "
                      "(default: the actuated joints of a closed-loop robot, else every 1-dof "
-                     "joint in the order of the robot's velocity vector)", type_=S)
+                     "joint in the order of the robot's velocity vector; cylindrical / "
+                     "universal dofs as '<joint>/<component>')", type_=S)
         self.declare("ignore_unknown_joints", False, "accept joint_states that also name joints "
                      "the robot does not have (their values are ignored) instead of dropping them")
         self.declare("max_message_age", 0.5, "drop input messages whose header stamp is older "

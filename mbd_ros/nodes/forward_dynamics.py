@@ -38,7 +38,10 @@ contact; a diverged simulation halts until ``~/reset`` (plant_interface.py, docs
   ``use_sim_time`` run in lockstep with the simulation; after a stall simulated time stretches
   instead of jumping (the late cycles are counted as missed, not caught up).
 
-Multi-dof joints (floating base, spherical, planar) have no JointState representation: in
+Cylindrical and universal joints are in JointState messages, one entry per dof named
+``<joint>/angle``, ``<joint>/displacement`` / ``<joint>/angle1``, ``<joint>/angle2``
+(mbd_ros.joint_map). Multi-dof joints (floating base, spherical, planar) have no JointState
+representation: in
 observe mode they stay at the neutral configuration, at rest; in simulate mode they move, and
 only their velocities and accelerations appear (in ``~/accelerations``, as ``<joint>/<component>``).
 
