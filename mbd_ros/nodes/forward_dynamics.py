@@ -70,12 +70,13 @@ from . import diagnostics as diag
 from .base import DynamicsNode, finite_vector, one_of, run
 from .messages import AccelerationsOut, JointStateOut, WrenchOut, topic_token, unique_topic_tokens
 from .plant_interface import PlantInterface
+from .prescribed_interface import PrescribedInterface
 from .qos import CLOCK_QOS, CLOCK_SUBSCRIBE_QOS, PUBLISH_QOS, SUBSCRIBE_QOS
 
 MODES = ("observe", "simulate")
 
 
-class ForwardDynamicsNode(PlantInterface, DynamicsNode):
+class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
 
     def __init__(self, node_name="forward_dynamics", **kwargs):
         super().__init__(node_name, **kwargs)
@@ -114,6 +115,7 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
         self.declare("max_catch_up", 10, "simulate, wall-clock pacing: most extra steps taken "
                      "in one cycle to catch up after a stall", int_range=(0, 1000))
         self.declare_plant_parameters()   # drives, limits, divergence (plant_interface.py)
+        self.declare_prescribed_parameters()   # prescribed joints (prescribed_interface.py)
         self.declare("joint_state_staleness", 0.1, "observe: joint_states messages that name "
                      "only some joints (several drivers) are merged, latest value per joint; "
                      "outputs need every joint's value to be at most this old, s",
@@ -259,6 +261,7 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
         self.subs.append(self.create_subscription(
             JointState, "joint_commands", self._on_joint_command, SUBSCRIBE_QOS))
         self.configure_plant_interface()   # position/velocity commands, ~/reset
+        self.configure_prescribed()   # prescribed joints, ~/prescribed_trajectory
         self.timer = None
         self._clock_sub = None
         self._follow_clock = False
@@ -591,6 +594,8 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
         self.jmap.state_positions(sim.q, js.position)
         self.jmap.state_values(sim.v, js.velocity)
         self.jmap.state_values(self.tau, js.effort)
+        if self.prescribed_joints:   # their force along the prescribed motion
+            self.prescribed_efforts(js.effort)
         self.pub_js.publish(js.msg)
         if self.pub_elastic is not None:      # flexible links
             el = self.elastic_out
@@ -657,7 +662,7 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
                        ("diverged steps", self.diverged)]
         level, message = diag.OK, ""
         if self.mode == "simulate":
-            values += self.plant_diagnostics()
+            values += self.plant_diagnostics() + self.prescribed_diagnostics()
         if self.mode == "simulate" and self.halted:
             level, message = diag.ERROR, f"halted: the simulation {self.halt_reason}; call " \
                 "~/reset"
