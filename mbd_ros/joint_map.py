@@ -92,7 +92,7 @@ class JointMap:
 
     joints: names of the commanded joints, the order of effort command arrays (default: the
         robot's `actuated_joints` if it declares them (closed loops), else every name of
-        `state_names`). Must be names of `state_names`.
+        `state_names` but coupled mimic joints). Must be names of `state_names`.
     ignore_unknown: accept messages that also name joints the robot does not have (their
         values are ignored) instead of rejecting them.
     """
@@ -108,7 +108,9 @@ class JointMap:
         self.dof_names = dof_names(robot)
         self.nq, self.nv = robot.nq, robot.nv
         self.ignore_unknown = bool(ignore_unknown)
-        joints = list(joints or getattr(robot, "actuated_joints", None) or self.state_names)
+        mimic = set(getattr(robot, "mimic_joints", ()))   # driven through their leaders
+        joints = list(joints or getattr(robot, "actuated_joints", None)
+                      or [n for n in self.state_names if n not in mimic])
         if len(set(joints)) != len(joints):
             dup = sorted({n for n in joints if joints.count(n) > 1})
             raise ValueError(f"joints: duplicate names {dup}")

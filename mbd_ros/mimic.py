@@ -129,6 +129,17 @@ class _MimicConfiguration:
             v[iv_m] = multiplier * v[iv_l]
         return q, v
 
+    def couple_in_place(self, q=None, v=None, qdd=None):
+        """Set the mimicking joints' entries of the given arrays from their leaders, in place:
+        q_m = r q_l + o (q (nq,)), v_m = r v_l, qdd_m = r qdd_l ((nv,) each)."""
+        for iq_m, iq_l, iv_m, iv_l, multiplier, offset in self._mimic_pairs:
+            if q is not None:
+                q[iq_m] = multiplier * q[iq_l] + offset
+            if v is not None:
+                v[iv_m] = multiplier * v[iv_l]
+            if qdd is not None:
+                qdd[iv_m] = multiplier * qdd[iv_l]
+
 
 class MimicMixin(_MimicConfiguration):
     """forward / inverse dynamics of a tree robot with coupled mimic joints."""

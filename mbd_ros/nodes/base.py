@@ -239,6 +239,9 @@ class DynamicsNode(LifecycleNode):
         self.declare("forces_path", "", "YAML file with a forces: section (spring_damper, "
                      "joint_spring, bushing; may be the closures file); empty: none")
         self.declare("floating_base", False, "add a free joint 'root_joint' above the URDF root")
+        self.declare("mimic", False, "couple the URDF <mimic> joints to their leaders "
+                     "(q_m = r q_l + o: not independent dofs; also in closed loops); false: "
+                     "independent joints, as Pinocchio's parser")   # [mimic joints]
         self.declare("gravity", [0.0, 0.0, -9.81], "gravity in the root frame, m/s^2",
                      finite_vector(3))
         self.declare("passive_forces", True, "apply the URDF <dynamics damping friction> as "
@@ -300,6 +303,8 @@ class DynamicsNode(LifecycleNode):
             options["friction_velocity"] = self.param("friction_velocity")
         if self.param("flexible_path"):        # flexible links (mbd_ros/flexible)
             options["flexible"] = self.param("flexible_path")
+        if self.param("mimic"):                # [mimic joints] coupled (mbd_ros/mimic.py)
+            options["mimic"] = True
         try:
             return mbd_ros.load(source, closures=closures, forces=self.param("forces_path") or None,
                                 floating_base=self.param("floating_base"),

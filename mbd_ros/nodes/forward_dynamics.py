@@ -231,6 +231,8 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                     raise ValueError(f"{name} has {len(values)} values, `joints` has "
                                      f"{len(jm.joints)} ({jm.joints})")
                 target[index] = values
+        if getattr(robot, "mimic_joints", None):   # [mimic joints] on their leaders
+            self.q0, self.v0 = robot.apply_mimic(self.q0, self.v0)
         if robot.closure_names and hasattr(robot, "assemble"):
             # close the loops at the initial configuration (the `joints` keep their values as
             # far as the loops allow) and remove the loop-violating part of the velocity

@@ -64,8 +64,13 @@ class PrescribedInterface:
             if kind not in PRESCRIBED_TYPES:
                 raise ValueError(f"prescribed_joints: '{name}' is {kind}; only one-dof joints "
                                  "(revolute, prismatic, helical) can be prescribed")
-        if getattr(robot, "mimic_joints", None):
-            raise ValueError("prescribed_joints: not supported together with mimic joints")
+        mimic = list(getattr(robot, "mimic_joints", None) or [])
+        if mimic and not robot.closure_names:
+            raise ValueError("prescribed_joints: not supported together with mimic joints in a "
+                             "tree robot (closed loops: supported)")
+        if set(mimic) & set(names):
+            raise ValueError(f"prescribed_joints: {sorted(set(mimic) & set(names))} mimic other "
+                             "joints: prescribe their leaders")
         index = [robot.joint_names.index(n) for n in names]
         self._prescribed_iq = {n: int(robot.idx_q[j]) for n, j in zip(names, index)}
         self._prescribed_iv = np.array([robot.idx_v[j] for j in index], dtype=np.int64)
