@@ -32,7 +32,9 @@ import mbd_ros  # noqa: E402
 from conftest import assert_close  # noqa: E402
 from mbd_ros.point_trajectory import PointTrajectory  # noqa: E402
 from oracle import pin_model_from_xml  # noqa: E402
-from ros_harness import READY_TIMEOUT, URDF, Ros, stamp_key, warm_numba_cache  # noqa: E402
+from mbd_ros.simulation import Simulator  # noqa: E402
+from ros_harness import (CONFIG, READY_TIMEOUT, URDF, Ros, stamp_key,  # noqa: E402
+                         warm_numba_cache)
 
 ARM = URDF / "arm7.urdf"
 Q0 = [0.3, 0.9, -0.4, -1.2, 0.6, 0.8, 0.2]
@@ -40,6 +42,9 @@ RATE = 500.0
 NS = "/presc"
 A, W = 0.4, 2 * np.pi * 0.5
 TAU = np.linspace(0.0, 2.0, 41)          # waypoint times from the start, s
+FOURBAR = URDF / "fourbar.urdf"
+FOURBAR_CLOSURES = str(CONFIG / "fourbar_closures.yaml")
+LOOP_NS = "/presc4"
 
 
 def motion(tau):
@@ -63,19 +68,29 @@ def ros(robot):
               "initial_positions": Q0, "prescribed_joints": ["joint_2"],
               "wrench_joints": ["none"], "diagnostics_period": 0.2}
     ros.start("forward_dynamics", params, remaps={"__ns": NS})
+    ros.start("forward_dynamics", {"urdf_path": str(FOURBAR), "closures_path": FOURBAR_CLOSURES,
+                                   "mode": "simulate", "rate_hz": RATE, "publish_clock": True,
+                                   "enforce_limits": False, "limit_efforts": False,
+                                   "prescribed_joints": ["crank_joint"],
+                                   "wrench_joints": ["none"], "diagnostics_period": 0.2},
+              remaps={"__ns": LOOP_NS})
+    ros.subscribe(JointState, f"{LOOP_NS}/joint_states")
+    ros.subscribe(JointTrajectory, f"{LOOP_NS}/forward_dynamics/accelerations")
     ros.subscribe(JointState, f"{NS}/joint_states")
     ros.subscribe(JointTrajectory, f"{NS}/forward_dynamics/accelerations")
-    ros.spin_until(lambda: ros.messages(f"{NS}/joint_states"), READY_TIMEOUT,
-                   what="the plant's first joint_states")
+    ros.spin_until(lambda: ros.messages(f"{NS}/joint_states")
+                   and ros.messages(f"{LOOP_NS}/joint_states"), READY_TIMEOUT,
+                   what="the plants' first joint_states")
     yield ros
     ros.close()
 
 
-def _trajectory_msg(start_ns, names=("joint_2",), points=None):
+def _trajectory_msg(start_ns, names=("joint_2",), points=None, offset=Q0[1]):
     msg = JointTrajectory()
     msg.header.stamp = Time(sec=start_ns // 1_000_000_000, nanosec=start_ns % 1_000_000_000)
     msg.joint_names = list(names)
     q, qd, qdd = motion(TAU)
+    q = q - Q0[1] + offset
     for k, tau in enumerate(TAU if points is None else TAU[:points]):
         p = JointTrajectoryPoint(positions=[q[k]], velocities=[qd[k]], accelerations=[qdd[k]])
         ns = int(round(tau * 1e9))
@@ -158,3 +173,47 @@ def test_bad_trajectories_are_rejected_and_counted(ros):
     ros.wait_diagnostics("presc/forward_dynamics",
                          lambda d: d.get("rejected prescribed_trajectory") == str(len(bad)),
                          timeout=20.0, what="6 rejected prescribed trajectories")
+
+
+def test_prescribed_crank_of_a_closed_loop(ros):
+    """The four-bar's crank prescribed (q = A sin^3(w tau) from 0): the loop's other joints
+    follow, and the motion equals the library's Simulator with the same trajectory and the
+    node's Baumgarte gains; the crank's effort equals the closed-loop inverse dynamics of the
+    published motion (the crank is the actuated joint); the loop stays closed."""
+    robot = mbd_ros.load(str(FOURBAR), closures=FOURBAR_CLOSURES)
+    robot.baumgarte = (0.5 * 20.0, 100.0 ** 0.5)     # the node's baumgarte_kd / kp defaults
+    topic = f"{LOOP_NS}/forward_dynamics/prescribed_trajectory"
+    pub = ros.matched_publisher(JointTrajectory, topic)
+    ros.spin(0.2)
+    start_ns = (stamp_key(ros.messages(f"{LOOP_NS}/joint_states")[-1].header.stamp) // 10_000_000
+                + 100) * 10_000_000
+    start = start_ns * 1e-9
+    pub.publish(_trajectory_msg(start_ns, names=["crank_joint"], offset=0.0))
+    end = start + TAU[-1] + 0.2
+    ros.spin_until(lambda: stamp_key(ros.messages(f"{LOOP_NS}/joint_states")[-1].header.stamp)
+                   > end * 1e9, 60.0, what="the crank trajectory played")
+    states = {int(round(stamp_key(m.header.stamp) * 1e-9 * RATE)): m
+              for m in ros.messages(f"{LOOP_NS}/joint_states")}
+    accelerations = {stamp_key(m.header.stamp): m
+                     for m in ros.messages(f"{LOOP_NS}/forward_dynamics/accelerations")}
+    q_ref, qd_ref, qdd_ref = motion(TAU)
+    plan = {"crank_joint": PointTrajectory(start + TAU, q_ref - Q0[1], qd_ref, qdd_ref)}
+    q0 = robot.assemble(np.zeros(3))
+    simulator = Simulator(robot, 1.0 / RATE, "rk4", q0, np.zeros(3), prescribed=plan)
+    torques = 0
+    for k in range(max(states) + 1):
+        msg = states.get(k)
+        if msg is not None:
+            position, velocity = np.array(msg.position), np.array(msg.velocity)
+            assert_close(position, simulator.q, f"four-bar state {k} vs Simulator")
+            assert robot.closure_residual(position)[0] < 1e-6
+            out = accelerations.get(stamp_key(msg.header.stamp))
+            if out is not None and k % 10 == 0:
+                qdd = np.array(out.points[0].accelerations)
+                drive = robot.inverse_dynamics(position, velocity, qdd)
+                assert_close(msg.effort[0], drive[0], f"crank torque at step {k}", rtol=1e-7)
+                torques += 1
+        simulator.step(np.zeros(3))
+    assert torques > 50
+    moving = [states[k].position[0] for k in states if start < k / RATE < start + TAU[-1]]
+    assert np.ptp(moving) > 0.5

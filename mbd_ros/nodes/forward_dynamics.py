@@ -25,6 +25,9 @@ warning). Position and velocity commands (``joint_commands`` position / velocity
 ``~/position_commands``, ``~/velocity_commands``) are held and tracked by emulated drives; the
 URDF limits are enforced; a floating base publishes ``~/odom`` and /tf, with an optional ground
 contact; a diverged simulation halts until ``~/reset`` (plant_interface.py, docs/plant.md).
+``prescribed_joints`` follow the trajectories of ``~/prescribed_trajectory``
+(trajectory_msgs/JointTrajectory) while the others are free; their joint_states effort is the
+force they need (prescribed_interface.py).
 
 - ``publish_clock`` false (default): wall-clock (steady clock) pacing. Stamps are the system
   time; a late cycle is caught up with extra steps (at most ``max_catch_up``) so simulated time
