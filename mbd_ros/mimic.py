@@ -206,6 +206,19 @@ class MimicLoopMixin(_MimicConfiguration):
         """gamma (b + m,): the loops' bias, then zeros (the couplings are linear in q)."""
         return np.concatenate((super()._acceleration_bias(q, v), np.zeros(len(self._mimic_pairs))))
 
+    def analyze(self, q, samples=5, rng=0):
+        """ClosedLoopRobot.analyze with the couplings counted as constraint rows (each removes
+        one degree of freedom from the Grübler-Kutzbach counts)."""
+        import dataclasses
+        result = super().analyze(q, samples, rng)
+        m = len(self._mimic_pairs)
+        rows = result.n_constraints + m
+        return dataclasses.replace(
+            result, n_constraints=rows, gruebler_kutzbach=result.gruebler_kutzbach - m,
+            gruebler_kutzbach_planar=result.gruebler_kutzbach_planar - m,
+            redundant_constraints=rows - result.generic_rank,
+            statically_determinate=rows == result.generic_rank)
+
     def forward_dynamics(self, q, v, tau, f_ext=None, out=None, method="recursive", prescribed=None,
                          return_torques=False):
         """qdd (nv,) with the loops closed and the mimic joints coupled: dense KKT solve (module

@@ -114,6 +114,17 @@ def test_forward_dynamics_matches_hand_built_constraint_model(robots):
         assert np.abs(plain.forward_dynamics(q, v, tau) - qdd).max() > 1e-3
 
 
+def test_analysis_counts_the_coupling(robots):
+    """One dof: 4 joints, the planar loop's 2 independent rows and the coupling; the revolute
+    cut's 3 out-of-plane rows are redundant. Planar Grübler-Kutzbach: 4 - 2 - 1 = 1."""
+    coupled, plain = robots
+    q, _ = _state(coupled, 0.3, 0.0)
+    analysis = coupled.analyze(q)
+    assert analysis.dof == 1 and analysis.n_constraints == 6
+    assert analysis.redundant_constraints == 3 and not analysis.statically_determinate
+    assert analysis.gruebler_kutzbach_planar == plain.analyze(q).gruebler_kutzbach_planar - 1 == 1
+
+
 def test_step_keeps_coupling_loops_and_energy(robots):
     coupled, _ = robots
     q, v = _state(coupled, 0.3, 4.0)
