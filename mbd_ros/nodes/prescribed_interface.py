@@ -13,14 +13,15 @@ publish_clock, the system or /clock time otherwise), or when it is received if t
 zero; when its first point lies ahead, the joint moves from where it is (its current q, q', q''
 as a first waypoint). After the last point the joint holds its last position at rest; before
 any trajectory arrives (and after ~/reset) it holds its initial position. A new trajectory
-replaces the current one of the joints it names.
+replaces the current one of the joints it names. A trajectory whose start lies in the past is
+joined at its value now (the joint jumps there: stamp trajectories ahead of the plant's time).
 
 Efforts: ``joint_states`` reports, for a prescribed joint, the total force it needs to follow
 its motion (drive command + the prescribed force mbd_ros.prescribed solves for), which is the
 inverse dynamics of the full motion at that joint.
 
-Bad messages (unknown or non-prescribed joints, duplicate names, no points, wrong lengths,
-NaN/inf, times not increasing) are dropped and counted in /diagnostics
+Bad messages (unknown or non-prescribed joints, duplicate names, no points or more than
+MAX_POINTS, wrong lengths, NaN/inf, times not increasing) are dropped and counted in /diagnostics
 ("rejected prescribed_trajectory").
 """
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ..point_trajectory import PointTrajectory
 from .qos import SUBSCRIBE_QOS
 
 PRESCRIBED_TYPES = ("revolute", "prismatic", "helical")
+MAX_POINTS = 100_000   # a longer trajectory is refused (parsing it would stall the plant)
 
 
 class PrescribedInterface:
@@ -130,6 +132,9 @@ class PrescribedInterface:
         points = msg.points
         if not points:
             raise ValueError("no points")
+        if len(points) > MAX_POINTS:
+            raise ValueError(f"{len(points)} points: more than {MAX_POINTS}; send the "
+                             "trajectory in pieces")
         n, k = len(names), len(points)
         times = np.empty(k)
         fields = {"positions": np.empty((k, n)), "velocities": np.empty((k, n)),
