@@ -18,9 +18,11 @@ constraint row next to the loops' (docs/theory.md §4, §6),
     g_m = q_m - r q_l - o = 0,     G_m = e_m^T - r e_l^T,     G_m v = v_m - r v_l,   gamma_m = 0,
 
 appended to loop_state (so assembly, velocity / acceleration projection, the minimal-coordinate
-formalism, the state projection of step, prescribed motion and inverse dynamics all respect it)
-and forward dynamics solves the dense KKT system of the tree with all rows (minimum-norm with
-redundant rows; Baumgarte terms on every row):
+formalism, the state projection of step, prescribed motion and inverse dynamics all respect it).
+Forward dynamics (default) runs the recursive closed-loop solver with the coupling forces
+G_m^T mu added to the drives, mu from superposition (the loop forward dynamics is affine in
+tau: m + 2 recursive solves and an m x m system); method="kkt" solves the dense KKT system of
+the tree with all rows instead (minimum-norm with redundant rows; Baumgarte terms on every row):
 
     [ M   -G^T ] [ qdd    ]   [ tau - h                          ]
     [ G    0   ] [ lambda ] = [ -gamma - 2 alpha G v - beta^2 g  ]
@@ -221,39 +223,73 @@ class MimicLoopMixin(_MimicConfiguration):
 
     def forward_dynamics(self, q, v, tau, f_ext=None, out=None, method="recursive", prescribed=None,
                          return_torques=False):
-        """qdd (nv,) with the loops closed and the mimic joints coupled: dense KKT solve (module
-        docstring) for method "recursive"; "minimal" is the minimal-coordinate formalism on the
-        same rows; prescribed / return_torques as ClosedLoopRobot.forward_dynamics."""
-        from .robot import Robot, _vector
+        """qdd (nv,) with the loops closed and the mimic joints coupled (module docstring).
+
+        method "recursive" (default): the closed-loop recursive solver with the coupling forces
+        G_m^T mu found by superposition (m + 2 recursive solves: the loop forward dynamics is
+        affine in tau); "kkt": one dense KKT solve of every row (minimum norm); "minimal": the
+        minimal-coordinate formalism on the same rows. prescribed / return_torques as
+        ClosedLoopRobot.forward_dynamics."""
+        from .robot import _vector
         if prescribed is not None or method == "minimal":
             return super().forward_dynamics(q, v, tau, f_ext=f_ext, out=out, method=method,
                                             prescribed=prescribed, return_torques=return_torques)
-        if method != "recursive":
+        if method not in ("recursive", "kkt"):
             raise ValueError(f"method {method!r}: with mimic joints in a closed-loop robot the "
-                             "methods are 'recursive' (dense KKT) and 'minimal'")
+                             "methods are 'recursive', 'kkt' and 'minimal'")
         q = self._q(q)
         v = self._v(v)
         tau = _vector(tau, self.nv, "tau")
         with self._lock:
-            mass = Robot.mass_matrix(self, q).copy()
-            h = Robot.inverse_dynamics(self, q, v, np.zeros(self.nv), f_ext=f_ext).copy()
-            g, jac, gv = self.loop_state(q, v)
-            gamma = self._acceleration_bias(q, v)
-            alpha, beta = self.baumgarte
-            if alpha or beta:   # Baumgarte stabilisation on every row (docs/theory.md §6)
-                gamma = gamma + 2.0 * alpha * gv + beta * beta * g
-            nv, rows = self.nv, jac.shape[0]
-            kkt = np.zeros((nv + rows, nv + rows))
-            kkt[:nv, :nv] = mass
-            kkt[:nv, nv:] = -jac.T
-            kkt[nv:, :nv] = jac
-            rhs = np.concatenate((tau - h, -gamma))
-            solution = np.linalg.lstsq(kkt, rhs, rcond=None)[0]
-            if not np.all(np.isfinite(solution)):
-                raise FloatingPointError("forward_dynamics: non-finite accelerations")
-            self._thread_state.multipliers = solution[nv:nv + self.n_constraints].copy()
-            self.last_rank = int(np.linalg.matrix_rank(jac)) if rows else 0
+            if method == "recursive":
+                try:
+                    total = self._coupling_drive(q, v, tau, f_ext)
+                except np.linalg.LinAlgError:   # a coupling the loops already impose
+                    total = None
+                if total is not None:
+                    return super().forward_dynamics(q, v, total, f_ext=f_ext, out=out)
+            result = self._forward_dynamics_kkt(q, v, tau, f_ext)
         if out is not None:
-            out[:] = solution[:nv]
+            out[:] = result
             return out
+        return result
+
+    def _coupling_drive(self, q, v, tau, f_ext):
+        """tau + G_m^T mu: the drive forces plus the coupling forces that keep every mimic joint
+        on its leader. The closed-loop forward dynamics is affine in tau, qdd = a0 + A mu with
+        A's columns the responses to the unit coupling forces G_m^T e_k, and the coupling rows
+        G_m qdd = -(2 alpha G_m v + beta^2 g_m) give the m x m system for mu."""
+        base = super().forward_dynamics(q, v, tau, f_ext=f_ext).copy()
+        gm, jm, gvm = self._mimic_rows(q, v)
+        m = jm.shape[0]
+        response = np.empty((self.nv, m))
+        for k in range(m):
+            response[:, k] = super().forward_dynamics(q, v, tau + jm[k], f_ext=f_ext)
+            response[:, k] -= base
+        alpha, beta = self.baumgarte
+        target = -(jm @ base) - 2.0 * alpha * gvm - beta * beta * gm
+        mu = np.linalg.solve(jm @ response, target)
+        return tau + jm.T @ mu
+
+    def _forward_dynamics_kkt(self, q, v, tau, f_ext):
+        """One dense KKT solve of the tree with the loop and coupling rows (module docstring)."""
+        from .robot import Robot
+        mass = Robot.mass_matrix(self, q)
+        h = Robot.inverse_dynamics(self, q, v, np.zeros(self.nv), f_ext=f_ext).copy()
+        g, jac, gv = self.loop_state(q, v)
+        gamma = self._acceleration_bias(q, v)
+        alpha, beta = self.baumgarte
+        if alpha or beta:   # Baumgarte stabilisation on every row (docs/theory.md §6)
+            gamma = gamma + 2.0 * alpha * gv + beta * beta * g
+        nv, rows = self.nv, jac.shape[0]
+        kkt = np.zeros((nv + rows, nv + rows))
+        kkt[:nv, :nv] = mass
+        kkt[:nv, nv:] = -jac.T
+        kkt[nv:, :nv] = jac
+        rhs = np.concatenate((tau - h, -gamma))
+        solution = np.linalg.lstsq(kkt, rhs, rcond=None)[0]
+        if not np.all(np.isfinite(solution)):
+            raise FloatingPointError("forward_dynamics: non-finite accelerations")
+        self._thread_state.multipliers = solution[nv:nv + self.n_constraints].copy()
+        self.last_rank = int(np.linalg.matrix_rank(jac)) if rows else 0
         return solution[:nv].copy()

@@ -21,6 +21,8 @@ trajectory. Times are absolute (seconds of the simulation's clock).
 """
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 
@@ -69,34 +71,48 @@ class PointTrajectory:
     def end(self):
         return float(self.times[-1])
 
-    def __call__(self, t):
+    def _segments(self):
+        """Per segment (t_k, coefficients c0..c5 of q(t_k + s) = sum c_i s^i), Python floats
+        (evaluation by Horner's rule without numpy calls: a few µs per joint and stage)."""
         times, p = self.times, self.positions
-        if t <= times[0] or times.size == 1:
-            return float(p[0]), 0.0, 0.0
+        segments = []
+        for k in range(times.size - 1):
+            h = float(times[k + 1] - times[k])
+            p0, p1 = float(p[k]), float(p[k + 1])
+            if self.velocities is None:                          # linear
+                coefficients = (p0, (p1 - p0) / h, 0.0, 0.0, 0.0, 0.0)
+            elif self.accelerations is None:                     # cubic Hermite
+                v0, v1 = float(self.velocities[k]), float(self.velocities[k + 1])
+                c2 = (3.0 * (p1 - p0) / h - 2.0 * v0 - v1) / h
+                c3 = (2.0 * (p0 - p1) / h + v0 + v1) / (h * h)
+                coefficients = (p0, v0, c2, c3, 0.0, 0.0)
+            else:   # quintic matching p, v, a at both ends (d, e, f: what the cubic-free part
+                # p0 + v0 s + a0 s^2 / 2 misses at s = h in position, velocity, acceleration)
+                v0, v1 = float(self.velocities[k]), float(self.velocities[k + 1])
+                a0, a1 = float(self.accelerations[k]), float(self.accelerations[k + 1])
+                d = p1 - p0 - v0 * h - 0.5 * a0 * h * h
+                e = v1 - v0 - a0 * h
+                f = a1 - a0
+                coefficients = (p0, v0, 0.5 * a0,
+                                (10.0 * d - 4.0 * e * h + 0.5 * f * h * h) / h ** 3,
+                                (-15.0 * d + 7.0 * e * h - f * h * h) / h ** 4,
+                                (6.0 * d - 3.0 * e * h + 0.5 * f * h * h) / h ** 5)
+            segments.append(coefficients)
+        return [float(x) for x in times], segments
+
+    def __call__(self, t):
+        cache = self.__dict__.get("_cache")
+        if cache is None:
+            cache = self.__dict__["_cache"] = self._segments()
+        times, segments = cache
+        if t <= times[0] or len(times) == 1:
+            return float(self.positions[0]), 0.0, 0.0
         if t >= times[-1]:
-            return float(p[-1]), 0.0, 0.0
-        k = int(np.searchsorted(times, t, side="right")) - 1
-        h = times[k + 1] - times[k]
+            return float(self.positions[-1]), 0.0, 0.0
+        k = bisect.bisect_right(times, t) - 1
         s = t - times[k]
-        p0, p1 = p[k], p[k + 1]
-        if self.velocities is None:                          # linear
-            rate = (p1 - p0) / h
-            return float(p0 + rate * s), float(rate), 0.0
-        v0, v1 = self.velocities[k], self.velocities[k + 1]
-        if self.accelerations is None:                       # cubic Hermite
-            c2 = (3.0 * (p1 - p0) / h - 2.0 * v0 - v1) / h
-            c3 = (2.0 * (p0 - p1) / h + v0 + v1) / (h * h)
-            return (float(p0 + s * (v0 + s * (c2 + s * c3))),
-                    float(v0 + s * (2.0 * c2 + 3.0 * c3 * s)), float(2.0 * c2 + 6.0 * c3 * s))
-        a0, a1 = self.accelerations[k], self.accelerations[k + 1]
-        # quintic p0 + v0 s + a0 s^2/2 + c3 s^3 + c4 s^4 + c5 s^5 matching p1, v1, a1 at s = h
-        d = p1 - p0 - v0 * h - 0.5 * a0 * h * h
-        e = v1 - v0 - a0 * h
-        f = a1 - a0
-        c3 = (10.0 * d - 4.0 * e * h + 0.5 * f * h * h) / h ** 3
-        c4 = (-15.0 * d + 7.0 * e * h - f * h * h) / h ** 4
-        c5 = (6.0 * d - 3.0 * e * h + 0.5 * f * h * h) / h ** 5
-        q = p0 + s * (v0 + s * (0.5 * a0 + s * (c3 + s * (c4 + s * c5))))
-        qd = v0 + s * (a0 + s * (3.0 * c3 + s * (4.0 * c4 + s * 5.0 * c5)))
-        qdd = a0 + s * (6.0 * c3 + s * (12.0 * c4 + s * 20.0 * c5))
-        return float(q), float(qd), float(qdd)
+        c0, c1, c2, c3, c4, c5 = segments[k]
+        q = c0 + s * (c1 + s * (c2 + s * (c3 + s * (c4 + s * c5))))
+        qd = c1 + s * (2.0 * c2 + s * (3.0 * c3 + s * (4.0 * c4 + s * 5.0 * c5)))
+        qdd = 2.0 * c2 + s * (6.0 * c3 + s * (12.0 * c4 + s * 20.0 * c5))
+        return q, qd, qdd

@@ -8,7 +8,8 @@ rocker tip, turning about x (out of the loop's plane), whose joint mimics the cr
   URDF without the loop), the loop rows G_l, gamma_l of the same robot loaded without mimic,
   and the coupling row written out here, solved by the null-space method
   (qdd = q_p + N y, (N^T M N) y = N^T (tau - h - M q_p)); the loop multipliers by least squares;
-- the minimal-coordinate formalism on the same rows (method="minimal");
+- the minimal-coordinate formalism on the same rows (method="minimal") and the dense KKT solve
+  (method="kkt"), against the default (recursive loop solver + coupling forces by superposition);
 - physical invariants along robot.step (default integrator, 2 s, no damping): the coupling and
   the loops stay closed, the energy is conserved; the drive torque of the coupled motion
   (inverse dynamics) reproduces it.
@@ -104,6 +105,8 @@ def test_forward_dynamics_matches_hand_built_constraint_model(robots):
         assert_close(coupled.multipliers(), lam, "loop multipliers")
         assert_close(coupled.forward_dynamics(q, v, tau, method="minimal"), expected,
                      "minimal coordinates")
+        assert_close(coupled.forward_dynamics(q, v, tau, method="kkt"), expected, "dense KKT")
+        assert_close(coupled.multipliers(), lam, "loop multipliers (KKT)")
         assert_close(coupled.closure_wrenches(q, v, tau), plain._cut_wrenches(lam),
                      "closure wrench")
         # the drive torque of the crank (actuated) reproduces the coupled motion
@@ -112,6 +115,24 @@ def test_forward_dynamics_matches_hand_built_constraint_model(robots):
         assert_close(coupled.forward_dynamics(q, v, drive), qdd, "FD(ID(qdd))")
         # the flap is not free: without the coupling it moves differently
         assert np.abs(plain.forward_dynamics(q, v, tau) - qdd).max() > 1e-3
+
+
+def test_baumgarte_terms_on_the_coupling_rows():
+    """Off the constraints (coupling and loop drifted), with Baumgarte gains: the default solver
+    and the dense KKT solve both enforce G qdd + gamma + 2 alpha G v + beta^2 g = 0 on every row
+    (loops and coupling), and agree."""
+    robot = mbd_ros.load(XML, closures=CLOSURES, mimic=True, passive_forces=False)
+    robot.baumgarte = (10.0, 10.0)
+    q, v = _state(robot, 0.8, 1.0)
+    q = q + np.array([1e-3, -2e-3, 1e-3, 5e-3])
+    v = v + np.array([0.01, 0.0, -0.02, 0.03])
+    tau = np.array([0.05, 0.0, 0.0, 0.0])
+    qdd = robot.forward_dynamics(q, v, tau)
+    assert_close(qdd, robot.forward_dynamics(q, v, tau, method="kkt"), "recursive vs KKT")
+    g, jac, gv = robot.loop_state(q, v)
+    residual = jac @ qdd + robot._acceleration_bias(q, v) + 20.0 * gv + 100.0 * g
+    assert np.abs(residual).max() < 1e-9 * max(1.0, np.abs(qdd).max())
+    assert abs(g[-1]) > 1e-3   # the coupling row really was violated
 
 
 def test_analysis_counts_the_coupling(robots):
