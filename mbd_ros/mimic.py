@@ -149,8 +149,10 @@ class MimicMixin(_MimicConfiguration):
     def forward_dynamics(self, q, v, tau, f_ext=None, out=None, **options):
         """qdd (nv,) with the mimic joints coupled: (T^T M T) z'' = T^T (tau - h), qdd = T z''."""
         from .robot import Robot, _vector
-        if options.get("prescribed") is not None:
-            raise ValueError("prescribed motion is not supported together with mimic joints")
+        if options.get("prescribed") is not None:   # the couplings as constraint rows
+            from .prescribed import dispatch
+            return dispatch(self, q, v, tau, f_ext, out, options["prescribed"],
+                            options.get("return_torques", False))
         tau = _vector(tau, self.nv, "tau")
         mass = Robot.mass_matrix(self, q).copy()
         h = Robot.inverse_dynamics(self, q, v, np.zeros(self.nv), f_ext=f_ext).copy()

@@ -5,7 +5,7 @@ The drive forces u_p the prescribed joints need are unknowns, like the multiplie
 constraints q_p - q_p(t) = 0 [003]. With the tree's mass matrix M and h = the tree's inverse
 dynamics at qdd = 0 (bias, gravity, passive and force elements), the equations of motion
 
-    M qdd + h = tau + u + G_l^T lambda,     G_l qdd + gamma = 0  (closed loops only)
+    M qdd + h = tau + u + G_l^T lambda,     G_l qdd + gamma = 0  (closed loops, mimic couplings)
 
 with qdd_p known and u zero on the free joints are solved densely for (qdd_f, lambda, u_p):
 
@@ -84,6 +84,28 @@ def prescribed_dofs(robot, prescribed):
     return p, values
 
 
+def _constraint_rows(robot, q, v):
+    """(G (b, nv), gamma (b,)) of the robot's constraints on qdd, G qdd + gamma = 0, or None for
+    a plain tree: the loops' rows (Baumgarte terms included) for a closed-loop robot, which carry
+    its mimic couplings too (mbd_ros/mimic.py); the coupling rows e_m - r e_l (gamma = 0) for a
+    tree with coupled mimic joints."""
+    if robot.closure_names:
+        g, jac, gv = robot.loop_state(q, v)
+        gamma = robot._acceleration_bias(q, v)
+        alpha, beta = robot.baumgarte
+        if alpha or beta:
+            gamma = gamma + 2.0 * alpha * gv + beta * beta * g
+        return jac, gamma
+    pairs = getattr(robot, "_mimic_pairs", None)
+    if pairs:
+        jac = np.zeros((len(pairs), robot.nv))
+        for k, (_, _, iv_m, iv_l, multiplier, _) in enumerate(pairs):
+            jac[k, iv_m] = 1.0
+            jac[k, iv_l] -= multiplier
+        return jac, np.zeros(len(pairs))
+    return None
+
+
 def forward_dynamics_prescribed(robot, q, v, tau, prescribed, f_ext=None):
     """(qdd (nv,), u (nv,)): accelerations with the prescribed joints' accelerations as given,
     and the drive forces u the prescribed joints need on top of tau (zeros on free joints)."""
@@ -96,14 +118,10 @@ def forward_dynamics_prescribed(robot, q, v, tau, prescribed, f_ext=None):
     mass = robot.mass_matrix(q)
     h = Robot.inverse_dynamics(robot, q, v, np.zeros(robot.nv), f_ext=f_ext).copy()
     qdd = np.zeros(robot.nv)
-    if robot.closure_names:
+    rows = _constraint_rows(robot, q, v)
+    if rows is not None:
         qdd[p] = qdd_p
-        _, jac, gv = robot.loop_state(q, v)
-        gamma = robot._acceleration_bias(q, v)
-        alpha, beta = robot.baumgarte
-        if alpha or beta:
-            g = robot.loop_state(q)[0]
-            gamma = gamma + 2.0 * alpha * gv + beta * beta * g
+        jac, gamma = rows
         b = jac.shape[0]
         nf, npr = len(f), len(p)
         kkt = np.zeros((robot.nv + b, nf + b + npr))

@@ -236,3 +236,35 @@ def test_joint_spring_on_a_helical_joint():
                  [-spring, 0.0], "joint_spring force on a helical joint")
     assert sprung.potential_energy(q) - bare.potential_energy(q) == \
         pytest.approx(0.5 * 35.0 * 0.5 ** 2, rel=1e-12)
+
+
+def test_prescribed_leader_of_a_mimic_joint_in_a_tree():
+    """The gripper (test_mimic.py): finger_a prescribed, finger_b mimics it, the wrist free. Against
+    Pinocchio's own mimic model (the mimicking joint removed from v): the wrist's acceleration
+    solves the reduced equations with finger_a's acceleration given, and finger_a's needed force
+    is the reduced model's joint force minus its drive; the step keeps the coupling."""
+    from test_mimic import GRIPPER
+    robot = mbd_ros.load(GRIPPER, passive_forces=False, mimic=True)
+    model = pin.buildModelFromXML(GRIPPER, True)      # v = (wrist, finger_a)
+    data = model.createData()
+    q, v = robot.apply_mimic(np.array([0.4, 0.3, 0.0]), np.array([1.0, -2.0, 0.0]))
+    tau = np.array([0.2, 0.05, 0.0])
+    qdd, u = robot.forward_dynamics(q, v, tau, prescribed={"finger_a": 1.7}, return_torques=True)
+    assert qdd[1] == 1.7 and qdd[2] == pytest.approx(-1.5 * 1.7, abs=1e-12)
+    mass = pin.crba(model, data, q[:2])
+    mass = np.triu(mass) + np.triu(mass, 1).T
+    nle = pin.nonLinearEffects(model, data, q[:2], v[:2])
+    reduced = robot.mimic_coupling.T @ tau      # the drives projected on (wrist, finger_a)
+    wrist = (reduced[0] - nle[0] - mass[0, 1] * 1.7) / mass[0, 0]
+    assert qdd[0] == pytest.approx(wrist, rel=1e-9)
+    needed = mass[1] @ qdd[:2] + nle[1] - reduced[1]
+    assert u[1] == pytest.approx(needed, rel=1e-9, abs=1e-12) and u[0] == 0.0 and u[2] == 0.0
+
+    def finger(t):
+        return 0.3 + 0.2 * np.sin(3 * t), 0.6 * np.cos(3 * t), -1.8 * np.sin(3 * t)
+    robot.time = 0.0
+    q, v = robot.apply_mimic(np.array([0.4, 0.3, 0.0]), np.array([0.0, 0.6, 0.0]))
+    for _ in range(500):
+        q, v = robot.step(q, v, np.zeros(3), 1e-3, prescribed={"finger_a": finger})
+    assert q[1] == pytest.approx(finger(0.5)[0], abs=1e-12)
+    assert abs(q[2] - (-1.5 * q[1] + 0.1)) < 1e-9 and abs(v[2] + 1.5 * v[1]) < 1e-9

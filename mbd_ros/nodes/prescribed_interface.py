@@ -67,9 +67,6 @@ class PrescribedInterface:
                 raise ValueError(f"prescribed_joints: '{name}' is {kind}; only one-dof joints "
                                  "(revolute, prismatic, helical) can be prescribed")
         mimic = list(getattr(robot, "mimic_joints", None) or [])
-        if mimic and not robot.closure_names:
-            raise ValueError("prescribed_joints: not supported together with mimic joints in a "
-                             "tree robot (closed loops: supported)")
         if set(mimic) & set(names):
             raise ValueError(f"prescribed_joints: {sorted(set(mimic) & set(names))} mimic other "
                              "joints: prescribe their leaders")
