@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .joint_map import ONE_DOF_TYPES
+from .joint_map import scalar_dofs
 
 from .kernels.plant import drive_torques as _drive_torques
 from .kernels.plant import spd_inverse as _spd_inverse
@@ -79,13 +79,14 @@ class JointDrives:
     """
 
     def __init__(self, robot, joints, kp=400.0, kd=40.0, lower=None, upper=None):
-        names = list(robot.joint_names)
-        iv_of = {n: int(iv) for n, iv in zip(names, robot.idx_v)}
-        iq_of = {n: int(iq) for n, iq in zip(names, robot.idx_q)}
-        types = dict(zip(names, robot.joint_types))
-        unknown = [j for j in joints if types.get(j) not in ONE_DOF_TYPES]   # helical: its angle
+        # 1-dof joints (helical: its angle) and cylindrical / universal dofs '<joint>/<component>'
+        dofs = scalar_dofs(robot)
+        iv_of = {n: iv for n, (_, iv) in dofs.items()}
+        iq_of = {n: iq for n, (iq, _) in dofs.items()}
+        unknown = [j for j in joints if j not in dofs]
         if unknown:
-            raise ValueError(f"drives: {unknown} are not 1-dof joints of the robot")
+            raise ValueError(f"drives: {unknown} are not 1-dof joints of the robot (nor "
+                             "cylindrical / universal dofs '<joint>/<component>')")
         self.robot = robot
         self.joints = list(joints)
         n = len(self.joints)

@@ -63,7 +63,7 @@ REQUIRED = {
     "joint_spring": ("joint", "stiffness"),
     "bushing": ("parent", "child", "stiffness"),
 }
-ONE_DOF_JOINTS = ("revolute", "prismatic")
+ONE_DOF_JOINTS = ("revolute", "prismatic", "helical")   # helical: its angle
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,7 +168,8 @@ def _read_entry(entry, index, where, links, joints):
             raise ModelError(f"{label}: field 'joint': unknown movable joint '{joint}' ({hint})")
         if joints[joint] not in ONE_DOF_JOINTS:
             raise ModelError(f"{label}: field 'joint': '{joint}' is a {joints[joint]} joint; a "
-                             "joint_spring acts on a one-dof (revolute, continuous, prismatic) joint")
+                             "joint_spring acts on a one-dof (revolute, continuous, prismatic, "
+                             "helical) joint")
         spec["joint"] = joint
         spec["stiffness"] = _nonnegative(entry["stiffness"], f"{label}: field 'stiffness'")
         spec["damping"] = _nonnegative(entry.get("damping", 0.0), f"{label}: field 'damping'")

@@ -5,10 +5,15 @@ A sensor_msgs/JointState, a trajectory point or an effort command carries one va
 distinct name list), validates lengths and values, and scatters the values into preallocated
 q / v / tau arrays without allocating in the steady state.
 
-Joint names used by messages (``state_names``): the robot's 1-dof movable joints (revolute,
-prismatic, helical: its value is the angle) in the order of v. Multi-dof joints (floating base,
-spherical, planar, cylindrical, universal) cannot be
-expressed in a JointState; their entries of q and v are left as the caller set them.
+Joint names used by messages (``state_names``): one per scalar degree of freedom, in the order
+of v: a 1-dof movable joint (revolute, prismatic, helical: its value is the angle) is named as
+itself; each dof of a cylindrical or universal joint (q and v have one entry per dof, so a
+JointState can carry it) is ``<joint>/<component>``: ``<joint>/angle`` (rad) and
+``<joint>/displacement`` (m) for a cylindrical joint, ``<joint>/angle1`` (about its axis) and
+``<joint>/angle2`` (about axis2) for a universal joint. These names are accepted and published
+like joint names (joint_states, commands, `joints`). Joints whose configuration is not one
+number per dof (floating base, spherical: quaternions; planar) cannot be expressed in a
+JointState; their entries of q and v are left as the caller set them.
 
 Degree-of-freedom names (``dof_names``, one per entry of v) label vectors over all of v, such as
 the accelerations: a 1-dof joint is named as itself, a dof of a multi-dof joint is
@@ -21,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 ONE_DOF_TYPES = ("revolute", "prismatic", "helical")
+# multi-dof joints with one q entry per v entry: each dof is a JointState entry '<joint>/<component>'
+SCALAR_DOF_TYPES = ("cylindrical", "universal")
 DOF_COMPONENTS = {
     "cylindrical": ("angle", "displacement"),
     "universal": ("angle1", "angle2"),
@@ -28,6 +35,19 @@ DOF_COMPONENTS = {
     "spherical": ("wx", "wy", "wz"),
     "planar": ("vx", "vy", "wz"),
 }
+
+
+def scalar_dofs(robot):
+    """{message name: (q index, v index)} of every dof a JointState can carry, in the order of v:
+    1-dof joints by their name, cylindrical / universal dofs as `<joint>/<component>`."""
+    dofs = {}
+    for name, kind, iq, iv in zip(robot.joint_names, robot.joint_types, robot.idx_q, robot.idx_v):
+        if kind in ONE_DOF_TYPES:
+            dofs[name] = (int(iq), int(iv))
+        elif kind in SCALAR_DOF_TYPES:
+            for k, component in enumerate(DOF_COMPONENTS[kind]):
+                dofs[f"{name}/{component}"] = (int(iq) + k, int(iv) + k)
+    return dofs
 
 
 class JointMapError(ValueError):
@@ -67,11 +87,12 @@ class _Lookup:
 
 
 class JointMap:
-    """Maps the named 1-dof joints of messages to and from q, v, tau of `robot`.
+    """Maps the named 1-dof joints (and cylindrical / universal dofs, `<joint>/<component>`) of
+    messages to and from q, v, tau of `robot`.
 
     joints: names of the commanded joints, the order of effort command arrays (default: the
-        robot's `actuated_joints` if it declares them (closed loops), else every 1-dof joint in
-        the order of v). Must be 1-dof joints of the robot.
+        robot's `actuated_joints` if it declares them (closed loops), else every name of
+        `state_names` but coupled mimic joints). Must be names of `state_names`.
     ignore_unknown: accept messages that also name joints the robot does not have (their
         values are ignored) instead of rejecting them.
     """
@@ -79,18 +100,17 @@ class JointMap:
     MAX_CACHED = 16   # distinct name lists remembered (publishers normally use one)
 
     def __init__(self, robot, joints=None, ignore_unknown=False):
-        self.state_names = [n for n, t in zip(robot.joint_names, robot.joint_types)
-                            if t in ONE_DOF_TYPES]
-        position = {n: (int(iq), int(iv)) for n, t, iq, iv in
-                    zip(robot.joint_names, robot.joint_types, robot.idx_q, robot.idx_v)
-                    if t in ONE_DOF_TYPES}
+        position = scalar_dofs(robot)
+        self.state_names = list(position)
         self._index = position
         self.state_iq = np.array([position[n][0] for n in self.state_names], dtype=np.int64)
         self.state_iv = np.array([position[n][1] for n in self.state_names], dtype=np.int64)
         self.dof_names = dof_names(robot)
         self.nq, self.nv = robot.nq, robot.nv
         self.ignore_unknown = bool(ignore_unknown)
-        joints = list(joints or getattr(robot, "actuated_joints", None) or self.state_names)
+        mimic = set(getattr(robot, "mimic_joints", ()))   # driven through their leaders
+        joints = list(joints or getattr(robot, "actuated_joints", None)
+                      or [n for n in self.state_names if n not in mimic])
         if len(set(joints)) != len(joints):
             dup = sorted({n for n in joints if joints.count(n) > 1})
             raise ValueError(f"joints: duplicate names {dup}")
@@ -98,10 +118,12 @@ class JointMap:
         if unknown:
             multi = [n for n in unknown if n in robot.joint_names]
             if multi:
-                raise ValueError(f"joints: {multi} are multi-dof joints; only 1-dof joints "
-                                 "(revolute, prismatic) can be commanded by name")
-            raise ValueError(f"joints: unknown joint names {unknown}; the robot's 1-dof joints "
-                             f"are {self.state_names}")
+                raise ValueError(f"joints: {multi} are multi-dof joints; command 1-dof joints "
+                                 "by name and cylindrical / universal dofs as "
+                                 "'<joint>/<component>' (floating, spherical and planar joints "
+                                 "cannot be commanded)")
+            raise ValueError(f"joints: unknown joint names {unknown}; the robot's commandable "
+                             f"joints are {self.state_names}")
         self.joints = joints
         self.joint_iq = np.array([position[n][0] for n in joints], dtype=np.int64)
         self.joint_iv = np.array([position[n][1] for n in joints], dtype=np.int64)
@@ -214,11 +236,11 @@ class JointMap:
 
     # ------------------------------------------------------------------ vectors -> messages
     def state_positions(self, q, out):
-        """out[:] = q of the 1-dof joints, in `state_names` order."""
+        """out[:] = q of the `state_names` dofs, in that order."""
         np.take(q, self.state_iq, out=out)
 
     def state_values(self, x, out):
-        """out[:] = x (an nv vector) of the 1-dof joints, in `state_names` order."""
+        """out[:] = x (an nv vector) of the `state_names` dofs, in that order."""
         np.take(x, self.state_iv, out=out)
 
     def joint_values(self, x, out):

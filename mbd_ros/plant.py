@@ -27,7 +27,7 @@ import numpy as np
 
 from .drives import JointDrives, effective_inertia
 from .kernels.plant import max_abs as _max_abs
-from .joint_map import ONE_DOF_TYPES
+from .joint_map import scalar_dofs
 from .limits import JointLimits
 from .simulation import Simulator
 
@@ -42,7 +42,8 @@ class DivergenceError(FloatingPointError):
 class Plant:
     """robot: an mbd_ros Robot; dt: step, s; integrator: see mbd_ros.simulation.INTEGRATORS;
     q, v: initial state (default neutral, at rest); joints: joints with a drive (default every
-    1-dof joint); kp, kd: the drives' inertia-normalised gains (see mbd_ros.drives);
+    1-dof joint and cylindrical / universal dof, named as in mbd_ros.joint_map); kp, kd: the
+    drives' inertia-normalised gains (see mbd_ros.drives);
     limits: True (the URDF limits), False (none) or a JointLimits; forces: force hooks
     fn(t, q, v) -> (nv,) (see Simulator); max_speed: divergence bound on |v|; substeps:
     integrator steps per plant step (the drive torques held over them; stiff contacts).
@@ -58,8 +59,7 @@ class Plant:
             limits = JointLimits(robot)
         self.limits = limits or None
         if joints is None:
-            joints = [n for n, t in zip(robot.joint_names, robot.joint_types)
-                      if t in ONE_DOF_TYPES]
+            joints = list(scalar_dofs(robot))   # 1-dof joints, cylindrical / universal dofs
         lower = upper = None
         if self.limits is not None:
             lower, upper = self.limits.lower, self.limits.upper

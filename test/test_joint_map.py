@@ -167,3 +167,32 @@ def test_lookup_is_cached(arm):
     a = jm.lookup(list(jm.state_names))
     assert jm.lookup(list(jm.state_names)) is a
     assert jm.lookup(list(jm.state_names), required=jm.joints) is not a
+
+
+def test_cylindrical_and_universal_dofs_by_name():
+    """Each dof of a cylindrical / universal joint is a message entry '<joint>/<component>'
+    (q and v one entry per dof): scattered into q, v, tau at the right indices, commandable, and
+    the plant's drives track a position command on them."""
+    from test_joint_types import CYLINDRICAL_CHAIN, UNIVERSAL_CHAIN, _urdf
+
+    from mbd_ros.plant import Plant
+    robot = mbd_ros.load(_urdf([CYLINDRICAL_CHAIN[0], UNIVERSAL_CHAIN[2], UNIVERSAL_CHAIN[1]]))
+    jm = JointMap(robot)
+    names = ["cyl0/angle", "cyl0/displacement", "uni2/angle1", "uni2/angle2", "elbow"]
+    assert jm.state_names == names == dof_names(robot) and jm.joints == names
+    order, perm = shuffled(names, 3)
+    values = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
+    q, v, tau = np.zeros(5), np.zeros(5), np.zeros(5)
+    jm.read_state(order, values[perm], 2 * values[perm], 3 * values[perm], q, v, tau)
+    np.testing.assert_array_equal(q, values)     # the joints' q order: angle, displacement, ...
+    np.testing.assert_array_equal(v, 2 * values)
+    np.testing.assert_array_equal(tau, 3 * values)
+    with pytest.raises(ValueError, match="cylindrical / universal dofs"):
+        JointMap(robot, ["cyl0"])
+    plant = Plant(robot, 1e-3, "rk4", limits=False)     # default drives: every named dof
+    assert plant.drives.joints == names
+    target = np.array([0.3, 0.05, 0.2, -0.1, 0.4])
+    plant.drives.command_position(target)
+    for _ in range(3000):
+        plant.step()
+    np.testing.assert_allclose(plant.q, target, atol=1e-6)

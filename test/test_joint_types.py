@@ -223,8 +223,9 @@ def test_names_and_codegen_fallback():
     assert dof_names(robot) == ["cyl0/angle", "cyl0/displacement", "elbow", "cyl2/angle",
                                 "cyl2/displacement", "screw"]
     np.testing.assert_array_equal(robot.neutral(), np.zeros(6))
-    # JointState: 1-dof joints only, a helical joint among them (its value is the angle)
-    assert JointMap(robot).state_names == ["elbow", "screw"]
+    # JointState: one entry per dof, '<joint>/<component>' for cylindrical joints (a helical
+    # joint's value is its angle)
+    assert JointMap(robot).state_names == dof_names(robot)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         generated = mbd_ros.load(_urdf(CYLINDRICAL_CHAIN), codegen=True)

@@ -239,6 +239,9 @@ class DynamicsNode(LifecycleNode):
         self.declare("forces_path", "", "YAML file with a forces: section (spring_damper, "
                      "joint_spring, bushing; may be the closures file); empty: none")
         self.declare("floating_base", False, "add a free joint 'root_joint' above the URDF root")
+        self.declare("mimic", False, "couple the URDF <mimic> joints to their leaders "
+                     "(q_m = r q_l + o: not independent dofs; also in closed loops); false: "
+                     "independent joints, as Pinocchio's parser")   # [mimic joints]
         self.declare("gravity", [0.0, 0.0, -9.81], "gravity in the root frame, m/s^2",
                      finite_vector(3))
         self.declare("passive_forces", True, "apply the URDF <dynamics damping friction> as "
@@ -249,7 +252,8 @@ class DynamicsNode(LifecycleNode):
                      float_range=(1e-9, 1e3))
         self.declare("joints", None, "commanded joints, the order of effort command arrays "
                      "(default: the actuated joints of a closed-loop robot, else every 1-dof "
-                     "joint in the order of the robot's velocity vector)", type_=S)
+                     "joint in the order of the robot's velocity vector; cylindrical / "
+                     "universal dofs as '<joint>/<component>')", type_=S)
         self.declare("ignore_unknown_joints", False, "accept joint_states that also name joints "
                      "the robot does not have (their values are ignored) instead of dropping them")
         self.declare("max_message_age", 0.5, "drop input messages whose header stamp is older "
@@ -299,6 +303,8 @@ class DynamicsNode(LifecycleNode):
             options["friction_velocity"] = self.param("friction_velocity")
         if self.param("flexible_path"):        # flexible links (mbd_ros/flexible)
             options["flexible"] = self.param("flexible_path")
+        if self.param("mimic"):                # [mimic joints] coupled (mbd_ros/mimic.py)
+            options["mimic"] = True
         try:
             return mbd_ros.load(source, closures=closures, forces=self.param("forces_path") or None,
                                 floating_base=self.param("floating_base"),

@@ -25,6 +25,9 @@ warning). Position and velocity commands (``joint_commands`` position / velocity
 ``~/position_commands``, ``~/velocity_commands``) are held and tracked by emulated drives; the
 URDF limits are enforced; a floating base publishes ``~/odom`` and /tf, with an optional ground
 contact; a diverged simulation halts until ``~/reset`` (plant_interface.py, docs/plant.md).
+``prescribed_joints`` follow the trajectories of ``~/prescribed_trajectory``
+(trajectory_msgs/JointTrajectory) while the others are free; their joint_states effort is the
+force they need (prescribed_interface.py).
 
 - ``publish_clock`` false (default): wall-clock (steady clock) pacing. Stamps are the system
   time; a late cycle is caught up with extra steps (at most ``max_catch_up``) so simulated time
@@ -38,7 +41,10 @@ contact; a diverged simulation halts until ``~/reset`` (plant_interface.py, docs
   ``use_sim_time`` run in lockstep with the simulation; after a stall simulated time stretches
   instead of jumping (the late cycles are counted as missed, not caught up).
 
-Multi-dof joints (floating base, spherical, planar) have no JointState representation: in
+Cylindrical and universal joints are in JointState messages, one entry per dof named
+``<joint>/angle``, ``<joint>/displacement`` / ``<joint>/angle1``, ``<joint>/angle2``
+(mbd_ros.joint_map). Multi-dof joints (floating base, spherical, planar) have no JointState
+representation: in
 observe mode they stay at the neutral configuration, at rest; in simulate mode they move, and
 only their velocities and accelerations appear (in ``~/accelerations``, as ``<joint>/<component>``).
 
@@ -67,12 +73,13 @@ from . import diagnostics as diag
 from .base import DynamicsNode, finite_vector, one_of, run
 from .messages import AccelerationsOut, JointStateOut, WrenchOut, topic_token, unique_topic_tokens
 from .plant_interface import PlantInterface
+from .prescribed_interface import PrescribedInterface
 from .qos import CLOCK_QOS, CLOCK_SUBSCRIBE_QOS, PUBLISH_QOS, SUBSCRIBE_QOS
 
 MODES = ("observe", "simulate")
 
 
-class ForwardDynamicsNode(PlantInterface, DynamicsNode):
+class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
 
     def __init__(self, node_name="forward_dynamics", **kwargs):
         super().__init__(node_name, **kwargs)
@@ -111,6 +118,7 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
         self.declare("max_catch_up", 10, "simulate, wall-clock pacing: most extra steps taken "
                      "in one cycle to catch up after a stall", int_range=(0, 1000))
         self.declare_plant_parameters()   # drives, limits, divergence (plant_interface.py)
+        self.declare_prescribed_parameters()   # prescribed joints (prescribed_interface.py)
         self.declare("joint_state_staleness", 0.1, "observe: joint_states messages that name "
                      "only some joints (several drivers) are merged, latest value per joint; "
                      "outputs need every joint's value to be at most this old, s",
@@ -226,6 +234,8 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
                     raise ValueError(f"{name} has {len(values)} values, `joints` has "
                                      f"{len(jm.joints)} ({jm.joints})")
                 target[index] = values
+        if getattr(robot, "mimic_joints", None):   # [mimic joints] on their leaders
+            self.q0, self.v0 = robot.apply_mimic(self.q0, self.v0)
         if robot.closure_names and hasattr(robot, "assemble"):
             # close the loops at the initial configuration (the `joints` keep their values as
             # far as the loops allow) and remove the loop-violating part of the velocity
@@ -256,6 +266,7 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
         self.subs.append(self.create_subscription(
             JointState, "joint_commands", self._on_joint_command, SUBSCRIBE_QOS))
         self.configure_plant_interface()   # position/velocity commands, ~/reset
+        self.configure_prescribed()   # prescribed joints, ~/prescribed_trajectory
         self.timer = None
         self._clock_sub = None
         self._follow_clock = False
@@ -589,6 +600,8 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
         self.jmap.state_positions(sim.q, js.position)
         self.jmap.state_values(sim.v, js.velocity)
         self.jmap.state_values(self.tau, js.effort)
+        if self.prescribed_joints:   # their force along the prescribed motion
+            self.prescribed_efforts(js.effort)
         self.pub_js.publish(js.msg)
         if self.pub_elastic is not None:      # flexible links
             el = self.elastic_out
@@ -655,7 +668,7 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
                        ("diverged steps", self.diverged)]
         level, message = diag.OK, ""
         if self.mode == "simulate":
-            values += self.plant_diagnostics()
+            values += self.plant_diagnostics() + self.prescribed_diagnostics()
         if self.mode == "simulate" and self.halted:
             level, message = diag.ERROR, f"halted: the simulation {self.halt_reason}; call " \
                 "~/reset"

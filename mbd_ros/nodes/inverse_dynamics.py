@@ -103,6 +103,7 @@ class InverseDynamicsNode(DynamicsNode):
         # loop-consistent qdd by the library (robot.project_acceleration(q, v, qdd): dependent
         # components solved from G qdd + gamma = 0, like project_velocity); without it the
         # inverse dynamics of a closed-loop robot refuses inconsistent accelerations.
+        self._couple = getattr(robot, "couple_in_place", None)   # [mimic joints]
         self._project = getattr(robot, "project_acceleration", None) \
             if robot.closure_names else None
         # outputs
@@ -263,6 +264,8 @@ class InverseDynamicsNode(DynamicsNode):
             self.v_ff[iv] = self.v_ref[iv]
             self.qdd_cmd[:] = 0.0
             self.qdd_cmd[iv] = self.a_ref[iv]
+            if self._couple is not None:   # [mimic joints] the reference on their leaders
+                self._couple(self.q_ff, self.v_ff, self.qdd_cmd)
             robot.inverse_dynamics(self.q_ff, self.v_ff, self.qdd_cmd, out=self.tau)
         else:
             np.take(self.v_ref, iv, out=self.ed)
@@ -278,6 +281,8 @@ class InverseDynamicsNode(DynamicsNode):
             self.qdd_cmd[iv] = self.tmp
             if self._project is not None:   # closed loops: make qdd_cmd loop-consistent
                 self.qdd_cmd[:] = self._project(self.q, self.v, self.qdd_cmd)
+            elif self._couple is not None:  # [mimic joints] qdd_cmd on their leaders
+                self._couple(None, None, self.qdd_cmd)
             robot.inverse_dynamics(self.q, self.v, self.qdd_cmd, out=self.tau)
 
     def _cycle(self, stamp, t0):

@@ -1,0 +1,189 @@
+"""Prescribed (rheonomic) joints of the simulate-mode plant, driven by a JointTrajectory topic (a
+mixin of ForwardDynamicsNode; the physics is mbd_ros.prescribed and mbd_ros.point_trajectory).
+
+Parameter ``prescribed_joints`` (default empty): one-dof joints (revolute, prismatic, helical)
+whose motion is given instead of integrated. They follow the trajectories received on
+``~/prescribed_trajectory`` (trajectory_msgs/JointTrajectory: joint_names a subset of
+``prescribed_joints``; points with positions, optional velocities and accelerations, and
+strictly increasing time_from_start), interpolated by mbd_ros.point_trajectory's rule (quintic
+with positions, velocities and accelerations; cubic with velocities; linear with positions
+only); the other joints are free (hybrid dynamics, mbd_ros.prescribed). The trajectory starts
+at header.stamp (in the time base of the plant's own stamps: the simulated time with
+publish_clock, the system or /clock time otherwise), or when it is received if the stamp is
+zero; when its first point lies ahead, the joint moves from where it is (its current q, q', q''
+as a first waypoint). After the last point the joint holds its last position at rest; before
+any trajectory arrives (and after ~/reset) it holds its initial position. A new trajectory
+replaces the current one of the joints it names. A trajectory whose start lies in the past is
+joined at its value now (the joint jumps there: stamp trajectories ahead of the plant's time).
+
+Efforts: ``joint_states`` reports, for a prescribed joint, the total force it needs to follow
+its motion (drive command + the prescribed force mbd_ros.prescribed solves for), which is the
+inverse dynamics of the full motion at that joint.
+
+Bad messages (unknown or non-prescribed joints, duplicate names, no points or more than
+MAX_POINTS, wrong lengths, NaN/inf, times not increasing) are dropped and counted in /diagnostics
+("rejected prescribed_trajectory").
+"""
+from __future__ import annotations
+
+import numpy as np
+from rcl_interfaces.msg import ParameterType
+from trajectory_msgs.msg import JointTrajectory
+
+from ..point_trajectory import PointTrajectory
+from .qos import SUBSCRIBE_QOS
+
+PRESCRIBED_TYPES = ("revolute", "prismatic", "helical")
+MAX_POINTS = 100_000   # a longer trajectory is refused (parsing it would stall the plant)
+
+
+class PrescribedInterface:
+    """Mixin: needs self.robot, self.sim, self.plant, self.param, self.declare, self.reject of
+    ForwardDynamicsNode (simulate mode)."""
+
+    def declare_prescribed_parameters(self):
+        self.declare("prescribed_joints", None, "simulate: one-dof joints whose motion follows "
+                     "the trajectories of ~/prescribed_trajectory (hybrid dynamics; holding "
+                     "their initial position until one arrives); their joint_states effort is "
+                     "the force they need", type_=ParameterType.PARAMETER_STRING_ARRAY)
+
+    def configure_prescribed(self):
+        """Check prescribed_joints, hold them at the initial positions and subscribe (after
+        make_plant). Raises ValueError naming a bad joint."""
+        robot = self.robot
+        names = list(self.param("prescribed_joints") or [])
+        self.prescribed_joints = names
+        self.prescribed_sub = None
+        if not names:
+            return
+        if len(set(names)) != len(names):
+            raise ValueError(f"prescribed_joints: duplicate names {names}")
+        for name in names:
+            if name not in robot.joint_names:
+                raise ValueError(f"prescribed_joints: '{name}' is not a movable joint of the "
+                                 f"robot (joints: {list(robot.joint_names)[:10]})")
+            kind = robot.joint_types[robot.joint_names.index(name)]
+            if kind not in PRESCRIBED_TYPES:
+                raise ValueError(f"prescribed_joints: '{name}' is {kind}; only one-dof joints "
+                                 "(revolute, prismatic, helical) can be prescribed")
+        mimic = list(getattr(robot, "mimic_joints", None) or [])
+        if set(mimic) & set(names):
+            raise ValueError(f"prescribed_joints: {sorted(set(mimic) & set(names))} mimic other "
+                             "joints: prescribe their leaders")
+        index = [robot.joint_names.index(n) for n in names]
+        self._prescribed_iq = {n: int(robot.idx_q[j]) for n, j in zip(names, index)}
+        self._prescribed_iv = np.array([robot.idx_v[j] for j in index], dtype=np.int64)
+        rows = self.jmap.state_names
+        self._prescribed_rows = [(rows.index(n), int(robot.idx_v[j])) for n, j in zip(names, index)]
+        self._hold_prescribed(self.q0)
+        self.counts["prescribed_trajectory"] = 0
+        self.prescribed_received = 0
+        self.prescribed_sub = self.create_subscription(
+            JointTrajectory, "~/prescribed_trajectory", self._on_prescribed_trajectory,
+            SUBSCRIBE_QOS)
+        self.subs.append(self.prescribed_sub)
+
+    def _hold_prescribed(self, q0):
+        """Every prescribed joint holds its position of q0, at rest (v0 = 0 there)."""
+        self.sim.prescribed = {n: PointTrajectory.hold(float(q0[iq]))
+                               for n, iq in self._prescribed_iq.items()}
+        if self.v0 is not None:
+            self.v0[self._prescribed_iv] = 0.0
+            self.sim.v[self._prescribed_iv] = 0.0
+
+    def reset_plant(self, q0=None, v0=None, time=None):
+        """PlantInterface.reset_plant, then the prescribed joints hold their initial position."""
+        super().reset_plant(q0, v0, time)
+        if getattr(self, "prescribed_joints", None):
+            self._hold_prescribed(self.q0)
+
+    # ------------------------------------------------------------------ the topic
+    def _state_stamp_ns(self):
+        """The stamp the plant gives its current state (as _run_cycle computes it)."""
+        if self.publish_clock:
+            return self._base_stamp_ns + round(self.sim.time * 1e9)
+        return self._base_stamp_ns + self.cycles * self.period_ns
+
+    def _on_prescribed_trajectory(self, msg):
+        if not self.active:
+            return
+        try:
+            trajectories = self._read_prescribed(msg)
+        except ValueError as exc:
+            self.reject("prescribed_trajectory", str(exc))
+            return
+        self.sim.prescribed.update(trajectories)
+        self.prescribed_received += 1
+
+    def _read_prescribed(self, msg):
+        """{joint: PointTrajectory} of a JointTrajectory message (ValueError if it is bad)."""
+        names = list(msg.joint_names)
+        if not names:
+            raise ValueError("no joint_names")
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate joint names {names[:5]}")
+        unknown = [n for n in names if n not in self._prescribed_iq]
+        if unknown:
+            raise ValueError(f"joints {unknown[:5]} are not prescribed_joints "
+                             f"{self.prescribed_joints}")
+        points = msg.points
+        if not points:
+            raise ValueError("no points")
+        if len(points) > MAX_POINTS:
+            raise ValueError(f"{len(points)} points: more than {MAX_POINTS}; send the "
+                             "trajectory in pieces")
+        n, k = len(names), len(points)
+        times = np.empty(k)
+        fields = {"positions": np.empty((k, n)), "velocities": np.empty((k, n)),
+                  "accelerations": np.empty((k, n))}
+        given = {"positions": True, "velocities": True, "accelerations": True}
+        for i, point in enumerate(points):
+            times[i] = point.time_from_start.sec + 1e-9 * point.time_from_start.nanosec
+            for field, values in fields.items():
+                data = getattr(point, field)
+                if len(data) == 0 and field != "positions":
+                    given[field] = False
+                    continue
+                if len(data) != n:
+                    raise ValueError(f"point {i}: {field} has {len(data)} values for {n} joints")
+                values[i] = data
+        for field, values in fields.items():
+            if given[field] and not np.isfinite(values).all():
+                raise ValueError(f"{field} contain NaN or inf")
+        if (k > 1 and not (np.diff(times) > 0.0).all()) or times[0] < 0.0:
+            raise ValueError("time_from_start must be >= 0 and strictly increasing")
+        if not given["velocities"]:
+            given["accelerations"] = False
+        # start: header.stamp in the plant's stamp time base, or now for a zero stamp
+        now = self.sim.time
+        stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        start = now if stamp_ns == 0 else now + 1e-9 * (stamp_ns - self._state_stamp_ns())
+        t = start + times
+        result = {}
+        for j, name in enumerate(names):
+            q = fields["positions"][:, j]
+            qd = fields["velocities"][:, j] if given["velocities"] else None
+            qdd = fields["accelerations"][:, j] if given["accelerations"] else None
+            tj = t
+            if t[0] > now:   # move from the current motion to the first point
+                q0, qd0, qdd0 = self.sim.prescribed[name](now)
+                tj = np.concatenate(([now], t))
+                q = np.concatenate(([q0], q))
+                qd = None if qd is None else np.concatenate(([qd0], qd))
+                qdd = None if qdd is None else np.concatenate(([qdd0], qdd))
+            result[name] = PointTrajectory(tj, q, qd, qdd)
+        return result
+
+    # ------------------------------------------------------------------ efforts
+    def prescribed_efforts(self, effort):
+        """effort (state_names order, the drive torques) += the prescribed force each
+        prescribed joint needs at the state just evaluated (robot.last_prescribed_torques)."""
+        u = self.robot.last_prescribed_torques
+        for row, iv in self._prescribed_rows:
+            effort[row] += u[iv]
+
+    def prescribed_diagnostics(self):
+        if not getattr(self, "prescribed_joints", None):
+            return []
+        return [("prescribed joints", ", ".join(self.prescribed_joints)),
+                ("prescribed trajectories", self.prescribed_received)]

@@ -1,0 +1,219 @@
+"""Prescribed joints of the simulate plant driven by ~/prescribed_trajectory, as a process.
+
+arm7 in simulate mode (publish_clock: stamps are the simulated time), `prescribed_joints:
+[joint_2]`, no drive torques. Until the trajectory starts joint_2 holds its initial position;
+then it follows q(tau) = q0 + A sin^3(w tau) (a periodic motion starting at rest with zero
+acceleration), sent as 41 waypoints (positions, velocities, accelerations) starting at a given
+stamp. References:
+
+- the prescribed joint's published position equals the closed form to the interpolation error
+  (quintic Hermite between waypoints 50 ms apart: < 1e-6 rad);
+- the free joints' published motion equals the library's own hybrid simulation
+  (robot.step(..., integrator='rk4', prescribed={joint_2: the same PointTrajectory})) to 1e-9;
+- joint_2's published effort equals Pinocchio's RNEA of the full published motion (q, v from
+  joint_states, qdd from ~/accelerations), and the free joints' RNEA is zero (no drive torque);
+- after the trajectory the joint holds its last point; bad messages are rejected and counted.
+Bounded in time: every wait has a timeout.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="ROS 2 rclpy is not installed (pip install "
+                            "'mbd_ros[ros]' for the PyPI wheels, or source a ROS 2 install)")
+pin = pytest.importorskip("pinocchio")
+
+from builtin_interfaces.msg import Duration, Time  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+
+import mbd_ros  # noqa: E402
+from conftest import assert_close  # noqa: E402
+from mbd_ros.point_trajectory import PointTrajectory  # noqa: E402
+from oracle import pin_model_from_xml  # noqa: E402
+from mbd_ros.simulation import Simulator  # noqa: E402
+from ros_harness import (CONFIG, READY_TIMEOUT, URDF, Ros, stamp_key,  # noqa: E402
+                         warm_numba_cache)
+
+ARM = URDF / "arm7.urdf"
+Q0 = [0.3, 0.9, -0.4, -1.2, 0.6, 0.8, 0.2]
+RATE = 500.0
+NS = "/presc"
+A, W = 0.4, 2 * np.pi * 0.5
+TAU = np.linspace(0.0, 2.0, 41)          # waypoint times from the start, s
+FOURBAR = URDF / "fourbar.urdf"
+FOURBAR_CLOSURES = str(CONFIG / "fourbar_closures.yaml")
+LOOP_NS = "/presc4"
+
+
+def motion(tau):
+    """q0 + A sin^3(w tau) and its first two derivatives."""
+    s, c = np.sin(W * tau), np.cos(W * tau)
+    return (Q0[1] + A * s ** 3, 3 * A * W * s * s * c, A * W * W * (6 * s * c * c - 3 * s ** 3))
+
+
+@pytest.fixture(scope="module")
+def robot():
+    r = mbd_ros.load(str(ARM), passive_forces=False)
+    warm_numba_cache(r)
+    return r
+
+
+@pytest.fixture(scope="module")
+def ros(robot):
+    ros = Ros(salt=91)
+    params = {"urdf_path": str(ARM), "mode": "simulate", "rate_hz": RATE, "publish_clock": True,
+              "passive_forces": False, "enforce_limits": False, "limit_efforts": False,
+              "initial_positions": Q0, "prescribed_joints": ["joint_2"],
+              "wrench_joints": ["none"], "diagnostics_period": 0.2}
+    ros.start("forward_dynamics", params, remaps={"__ns": NS})
+    ros.start("forward_dynamics", {"urdf_path": str(FOURBAR), "closures_path": FOURBAR_CLOSURES,
+                                   "mode": "simulate", "rate_hz": RATE, "publish_clock": True,
+                                   "enforce_limits": False, "limit_efforts": False,
+                                   "prescribed_joints": ["crank_joint"],
+                                   "wrench_joints": ["none"], "diagnostics_period": 0.2},
+              remaps={"__ns": LOOP_NS})
+    ros.subscribe(JointState, f"{LOOP_NS}/joint_states")
+    ros.subscribe(JointTrajectory, f"{LOOP_NS}/forward_dynamics/accelerations")
+    ros.subscribe(JointState, f"{NS}/joint_states")
+    ros.subscribe(JointTrajectory, f"{NS}/forward_dynamics/accelerations")
+    ros.spin_until(lambda: ros.messages(f"{NS}/joint_states")
+                   and ros.messages(f"{LOOP_NS}/joint_states"), READY_TIMEOUT,
+                   what="the plants' first joint_states")
+    yield ros
+    ros.close()
+
+
+def _trajectory_msg(start_ns, names=("joint_2",), points=None, offset=Q0[1]):
+    msg = JointTrajectory()
+    msg.header.stamp = Time(sec=start_ns // 1_000_000_000, nanosec=start_ns % 1_000_000_000)
+    msg.joint_names = list(names)
+    q, qd, qdd = motion(TAU)
+    q = q - Q0[1] + offset
+    for k, tau in enumerate(TAU if points is None else TAU[:points]):
+        p = JointTrajectoryPoint(positions=[q[k]], velocities=[qd[k]], accelerations=[qdd[k]])
+        ns = int(round(tau * 1e9))
+        p.time_from_start = Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+        msg.points.append(p)
+    return msg
+
+
+def test_prescribed_joint_follows_the_trajectory_topic(ros, robot):
+    topic = f"{NS}/forward_dynamics/prescribed_trajectory"
+    pub = ros.matched_publisher(JointTrajectory, topic)
+    ros.spin(0.2)
+    # start one simulated second after the latest published state
+    start_ns = (stamp_key(ros.messages(f"{NS}/joint_states")[-1].header.stamp) // 10_000_000
+                + 100) * 10_000_000
+    start = start_ns * 1e-9
+    pub.publish(_trajectory_msg(start_ns))
+    end = start + TAU[-1] + 0.3
+    ros.spin_until(lambda: stamp_key(ros.messages(f"{NS}/joint_states")[-1].header.stamp)
+                   > end * 1e9, 60.0, what="the trajectory played and held")
+    states = ros.messages(f"{NS}/joint_states")
+    by_step = {int(round(stamp_key(m.header.stamp) * 1e-9 * RATE)): m for m in states}
+    accelerations = {stamp_key(m.header.stamp): m
+                     for m in ros.messages(f"{NS}/forward_dynamics/accelerations")}
+    # the library's hybrid simulation from the initial state at t = 0 with the same trajectory
+    q_ref, qd_ref, qdd_ref = motion(TAU)
+    plan = {"joint_2": PointTrajectory(start + TAU, q_ref, qd_ref, qdd_ref)}
+    q, v = np.array(Q0), np.zeros(7)
+    robot.time = 0.0
+    last = max(by_step)
+    model, _ = pin_model_from_xml(pin, ARM.read_text(), False)
+    data = model.createData()
+    compared = {"hold": 0, "moving": 0, "end": 0}
+    zero = np.zeros(7)
+    for k in range(last + 1):
+        msg = by_step.get(k)
+        t = k / RATE
+        if msg is not None:
+            assert list(msg.name) == [f"joint_{i}" for i in range(1, 8)]
+            position = np.array(msg.position)
+            assert_close(position, q, f"free motion at t = {t:.3f} s vs robot.step")
+            phase = "hold" if t <= start else ("moving" if t <= start + TAU[-1] else "end")
+            if phase == "hold":
+                assert position[1] == Q0[1]
+            elif phase == "moving":
+                assert abs(position[1] - motion(t - start)[0]) < 1e-6
+            else:
+                assert position[1] == pytest.approx(q_ref[-1], abs=1e-12)
+                assert msg.velocity[1] == 0.0
+            out = accelerations.get(stamp_key(msg.header.stamp))
+            if out is not None and k % 10 == 0:
+                qdd = np.array(out.points[0].accelerations)
+                full = pin.rnea(model, data, position, np.array(msg.velocity), qdd)
+                effort = np.array(msg.effort)
+                assert_close(effort[1], full[1], f"prescribed torque at t = {t:.3f} s", rtol=1e-8)
+                assert_close(full[[0, 2, 3, 4, 5, 6]], zero[:6], "free joints' RNEA", rtol=1e-8)
+                compared[phase] += 1
+        q, v = robot.step(q, v, zero, 1.0 / RATE, integrator="rk4", prescribed=plan)
+    assert compared["hold"] > 10 and compared["moving"] > 50 and compared["end"] > 5, compared
+
+
+def test_bad_trajectories_are_rejected_and_counted(ros):
+    topic = f"{NS}/forward_dynamics/prescribed_trajectory"
+    pub = ros.matched_publisher(JointTrajectory, topic)
+    bad = []
+    bad.append(_trajectory_msg(0, names=["nope"]))                  # unknown joint
+    bad.append(_trajectory_msg(0, names=["joint_3"]))               # not prescribed
+    nan = _trajectory_msg(0)
+    nan.points[3].positions = [float("nan")]
+    bad.append(nan)
+    short = _trajectory_msg(0)
+    short.points[2].velocities = [0.0, 1.0]                         # wrong length
+    bad.append(short)
+    backwards = _trajectory_msg(0, points=3)
+    backwards.points[2].time_from_start = Duration(sec=0, nanosec=1)
+    bad.append(backwards)
+    bad.append(_trajectory_msg(0, points=0))                        # no points
+    for msg in bad:
+        pub.publish(msg)
+    ros.wait_diagnostics("presc/forward_dynamics",
+                         lambda d: d.get("rejected prescribed_trajectory") == str(len(bad)),
+                         timeout=20.0, what="6 rejected prescribed trajectories")
+
+
+def test_prescribed_crank_of_a_closed_loop(ros):
+    """The four-bar's crank prescribed (q = A sin^3(w tau) from 0): the loop's other joints
+    follow, and the motion equals the library's Simulator with the same trajectory and the
+    node's Baumgarte gains; the crank's effort equals the closed-loop inverse dynamics of the
+    published motion (the crank is the actuated joint); the loop stays closed."""
+    robot = mbd_ros.load(str(FOURBAR), closures=FOURBAR_CLOSURES)
+    robot.baumgarte = (0.5 * 20.0, 100.0 ** 0.5)     # the node's baumgarte_kd / kp defaults
+    topic = f"{LOOP_NS}/forward_dynamics/prescribed_trajectory"
+    pub = ros.matched_publisher(JointTrajectory, topic)
+    ros.spin(0.2)
+    start_ns = (stamp_key(ros.messages(f"{LOOP_NS}/joint_states")[-1].header.stamp) // 10_000_000
+                + 100) * 10_000_000
+    start = start_ns * 1e-9
+    pub.publish(_trajectory_msg(start_ns, names=["crank_joint"], offset=0.0))
+    end = start + TAU[-1] + 0.2
+    ros.spin_until(lambda: stamp_key(ros.messages(f"{LOOP_NS}/joint_states")[-1].header.stamp)
+                   > end * 1e9, 60.0, what="the crank trajectory played")
+    states = {int(round(stamp_key(m.header.stamp) * 1e-9 * RATE)): m
+              for m in ros.messages(f"{LOOP_NS}/joint_states")}
+    accelerations = {stamp_key(m.header.stamp): m
+                     for m in ros.messages(f"{LOOP_NS}/forward_dynamics/accelerations")}
+    q_ref, qd_ref, qdd_ref = motion(TAU)
+    plan = {"crank_joint": PointTrajectory(start + TAU, q_ref - Q0[1], qd_ref, qdd_ref)}
+    q0 = robot.assemble(np.zeros(3))
+    simulator = Simulator(robot, 1.0 / RATE, "rk4", q0, np.zeros(3), prescribed=plan)
+    torques = 0
+    for k in range(max(states) + 1):
+        msg = states.get(k)
+        if msg is not None:
+            position, velocity = np.array(msg.position), np.array(msg.velocity)
+            assert_close(position, simulator.q, f"four-bar state {k} vs Simulator")
+            assert robot.closure_residual(position)[0] < 1e-6
+            out = accelerations.get(stamp_key(msg.header.stamp))
+            if out is not None and k % 10 == 0:
+                qdd = np.array(out.points[0].accelerations)
+                drive = robot.inverse_dynamics(position, velocity, qdd)
+                assert_close(msg.effort[0], drive[0], f"crank torque at step {k}", rtol=1e-7)
+                torques += 1
+        simulator.step(np.zeros(3))
+    assert torques > 50
+    moving = [states[k].position[0] for k in states if start < k / RATE < start + TAU[-1]]
+    assert np.ptp(moving) > 0.5
