@@ -57,29 +57,40 @@ class FlexibleRobot(Robot):
 
     # ------------------------------------------------------------------ configuration
     def neutral(self):
-        """(nq,) zero joint coordinates and zero elastic coordinates (undeformed)."""
-        return np.zeros(self.nq)
+        """(nq,) the rigid robot's neutral joint coordinates (identity quaternions) and zero
+        elastic coordinates (undeformed)."""
+        q = np.zeros(self.nq)
+        q[:self.model.nq] = Robot.neutral(self)[:self.model.nq]
+        return q
 
     def random_configuration(self, rng=None):
-        """(nq,) random joint coordinates (within limits, angles in [-pi, pi], displacements in
-        [-1, 1] where unlimited) and zero elastic coordinates."""
+        """(nq,) random joint coordinates (as Robot.random_configuration: within limits, unit
+        quaternions) and zero elastic coordinates."""
         rng = np.random.default_rng(rng)
         q = np.zeros(self.nq)
-        for t, iq, iv in zip(self.joint_types, self.idx_q, self.idx_v):
-            span = np.pi if t == "revolute" else 1.0
-            lo = max(self.model.lower[iv], -span)
-            hi = min(self.model.upper[iv], span)
-            q[iq] = rng.uniform(lo, hi) if hi > lo else lo
+        q[:self.model.nq] = Robot.random_configuration(self, rng)[:self.model.nq]
         return q
 
     def integrate(self, q, v, dt, out=None):
-        """(nq,) q + v dt (revolute, prismatic and elastic coordinates are a vector space)."""
+        """(nq,) q (+) v dt: the joints as the rigid robot integrates them (quaternions on the
+        sphere), the elastic coordinates (a vector space) q_f + v_f dt."""
         q = _vector(q, self.nq, "q")
         v = _vector(v, self.nv, "v")
         out = _output(out, (self.nq,))
         self._check_state(q, v, _EMPTY, "")
-        np.add(q, v * float(dt), out=out)
+        nq, nv = self.model.nq, self.model.nv
+        if any(t not in ("revolute", "prismatic") for t in self.joint_types):
+            out[:nq] = Robot.integrate(self._rigid_view(), q[:nq], v[:nv], dt)
+        else:
+            np.add(q[:nq], v[:nv] * float(dt), out=out[:nq])
+        np.add(q[nq:], v[nv:] * float(dt), out=out[nq:])
         return out
+
+    def _rigid_view(self):
+        """A plain Robot of the rigid model (joint-space helpers: integrate, configurations)."""
+        if getattr(self, "_rigid", None) is None:
+            self._rigid = Robot(self.model)
+        return self._rigid
 
     # ------------------------------------------------------------------ dynamics
     def forward_dynamics(self, q, v, tau, f_ext=None, out=None):
@@ -338,6 +349,8 @@ class FlexibleRobot(Robot):
 
     def _check_state(self, q, v, x, x_name):
         status = K.check_inputs(self.nq, self.nv, q, v, x, v.shape[0] > 0, x.shape[0] > 0)
+        if status == 0:
+            status = K.check_quaternions(self._fint, q)
         if status:
             self._raise(status, q, v, x, None, x_name)
 
