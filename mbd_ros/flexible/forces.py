@@ -28,44 +28,20 @@ class FlexibleAppliedForces(AppliedForces):
 
     def __init__(self, robot, specs=(), source=""):
         super().__init__(robot, specs, source)
-        model = robot.model
         n = len(self.specs)
         fint = robot._fint
-        by_body = {fb.body: fb for fb in robot.flexible.bodies}
-        self.end_int = -np.ones((2 * n, ff.END_INT_WIDTH), dtype=np.int64)
-        self.end_float = np.zeros((2 * n, ff.END_FLOAT_WIDTH))
-        self.end_link = np.full(2 * n, -1, dtype=np.int64)
-        blocks, offset = [], 0
-        for e, s in enumerate(self.specs):
+        ends = []
+        for s in self.specs:
             if s.type == "joint_spring":
+                ends += [None, None]
                 continue
-            for side, (link_name, point, frame) in enumerate(
-                    ((s.parent, s.parent_point, s.parent_origin),
-                     (s.child, s.child_point, s.child_origin))):
-                row = 2 * e + side
-                link = robot._link_index[link_name]
-                body = int(model.link_int[link, L.LINK_BODY])
-                rot = model.link_float[link, L.LINK_ROT:L.LINK_ROT + 9].reshape(3, 3)
-                pos = model.link_float[link, L.LINK_POS:L.LINK_POS + 3]
-                if frame is None:           # spring_damper: a point, identity frame
-                    c, frame_rot = rot @ point + pos, rot
-                else:                       # bushing: a frame in the link
-                    c, frame_rot = rot @ frame[:3, 3] + pos, rot @ frame[:3, :3]
-                self.end_link[row] = link
-                self.end_int[row, ff.END_BODY] = body
-                self.end_int[row, ff.END_NF] = 0
-                self.end_float[row, ff.END_POINT:ff.END_POINT + 3] = c
-                self.end_float[row, ff.END_ROT:ff.END_ROT + 9] = frame_rot.ravel()
-                if fint[body, F.NF] > 0:
-                    fb = by_body[body]
-                    Phi_t, Phi_r = fb.shapes(c)
-                    self.end_int[row, ff.END_NF] = fb.n_modes
-                    self.end_int[row, ff.END_IQF] = fb.iq
-                    self.end_int[row, ff.END_IVF] = fb.iv
-                    self.end_int[row, ff.END_SHAPE] = offset
-                    blocks.append(np.concatenate([np.ravel(Phi_t), np.ravel(Phi_r)]))
-                    offset += 6 * fb.n_modes
-        self.end_data = np.concatenate(blocks) if blocks else np.zeros(1)
+            for link_name, point, frame in ((s.parent, s.parent_point, s.parent_origin),
+                                            (s.child, s.child_point, s.child_origin)):
+                if frame is None:           # spring_damper: a point, the link's axes
+                    frame = np.eye(4)
+                    frame[:3, 3] = point
+                ends.append((robot._link_index[link_name], frame))
+        self.end_int, self.end_float, self.end_data, self.end_link = frame_ends(robot, ends)
         self.end_state = np.zeros((2 * n, ff.END_STATE_WIDTH))
         self.end_wrench = np.zeros((2 * n, 6))
         self.body_wrench = np.zeros((fint.shape[0], 6))
@@ -152,6 +128,44 @@ class FlexibleAppliedForces(AppliedForces):
             rate=val[:, fk.VALUE_RATE].copy(),
             wrench=val[:, fk.VALUE_WRENCH:fk.VALUE_WRENCH + 6].copy(),
             deflection=val[:, fk.VALUE_DEFLECTION:fk.VALUE_DEFLECTION + 6].copy())
+
+
+def frame_ends(robot, ends):
+    """Flat end arrays (kernels/flexible_forces.py) of frames on a FlexibleRobot's links.
+
+    ends: list of (link index, (4, 4) frame in the link) or None (an unused row). Returns
+    (end_int, end_float, end_data, end_link): each frame's body, its origin c and axes in the
+    body's reference frame, and on a flexible body the mode shapes Phi_t(c), Phi_r(c)."""
+    model, fint = robot.model, robot._fint
+    by_body = {fb.body: fb for fb in robot.flexible.bodies}
+    end_int = -np.ones((len(ends), ff.END_INT_WIDTH), dtype=np.int64)
+    end_float = np.zeros((len(ends), ff.END_FLOAT_WIDTH))
+    end_link = np.full(len(ends), -1, dtype=np.int64)
+    blocks, offset = [], 0
+    for row, end in enumerate(ends):
+        if end is None:
+            continue
+        link, frame = end
+        body = int(model.link_int[link, L.LINK_BODY])
+        rot = model.link_float[link, L.LINK_ROT:L.LINK_ROT + 9].reshape(3, 3)
+        pos = model.link_float[link, L.LINK_POS:L.LINK_POS + 3]
+        c, frame_rot = rot @ frame[:3, 3] + pos, rot @ frame[:3, :3]
+        end_link[row] = link
+        end_int[row, ff.END_BODY] = body
+        end_int[row, ff.END_NF] = 0
+        end_float[row, ff.END_POINT:ff.END_POINT + 3] = c
+        end_float[row, ff.END_ROT:ff.END_ROT + 9] = frame_rot.ravel()
+        if body > 0 and fint[body, F.NF] > 0:
+            fb = by_body[body]
+            Phi_t, Phi_r = fb.shapes(c)
+            end_int[row, ff.END_NF] = fb.n_modes
+            end_int[row, ff.END_IQF] = fb.iq
+            end_int[row, ff.END_IVF] = fb.iv
+            end_int[row, ff.END_SHAPE] = offset
+            blocks.append(np.concatenate([np.ravel(Phi_t), np.ravel(Phi_r)]))
+            offset += 6 * fb.n_modes
+    end_data = np.concatenate(blocks) if blocks else np.zeros(1)
+    return end_int, end_float, end_data, end_link
 
 
 def _name(fn):
