@@ -105,8 +105,8 @@ def test_fd_id_round_trip_and_constraint_acceleration():
 def test_simulation_keeps_the_loop_closed_and_conserves_energy():
     """Undamped flexible four-bar falling under gravity from a closed configuration, 0.3 s of
     robot.step (RK4, dt = 1e-4 s, loops re-closed when the residual passes 1e-10): the residual
-    stays below 1e-9 m and kinetic + gravity + elastic energy within 1e-5 of m g (1 m); the beam
-    does bend (elastic energy seen)."""
+    stays below 1e-10 m and kinetic + gravity + elastic energy within 1e-8 of m g (1 m) (measured:
+    3e-12 m, 4e-9 J of 15 J); the beam does bend (elastic energy seen, ~1e-4 J)."""
     robot = fourbar()
     q = assembled(robot, crank=0.4)
     v = np.zeros(robot.nv)
@@ -123,6 +123,6 @@ def test_simulation_keeps_the_loop_closed_and_conserves_energy():
             worst_e = max(worst_e, abs(robot.kinetic_energy(q, v) + robot.potential_energy(q) - e0))
             elastic_seen = max(elastic_seen, robot.elastic_energy(q))
     assert abs(q[0] - 0.4) > 0.05               # the mechanism moved
-    assert elastic_seen > 1e-6
-    assert worst_g < 1e-9
-    assert worst_e < 1e-5 * scale
+    assert elastic_seen > 1e-5
+    assert worst_g < 1e-10
+    assert worst_e < 1e-8 * scale

@@ -243,11 +243,18 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
         out[:] = tau
         return out
 
-    def closure_wrenches(self, q, v, tau, f_ext=None):
+    def closure_wrenches(self, q, v, tau, f_ext=None, multipliers=None):
         """(n_closures, 6): wrench each cut joint exerts on its child-side link, in the (deformed)
-        child-side cut frame about its origin: G_B^T lambda of the cut's rows."""
-        self.forward_dynamics(q, v, tau, f_ext=f_ext)
-        lam = self._multipliers
+        child-side cut frame about its origin: G_B^T lambda of the cut's rows. multipliers: those
+        of a forward_dynamics call at this same state (multipliers()), to skip solving again."""
+        if multipliers is None:
+            self.forward_dynamics(q, v, tau, f_ext=f_ext)
+            lam = self._multipliers
+        else:
+            lam = np.asarray(multipliers, dtype=float)
+            if lam.shape != (self.n_constraints,) or not np.all(np.isfinite(lam)):
+                raise ValueError(f"multipliers must be {self.n_constraints} finite numbers "
+                                 "(robot.multipliers())")
         out = np.zeros((len(self.closure_names), 6))
         for s, (rows, _, _, jac_b, _) in enumerate(self._cut_terms(_vector(q, self.nq, "q"),
                                                                    np.zeros(self.nv))):
@@ -273,16 +280,20 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
             q = self.integrate(q, -np.linalg.lstsq(G, g, rcond=RANK_TOLERANCE)[0], 1.0)
         raise ValueError(f"assemble: the loops did not close (residual {np.abs(g).max():.3g})")
 
-    def project_state(self, q, v):
-        """(q, v) back on the loops: assemble q, then the velocity correction of least kinetic
-        energy v - M^-1 G^T (G M^-1 G^T)^+ G v."""
-        q = self.assemble(q)
+    def project_velocity(self, q, v):
+        """v with G_l v = 0 by the correction of least kinetic energy,
+        v - M^-1 G^T (G M^-1 G^T)^+ G v (q on the loops)."""
         v = np.array(_vector(v, self.nv, "v"), dtype=float)
         _, G, Gv = self.loop_state(q, v)
         if G.shape[0]:
             Minv_Gt = np.linalg.solve(self.mass_matrix(q), G.T)
             v = v - Minv_Gt @ (np.linalg.pinv(G @ Minv_Gt, rcond=RANK_TOLERANCE) @ Gv)
-        return q, v
+        return v
+
+    def project_state(self, q, v):
+        """(q, v) back on the loops: assemble q, then project_velocity."""
+        q = self.assemble(q)
+        return q, self.project_velocity(q, v)
 
     def step(self, q, v, tau, dt, integrator=None, project=True):
         """One simulation step (RK4 by default) -> (q, v); afterwards the loops are re-closed
