@@ -304,7 +304,3 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
             if position > PROJECTION_TOLERANCE or velocity > PROJECTION_TOLERANCE:
                 q_next, v_next = self.project_state(q_next, v_next)
         return q_next, v_next
-
-    def _check_regular(self):
-        """Mass matrix positive definite at a configuration (the loops need not be closed)."""
-        np.linalg.cholesky(self.mass_matrix(self.neutral()))
