@@ -13,9 +13,12 @@ import numpy as np
 
 from .. import layout as L
 from ..forces import AppliedForces, ForceElementValues, _checked
+from ..robot import _vector
 from ..kernels import flexible_forces as ff
 from ..kernels import force_elements as fk
 from . import layout as F
+
+_FLOAT = np.dtype(np.float64)
 
 
 class FlexibleAppliedForces(AppliedForces):
@@ -82,9 +85,14 @@ class FlexibleAppliedForces(AppliedForces):
         workspace (FEXT) through robot._set_external_wrenches, add the elements' body wrenches,
         and return tau + the generalized forces (a buffer)."""
         robot = self.robot
-        q, v = _checked(robot, q, v)
-        from ..robot import _vector
-        tau = _vector(tau, robot.nv, "tau")
+        if not (type(q) is np.ndarray and q.dtype == _FLOAT and q.shape == (robot.nq,)
+                and q.flags.c_contiguous and type(v) is np.ndarray and v.dtype == _FLOAT
+                and v.shape == (robot.nv,) and v.flags.c_contiguous):
+            q, v = _checked(robot, q, v)
+        elif robot._check_fast(q, v):            # finite, unit quaternions (one kernel call)
+            q, v = _checked(robot, q, v)         # raises the ValueError naming the problem
+        if not (type(tau) is np.ndarray and tau.shape == (robot.nv,)):
+            tau = _vector(tau, robot.nv, "tau")
         self.evaluate(q, v, t)
         user = None
         if self.callbacks:

@@ -347,6 +347,12 @@ class FlexibleRobot(Robot):
                              "mass or inertia (or a flexible link's modes move no mass): its "
                              "acceleration is undefined")
 
+    def _check_fast(self, q, v):
+        """Nonzero status when q (nq,) or v (nv,) float64 arrays are not finite or a quaternion
+        is not of unit norm (no exception: the caller re-validates to name the problem)."""
+        status = K.check_inputs(self.nq, self.nv, q, v, _EMPTY, True, False)
+        return status or K.check_quaternions(self._fint, q)
+
     def _check_state(self, q, v, x, x_name):
         status = K.check_inputs(self.nq, self.nv, q, v, x, v.shape[0] > 0, x.shape[0] > 0)
         if status == 0:

@@ -31,7 +31,7 @@ values_out (n, VALUE_WIDTH) as force_elements.py.
 """
 import math
 
-from numba import njit
+from numba import njit, types
 
 from ..flexible.layout import VEL, WORLD_POS, WORLD_ROT
 from .flexible_dynamics import _body_kinematics, _set_base
@@ -312,7 +312,15 @@ def _bushing(work, element_float, end_int, end_data, end_state, e, body_wrench_o
     values_out[e, VALUE_RATE] = 0.0
 
 
-@njit(cache=True)
+# explicit signature: the dispatcher skips typing 18 arguments on every call
+_I2 = types.Array(types.int64, 2, "C")
+_F2 = types.Array(types.float64, 2, "C")
+_F1 = types.Array(types.float64, 1, "C")
+FLEXIBLE_FORCE_LOADS = types.void(_I2, _F2, _F1, _F2, _F1, _I2, _F2, _I2, _F2, _F1, _F1, _F1,
+                                  _F2, _F2, _F2, _F1, _F2, _F1)
+
+
+@njit(FLEXIBLE_FORCE_LOADS, cache=True)
 def flexible_force_loads(fint, ffloat, fdata, work, fwork, element_int, element_float, end_int,
                          end_float, end_data, q, v, end_state, body_wrench_out, end_wrench_out,
                          tau_out, values_out, scratch):
