@@ -56,13 +56,13 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
                         passive_forces=passive_forces, friction_velocity=friction_velocity)
     # ---- flexible links (mbd_ros/flexible) -------------------------------------------------
     if flexible is not None:
-        if closures is not None:
-            raise ModelError("closures together with flexible links are not supported yet")
-        if forces is not None or mimic:
-            raise ModelError("force elements or mimic coupling together with flexible links are "
-                             "not supported yet")
+        if mimic:
+            raise ModelError("mimic coupling together with flexible links is not supported yet")
         from .flexible import make_flexible_robot
-        robot = make_flexible_robot(tree, model, flexible)
+        robot = make_flexible_robot(tree, model, flexible, closures)   # closures: flexible/loops.py
+        if forces is not None:   # force elements at the deformed points (flexible/forces.py)
+            from .flexible.forces import attach as attach_flexible_forces
+            attach_flexible_forces(robot, forces)
         robot._check_regular()
         return robot
     # ---- end flexible links ----------------------------------------------------------------

@@ -221,13 +221,14 @@ def test_beam_data_from_yaml_text_and_torsion_free():
     assert robot.elastic_names == ["beam/mode_1", "beam/mode_2", "beam/mode_3"]
 
 
-def test_unsupported_combinations_are_refused():
-    """Closures with flexible links, a floating base and multi-dof joints: clear ModelErrors
-    (not yet supported), never a silently rigid robot."""
-    with pytest.raises(ModelError, match="closures together with flexible links are not supported"):
-        mbd_ros.load(ARM_URDF, flexible=arm_data(), closures={"closures": []})
-    with pytest.raises(ModelError, match="fixed-base robots only"):
+def test_singular_floating_base_and_bad_closure_link_are_refused():
+    """A floating base above a massless root link and a revolute joint leaves the root's
+    articulated inertia singular (the base could spin about the joint's axis): a ModelError
+    naming the root joint (the rigid robot warns at load). A closure naming an unknown link beside
+    flexible links: the closures reader's ModelError naming the field. (Floating bases, multi-dof
+    joints and closures with flexible links: test_flexible_floating.py, test_flexible_loops.py.)"""
+    with pytest.raises(ModelError, match="joint 'root_joint' moves no mass"):
         mbd_ros.load(ARM_URDF, flexible=arm_data(), floating_base=True)
-    planar = pendulum_urdf(0.5).replace('type="continuous"', 'type="planar"')
-    with pytest.raises(ModelError, match="joint 'joint' is planar"):
-        mbd_ros.load(planar, flexible=beam_entry(0.5, 2e-4, 2e-9, 2e-9, modes=2))
+    bad = {"closures": [{"name": "c", "type": "spherical", "parent": "forearm", "child": "nowhere"}]}
+    with pytest.raises(ModelError, match="nowhere"):
+        mbd_ros.load(ARM_URDF, flexible=arm_data(), closures=bad)

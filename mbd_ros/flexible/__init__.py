@@ -7,10 +7,16 @@ flat arrays of kernels/flexible_dynamics.py; robot.py is the FlexibleRobot facad
 from .spec import read_flexible  # noqa: F401
 
 
-def make_flexible_robot(tree, model, flexible):
+def make_flexible_robot(tree, model, flexible, closures=None):
     """FlexibleRobot of `model` (built from `tree`) with the flexible links of `flexible` (a path,
-    YAML text or dict with a `flexible_links:` section)."""
+    YAML text or dict with a `flexible_links:` section); with `closures` (as load()'s) a
+    FlexibleClosedLoopRobot (loops.py)."""
     from .build import build_flexible
     from .robot import FlexibleRobot
     specs = read_flexible(flexible, model.link_names)
-    return FlexibleRobot(model, build_flexible(tree, model, specs))
+    built = build_flexible(tree, model, specs)
+    if closures is None:
+        return FlexibleRobot(model, built)
+    from ..closures import read_closures
+    from .loops import FlexibleClosedLoopRobot
+    return FlexibleClosedLoopRobot(model, built, read_closures(closures, model.link_names))

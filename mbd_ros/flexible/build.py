@@ -60,13 +60,6 @@ class FlexibleModel:
 
 def build_flexible(tree, model, specs):
     """FlexibleModel for the rigid `model` of `tree` with the FlexibleLinkSpec tuple `specs`."""
-    source = model.source
-    if model.floating_base:
-        raise ModelError(f"{source}: flexible links are supported on fixed-base robots only")
-    for name, kind in zip(model.joint_names, model.joint_types):
-        if kind not in ("revolute", "prismatic"):
-            raise ModelError(f"{source}: joint '{name}' is {kind}: robots with flexible links "
-                             "support revolute, continuous and prismatic joints only")
     link_index = {name: i for i, name in enumerate(model.link_names)}
     nb = model.n_bodies
     flexible = {}                                    # body -> (spec, link index)
@@ -77,7 +70,7 @@ def build_flexible(tree, model, specs):
             what = ("is the fixed root of the robot" if body == 0 and index == 0 else
                     "is welded to its parent by a fixed joint")
             raise ModelError(f"{spec.label}: field 'link': '{spec.link}' {what}; a flexible link "
-                             "must hang from a movable (revolute, continuous or prismatic) joint")
+                             "must hang from a movable joint")
         flexible[body] = (spec, index)
 
     # ---- per flexible body: points, modes, shape integrals
@@ -144,22 +137,17 @@ def build_flexible(tree, model, specs):
     fint[0, F.IDX_Q] = nq          # row 0 (the universe) carries the sizes of q and v
     fint[0, F.IDX_V] = nv
     ffloat = np.zeros((nb + 1, F.FFLOAT_WIDTH))
-    ffloat[0, F.GRAVITY:F.GRAVITY + 3] = model.body_float[0, L.GRAVITY:L.GRAVITY + 3]
+    ffloat[:, :L.BODY_FLOAT_WIDTH] = model.body_float     # the rigid rows (joints, inertias)
     blocks, fwork_size = [], 0
     offset = 0
     for i in range(1, nb + 1):
-        bi, bf = model.body_int[i], model.body_float[i]
+        bi = model.body_int[i]
         fint[i, F.PARENT] = bi[L.PARENT]
         fint[i, F.JOINT_TYPE] = bi[L.JOINT_TYPE]
         fint[i, F.IDX_Q] = bi[L.IDX_Q]
         fint[i, F.IDX_V] = bi[L.IDX_V]
-        ffloat[i, F.PLACEMENT_ROT:F.PLACEMENT_ROT + 9] = bf[L.PLACEMENT_ROT:L.PLACEMENT_ROT + 9]
-        ffloat[i, F.PLACEMENT_POS:F.PLACEMENT_POS + 3] = bf[L.PLACEMENT_POS:L.PLACEMENT_POS + 3]
-        ffloat[i, F.AXIS:F.AXIS + 3] = bf[L.AXIS:L.AXIS + 3]
-        ffloat[i, F.INERTIA:F.INERTIA + 36] = bf[L.SPATIAL_INERTIA:L.SPATIAL_INERTIA + 36]
-        ffloat[i, F.DAMPING] = bf[L.DAMPING]
-        ffloat[i, F.FRICTION] = bf[L.FRICTION]
-        ffloat[i, F.FRICTION_SPEED] = bf[L.FRICTION_SPEED]
+        fint[i, F.NV_JOINT] = bi[L.JOINT_NV_COL]
+        fint[i, F.NQ_JOINT] = bi[L.JOINT_NQ_COL]
         if i in bodies:
             fb = bodies[i]
             n = fb.n_modes

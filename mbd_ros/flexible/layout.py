@@ -14,11 +14,13 @@ universe. A flexible body's reference frame is its joint frame (the beam is clam
 Motion vectors are [linear; angular], wrenches [force; torque], in the body's reference frame.
 """
 
+from .. import layout as _L
+
 # ---- fint columns ---------------------------------------------------------------------------------
 PARENT = 0          # parent body (-1 for the universe)
-JOINT_TYPE = 1      # JOINT_REVOLUTE | JOINT_PRISMATIC (as mbd_ros.layout)
-IDX_Q = 2           # joint coordinate in q
-IDX_V = 3           # joint velocity in v
+JOINT_TYPE = 1      # joint type code (mbd_ros.layout JOINT_*)
+IDX_Q = 2           # first joint coordinate in q
+IDX_V = 3           # first joint velocity in v
 NF = 4              # number of elastic coordinates of the body (0: rigid)
 IDX_QF = 5          # first elastic coordinate in q
 IDX_VF = 6          # first elastic velocity in v
@@ -28,18 +30,22 @@ FWORK = 9           # offset of the body's FW block in fwork (-1: rigid)
 XI = 10             # offset in fwork of the node Jacobian Xi (6 x n_f of the parent) (-1: none)
 MFF_INV = 11        # flexible body without movable children: offset in fdata of the constant
                     # m_ff^-1 (n x n) (-1: children add to M_ff, factorised at run time)
-FINT_WIDTH = 12
+NV_JOINT = 12       # joint velocity coordinates k (columns of S)
+NQ_JOINT = 13       # joint position coordinates
+FINT_WIDTH = 14
 
-# ---- ffloat columns -------------------------------------------------------------------------------
-PLACEMENT_ROT = 0   # 9: joint frame in the parent's reference frame (undeformed), row-major
-PLACEMENT_POS = 9   # 3
-AXIS = 12           # 3: joint axis, joint frame
-INERTIA = 15        # 36: rigid spatial inertia about the body origin (rigid bodies only)
-DAMPING = 51        # joint viscous damping
-FRICTION = 52       # joint Coulomb friction
-FRICTION_SPEED = 53  # friction smoothing speed
-FFLOAT_WIDTH = 54
-GRAVITY = 0         # row 0: gravity (3) in the root frame
+# ---- ffloat columns: a row of the rigid model's body_float (mbd_ros.layout), so that the rigid
+# joint kinematics (kernels/kinematics.py joint_pose) reads it directly ------------------------------
+PLACEMENT_ROT = _L.PLACEMENT_ROT     # 9: joint frame in the parent's reference frame (undeformed)
+PLACEMENT_POS = _L.PLACEMENT_POS     # 3
+AXIS = _L.AXIS                       # 3: revolute/prismatic axis, joint frame
+INERTIA = _L.SPATIAL_INERTIA         # 36: rigid spatial inertia about the body origin (rigid bodies)
+MOTION_SUBSPACE = _L.MOTION_SUBSPACE  # 36: S (6 x k), column j at 6 j
+DAMPING = _L.DAMPING                 # 6: joint viscous damping per dof
+FRICTION = _L.FRICTION               # 6: joint Coulomb friction per dof
+FRICTION_SPEED = _L.FRICTION_SPEED   # friction smoothing speed
+FFLOAT_WIDTH = _L.BODY_FLOAT_WIDTH
+GRAVITY = _L.GRAVITY                 # row 0: gravity (3) in the root frame
 
 # ---- fdata FLEX block of a flexible body with n elastic coordinates (offsets from its start) -----
 FLEX_MASS = 0       # m = sum m_j
@@ -89,4 +95,8 @@ X_MAT = 101         # 36: motion transform parent reference -> body (6 x 6, row-
 SCRATCH = 137       # 36
 SCRATCH2 = 173      # 36
 NODE_TWIST = 209    # 6: nu, the node's twist relative to the parent reference (parent frame)
-WORK_WIDTH = 215
+U_MULTI = 215       # 36: multi-dof joints: U = I^A S (6 x k, column j at 6 j)
+D_MULTI = 251       # 36: S^T I^A S (k x k)
+DINV_MULTI = 287    # 36: its inverse
+UTAU_MULTI = 323    # 6: u = tau - S^T p^A (k)
+WORK_WIDTH = 329

@@ -57,36 +57,50 @@ class FlexibleRobot(Robot):
 
     # ------------------------------------------------------------------ configuration
     def neutral(self):
-        """(nq,) zero joint coordinates and zero elastic coordinates (undeformed)."""
-        return np.zeros(self.nq)
+        """(nq,) the rigid robot's neutral joint coordinates (identity quaternions) and zero
+        elastic coordinates (undeformed)."""
+        q = np.zeros(self.nq)
+        q[:self.model.nq] = Robot.neutral(self)[:self.model.nq]
+        return q
 
     def random_configuration(self, rng=None):
-        """(nq,) random joint coordinates (within limits, angles in [-pi, pi], displacements in
-        [-1, 1] where unlimited) and zero elastic coordinates."""
+        """(nq,) random joint coordinates (as Robot.random_configuration: within limits, unit
+        quaternions) and zero elastic coordinates."""
         rng = np.random.default_rng(rng)
         q = np.zeros(self.nq)
-        for t, iq, iv in zip(self.joint_types, self.idx_q, self.idx_v):
-            span = np.pi if t == "revolute" else 1.0
-            lo = max(self.model.lower[iv], -span)
-            hi = min(self.model.upper[iv], span)
-            q[iq] = rng.uniform(lo, hi) if hi > lo else lo
+        q[:self.model.nq] = Robot.random_configuration(self, rng)[:self.model.nq]
         return q
 
     def integrate(self, q, v, dt, out=None):
-        """(nq,) q + v dt (revolute, prismatic and elastic coordinates are a vector space)."""
+        """(nq,) q (+) v dt: the joints as the rigid robot integrates them (quaternions on the
+        sphere), the elastic coordinates (a vector space) q_f + v_f dt."""
         q = _vector(q, self.nq, "q")
         v = _vector(v, self.nv, "v")
         out = _output(out, (self.nq,))
         self._check_state(q, v, _EMPTY, "")
-        np.add(q, v * float(dt), out=out)
+        nq, nv = self.model.nq, self.model.nv
+        if any(t not in ("revolute", "prismatic") for t in self.joint_types):
+            out[:nq] = Robot.integrate(self._rigid_view(), q[:nq], v[:nv], dt)
+        else:
+            np.add(q[:nq], v[:nv] * float(dt), out=out[:nq])
+        np.add(q[nq:], v[nv:] * float(dt), out=out[nq:])
         return out
+
+    def _rigid_view(self):
+        """A plain Robot of the rigid model (joint-space helpers: integrate, configurations)."""
+        if getattr(self, "_rigid", None) is None:
+            self._rigid = Robot(self.model)
+        return self._rigid
 
     # ------------------------------------------------------------------ dynamics
     def forward_dynamics(self, q, v, tau, f_ext=None, out=None):
         """Accelerations (nv,) of the joints and elastic coordinates for generalized forces tau
         (nv,): recursive O(n) articulated-body algorithm with the elastic coordinates condensed
-        inside each flexible body (docs/flexible.md)."""
-        if f_ext is not None or self._fext_dirty:
+        inside each flexible body (docs/flexible.md). Force elements and add_force callbacks (at
+        t = self.time) are added (flexible/forces.py)."""
+        if self._applied is not None and not self._applying:   # force elements: FEXT and tau
+            tau = self._applied.load(q, v, tau, f_ext, self.time)
+        elif f_ext is not None or self._fext_dirty:
             self._set_external_wrenches(f_ext)
         if out is None:
             out = np.empty(self.nv)
@@ -101,11 +115,23 @@ class FlexibleRobot(Robot):
             self._raise(status, q, v, tau, out, "tau")
         return out
 
-    def inverse_dynamics(self, q, v, qdd, f_ext=None, out=None):
+    def inverse_dynamics(self, q, v, qdd, f_ext=None, out=None, _loaded=False):
         """tau (nv,) with M qdd + b + [K_ff q_f + D_ff qd_f] - tau_passive = tau: drive forces of
         the joints, and in the elastic rows the generalized forces the elastic coordinates need
-        (zero when qdd is the free motion of the structure)."""
-        if f_ext is not None or self._fext_dirty:
+        (zero when qdd is the free motion of the structure). Force elements and callbacks act as
+        loads: their generalized forces are subtracted (the drives needed while they act)."""
+        if self._applied is not None and not self._applying:   # force elements
+            zero = self._applied.load(q, v, np.zeros(self.nv), f_ext, self.time)
+            joint_force = zero.copy()
+            self._applying = True
+            try:
+                out = FlexibleRobot.inverse_dynamics(self, q, v, qdd, out=out, f_ext=None,
+                                                     _loaded=True)
+            finally:
+                self._applying = False
+            out -= joint_force
+            return out
+        if not _loaded and (f_ext is not None or self._fext_dirty):
             self._set_external_wrenches(f_ext)
         if out is None:
             out = np.empty(self.nv)
@@ -150,7 +176,11 @@ class FlexibleRobot(Robot):
         yet (ValueError)."""
         q, v, qdd, _ = self._state_arrays(q, v, qdd, self._tau_scratch, "qdd")
         out = _output(out, (len(self.wrench_joint_names), 6))
-        self._set_external_wrenches(f_ext)
+        if self._applied is not None and not self._applying:   # force elements load the bodies
+            self._applied.load(q, v, np.zeros(self.nv), f_ext, self.time)
+            self._link_fext = self._link_fext + self._applied.link_loads()
+        else:
+            self._set_external_wrenches(f_ext)
         self._check_state(q, v, qdd, "qdd")
         K._rnea(self._fint, self._ffloat, self._fdata, self._work, self._fwork, q, v, qdd,
                 self._tau_scratch, True, True)
@@ -167,11 +197,18 @@ class FlexibleRobot(Robot):
 
     def forward_dynamics_batch(self, q, v, tau, out=None):
         """(N, nv) accelerations for N states q (N, nq), v (N, nv), tau (N, nv), on
-        `batch_threads` threads (external wrenches are not applied in batches)."""
+        `batch_threads` threads (external wrenches are not applied in batches; force elements
+        and callbacks are, one state at a time on the calling thread)."""
+        if self._applied is not None:   # force elements: per state
+            from ..forces import batch_with_forces
+            return batch_with_forces(self, self.forward_dynamics, q, v, tau, "tau", out)
         return self._batch_call(K.forward_dynamics_batch, q, v, tau, "tau", out)
 
     def inverse_dynamics_batch(self, q, v, qdd, out=None):
         """(N, nv) generalized forces for N states, on `batch_threads` threads."""
+        if self._applied is not None:   # force elements: per state
+            from ..forces import batch_with_forces
+            return batch_with_forces(self, self.inverse_dynamics, q, v, qdd, "qdd", out)
         return self._batch_call(K.inverse_dynamics_batch, q, v, qdd, "qdd", out)
 
     def _batch_call(self, kernel, q, v, x, x_name, out):
@@ -240,17 +277,32 @@ class FlexibleRobot(Robot):
         return float(self._energy3[0])
 
     def potential_energy(self, q):
-        """Gravitational (zero at the root origin) plus elastic 1/2 q_f^T K_ff q_f energy (J)."""
+        """Gravitational (zero at the root origin) plus elastic 1/2 q_f^T K_ff q_f energy, plus the
+        force elements' springs (J)."""
         q = _vector(q, self.nq, "q")
         self._check_state(q, _EMPTY, _EMPTY, "")
         K.mechanical_energy(self._fint, self._ffloat, self._fdata, self._work, self._fwork, q,
                             np.zeros(self.nv), False, self._energy3)
+        if self._applied is not None:   # force elements' springs (at the deformed points)
+            return float(self._energy3[1] + self._energy3[2]) + self._applied.potential_energy(q)
         return float(self._energy3[1] + self._energy3[2])
 
     def elastic_energy(self, q):
         """1/2 sum q_f^T K_ff q_f (J)."""
         self.potential_energy(q)
         return float(self._energy3[2])
+
+    def add_force(self, fn):
+        """Force callback fn(t, q, v) -> (nv,) generalized forces (elastic rows included) or
+        {link: wrench}, as Robot.add_force (a wrench on a flexible link acts at its clamp)."""
+        from .forces import add_force
+        return add_force(self, fn)
+
+    def force_element_values(self, q, v):
+        """ForceElementValues at (q, v) with the ends at their deformed points (Robot's)."""
+        from .forces import FlexibleAppliedForces
+        applied = self._applied if self._applied is not None else FlexibleAppliedForces(self)
+        return applied.element_values(q, v)
 
     def highest_frequency(self, q=None):
         """Highest natural frequency (Hz) of the robot linearised at q (default neutral) with its
@@ -295,8 +347,16 @@ class FlexibleRobot(Robot):
                              "mass or inertia (or a flexible link's modes move no mass): its "
                              "acceleration is undefined")
 
+    def _check_fast(self, q, v):
+        """Nonzero status when q (nq,) or v (nv,) float64 arrays are not finite or a quaternion
+        is not of unit norm (no exception: the caller re-validates to name the problem)."""
+        status = K.check_inputs(self.nq, self.nv, q, v, _EMPTY, True, False)
+        return status or K.check_quaternions(self._fint, q)
+
     def _check_state(self, q, v, x, x_name):
         status = K.check_inputs(self.nq, self.nv, q, v, x, v.shape[0] > 0, x.shape[0] > 0)
+        if status == 0:
+            status = K.check_quaternions(self._fint, q)
         if status:
             self._raise(status, q, v, x, None, x_name)
 

@@ -29,8 +29,10 @@ articulated children give a (6+n_f)^2 system; its elastic rows are solved for qd
 a (a Cholesky of n_f x n_f), leaving a 6 x 6 articulated inertia that the joint recursion uses as
 for a rigid body. O(n) in bodies, O(n_f^3) per flexible body.
 
-Kernels never raise: they return a status (mbd_ros.layout STATUS_*). Only revolute and prismatic
-joints (one axis) are supported in robots with flexible links.
+Every joint type of the rigid kernels works here (revolute and prismatic inline; spherical, free,
+planar, cylindrical, helical through kernels/kinematics.py joint_pose and a k-column articulated
+step), above or below flexible bodies, and a floating base (a free root joint).
+Kernels never raise: they return a status (mbd_ros.layout STATUS_*).
 """
 import math
 
@@ -41,10 +43,14 @@ from ..flexible.layout import (ACC, ART_INERTIA, ATTACH, AXIS, BIAS, D_INV, DAMP
                                FRICTION_SPEED, FWORK, GRAVITY, IDX_Q, IDX_QF, IDX_V, IDX_VF,
                                INERTIA, JOINT_TYPE, MFF_INV, NF, NODE_POS, NODE_TWIST, PARENT,
                                PLACEMENT_POS, PLACEMENT_ROT, POS, ROT, SCRATCH, SCRATCH2, U_TAU,
-                               U_VEC, VEL, WORLD_POS, WORLD_ROT, X_MAT, XI)
-from ..layout import (JOINT_REVOLUTE, STATUS_BAD_INPUT, STATUS_BAD_Q, STATUS_BAD_V, STATUS_OK,
-                      STATUS_SHAPE_INPUT, STATUS_SHAPE_OUT, STATUS_SHAPE_Q, STATUS_SHAPE_V,
-                      STATUS_SINGULAR)
+                               U_VEC, VEL, WORLD_POS, WORLD_ROT, X_MAT, XI, NV_JOINT,
+                               MOTION_SUBSPACE, U_MULTI, D_MULTI, DINV_MULTI, UTAU_MULTI)
+from ..layout import (JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL,
+                      QUATERNION_NORM_TOL, STATUS_BAD_INPUT, STATUS_BAD_Q, STATUS_BAD_QUATERNION,
+                      STATUS_BAD_V, STATUS_OK, STATUS_SHAPE_INPUT, STATUS_SHAPE_OUT,
+                      STATUS_SHAPE_Q, STATUS_SHAPE_V, STATUS_SINGULAR)
+from .kinematics import joint_pose
+from .spatial import invert_spd
 
 
 # explicit signatures of the entry points (as kernels/signatures.py): other argument types raise
@@ -184,6 +190,108 @@ def _rigid_bias(ffloat, work, i, dst):
     work[i, dst + 5] = wx * ky - wy * kx + vx * hy - vy * hx
 
 
+@njit(inline="always", cache=True)
+def _add_joint_motion(fint, ffloat, work, i, x, col):
+    """work[i, col:col+6] += S_i x[iv:iv+k] (the joint's motion subspace is constant in the body
+    frame for every joint type: docs/theory.md §3)."""
+    iv = fint[i, IDX_V]
+    jt = fint[i, JOINT_TYPE]
+    if jt == JOINT_REVOLUTE:
+        xi = x[iv]
+        work[i, col + 3] += ffloat[i, AXIS] * xi
+        work[i, col + 4] += ffloat[i, AXIS + 1] * xi
+        work[i, col + 5] += ffloat[i, AXIS + 2] * xi
+    elif jt == JOINT_PRISMATIC:
+        xi = x[iv]
+        work[i, col] += ffloat[i, AXIS] * xi
+        work[i, col + 1] += ffloat[i, AXIS + 1] * xi
+        work[i, col + 2] += ffloat[i, AXIS + 2] * xi
+    else:
+        for j in range(fint[i, NV_JOINT]):
+            xj = x[iv + j]
+            for r in range(6):
+                work[i, col + r] += ffloat[i, MOTION_SUBSPACE + 6 * j + r] * xj
+
+
+@njit(inline="always", cache=True)
+def _multi_passive(ffloat, i, j, vj):
+    """Passive force of dof j of a multi-dof joint: -damping v - friction tanh(v / speed)."""
+    f = -ffloat[i, DAMPING + j] * vj
+    if ffloat[i, FRICTION + j] != 0.0:
+        f -= ffloat[i, FRICTION + j] * math.tanh(vj / ffloat[i, FRICTION_SPEED])
+    return f
+
+
+@njit(cache=True)
+def _multi_dof_articulated(fint, ffloat, work, i, v, tau):
+    """Articulated step of a multi-dof joint (seed 002 step 2, k columns of S): U = I^A S,
+    D = S^T U, u = tau + tau_passive - S^T p^A; then (parent > 0) I^a = I^A - U D^-1 U^T and
+    p^a = p^A + I^a c + U D^-1 u in place. Returns False if D is not positive definite."""
+    k = fint[i, NV_JOINT]
+    iv = fint[i, IDX_V]
+    for j in range(k):
+        for r in range(6):
+            s = 0.0
+            for c in range(6):
+                s += work[i, ART_INERTIA + 6 * r + c] * ffloat[i, MOTION_SUBSPACE + 6 * j + c]
+            work[i, U_MULTI + 6 * j + r] = s
+    for a in range(k):
+        for b in range(k):
+            s = 0.0
+            for r in range(6):
+                s += ffloat[i, MOTION_SUBSPACE + 6 * a + r] * work[i, U_MULTI + 6 * b + r]
+            work[i, D_MULTI + a * k + b] = s
+        u = tau[iv + a] + _multi_passive(ffloat, i, a, v[iv + a])
+        for r in range(6):
+            u -= ffloat[i, MOTION_SUBSPACE + 6 * a + r] * work[i, FORCE + r]
+        work[i, UTAU_MULTI + a] = u
+    if not invert_spd(work, i, D_MULTI, k, work, i, DINV_MULTI):
+        return False
+    if fint[i, PARENT] == 0:
+        return True
+    # SCRATCH[0:6k] = U D^-1 (column j at 6 j)
+    for j in range(k):
+        for r in range(6):
+            s = 0.0
+            for b in range(k):
+                s += work[i, U_MULTI + 6 * b + r] * work[i, DINV_MULTI + b * k + j]
+            work[i, SCRATCH + 6 * j + r] = s
+    for r in range(6):
+        for c in range(6):
+            s = 0.0
+            for j in range(k):
+                s += work[i, SCRATCH + 6 * j + r] * work[i, U_MULTI + 6 * j + c]
+            work[i, ART_INERTIA + 6 * r + c] -= s
+    for r in range(6):
+        s = work[i, FORCE + r]
+        for j in range(k):
+            s += work[i, SCRATCH + 6 * j + r] * work[i, UTAU_MULTI + j]
+        for c in range(6):
+            s += work[i, ART_INERTIA + 6 * r + c] * work[i, BIAS + c]
+        work[i, SCRATCH2 + r] = s
+    for r in range(6):
+        work[i, FORCE + r] = work[i, SCRATCH2 + r]
+    return True
+
+
+@njit(cache=True)
+def _multi_dof_acceleration(fint, ffloat, work, i, qdd_out):
+    """qdd = D^-1 (u - U^T a') and a = a' + S qdd for a multi-dof joint (seed 002 step 3)."""
+    k = fint[i, NV_JOINT]
+    iv = fint[i, IDX_V]
+    for j in range(k):
+        s = work[i, UTAU_MULTI + j]
+        for r in range(6):
+            s -= work[i, U_MULTI + 6 * j + r] * work[i, ACC + r]
+        work[i, SCRATCH + j] = s
+    for j in range(k):
+        s = 0.0
+        for b in range(k):
+            s += work[i, DINV_MULTI + j * k + b] * work[i, SCRATCH + b]
+        qdd_out[iv + j] = s
+    _add_joint_motion(fint, ffloat, work, i, qdd_out, ACC)
+
+
 # =============================================================================== kinematics
 @njit(cache=True)
 def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
@@ -252,7 +360,7 @@ def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
             work[i, ROT + 3 * r + 1] = n0 * j01 + n1 * j11 + n2 * j21
             work[i, ROT + 3 * r + 2] = n0 * j02 + n1 * j12 + n2 * j22
             work[i, POS + r] = work[i, NODE_POS + r]
-    else:
+    elif fint[i, JOINT_TYPE] == JOINT_PRISMATIC:
         for r in range(3):
             n0 = work[i, SCRATCH2 + 3 * r]
             n1 = work[i, SCRATCH2 + 3 * r + 1]
@@ -261,6 +369,25 @@ def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
             work[i, ROT + 3 * r + 1] = n1
             work[i, ROT + 3 * r + 2] = n2
             work[i, POS + r] = work[i, NODE_POS + r] + (n0 * ax + n1 * ay + n2 * az) * qi
+    else:
+        # multi-dof joint (spherical, free, planar, cylindrical, helical): the rigid joint pose
+        # (R_pl R_J, p_pl + R_pl p_J) into SCRATCH[0:12], then R = R_el R_pl R_J,
+        # p = p_N + R_el R_pl p_J  (the joint frame hangs from the deformed node)
+        joint_pose(fint[i, JOINT_TYPE], ffloat, i, q, fint[i, IDX_Q], work, i, SCRATCH,
+                   SCRATCH + 12)
+        d0 = work[i, SCRATCH + 9] - ffloat[i, PLACEMENT_POS]
+        d1 = work[i, SCRATCH + 10] - ffloat[i, PLACEMENT_POS + 1]
+        d2 = work[i, SCRATCH + 11] - ffloat[i, PLACEMENT_POS + 2]
+        for c in range(3):
+            m0 = work[i, SCRATCH + c]
+            m1 = work[i, SCRATCH + 3 + c]
+            m2 = work[i, SCRATCH + 6 + c]
+            work[i, ROT + c] = e00 * m0 + e01 * m1 + e02 * m2
+            work[i, ROT + 3 + c] = e10 * m0 + e11 * m1 + e12 * m2
+            work[i, ROT + 6 + c] = e20 * m0 + e21 * m1 + e22 * m2
+        work[i, POS] = work[i, NODE_POS] + e00 * d0 + e01 * d1 + e02 * d2
+        work[i, POS + 1] = work[i, NODE_POS + 1] + e10 * d0 + e11 * d1 + e12 * d2
+        work[i, POS + 2] = work[i, NODE_POS + 2] + e20 * d0 + e21 * d1 + e22 * d2
     _set_transform(work, i)
     # world pose: R_w = R_w,p R, p_w = p_w,p + R_w,p p
     for r in range(3):
@@ -294,7 +421,6 @@ def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
     if not velocities:
         return
     # ---- twist: V_i = X (V_p + nu) + S qd, nu = [pdot - w_s x p_N; w_s]   (seed 002 eq. 3)
-    qdi = v[fint[i, IDX_V]]
     for r in range(6):
         work[i, NODE_TWIST + r] = 0.0
     if att >= 0:
@@ -307,27 +433,13 @@ def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
     for r in range(6):
         work[i, SCRATCH + r] = work[p, VEL + r] + work[i, NODE_TWIST + r]
     _x_times(work, i, i, SCRATCH, VEL)
-    if revolute:
-        work[i, VEL + 3] += ax * qdi
-        work[i, VEL + 4] += ay * qdi
-        work[i, VEL + 5] += az * qdi
-    else:
-        work[i, VEL] += ax * qdi
-        work[i, VEL + 1] += ay * qdi
-        work[i, VEL + 2] += az * qdi
+    _add_joint_motion(fint, ffloat, work, i, v, VEL)
     # ---- bias acceleration c = V x w - w x (X nu) + X [p_N x Gdot gdot - w_s x pdot; Gdot gdot],
     # w = X nu + S qd (relative twist of the body w.r.t. the parent reference frame)
     _x_times(work, i, i, NODE_TWIST, SCRATCH)          # SCRATCH[0:6] = X nu
     for r in range(6):
         work[i, SCRATCH + 6 + r] = work[i, SCRATCH + r]
-    if revolute:
-        work[i, SCRATCH + 9] += ax * qdi
-        work[i, SCRATCH + 10] += ay * qdi
-        work[i, SCRATCH + 11] += az * qdi
-    else:
-        work[i, SCRATCH + 6] += ax * qdi
-        work[i, SCRATCH + 7] += ay * qdi
-        work[i, SCRATCH + 8] += az * qdi
+    _add_joint_motion(fint, ffloat, work, i, v, SCRATCH + 6)
     _cross_motion(work, i, VEL, SCRATCH + 6, BIAS)     # V x w
     if att >= 0:
         _cross_motion(work, i, SCRATCH + 6, SCRATCH, SCRATCH + 12)   # w x (X nu)
@@ -687,6 +799,19 @@ def check_inputs(nq, nv, q, v, x, check_v, check_x):
     return STATUS_OK
 
 
+@njit(cache=True)
+def check_quaternions(fint, q):
+    """STATUS_BAD_QUATERNION if a spherical or free joint's quaternion is not of unit norm."""
+    for i in range(1, fint.shape[0]):
+        jt = fint[i, JOINT_TYPE]
+        if jt == JOINT_SPHERICAL or jt == JOINT_FREE:
+            iq = fint[i, IDX_Q] + (3 if jt == JOINT_FREE else 0)
+            norm2 = q[iq] ** 2 + q[iq + 1] ** 2 + q[iq + 2] ** 2 + q[iq + 3] ** 2
+            if abs(math.sqrt(norm2) - 1.0) > QUATERNION_NORM_TOL:
+                return STATUS_BAD_QUATERNION
+    return STATUS_OK
+
+
 @njit(inline="always", cache=True)
 def _set_base(ffloat, work, gravity_on):
     """Body 0: identity pose, zero twist, acceleration -g (gravity as a base acceleration)."""
@@ -716,6 +841,8 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
     nq = fint[0, IDX_Q]
     nv = fint[0, IDX_V]
     status = check_inputs(nq, nv, q, v, tau, True, True)
+    if status == STATUS_OK:
+        status = check_quaternions(fint, q)
     if status != STATUS_OK:
         return status
     if qdd_out.shape[0] != nv:
@@ -748,39 +875,47 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
                 _condense_constant(fint, fdata, work, fwork, i)
             elif not _condense_flexible(fint, work, fwork, i):
                 return STATUS_SINGULAR + i
-        revolute = fint[i, JOINT_TYPE] == JOINT_REVOLUTE
-        off = 3 if revolute else 0
-        iv = fint[i, IDX_V]
-        d = 0.0
-        for r in range(6):
-            s = 0.0
+        jt = fint[i, JOINT_TYPE]
+        if jt != JOINT_REVOLUTE and jt != JOINT_PRISMATIC:     # multi-dof joint
+            if not _multi_dof_articulated(fint, ffloat, work, i, v, tau):
+                return STATUS_SINGULAR + i
+            p = fint[i, PARENT]
+            if p == 0:
+                continue
+        else:
+            revolute = fint[i, JOINT_TYPE] == JOINT_REVOLUTE
+            off = 3 if revolute else 0
+            iv = fint[i, IDX_V]
+            d = 0.0
+            for r in range(6):
+                s = 0.0
+                for k in range(3):
+                    s += work[i, ART_INERTIA + 6 * r + off + k] * ffloat[i, AXIS + k]
+                work[i, U_VEC + r] = s
             for k in range(3):
-                s += work[i, ART_INERTIA + 6 * r + off + k] * ffloat[i, AXIS + k]
-            work[i, U_VEC + r] = s
-        for k in range(3):
-            d += ffloat[i, AXIS + k] * work[i, U_VEC + off + k]
-        if not d > 0.0:
-            return STATUS_SINGULAR + i
-        work[i, D_INV] = 1.0 / d
-        u = tau[iv] + _passive(ffloat, i, v[iv])
-        for k in range(3):
-            u -= ffloat[i, AXIS + k] * work[i, FORCE + off + k]
-        work[i, U_TAU] = u
-        p = fint[i, PARENT]
-        if p == 0:
-            continue
-        # I^a = I^A - U U^T / D ; p^a = p^A + I^a c + U u / D  (in place), then to the parent
-        dinv = work[i, D_INV]
-        for r in range(6):
-            for c in range(6):
-                work[i, ART_INERTIA + 6 * r + c] -= work[i, U_VEC + r] * work[i, U_VEC + c] * dinv
-        for r in range(6):
-            s = work[i, FORCE + r] + work[i, U_VEC + r] * u * dinv
-            for c in range(6):
-                s += work[i, ART_INERTIA + 6 * r + c] * work[i, BIAS + c]
-            work[i, SCRATCH2 + r] = s
-        for r in range(6):
-            work[i, FORCE + r] = work[i, SCRATCH2 + r]
+                d += ffloat[i, AXIS + k] * work[i, U_VEC + off + k]
+            if not d > 0.0:
+                return STATUS_SINGULAR + i
+            work[i, D_INV] = 1.0 / d
+            u = tau[iv] + _passive(ffloat, i, v[iv])
+            for k in range(3):
+                u -= ffloat[i, AXIS + k] * work[i, FORCE + off + k]
+            work[i, U_TAU] = u
+            p = fint[i, PARENT]
+            if p == 0:
+                continue
+            # I^a = I^A - U U^T / D ; p^a = p^A + I^a c + U u / D  (in place), then to the parent
+            dinv = work[i, D_INV]
+            for r in range(6):
+                for c in range(6):
+                    work[i, ART_INERTIA + 6 * r + c] -= work[i, U_VEC + r] * work[i, U_VEC + c] * dinv
+            for r in range(6):
+                s = work[i, FORCE + r] + work[i, U_VEC + r] * u * dinv
+                for c in range(6):
+                    s += work[i, ART_INERTIA + 6 * r + c] * work[i, BIAS + c]
+                work[i, SCRATCH2 + r] = s
+            for r in range(6):
+                work[i, FORCE + r] = work[i, SCRATCH2 + r]
         if fint[p, NF] == 0:
             _inertia_to_parent(work, i, ART_INERTIA)
             for k in range(36):
@@ -811,15 +946,18 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
         _x_times(work, i, i, SCRATCH, ACC)
         for r in range(6):
             work[i, ACC + r] += work[i, BIAS + r]
-        revolute = fint[i, JOINT_TYPE] == JOINT_REVOLUTE
-        off = 3 if revolute else 0
-        s = work[i, U_TAU]
-        for r in range(6):
-            s -= work[i, U_VEC + r] * work[i, ACC + r]
-        qdd = s * work[i, D_INV]
-        qdd_out[fint[i, IDX_V]] = qdd
-        for k in range(3):
-            work[i, ACC + off + k] += ffloat[i, AXIS + k] * qdd
+        jt = fint[i, JOINT_TYPE]
+        if jt != JOINT_REVOLUTE and jt != JOINT_PRISMATIC:
+            _multi_dof_acceleration(fint, ffloat, work, i, qdd_out)
+        else:
+            off = 3 if jt == JOINT_REVOLUTE else 0
+            s = work[i, U_TAU]
+            for r in range(6):
+                s -= work[i, U_VEC + r] * work[i, ACC + r]
+            qdd = s * work[i, D_INV]
+            qdd_out[fint[i, IDX_V]] = qdd
+            for k in range(3):
+                work[i, ACC + off + k] += ffloat[i, AXIS + k] * qdd
         n = fint[i, NF]
         if n > 0:
             mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
@@ -861,10 +999,7 @@ def _rnea(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out, velocities, forc
         if velocities:
             for r in range(6):
                 work[i, ACC + r] += work[i, BIAS + r]
-        off = 3 if fint[i, JOINT_TYPE] == JOINT_REVOLUTE else 0
-        qddi = qdd[fint[i, IDX_V]]
-        for k in range(3):
-            work[i, ACC + off + k] += ffloat[i, AXIS + k] * qddi
+        _add_joint_motion(fint, ffloat, work, i, qdd, ACC)
         n = fint[i, NF]
         if n == 0:
             # f = I a + V x* I V - f_ext
@@ -898,12 +1033,20 @@ def _rnea(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out, velocities, forc
             for r in range(6):
                 work[i, FORCE + r] -= work[i, FEXT + r]
     for i in range(nb, 0, -1):
-        off = 3 if fint[i, JOINT_TYPE] == JOINT_REVOLUTE else 0
+        jt = fint[i, JOINT_TYPE]
         iv = fint[i, IDX_V]
-        s = 0.0
-        for k in range(3):
-            s += ffloat[i, AXIS + k] * work[i, FORCE + off + k]
-        tau_out[iv] = s - (_passive(ffloat, i, v[iv]) if forces else 0.0)
+        if jt == JOINT_REVOLUTE or jt == JOINT_PRISMATIC:
+            off = 3 if jt == JOINT_REVOLUTE else 0
+            s = 0.0
+            for k in range(3):
+                s += ffloat[i, AXIS + k] * work[i, FORCE + off + k]
+            tau_out[iv] = s - (_passive(ffloat, i, v[iv]) if forces else 0.0)
+        else:       # tau = S^T f - tau_passive, k columns
+            for j in range(fint[i, NV_JOINT]):
+                s = 0.0
+                for r in range(6):
+                    s += ffloat[i, MOTION_SUBSPACE + 6 * j + r] * work[i, FORCE + r]
+                tau_out[iv + j] = s - (_multi_passive(ffloat, i, j, v[iv + j]) if forces else 0.0)
         n = fint[i, NF]
         if n > 0:
             bb = fint[i, FWORK] + (6 + n) * (6 + n)
@@ -938,6 +1081,8 @@ def inverse_dynamics(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out):
     nq = fint[0, IDX_Q]
     nv = fint[0, IDX_V]
     status = check_inputs(nq, nv, q, v, qdd, True, True)
+    if status == STATUS_OK:
+        status = check_quaternions(fint, q)
     if status != STATUS_OK:
         return status
     if tau_out.shape[0] != nv:
@@ -955,6 +1100,8 @@ def mass_matrix(fint, ffloat, fdata, work, fwork, q, unit, column, out):
     if out.shape[0] != nv:
         return STATUS_SHAPE_OUT
     status = check_inputs(nq, nv, q, q, q, False, False)
+    if status == STATUS_OK:
+        status = check_quaternions(fint, q)
     if status != STATUS_OK:
         return status
     if out.shape[1] != nv or unit.shape[0] != nv or column.shape[0] != nv:
