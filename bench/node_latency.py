@@ -185,13 +185,14 @@ def main():
                         choices=("single_threaded", "events"))
     parser.add_argument("--only", nargs="*", default=["observe", "simulate free", "simulate hold"])
     args = parser.parse_args()
+    command = common.this_command()
     os.chdir(tempfile.gettempdir())   # `python -m` puts the cwd first on the children's path
     trees = {"now": REPO}
     if args.before:
         trees["before"] = Path(args.before).resolve()
     print(f"CPU: {common.lscpu_model_name()}, {os.cpu_count()} CPUs; load average at start "
           f"{os.getloadavg()}; executor {args.executor}; {args.seconds:g} s per measurement, "
-          f"{args.rounds} rounds; command: {common.this_command()}", flush=True)
+          f"{args.rounds} rounds; command: {command}", flush=True)
     for tree in trees.values():
         warm_cache(tree)
     results = {(kind, label): [] for kind in args.only + ["in-process"] for label in trees}
