@@ -115,13 +115,19 @@ class JointLimits:
         self._minv = np.zeros((nv, nv))
         self._one_dof_only = all(t in ONE_DOF_TYPES for t in robot.joint_types)
         n_limited = len(limited)   # workspaces of the stop kernels (kernels/stops.py)
-        self._stop_work = {
-            "q0": np.zeros(n_limited), "active": np.zeros(n_limited, dtype=np.bool_),
-            "upper_side": np.zeros(n_limited, dtype=np.bool_),
-            "idx": np.zeros(n_limited, dtype=np.int64), "sel": np.zeros(n_limited, dtype=np.int64),
-            "target": np.zeros(n_limited), "rhs": np.zeros(n_limited), "x": np.zeros(n_limited),
-            "sign": np.zeros(n_limited), "moving_out": np.zeros(n_limited, dtype=np.bool_),
-            "chol": np.zeros((nv, nv)), "v0": np.zeros(nv), "trial": np.zeros(nv)}
+        sel, rhs, x = (np.zeros(n_limited, dtype=np.int64), np.zeros(n_limited),
+                       np.zeros(n_limited))
+        chol = np.zeros((nv, nv))
+        self._upper_side = np.zeros(n_limited, dtype=np.bool_)
+        self._stop_idx = np.zeros(n_limited, dtype=np.int64)
+        self._stop_target = np.zeros(n_limited)
+        # (q0, active, upper_side, idx, sel, target, rhs, x, chol) of stop_positions
+        self._position_work = (np.zeros(n_limited), np.zeros(n_limited, dtype=np.bool_),
+                               self._upper_side, self._stop_idx, sel, self._stop_target, rhs,
+                               x, chol)
+        # (sign, moving_out, sel, rhs, x, chol, v0, trial) of stop_velocities
+        self._velocity_work = (np.zeros(n_limited), np.zeros(n_limited, dtype=np.bool_), sel,
+                               rhs, x, chol, np.zeros(nv), np.zeros(nv))
         self.saturated = 0
         self.stops = 0
 
@@ -145,26 +151,24 @@ class JointLimits:
             return 0
         if not _beyond_limits(q, self._limited_iq, self._lower_l, self._upper_l):
             return 0
-        robot, w = self.robot, self._stop_work
+        robot = self.robot
         lim_iv, lim_iq = self.position_limited, self._limited_iq
         # positions: dq = M^-1 S_A^T (S_A M^-1 S_A^T)^-1 r_A, A grown until no other joint
         # ends beyond a limit
         minv = self._inverse(robot.mass_matrix(q, out=self._m))
         k = _stop_positions(q, lim_iq, lim_iv, self._lower_l, self._upper_l, minv,
-                            w["q0"], w["active"], w["upper_side"], w["idx"], w["sel"],
-                            w["target"], w["rhs"], w["x"], w["chol"], self._dv)
+                            *self._position_work, self._dv)
         if k < 0:
             raise ValueError("the joints on their position stops have a singular inverse "
                              "mass matrix block")
         if k == 0:
             return 0
         self._apply_position(q, self._dv)
-        _place_on_limits(q, lim_iq, w["idx"], w["target"], k)   # exactly on the limit
+        _place_on_limits(q, lim_iq, self._stop_idx, self._stop_target, k)   # exactly on it
         minv = self._inverse(robot.mass_matrix(q, out=self._m))   # impulses act at the stop
         # velocities: impulses on the joints of A moving outward (active-set iterations)
-        if _stop_velocities(v, lim_iv, w["upper_side"], w["idx"], k, minv, w["sign"],
-                            w["moving_out"], w["sel"], w["rhs"], w["x"], w["chol"], w["v0"],
-                            w["trial"]) < 0:
+        if _stop_velocities(v, lim_iv, self._upper_side, self._stop_idx, k, minv,
+                            *self._velocity_work) < 0:
             raise ValueError("the joints on their position stops have a singular inverse "
                              "mass matrix block")
         self.stops += 1
