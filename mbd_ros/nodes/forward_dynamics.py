@@ -397,12 +397,12 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
 
     def _wrenches(self, q, v, every=False):
         """Joint wrenches (self.W) and closure wrenches (self.Wc) for (q, v, self.qdd), each
-        only when one of its topics has a subscriber (every: all of them, the warm-up).
+        only when one of its topics has a subscriber (self.listeners, refreshed by the caller
+        once per cycle, outside the compute time; every: all of them, the warm-up).
         Returns (joint wrenches computed, closure wrenches computed). A library error is
         counted and warned about, and the cycle goes on without those outputs (the
         accelerations and the simulation do not depend on them)."""
         robot = self.robot
-        self.listeners.refresh()   # once per cycle, before anything is computed or published
         joint = bool(self.wrench_rows) and (every or self.listeners.any(self._wrench_pubs))
         closure = bool(self.closure_outs) and (every or self.listeners.any(self._closure_pubs))
         if not (joint or closure):
@@ -429,8 +429,8 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
         return False
 
     def _publish_outputs(self, stamp, q, v, wrenches=(True, True)):
-        """The outputs of this state that have a subscriber (self.listeners, refreshed by
-        _wrenches; wrenches: which wrenches _wrenches computed)."""
+        """The outputs of this state that have a subscriber (self.listeners, as _wrenches saw
+        them; wrenches: which wrenches _wrenches computed)."""
         heard = self.listeners.heard
         out = self.acc_out
         if heard[self.pub_acc]:
@@ -487,6 +487,7 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
             return
         if not self._merged(lookup):
             return
+        self.listeners.refresh()   # which outputs have subscribers (once per cycle)
         t1 = time.perf_counter_ns()
         try:
             self._accelerations(self.q, self.v)
@@ -583,6 +584,7 @@ class ForwardDynamicsNode(PlantInterface, DynamicsNode):
                     return
         self._window_expected += catch_up + 1
         self._apply_command()
+        self.listeners.refresh()   # which outputs have subscribers (once per cycle)
         t1 = time.perf_counter_ns()
         try:   # outputs of the current state; sim.qdd is self.qdd
             self.plant.evaluate()   # drive torques (limited) -> self.tau, qdd
