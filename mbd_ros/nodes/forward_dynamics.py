@@ -61,11 +61,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
+from ..finite import all_finite
 from ..joint_map import JointMap, JointMapError
 from ..simulation import INTEGRATORS
 from . import diagnostics as diag
 from .base import DynamicsNode, finite_vector, one_of, run
-from ..finite import all_finite
 from .messages import (AccelerationsOut, JointStateOut, Listeners, WrenchOut, topic_token,
                        unique_topic_tokens)
 from .plant_interface import PlantInterface
