@@ -75,7 +75,12 @@ def generated_mechanism(n_loops, cut_type, seed=0):
 
 def sample_mechanism(urdf, closures_file):
     import yaml
+    import re
     xml = (common.REPO / urdf).read_text()
+    # continuous -> revolute with wide limits (Pinocchio's continuous joints take cos/sin
+    # coordinates); a continuous joint's own <limit effort velocity> (no lower/upper) goes, as
+    # URDF allows one <limit> per joint
+    xml = re.sub(r'<limit (?![^>]*lower)[^>]*/>', '', xml)
     xml = xml.replace('type="continuous">', 'type="revolute"><limit lower="-10" upper="10" '
                                             'effort="1" velocity="1"/>')
     return xml, yaml.safe_load((common.REPO / closures_file).read_text())

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .finite import all_finite
+
 ONE_DOF_TYPES = ("revolute", "prismatic", "helical")
 # multi-dof joints with one q entry per v entry: each dof is a JointState entry '<joint>/<component>'
 SCALAR_DOF_TYPES = ("cylindrical", "universal")
@@ -73,6 +75,14 @@ def _floats(values, field):
         return np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise JointMapError(f"{field}: not numbers ({exc})") from None
+
+
+def _all_finite(x):
+    """np.isfinite(x).all() for a 1-D float64 x, by one numba call (~0.1 µs instead of ~1-3 µs
+    of numpy reductions, three times per JointState)."""
+    if x.ndim == 1 and x.flags.c_contiguous:
+        return all_finite(x)
+    return bool(np.isfinite(x).all())
 
 
 class _Lookup:
@@ -175,7 +185,7 @@ class JointMap:
         if n != lookup.n:
             raise JointMapError(f"{field} has {n} values for {lookup.n} joint names")
         x = _floats(values, field)
-        if not np.isfinite(x).all():
+        if not _all_finite(x):
             raise JointMapError(f"{field} contains NaN or inf")
         return x if lookup.src is None else x[lookup.src]
 

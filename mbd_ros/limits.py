@@ -51,6 +51,9 @@ from .joint_map import ONE_DOF_TYPES
 from .kernels.plant import beyond_limits as _beyond_limits
 from .kernels.plant import limit_torques as _limit_torques
 from .kernels.plant import spd_inverse as _spd_inverse
+from .kernels.stops import place_on_limits as _place_on_limits
+from .kernels.stops import stop_positions as _stop_positions
+from .kernels.stops import stop_velocities as _stop_velocities
 
 VELOCITY_TIME_CONSTANT = 0.01   # s: the drive reaches / returns to the velocity limit in about this time
 
@@ -110,6 +113,21 @@ class JointLimits:
         self._dv = np.zeros(nv)
         self._lower = np.zeros((nv, nv))
         self._minv = np.zeros((nv, nv))
+        self._one_dof_only = all(t in ONE_DOF_TYPES for t in robot.joint_types)
+        n_limited = len(limited)   # workspaces of the stop kernels (kernels/stops.py)
+        sel, rhs, x = (np.zeros(n_limited, dtype=np.int64), np.zeros(n_limited),
+                       np.zeros(n_limited))
+        chol = np.zeros((nv, nv))
+        self._upper_side = np.zeros(n_limited, dtype=np.bool_)
+        self._stop_idx = np.zeros(n_limited, dtype=np.int64)
+        self._stop_target = np.zeros(n_limited)
+        # (q0, active, upper_side, idx, sel, target, rhs, x, chol) of stop_positions
+        self._position_work = (np.zeros(n_limited), np.zeros(n_limited, dtype=np.bool_),
+                               self._upper_side, self._stop_idx, sel, self._stop_target, rhs,
+                               x, chol)
+        # (sign, moving_out, sel, rhs, x, chol, v0, trial) of stop_velocities
+        self._velocity_work = (np.zeros(n_limited), np.zeros(n_limited, dtype=np.bool_), sel,
+                               rhs, x, chol, np.zeros(nv), np.zeros(nv))
         self.saturated = 0
         self.stops = 0
 
@@ -127,68 +145,34 @@ class JointLimits:
 
     def enforce(self, q, v):
         """Put the joints beyond a position limit back on it and stop their outward motion,
-        in place (see the module docstring). Returns the number of joints on a stop."""
+        in place (see the module docstring; kernels in mbd_ros/kernels/stops.py). Returns the
+        number of joints on a stop."""
         if not len(self._limited_iq):
             return 0
         if not _beyond_limits(q, self._limited_iq, self._lower_l, self._upper_l):
             return 0
-        ql = self._ql
-        np.take(q, self._limited_iq, out=ql)
-        over = ql > self._upper_l
-        under = ql < self._lower_l
-        if not (over.any() or under.any()):
-            return 0
         robot = self.robot
-        m = robot.mass_matrix(q, out=self._m)
-        minv = self._inverse(m)
         lim_iv, lim_iq = self.position_limited, self._limited_iq
-        # positions: grow the active set A until the correction puts no other joint beyond a
-        # limit; dq = M^-1 S_A^T (S_A M^-1 S_A^T)^-1 r_A, from the original q each time
-        active = over | under
-        upper_side = over.copy()
-        q0 = ql.copy()
-        for _ in range(len(lim_iv)):
-            k = np.flatnonzero(active)
-            target = np.where(upper_side[k], self._upper_l[k], self._lower_l[k])
-            cols = minv[:, lim_iv[k]]
-            dq = cols @ np.linalg.solve(cols[lim_iv[k]], target - q0[k])
-            new = q0 + dq[lim_iv]
-            new[k] = target
-            more = ~active & ((new > self._upper_l + 1e-12) | (new < self._lower_l - 1e-12))
-            if not more.any():
-                break
-            upper_side |= more & (new > self._upper_l)
-            active |= more
-        self._apply_position(q, dq)
-        q[lim_iq[k]] = target                          # exactly on the limit (round-off)
+        # positions: dq = M^-1 S_A^T (S_A M^-1 S_A^T)^-1 r_A, A grown until no other joint
+        # ends beyond a limit
+        minv = self._inverse(robot.mass_matrix(q, out=self._m))
+        k = _stop_positions(q, lim_iq, lim_iv, self._lower_l, self._upper_l, minv,
+                            *self._position_work, self._dv)
+        if k < 0:
+            raise ValueError("the joints on their position stops have a singular inverse "
+                             "mass matrix block")
+        if k == 0:
+            return 0
+        self._apply_position(q, self._dv)
+        _place_on_limits(q, lim_iq, self._stop_idx, self._stop_target, k)   # exactly on it
         minv = self._inverse(robot.mass_matrix(q, out=self._m))   # impulses act at the stop
-        # velocities: impulses on the joints B of A moving outward, so that v_B = 0, with
-        # B grown by joints of A pushed outward and shrunk by joints the impulse would pull
-        # outward (a small linear complementarity problem, active-set iterations)
-        sign = np.where(upper_side[k], 1.0, -1.0)         # outward direction on A
-        a_iv = lim_iv[k]
-        b = sign * v[a_iv] > 0.0
-        v0 = v.copy()
-        for _ in range(2 * len(k) + 1):
-            if not b.any():
-                break
-            bi = a_iv[b]
-            cols = minv[:, bi]
-            impulse = np.linalg.solve(cols[bi], -v0[bi])
-            wrong = sign[b] * impulse > 0.0                # would pull outward
-            if wrong.any():
-                b[np.flatnonzero(b)[wrong]] = False
-                continue
-            trial = v0 + cols @ impulse
-            out = ~b & (sign * trial[a_iv] > 1e-12)
-            if out.any():
-                b |= out
-                continue
-            v[:] = trial
-            v[bi] = 0.0                                    # exactly at rest (round-off)
-            break
+        # velocities: impulses on the joints of A moving outward (active-set iterations)
+        if _stop_velocities(v, lim_iv, self._upper_side, self._stop_idx, k, minv,
+                            *self._velocity_work) < 0:
+            raise ValueError("the joints on their position stops have a singular inverse "
+                             "mass matrix block")
         self.stops += 1
-        return len(k)
+        return k
 
     def _inverse(self, m):
         """M^-1 (numba Cholesky, into a preallocated array)."""
@@ -198,7 +182,7 @@ class JointLimits:
 
     def _apply_position(self, q, dq):
         robot = self.robot
-        if all(t in ONE_DOF_TYPES for t in robot.joint_types):
+        if self._one_dof_only:
             q += dq
         else:
             q[:] = robot.integrate(q, dq, 1.0)

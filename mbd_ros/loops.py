@@ -28,6 +28,7 @@ from .kernels.closed_loop import cut_wrenches as _cut_wrench_kernel
 from .kernels.closed_loop import loop_jacobian as _loop_jacobian
 from .kernels.closed_loop import world_poses as _world_poses
 from .kernels.kinematics import forward_kinematics as _forward_kinematics
+from .kernels.loop_results import loop_results as _loop_results
 from .finite import all_finite as _all_finite
 from .kernels.linalg import RANK_TOLERANCE
 from .robot import _EMPTY, Robot, _aliased, _locked, _output, _vector
@@ -575,11 +576,14 @@ class ClosedLoopRobot(Robot):
             if status or not _all_finite(out):
                 self._raise(status, q, v, tau, out, "tau")
             self.last_rank = int(self._info[1])
-            self._thread_state.multipliers = self._loop_float[:, L.LOOP_LAMBDA].copy()
-            residual = self._loop_float[:, L.LOOP_RESIDUAL]
-            if residual.shape[0] and (residual.max() > LOOP_RESIDUAL_WARNING
-                                      or residual.min() < -LOOP_RESIDUAL_WARNING):
-                self._warn_off_loop(float(np.abs(residual).max()), "forward_dynamics")
+            # this thread's multipliers (a buffer of its own, copied by multipliers()) and the
+            # largest loop residual, in one kernel call
+            lam = getattr(self._thread_state, "multipliers", None)
+            if lam is None:
+                lam = self._thread_state.multipliers = np.empty(self._loop_float.shape[0])
+            residual = _loop_results(self._loop_float, L.LOOP_LAMBDA, L.LOOP_RESIDUAL, lam)
+            if residual > LOOP_RESIDUAL_WARNING:
+                self._warn_off_loop(residual, "forward_dynamics")
             return out
 
     def _warn_off_loop(self, residual, what):

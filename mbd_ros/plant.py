@@ -25,13 +25,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from .drives import JointDrives, effective_inertia
+from .drives import JointDrives
+from .kernels.plant import inverse_diagonal as _inverse_diagonal
 from .kernels.plant import max_abs as _max_abs
 from .joint_map import scalar_dofs
 from .limits import JointLimits
 from .simulation import Simulator
 
 MAX_SPEED = 1.0e3   # rad/s or m/s: faster than any robot joint; beyond it the plant has diverged
+
+
+def _reciprocal(x):
+    """x <- 1 / x in place; returns x."""
+    np.divide(1.0, x, out=x)
+    return x
 
 
 class DivergenceError(FloatingPointError):
@@ -80,6 +87,7 @@ class Plant:
         self._minv = np.zeros((robot.nv, robot.nv))
         self._lower = np.zeros((robot.nv, robot.nv))
         self._bias = np.zeros(robot.nv)
+        self._m_eff = np.zeros(robot.nv)
         self._zero = np.zeros(robot.nv)
         self._project = getattr(robot, "project_acceleration", None) \
             if robot.closure_names else None
@@ -138,7 +146,10 @@ class Plant:
                                                len(self.limits._vel_idx)):
             # M, m_eff = 1 / diag(M^-1), b(q, v) = ID(q, v, 0): once for drives and limits
             m = robot.mass_matrix(sim.q, out=self._m)
-            m_eff = effective_inertia(m, self._minv, self._lower)
+            # m_eff = 1 / diag(M^-1), into a preallocated array (effective_inertia allocates)
+            if _inverse_diagonal(m, self._lower, self._minv, self._m_eff):
+                raise ValueError("the mass matrix is not positive definite")
+            m_eff = _reciprocal(self._m_eff)
             bias = self._compensation(sim.q, sim.v)
         self.drives.torques(sim.q, sim.v, self.step_dt, out=self.tau, m=m, m_eff=m_eff,
                            bias=bias)

@@ -60,6 +60,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .kernels.rk4 import rk4_combine as _rk4_combine
+from .kernels.rk4 import rk4_stage as _rk4_stage
+from .kernels.rk4 import state_bound as _state_bound
+
 INTEGRATORS = ("rk4", "semi_implicit_euler", "implicit_euler", "symplectic_euler")
 # symplectic_euler: fixed-point iterations stop when the velocity update is below this (rad/s, m/s)
 SYMPLECTIC_TOLERANCE = 1e-13
@@ -253,15 +257,13 @@ class Simulator:
 
     def _check_bounds(self):
         q_next, v_next = self._q_next, self._v_next
-        # finite check in two reductions: a sum is NaN or inf iff an entry is (or the state is
-        # ~1e308, diverged anyway); x - x is 0 exactly for finite x
-        total = q_next.sum() + v_next.sum()
+        # one pass: NaN if an entry is not finite, else max |v_i| (kernels/rk4.py)
+        speed = _state_bound(q_next, v_next)
         t_end = self._t0 + (self.steps + 1) * self.dt
-        if total - total != 0.0:
+        if speed != speed:
             raise SimulationDiverged(f"the simulation diverged: the state became non-finite in "
                                      f"the step from t = {self.time:.6f} s to {t_end:.6f} s",
                                      self.time)
-        speed = max(v_next.max(), -v_next.min()) if v_next.shape[0] else 0.0
         if speed > self.max_velocity:
             raise SimulationDiverged(
                 f"the simulation diverged at t = {t_end:.6f} s: a velocity reached {speed:.4g} > "
@@ -298,6 +300,15 @@ class Simulator:
         q, v, a1 = self.q, self.v, self.qdd
         v2, v3, v4, a2, a3, a4 = self._v2, self._v3, self._v4, self._a2, self._a3, self._a4
         qs, s = self._q_stage, self._scratch
+        if self._vector_space:   # the same updates, one numba call each (kernels/rk4.py)
+            _rk4_stage(q, v, v, a1, h, qs, v2)      # q2 = q + v h, v2 = v + a1 h
+            self._acceleration(t + h, qs, v2, a2)
+            _rk4_stage(q, v, v2, a2, h, qs, v3)     # q3 = q + v2 h, v3 = v + a2 h
+            self._acceleration(t + h, qs, v3, a3)
+            _rk4_stage(q, v, v3, a3, dt, qs, v4)    # q4 = q + v3 dt, v4 = v + a3 dt
+            self._acceleration(t + dt, qs, v4, a4)
+            _rk4_combine(q, v, v2, v3, v4, a1, a2, a3, a4, dt, self._q_next, self._v_next)
+            return
         # stage 2: q2 = q (+) v h, v2 = v + a1 h
         self._integrate(q, v, h, qs)
         np.multiply(a1, h, out=v2)

@@ -67,11 +67,13 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
+from ..finite import all_finite
 from ..joint_map import JointMap, JointMapError
 from ..simulation import INTEGRATORS
 from . import diagnostics as diag
 from .base import DynamicsNode, finite_vector, one_of, run
-from .messages import AccelerationsOut, JointStateOut, WrenchOut, topic_token, unique_topic_tokens
+from .messages import (AccelerationsOut, JointStateOut, Listeners, WrenchOut, topic_token,
+                       unique_topic_tokens)
 from .plant_interface import PlantInterface
 from .prescribed_interface import PrescribedInterface
 from .qos import CLOCK_QOS, CLOCK_SUBSCRIBE_QOS, PUBLISH_QOS, SUBSCRIBE_QOS
@@ -151,10 +153,11 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         self.singular = 0
         self.saturated = 0
         self.wrench_failures = 0
-        # outputs
+        # outputs (the listeners: only outputs with a subscriber are computed and published)
+        self.listeners = track = Listeners()
         self.acc_out = AccelerationsOut(jm.dof_names, robot.nq == robot.nv)
-        self.pub_acc = self.create_lifecycle_publisher(JointTrajectory, "~/accelerations",
-                                                       PUBLISH_QOS)
+        self.pub_acc = track.track(self.create_lifecycle_publisher(
+            JointTrajectory, "~/accelerations", PUBLISH_QOS))
         # one topic per joint: names that sanitise to the same token are told apart (_2, ...)
         wrench_tokens = unique_topic_tokens(robot.wrench_joint_names)
         for name, token in zip(robot.wrench_joint_names, wrench_tokens):
@@ -163,9 +166,9 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                                           f"~/wrenches/{token}: '{topic_token(name)}' is taken by "
                                           "another joint's name")
         self.wrench_outs = [
-            (row, WrenchOut(robot.wrench_frames[row]), self.create_lifecycle_publisher(
+            (row, WrenchOut(robot.wrench_frames[row]), track.track(self.create_lifecycle_publisher(
                 WrenchStamped, f"~/wrenches/{wrench_tokens[row]}",
-                PUBLISH_QOS)) for row in self.wrench_rows]
+                PUBLISH_QOS))) for row in self.wrench_rows]
         # closure wrenches are published in the child-side link frame (a frame TF knows), moved
         # from the cut frame B (child_origin in that link): f_L = R f_B, t_L = R t_B + p x f_L
         closure_set = getattr(robot, "closure_set", None)
@@ -178,17 +181,19 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         self._cut_pos = np.array([spec.child_origin[:3, 3] for spec in specs]).reshape(-1, 3)
         self._wc_link = np.zeros((len(specs), 6))
         self.closure_outs = [
-            (k, WrenchOut(frames[k]), self.create_lifecycle_publisher(
-                WrenchStamped, f"~/closure_wrenches/{token}", PUBLISH_QOS))
+            (k, WrenchOut(frames[k]), track.track(self.create_lifecycle_publisher(
+                WrenchStamped, f"~/closure_wrenches/{token}", PUBLISH_QOS)))
             for k, token in enumerate(unique_topic_tokens(robot.closure_names))]
+        self._wrench_pubs = [pub for _, _, pub in self.wrench_outs]
+        self._closure_pubs = [pub for _, _, pub in self.closure_outs]
         # force elements: ~/force_elements (JointState: name = element, position = length or
         # deflection, velocity = its rate, effort = tension or joint force)
         self.force_msg = self.pub_forces = None
         if robot.force_element_names:
             self.force_msg = JointState()
             self.force_msg.name = list(robot.force_element_names)
-            self.pub_forces = self.create_lifecycle_publisher(JointState, "~/force_elements",
-                                                              PUBLISH_QOS)
+            self.pub_forces = track.track(self.create_lifecycle_publisher(
+                JointState, "~/force_elements", PUBLISH_QOS))
         self.subs = []
         if self.mode == "simulate":
             self._configure_simulation()
@@ -280,7 +285,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         try:
             if self.mode == "simulate":
                 self.plant.evaluate()
-                self._wrenches(self.sim.q, self.sim.v)
+                self._wrenches(self.sim.q, self.sim.v, every=True)
                 self.plant.advance()
                 self.plant.reset(self.q0, self.v0)
             else:
@@ -288,7 +293,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                 if self.robot.closure_names and hasattr(self.robot, "assemble"):
                     q = np.asarray(self.robot.assemble(q), dtype=float)
                 self._accelerations(q, self.v)
-                self._wrenches(q, self.v)
+                self._wrenches(q, self.v, every=True)
         except (ValueError, FloatingPointError) as exc:   # the kernels are compiled anyway
             self.get_logger().warning(f"warm-up at the initial state: {exc}")
         self.wrench_failures = failures
@@ -399,50 +404,61 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         """self.qdd = forward_dynamics(q, v, self.tau). Raises ValueError (singular
         configuration) or FloatingPointError (non-finite result)."""
         self.robot.forward_dynamics(q, v, self.tau, out=self.qdd)
-        if not np.isfinite(self.qdd).all():
+        if not all_finite(self.qdd):
             raise FloatingPointError("non-finite accelerations")
 
-    def _wrenches(self, q, v):
-        """Joint wrenches (self.W) and closure wrenches (self.Wc) for (q, v, self.qdd).
-        Returns (joint wrenches ok, closure wrenches ok). A library error is counted and
-        warned about, and the cycle goes on without those outputs (the accelerations and the
-        simulation do not depend on them)."""
+    def _wrenches(self, q, v, every=False):
+        """Joint wrenches (self.W) and closure wrenches (self.Wc) for (q, v, self.qdd), each
+        only when one of its topics has a subscriber (self.listeners, refreshed by the caller
+        once per cycle, outside the compute time; every: all of them, the warm-up).
+        Returns (joint wrenches computed, closure wrenches computed). A library error is
+        counted and warned about, and the cycle goes on without those outputs (the
+        accelerations and the simulation do not depend on them)."""
         robot = self.robot
-        ok = [True, True]
+        joint = bool(self.wrench_rows) and (every or self.listeners.any(self._wrench_pubs))
+        closure = bool(self.closure_outs) and (every or self.listeners.any(self._closure_pubs))
+        if not (joint or closure):
+            return False, False
         # a closed-loop robot reuses the loop multipliers of the forward dynamics just computed
         # at this state instead of solving for them again
         reuse = {"multipliers": robot.multipliers()} if robot.closure_names else {}
-        for k, (wanted, compute) in enumerate((
-                (self.wrench_rows, lambda: robot.joint_wrenches(q, v, self.qdd, out=self.W,
-                                                                **reuse)),
-                (self.closure_outs, lambda: self.Wc.__setitem__(
-                    slice(None), robot.closure_wrenches(q, v, self.tau, **reuse))))):
-            if not wanted:
-                continue
+        if joint:
             try:
-                compute()
+                robot.joint_wrenches(q, v, self.qdd, out=self.W, **reuse)
             except (ValueError, FloatingPointError) as exc:
-                ok[k] = False
-                self.wrench_failures += 1
-                what = ("joint", "closure")[k]
-                self.warn_throttled(what, f"{what} wrenches failed ({exc}); none published "
-                                    f"for this state ({self.wrench_failures} so far)")
-        return ok
+                joint = self._wrench_failed("joint", exc)
+        if closure:
+            try:
+                self.Wc[:] = robot.closure_wrenches(q, v, self.tau, **reuse)
+            except (ValueError, FloatingPointError) as exc:
+                closure = self._wrench_failed("closure", exc)
+        return joint, closure
+
+    def _wrench_failed(self, what, exc):
+        self.wrench_failures += 1
+        self.warn_throttled(what, f"{what} wrenches failed ({exc}); none published for this "
+                            f"state ({self.wrench_failures} so far)")
+        return False
 
     def _publish_outputs(self, stamp, q, v, wrenches=(True, True)):
+        """The outputs of this state that have a subscriber (self.listeners, as _wrenches saw
+        them; wrenches: which wrenches _wrenches computed)."""
+        heard = self.listeners.heard
         out = self.acc_out
-        out.msg.header.stamp = stamp
-        if out.positions is not None:
-            out.positions[:] = q
-        out.velocities[:] = v
-        out.accelerations[:] = self.qdd
-        out.effort[:] = self.tau
-        self.pub_acc.publish(out.msg)
+        if heard[self.pub_acc]:
+            out.msg.header.stamp = stamp
+            if out.positions is not None:
+                out.positions[:] = q
+            out.velocities[:] = v
+            out.accelerations[:] = self.qdd
+            out.effort[:] = self.tau
+            self.pub_acc.publish(out.msg)
         if self.wrench_outs and wrenches[0]:
             rows = self.W.tolist()
             for row, msg_out, pub in self.wrench_outs:
-                msg_out.fill(stamp, rows[row])
-                pub.publish(msg_out.msg)
+                if heard[pub]:
+                    msg_out.fill(stamp, rows[row])
+                    pub.publish(msg_out.msg)
         if self.closure_outs and wrenches[1]:
             w = self._wc_link   # in the child-side link frame (see configure_node)
             np.einsum("kij,kj->ki", self._cut_rot, self.Wc[:, :3], out=w[:, :3])
@@ -450,9 +466,10 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
             w[:, 3:] += np.cross(self._cut_pos, w[:, :3])
             rows = w.tolist()
             for k, msg_out, pub in self.closure_outs:
-                msg_out.fill(stamp, rows[k])
-                pub.publish(msg_out.msg)
-        if self.force_msg is not None:   # force elements
+                if heard[pub]:
+                    msg_out.fill(stamp, rows[k])
+                    pub.publish(msg_out.msg)
+        if self.force_msg is not None and heard[self.pub_forces]:   # force elements
             values = self.robot.force_element_values(q, v)
             self.force_msg.header.stamp = stamp
             self.force_msg.position = values.length.tolist()
@@ -482,6 +499,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
             return
         if not self._merged(lookup):
             return
+        self.listeners.refresh()   # which outputs have subscribers (once per cycle)
         t1 = time.perf_counter_ns()
         try:
             self._accelerations(self.q, self.v)
@@ -578,10 +596,11 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                     return
         self._window_expected += catch_up + 1
         self._apply_command()
+        self.listeners.refresh()   # which outputs have subscribers (once per cycle)
         t1 = time.perf_counter_ns()
         try:   # outputs of the current state; sim.qdd is self.qdd
             self.plant.evaluate()   # drive torques (limited) -> self.tau, qdd
-            if not np.isfinite(self.qdd).all():
+            if not all_finite(self.qdd):
                 raise FloatingPointError("non-finite accelerations")
         except (ValueError, FloatingPointError) as exc:
             self._compute_failed(exc)

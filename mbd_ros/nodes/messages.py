@@ -7,6 +7,7 @@ publish(), so reusing the same message object for every cycle is safe.
 from __future__ import annotations
 
 import array
+import time
 
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
@@ -117,3 +118,53 @@ class WrenchOut:
         self.msg.header.stamp = stamp
         f, t = self.force, self.torque
         f.x, f.y, f.z, t.x, t.y, t.z = row
+
+
+class Listeners:
+    """Which output publishers have subscribers, each rechecked every `period` s.
+
+    A publish costs ~10-15 µs of rclpy conversion and middleware work even when nobody listens
+    (the node's nine ~/wrenches topics were most of a 1 kHz cycle), while
+    get_subscription_count() costs ~1-2 µs: outputs nobody subscribes to (a recorder such as
+    rosbag counts) are neither computed nor published. A new subscriber is served within
+    `period` (at low message rates: from the next message), as if it had subscribed that much
+    later. The checks are spread over the cycles (each publisher is due at its own time), so
+    no cycle pays for all of them."""
+
+    def __init__(self, period=0.02):
+        self.period_ns = int(period * 1e9)
+        self._next_ns = 0      # earliest due time of any publisher
+        self._publishers = []
+        self._due = []         # monotonic ns at which each publisher is checked again
+        self.heard = {}        # publisher -> True while it has a subscriber
+
+    def track(self, publisher):
+        """Add a publisher (heard until its first check); returns it."""
+        self._publishers.append(publisher)
+        self._due.append(0)
+        self.heard[publisher] = True
+        self._next_ns = 0
+        return publisher
+
+    def refresh(self):
+        """Check the subscriber counts of the publishers that are due; returns `heard`."""
+        now = time.monotonic_ns()
+        if now < self._next_ns:
+            return self.heard
+        due, period = self._due, self.period_ns
+        stagger = period // max(len(due), 1)
+        for i, pub in enumerate(self._publishers):
+            if now >= due[i]:
+                self.heard[pub] = pub.get_subscription_count() > 0
+                # first check: spread the next ones over the period
+                due[i] = now + period + (i * stagger if due[i] == 0 else 0)
+        self._next_ns = min(due) if due else now + period
+        return self.heard
+
+    def any(self, publishers):
+        """True if one of `publishers` has a subscriber (at their last check)."""
+        heard = self.heard
+        for pub in publishers:
+            if heard.get(pub, True):
+                return True
+        return False
