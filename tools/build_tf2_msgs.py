@@ -51,7 +51,9 @@ class BuildError(RuntimeError):
 
 def tf2_msgs_location(python):
     """Where `python` imports a working tf2_msgs from, or None."""
-    result = subprocess.run([python, "-c", CHECK], capture_output=True, text=True)
+    # the ROS wheels' start-up hook sets the library path unless this marker is inherited
+    env = {k: v for k, v in os.environ.items() if k != "_ROS_WHEELS_BOOTSTRAP_COMPLETE"}
+    result = subprocess.run([python, "-c", CHECK], capture_output=True, text=True, env=env)
     return result.stdout.strip() if result.returncode == 0 else None
 
 
