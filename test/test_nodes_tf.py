@@ -123,8 +123,8 @@ def test_tf_equals_odom_of_the_same_stamp(standing_solo):
 def test_tf_and_joint_states_put_the_feet_on_the_ground(standing_solo, erd_dir, pin):
     """The /tf base pose with the joint_states of the same stamp, through Pinocchio's forward
     kinematics: each foot sphere rests on the ground plane z = 0 of the odom frame (its centre
-    at the radius less the 1 mm penetration of the default contact stiffness, docs/plant.md), and mbd_ros's link poses
-    of that configuration (base and feet) equal Pinocchio's."""
+    at the radius less the 1 mm penetration of the default contact stiffness, docs/plant.md),
+    and mbd_ros's link poses of that configuration (base and feet) equal Pinocchio's."""
     urdf = str(erd_dir / SOLO)
     model = pin.buildModelFromUrdf(urdf, pin.JointModelFreeFlyer())
     data = model.createData()
