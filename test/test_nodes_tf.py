@@ -109,8 +109,15 @@ def test_tf_equals_odom_of_the_same_stamp(standing_solo):
         tf[stamp_ns(t.header.stamp)] = t.transform
     odom = {stamp_ns(m.header.stamp): m.pose.pose for m in standing_solo["odom"]}
     assert len(odom) > 100 and len(tf) > 100, (len(odom), len(tf))
-    assert odom.keys() == tf.keys()        # one transform per cycle, no more, no fewer
+    # one transform per cycle, no more, no fewer (up to the last stamp both topics delivered:
+    # the plant is still running when collection stops)
+    last = min(max(odom), max(tf))
+    only_odom = sorted(k for k in odom if k <= last and k not in tf)
+    only_tf = sorted(k for k in tf if k <= last and k not in odom)
+    assert not only_odom and not only_tf, (only_odom[:5], only_tf[:5])
     for key, pose in odom.items():
+        if key > last:
+            continue
         t = tf[key]
         assert (t.translation.x, t.translation.y, t.translation.z) == (
             pose.position.x, pose.position.y, pose.position.z)
