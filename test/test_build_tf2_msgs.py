@@ -39,9 +39,11 @@ def test_second_run_builds_nothing():
     assert "nothing to build" in result.stdout, result.stdout
 
 
-def test_missing_compiler_fails_with_the_reason():
-    """--force with no C compiler: exit 1 before installing or building anything."""
-    result = run_tool("--force", CC="/nonexistent/cc")
+def test_missing_compiler_fails_with_the_reason(tmp_path):
+    """--force with no C compiler: exit 1 before installing or building anything (the build
+    log it names goes to TMPDIR)."""
+    result = run_tool("--force", CC="/nonexistent/cc", TMPDIR=str(tmp_path))
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert "building tf2_msgs (needed for /tf) failed" in result.stderr, result.stderr
     assert "/nonexistent/cc" in result.stderr and "gcc" in result.stderr, result.stderr
+    assert str(tmp_path) in result.stderr     # "Full log: <TMPDIR>/mbd_ros_build_tf2_msgs_*.log"
