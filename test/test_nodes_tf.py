@@ -92,7 +92,8 @@ def standing_solo(tf_msgs, erd_dir):
 def test_tf_is_the_standard_tf2_msgs_type(standing_solo):
     """/tf carries tf2_msgs/msg/TFMessage with the type hash of a ROS 2 installation's
     tf2_msgs, so tf2 listeners and RViz of a real ROS 2 match our publisher."""
-    plant = [p for p in standing_solo["publishers"] if p.node_name == "forward_dynamics"]
+    plant = [p for p in standing_solo["publishers"]      # (another robot on this domain: not ours)
+             if (p.node_namespace, p.node_name) == ("/solo_tf", "forward_dynamics")]
     assert len(plant) == 1, [(p.node_namespace, p.node_name) for p in
                              standing_solo["publishers"]]
     assert plant[0].topic_type == "tf2_msgs/msg/TFMessage"
@@ -100,25 +101,30 @@ def test_tf_is_the_standard_tf2_msgs_type(standing_solo):
 
 
 def test_tf_equals_odom_of_the_same_stamp(standing_solo):
-    """Every ~/odom has a /tf transform odom -> base_link with the same stamp and pose."""
+    """Every cycle publishes one /tf transform odom -> base_link with the stamp and pose of its
+    ~/odom (bit for bit). The plant's publishers keep the last 10 messages (reliable): a test
+    process starved of CPU may lose some of the 1 kHz messages of either topic, so the stamps
+    present on both are compared and at least 60 % of the cycles must be there (a transform
+    every other cycle would give 50 %)."""
     tf = {}
     for msg in standing_solo["tf"]:
         assert len(msg.transforms) == 1
         t = msg.transforms[0]
         assert (t.header.frame_id, t.child_frame_id) == ("odom", "base_link")
-        tf[stamp_ns(t.header.stamp)] = t.transform
+        key = stamp_ns(t.header.stamp)
+        assert key not in tf, f"two transforms stamped {key} ns"
+        tf[key] = t.transform
     odom = {stamp_ns(m.header.stamp): m.pose.pose for m in standing_solo["odom"]}
     assert len(odom) > 100 and len(tf) > 100, (len(odom), len(tf))
-    # one transform per cycle, no more, no fewer (up to the last stamp both topics delivered:
-    # the plant is still running when collection stops)
+    period = int(np.min(np.diff(sorted(odom))))          # ns: one simulation cycle
+    # up to the last stamp both topics delivered (the plant runs on while collection stops)
     last = min(max(odom), max(tf))
-    only_odom = sorted(k for k in odom if k <= last and k not in tf)
-    only_tf = sorted(k for k in tf if k <= last and k not in odom)
-    assert not only_odom and not only_tf, (only_odom[:5], only_tf[:5])
-    for key, pose in odom.items():
-        if key > last:
-            continue
-        t = tf[key]
+    cycles = last // period + 1
+    common = [k for k in odom if k <= last and k in tf]
+    assert all(k % period == 0 for k in tf), "a /tf stamp off the cycle grid"
+    assert len(common) >= 0.6 * cycles, (len(common), cycles, len(odom), len(tf))
+    for key in common:
+        t, pose = tf[key], odom[key]
         assert (t.translation.x, t.translation.y, t.translation.z) == (
             pose.position.x, pose.position.y, pose.position.z)
         assert (t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w) == (
