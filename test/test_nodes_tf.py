@@ -38,7 +38,7 @@ FEET = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]
 FOOT_RADIUS = 0.016      # m: contact_radius of the feet (the spheres at the FOOT link origins)
 PENETRATION = 1e-3       # m: the default contact stiffness gives 1 mm under the robot's weight
 SETTLED_AFTER = 0.5      # s of simulated time: the base has landed on its contact springs
-SIM_DURATION = 2.0       # s of simulated time observed
+SIM_DURATION = 2.0       # s of simulated time observed on /tf (from the first one received)
 
 
 def stamp_ns(stamp):
@@ -78,9 +78,14 @@ def standing_solo(tf_msgs, erd_dir):
              "initial_positions": SOLO_STANDING, "wrench_joints": ["none"],
              "hold_initial_positions": True, "publish_clock": True})],
             remaps={"__ns": ns})
-        ros.spin_until(lambda: tf and stamp_ns(tf[-1][1].transforms[0].header.stamp)
-                       > SIM_DURATION * 1e9, 120.0, what=f"{SIM_DURATION} s of simulated time "
-                       "on /tf")
+        def span_ns(received):
+            """Simulated time from the first to the last transform received (ns)."""
+            if not received:
+                return 0
+            return (stamp_ns(received[-1][1].transforms[0].header.stamp)
+                    - stamp_ns(received[0][1].transforms[0].header.stamp))
+        ros.spin_until(lambda: span_ns(tf) > SIM_DURATION * 1e9, 120.0,
+                       what=f"{SIM_DURATION} s of simulated time on /tf")
         ros.spin(0.3)    # the ~/odom and joint_states of the last stamps
         publishers = ros.node.get_publishers_info_by_topic("/tf")
         yield {"tf": [m for _, m in tf], "odom": [m for _, m in odom],
@@ -102,10 +107,11 @@ def test_tf_is_the_standard_tf2_msgs_type(standing_solo):
 
 def test_tf_equals_odom_of_the_same_stamp(standing_solo):
     """Every cycle publishes one /tf transform odom -> base_link with the stamp and pose of its
-    ~/odom (bit for bit). The plant's publishers keep the last 10 messages (reliable): a test
-    process starved of CPU may lose some of the 1 kHz messages of either topic, so the stamps
-    present on both are compared and at least 60 % of the cycles must be there (a transform
-    every other cycle would give 50 %)."""
+    ~/odom (bit for bit). Compared over the window both subscriptions saw (the plant starts
+    publishing before discovery has matched them, and runs on while collection stops). The
+    plant's publishers keep the last 10 messages (reliable): a CPU-starved test machine may
+    lose a few of the 1 kHz messages, so 90 % of the window's cycles must be on both topics (a
+    transform every other cycle would give 50 %)."""
     tf = {}
     for msg in standing_solo["tf"]:
         assert len(msg.transforms) == 1
@@ -117,12 +123,11 @@ def test_tf_equals_odom_of_the_same_stamp(standing_solo):
     odom = {stamp_ns(m.header.stamp): m.pose.pose for m in standing_solo["odom"]}
     assert len(odom) > 100 and len(tf) > 100, (len(odom), len(tf))
     period = int(np.min(np.diff(sorted(odom))))          # ns: one simulation cycle
-    # up to the last stamp both topics delivered (the plant runs on while collection stops)
-    last = min(max(odom), max(tf))
-    cycles = last // period + 1
-    common = [k for k in odom if k <= last and k in tf]
+    first, last = max(min(odom), min(tf)), min(max(odom), max(tf))
+    cycles = (last - first) // period + 1
+    common = [k for k in odom if first <= k <= last and k in tf]
     assert all(k % period == 0 for k in tf), "a /tf stamp off the cycle grid"
-    assert len(common) >= 0.6 * cycles, (len(common), cycles, len(odom), len(tf))
+    assert cycles > 100 and len(common) >= 0.9 * cycles, (len(common), cycles, first, last)
     for key in common:
         t, pose = tf[key], odom[key]
         assert (t.translation.x, t.translation.y, t.translation.z) == (
