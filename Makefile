@@ -3,14 +3,19 @@
 #               hardware-in-the-loop demo (`mbd-ros hil-demo`: simulated arm7 + computed-torque
 #               controller + reference publisher over ROS 2 topics, a few seconds)
 #   make test   create .venv if missing, install mbd_ros with its test and ROS extras, run pytest
-# Only python3 (with venv and pip) and make are needed; the rest comes from PyPI.
+# Only python3 (with venv, pip and its headers), make, gcc, g++ and cmake are needed; the rest
+# comes from PyPI.
 # The install is editable (pip install -e): the library, the sample URDFs and the CLI are used
 # straight from this source tree. Reinstalls happen only when setup.py/setup.cfg/package.xml change.
+# tf2_msgs (/tf) has no PyPI wheel: tools/build_tf2_msgs.py generates and compiles it into .venv
+# from the PyPI ROS 2 interface generators (needs gcc, g++, cmake; ~30 s once; skipped when
+# tf2_msgs already imports).
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-PKG_FILES := setup.py setup.cfg package.xml pyproject.toml mbd_ros/fastcall/_fastcall.c
+PKG_FILES := setup.py setup.cfg package.xml pyproject.toml mbd_ros/fastcall/_fastcall.c \
+	tools/build_tf2_msgs.py tools/tf2_msgs/CMakeLists.txt tools/tf2_msgs/msg/TFMessage.msg
 
 .PHONY: demo test clean
 
@@ -25,10 +30,12 @@ $(PY):
 
 $(VENV)/.installed-demo: $(PY) $(PKG_FILES)
 	$(PY) -m pip install -q -e '.[ros]'
+	$(PY) tools/build_tf2_msgs.py
 	touch $@
 
 $(VENV)/.installed-test: $(PY) $(PKG_FILES)
 	$(PY) -m pip install -q -e '.[test,ros]'
+	$(PY) tools/build_tf2_msgs.py
 	touch $@ $(VENV)/.installed-demo
 
 clean:

@@ -19,7 +19,8 @@ ROS_WHEELS = [
     'ros-diagnostic-msgs==5.5.1',
     'ros-lifecycle-msgs==2.3.0',
     # plant: ~/reset (std_srvs/Trigger) and ~/odom (nav_msgs/Odometry). tf2_msgs (for /tf)
-    # has no wheel on PyPI: the plant publishes /tf where a ROS install provides it.
+    # has no wheel on PyPI: tools/build_tf2_msgs.py builds it into the environment (the
+    # Makefile runs it after installing this extra; README "Install notes").
     'ros-std-srvs==5.5.1',
     'ros-nav-msgs==5.5.1',
 ]
