@@ -9,6 +9,8 @@ Scenarios, each with rclpy's SingleThreadedExecutor and its EventsExecutor (node
   the closed-loop four-bar if this mbd_ros loads closures). Achieved rate, missed cycles,
   per-cycle compute p50/p99/max (library time: dynamics + wrenches + integration) and whole
   cycle p50/p99, CPU % of the node process.
+- plant_suspension: the double-wishbone suspension (loop closure + strut spring-damper, seed
+  004) in simulate mode at 1 kHz, RK4 with the strut evaluated at every stage.
 - hil_arm7: the HIL loop (plant 1 kHz + computed-torque controller + reference publisher) as in
   `mbd-ros hil-demo`: plant rate, missed cycles, compute, CPU % of plant and controller.
 - latency_arm7: forward_dynamics in observe mode; this process publishes joint_states at 1 kHz
@@ -154,6 +156,16 @@ def scenario_plant(b, seconds, robot):
     return plant_stats(b, "forward_dynamics: dynamics", child, seconds)
 
 
+def scenario_suspension(b, seconds):
+    """The seed-004 double wishbone (closed loop + strut spring-damper) simulated at 1 kHz with
+    the default integrator (RK4, the strut evaluated at every stage), no command."""
+    wishbone = str(CONFIG / "double_wishbone.yaml")
+    child = b.start("forward_dynamics", {"urdf_path": str(URDF / "double_wishbone.urdf"),
+                                         "closures_path": wishbone, "forces_path": wishbone,
+                                         "mode": "simulate", "rate_hz": 1000.0})
+    return plant_stats(b, "forward_dynamics: dynamics", child, seconds)
+
+
 def scenario_hil(b, seconds):
     urdf = str(URDF / "arm7.urdf")
     plant = b.start("forward_dynamics", {"urdf_path": urdf, "rate_hz": 1000.0},
@@ -242,6 +254,8 @@ def run(name, executor, seconds):
             return scenario_plant(b, seconds, "arm7")
         if name == "plant_fourbar":
             return scenario_plant(b, seconds, "fourbar")
+        if name == "plant_suspension":
+            return scenario_suspension(b, seconds)
         if name == "hil_arm7":
             return scenario_hil(b, seconds)
         if name == "latency_arm7":
@@ -255,7 +269,7 @@ def run(name, executor, seconds):
         b.close()
 
 
-SCENARIOS = ("plant_arm7", "plant_fourbar", "hil_arm7", "latency_arm7", "startup_warm",
+SCENARIOS = ("plant_arm7", "plant_fourbar", "plant_suspension", "hil_arm7", "latency_arm7", "startup_warm",
              "startup_cold")
 
 
