@@ -59,6 +59,7 @@ _I2 = types.Array(types.int64, 2, "C")
 _F2 = types.Array(types.float64, 2, "C")
 _F1 = types.Array(types.float64, 1, "C")
 STATE_KERNEL = types.int64(_I2, _F2, _F1, _F2, _F1, _F1, _F1, _F1, _F1)
+MASS_KERNEL = types.int64(_I2, _F2, _F1, _F2, _F1, _F1, _F1, _F1, _F2)
 
 
 # =============================================================================== offsets
@@ -1091,7 +1092,7 @@ def inverse_dynamics(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out):
     return STATUS_OK
 
 
-@njit(cache=True)
+@njit(MASS_KERNEL, cache=True)
 def mass_matrix(fint, ffloat, fdata, work, fwork, q, unit, column, out):
     """M(q) (nv, nv), column by column from the RNEA with unit accelerations (O(n nv)).
     unit, column: (nv,) scratch."""
