@@ -244,6 +244,7 @@ class FlexibleRobot(Robot):
             self._link_fext = self._link_fext + self._applied.link_loads()
         else:
             self._set_external_wrenches(f_ext)
+        self._add_extra_loads(q, v)          # closed loops: the cut wrenches (flexible/loops.py)
         self._check_state(q, v, qdd, "qdd")
         K._rnea(self._fint, self._ffloat, self._fdata, self._work, self._fwork, q, v, qdd,
                 self._tau_scratch, True, True)
@@ -253,6 +254,9 @@ class FlexibleRobot(Robot):
             else:
                 out[row] = self._fixed_joint_wrench(link, q, v, qdd)
         return out
+
+    def _add_extra_loads(self, q, v):
+        """Hook of joint_wrenches: loads added to FEXT after f_ext (none for a tree)."""
 
     def closure_wrenches(self, q, v, tau):
         self._check_state(*self._state_arrays(q, v, tau, None, "tau")[:3], "tau")
