@@ -33,12 +33,11 @@ from numba import cfunc, types
 from ..kernels import drop_stale_cache, kernel_sources
 
 # the C entries of fastcall/generic.py and flexible.py link the kernels' machine code into their
-# own cache entries: drop them whenever a kernel source (or an entry module, or the flexible
-# layout the flexible kernels inline) changed, as kernels/ does
+# own cache entries: drop them whenever a kernel source (or an entry module) changed, as
+# kernels/ does
 if not os.environ.get("NUMBA_CACHE_DIR"):
     _here = Path(__file__).resolve().parent
-    drop_stale_cache(_here, kernel_sources() + [_here / "generic.py", _here / "flexible.py",
-                            _here.parent / "flexible" / "layout.py"])
+    drop_stale_cache(_here, kernel_sources() + [_here / "generic.py", _here / "flexible.py"])
 
 try:
     from ._fastcall import KernelCall
