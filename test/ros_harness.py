@@ -220,3 +220,4 @@ def warm_numba_cache(robot):
     robot.inverse_dynamics(q, z, z)
     robot.joint_wrenches(q, z, z)
     robot.integrate(q, z, 1e-3)
+    robot.compile_c_calls()   # the C entries (mbd_ros/fastcall) the nodes install at configure

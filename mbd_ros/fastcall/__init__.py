@@ -32,11 +32,12 @@ from numba import cfunc, types
 
 from ..kernels import drop_stale_cache, kernel_sources
 
-# the C entries of fastcall/generic.py link the kernels' machine code into their own cache
-# entries: drop them whenever a kernel source (or generic.py) changed, as kernels/ does
+# the C entries of fastcall/generic.py and flexible.py link the kernels' machine code into their
+# own cache entries: drop them whenever a kernel source (or an entry module) changed, as
+# kernels/ does
 if not os.environ.get("NUMBA_CACHE_DIR"):
     _here = Path(__file__).resolve().parent
-    drop_stale_cache(_here, kernel_sources() + [_here / "generic.py"])
+    drop_stale_cache(_here, kernel_sources() + [_here / "generic.py", _here / "flexible.py"])
 
 try:
     from ._fastcall import KernelCall

@@ -191,6 +191,7 @@ def attach(robot, source):
     except ModelError as exc:
         raise ModelError(str(exc).replace("closure file", "forces file")) from None
     robot._applied = FlexibleAppliedForces(robot, specs, where)
+    robot.drop_c_calls()     # the C-level FD/ID/M entries do not evaluate force elements
     return robot
 
 
@@ -201,5 +202,6 @@ def add_force(robot, fn):
                          f"{{link: wrench}}, got {fn!r}")
     if robot._applied is None:
         robot._applied = FlexibleAppliedForces(robot)
+        robot.drop_c_calls()     # the C-level FD/ID/M entries do not evaluate callbacks
     robot._applied.callbacks.append(fn)
     return fn

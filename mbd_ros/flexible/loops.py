@@ -32,6 +32,8 @@ from ..loops import ASSEMBLY_TOLERANCE, LOOP_RESIDUAL_WARNING, PROJECTION_TOLERA
     LoopResidualWarning
 from ..robot import _EMPTY, _vector
 from .forces import frame_ends
+from ..kernels import flexible_dynamics as K
+from . import layout as F
 from .robot import FlexibleRobot
 
 
@@ -260,6 +262,51 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
                                                                    np.zeros(self.nv))):
             out[s] = jac_b.T @ lam[rows]
         return out
+
+    def joint_wrenches(self, q, v, qdd, f_ext=None, out=None, multipliers=None):
+        """Joint wrenches (FlexibleRobot.joint_wrenches) including the loop forces, for a
+        loop-consistent (q, v, qdd). multipliers: robot.multipliers() of the forward_dynamics
+        call that returned this qdd at this (q, v) (else they are solved from the inverse
+        dynamics). Each cut's wrench G_A^T lambda / G_B^T lambda acts on its two links at the
+        deformed cut frames; loads on links welded to a cut link are not split per fixed joint."""
+        if multipliers is None:
+            self.inverse_dynamics(q, v, qdd, f_ext=f_ext)
+            lam = self._multipliers.copy()
+        else:
+            lam = np.asarray(multipliers, dtype=float)
+            if lam.shape != (self.n_constraints,) or not np.all(np.isfinite(lam)):
+                raise ValueError(f"multipliers must be {self.n_constraints} finite numbers "
+                                 "(robot.multipliers())")
+        self._loop_loads = lam
+        try:
+            return FlexibleRobot.joint_wrenches(self, q, v, qdd, f_ext=f_ext, out=out)
+        finally:
+            self._loop_loads = None
+
+    def _add_extra_loads(self, q, v):
+        """FEXT += each cut frame's wrench jac^T lambda (its axes, about its deformed origin),
+        moved to its body's reference frame: f_b = R f, t_b = R t + u x f_b with R the frame's
+        rotation in the body frame and u its deformed origin there."""
+        lam = getattr(self, "_loop_loads", None)
+        if lam is None or not self.n_constraints:
+            return
+        q = _vector(q, self.nq, "q")
+        terms = self._cut_terms(q, np.zeros(self.nv))      # frame poses at q (_frame_state)
+        K.forward_kinematics(self._fint, self._ffloat, self._fdata, self._work, self._fwork, q)
+        st = self._frame_state
+        for s, (rows, _, jac_a, jac_b, _) in enumerate(terms):
+            for end, jac in ((2 * s, jac_a), (2 * s + 1, jac_b)):
+                wrench = jac.T @ lam[rows]
+                body = int(self._frame_int[end, ff.END_BODY])
+                if body <= 0:
+                    continue                                 # on the ground
+                body_rot = self._work[body, F.WORLD_ROT:F.WORLD_ROT + 9].reshape(3, 3)
+                rot = body_rot.T @ st[end, ff.ES_R:ff.ES_R + 9].reshape(3, 3)
+                force = rot @ wrench[:3]
+                torque = rot @ wrench[3:] + np.cross(st[end, ff.ES_U:ff.ES_U + 3], force)
+                self._work[body, F.FEXT:F.FEXT + 3] += force
+                self._work[body, F.FEXT + 3:F.FEXT + 6] += torque
+        self._fext_dirty = True
 
     def forward_dynamics_batch(self, q, v, tau, out=None):
         from ..forces import batch_with_forces

@@ -54,6 +54,24 @@ class FlexibleRobot(Robot):
         self._link_fext = np.zeros((len(self.link_names), 6))
         self._tree_links = flexible.tree_links
         self._flex_batch_works = None
+        # lock-free workspace of the fast path (no f_ext, no force elements): its FEXT stays
+        # zero, so calls without loads never see those of an earlier call (Robot._fast_work);
+        # the C entries (mbd_ros/fastcall/flexible.py) run on it too
+        self._free_work = np.zeros_like(self._work)
+        self._free_fwork = np.zeros_like(self._fwork)
+
+    # ------------------------------------------------------------------ C-level entries
+    def _c_call_names(self):
+        """FD, ID and M get KernelCalls of the flexible kernels (mbd_ros/fastcall), unless a
+        subclass overrides them (FlexibleClosedLoopRobot keeps its FD and ID)."""
+        from .. import fastcall
+        return [name for name in fastcall.NAMES
+                if getattr(type(self), name) is getattr(FlexibleRobot, name)]
+
+    def _c_call_spec(self, name):
+        """(C entry function, bound arrays, dims, lengths, out columns) of method `name`."""
+        from ..fastcall import flexible
+        return flexible.spec(self, name)
 
     # ------------------------------------------------------------------ configuration
     def neutral(self):
@@ -98,6 +116,8 @@ class FlexibleRobot(Robot):
         (nv,): recursive O(n) articulated-body algorithm with the elastic coordinates condensed
         inside each flexible body (docs/flexible.md). Force elements and add_force callbacks (at
         t = self.time) are added (flexible/forces.py)."""
+        if self._applied is None and f_ext is None:   # no loads: the lock-free workspace
+            return self._free_call("forward_dynamics", K.forward_dynamics, q, v, tau, out, "tau")
         if self._applied is not None and not self._applying:   # force elements: FEXT and tau
             tau = self._applied.load(q, v, tau, f_ext, self.time)
         elif f_ext is not None or self._fext_dirty:
@@ -131,6 +151,8 @@ class FlexibleRobot(Robot):
                 self._applying = False
             out -= joint_force
             return out
+        if self._applied is None and f_ext is None:   # no loads: the lock-free workspace
+            return self._free_call("inverse_dynamics", K.inverse_dynamics, q, v, qdd, out, "qdd")
         if not _loaded and (f_ext is not None or self._fext_dirty):
             self._set_external_wrenches(f_ext)
         if out is None:
@@ -146,12 +168,53 @@ class FlexibleRobot(Robot):
             self._raise(status, q, v, qdd, out, "qdd")
         return out
 
+    def _free_call(self, name, kernel, q, v, x, out, x_name):
+        """Fast path of forward/inverse dynamics without loads: one kernel call (its C entry once
+        installed) on the lock-free workspace; other argument types are converted first.
+        Installs the KernelCall of `name` at the second fast call (Robot._promote_c_call)."""
+        if out is None:
+            out = np.empty(self.nv)
+        entry = getattr(self, "_c_" + name)
+        try:
+            if entry is not None:    # the same kernel through its C entry
+                status = entry(q, v, x, out)
+            else:
+                status = kernel(self._fint, self._ffloat, self._fdata, self._free_work,
+                                self._free_fwork, q, v, x, out)
+        except TypeError:
+            q, v, x, out = self._state_arrays(q, v, x, out, x_name)
+            status = kernel(self._fint, self._ffloat, self._fdata, self._free_work,
+                            self._free_fwork, q, v, x, out)
+            if status:
+                self._raise(status, q, v, x, out, x_name)
+            return out
+        if status:
+            self._raise(status, q, v, x, out, x_name)
+        if name in self._c_pending:
+            self._promote_c_call(name)
+        return out
+
     def mass_matrix(self, q, out=None):
         """M(q) (nv, nv) of joints and elastic coordinates, symmetric positive definite."""
+        if out is None:
+            out = np.empty((self.nv, self.nv))
+        try:   # fast path: C-contiguous float64 q (nq,) and out (nv, nv)
+            if self._c_mass_matrix is not None:   # the same kernel through its C entry
+                status = self._c_mass_matrix(q, out)
+            else:
+                status = K.mass_matrix(self._fint, self._ffloat, self._fdata, self._free_work,
+                                       self._free_fwork, q, self._unit, self._column, out)
+        except TypeError:
+            status = -1
+        if status == 0:
+            if "mass_matrix" in self._c_pending:
+                self._promote_c_call("mass_matrix")
+            return out
+        # general path: convert and check (the ValueErrors name q / out), then the kernel
         q = _vector(q, self.nq, "q")
         out = _output(out, (self.nv, self.nv))
-        status = K.mass_matrix(self._fint, self._ffloat, self._fdata, self._work, self._fwork,
-                               q, self._unit, self._column, out)
+        status = K.mass_matrix(self._fint, self._ffloat, self._fdata, self._free_work,
+                               self._free_fwork, q, self._unit, self._column, out)
         if status:
             self._raise(status, q, _EMPTY, _EMPTY, out, "")
         return out
@@ -181,6 +244,7 @@ class FlexibleRobot(Robot):
             self._link_fext = self._link_fext + self._applied.link_loads()
         else:
             self._set_external_wrenches(f_ext)
+        self._add_extra_loads(q, v)          # closed loops: the cut wrenches (flexible/loops.py)
         self._check_state(q, v, qdd, "qdd")
         K._rnea(self._fint, self._ffloat, self._fdata, self._work, self._fwork, q, v, qdd,
                 self._tau_scratch, True, True)
@@ -190,6 +254,9 @@ class FlexibleRobot(Robot):
             else:
                 out[row] = self._fixed_joint_wrench(link, q, v, qdd)
         return out
+
+    def _add_extra_loads(self, q, v):
+        """Hook of joint_wrenches: loads added to FEXT after f_ext (none for a tree)."""
 
     def closure_wrenches(self, q, v, tau):
         self._check_state(*self._state_arrays(q, v, tau, None, "tau")[:3], "tau")

@@ -35,8 +35,12 @@ def drop_stale_cache(folder, sources):
 
 
 def kernel_sources():
-    """The source files of this folder (what every cached kernel may have inlined)."""
-    return sorted(Path(__file__).resolve().parent.glob("*.py"))
+    """The source files of this folder and the column layouts whose constants the kernels
+    compile in (mbd_ros/layout.py, mbd_ros/flexible/layout.py): what every cached kernel may
+    have inlined."""
+    here = Path(__file__).resolve().parent
+    return sorted(here.glob("*.py")) + [here.parent / "layout.py",
+                                        here.parent / "flexible" / "layout.py"]
 
 
 def _drop_stale_cache():

@@ -59,6 +59,7 @@ _I2 = types.Array(types.int64, 2, "C")
 _F2 = types.Array(types.float64, 2, "C")
 _F1 = types.Array(types.float64, 1, "C")
 STATE_KERNEL = types.int64(_I2, _F2, _F1, _F2, _F1, _F1, _F1, _F1, _F1)
+MASS_KERNEL = types.int64(_I2, _F2, _F1, _F2, _F1, _F1, _F1, _F1, _F2)
 
 
 # =============================================================================== offsets
@@ -156,16 +157,18 @@ def _xt_times(work, i, src, dst_row, dst):
 @njit(inline="always", cache=True)
 def _inertia_to_parent(work, i, src):
     """work[i, SCRATCH2] = X_i^T I X_i for I = work[i, src:src+36] (6x6, body frame)."""
+    # X = [[R^T, -R^T [p]], [0, R^T]]: its lower-left block is zero, so columns c < 3 of X (and
+    # rows r < 3 of X^T) have only k < 3 terms (the same sums without the zero products)
     for r in range(6):                      # SCRATCH = I X
         for c in range(6):
             s = 0.0
-            for k in range(6):
+            for k in range(3 if c < 3 else 6):
                 s += work[i, src + 6 * r + k] * work[i, X_MAT + 6 * k + c]
             work[i, SCRATCH + 6 * r + c] = s
     for r in range(6):                      # SCRATCH2 = X^T (I X)
         for c in range(6):
             s = 0.0
-            for k in range(6):
+            for k in range(3 if r < 3 else 6):
                 s += work[i, X_MAT + 6 * k + r] * work[i, SCRATCH + 6 * k + c]
             work[i, SCRATCH2 + 6 * r + c] = s
 
@@ -503,16 +506,14 @@ def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
         base = skl + (3 * k + l) * n * n
         out_kl = skq + (3 * k + l) * n
         out_lk = skq + (3 * l + k) * n
-        for b in range(n):
-            fwork[out_lk + b] = 0.0
-        for a in range(n):
-            qa = q[iqf + a]
+        for a in range(n):            # s_kl = S^kl q and s_lk = S^kl^T q (no store in the loop)
             s = 0.0
+            t = 0.0
             for b in range(n):
-                value = fdata[base + a * n + b]
-                s += value * q[iqf + b]
-                fwork[out_lk + b] += value * qa
+                s += fdata[base + a * n + b] * q[iqf + b]
+                t += fdata[base + b * n + a] * q[iqf + b]
             fwork[out_kl + a] = s
+            fwork[out_lk + a] = t
     # S_t = S_0 + S_f q_f   (seed eqs. 2-4)
     st0 = fdata[o + FLEX_S0]
     st1 = fdata[o + FLEX_S0 + 1]
@@ -1091,7 +1092,7 @@ def inverse_dynamics(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out):
     return STATUS_OK
 
 
-@njit(cache=True)
+@njit(MASS_KERNEL, cache=True)
 def mass_matrix(fint, ffloat, fdata, work, fwork, q, unit, column, out):
     """M(q) (nv, nv), column by column from the RNEA with unit accelerations (O(n nv)).
     unit, column: (nv,) scratch."""
