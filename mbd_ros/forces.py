@@ -292,21 +292,7 @@ class AppliedForces:
         else:
             self.link_wrench[:] = 0.0
             self.joint_force[:] = 0.0
-        for fn in self.callbacks:
-            result = fn(t, q, v)
-            if isinstance(result, dict):
-                for link, wrench in result.items():
-                    wrench = np.asarray(wrench, dtype=float)
-                    if wrench.shape != (6,) or not np.isfinite(wrench).all():
-                        raise ValueError(f"force callback {_name(fn)}: the wrench on link "
-                                         f"'{link}' must be 6 finite numbers, got {wrench!r}")
-                    self.link_wrench[robot._link(link)] += wrench
-            else:
-                tau = np.asarray(result, dtype=float)
-                if tau.shape != (robot.nv,) or not np.isfinite(tau).all():
-                    raise ValueError(f"force callback {_name(fn)} must return {robot.nv} finite "
-                                     f"generalized forces or a dict {{link: wrench}}, got {result!r}")
-                self.joint_force += tau
+        add_callback_loads(robot, self.callbacks, t, q, v, self.link_wrench, self.joint_force)
 
     def load(self, q, v, tau, f_ext, t):
         """Hot path of forward_dynamics: evaluate the elements and callbacks at (q, v, t), load
@@ -398,6 +384,27 @@ class AppliedForces:
 
 def _name(fn):
     return getattr(fn, "__name__", repr(fn))
+
+
+def add_callback_loads(robot, callbacks, t, q, v, link_wrench, joint_force):
+    """Add the add_force callbacks' loads at (q, v, t): a {link: wrench} result into
+    link_wrench (n_links, 6), a generalized-force result into joint_force (nv,). ValueError
+    naming the callback for a wrong shape or a non-finite value."""
+    for fn in callbacks:
+        result = fn(t, q, v)
+        if isinstance(result, dict):
+            for link, wrench in result.items():
+                wrench = np.asarray(wrench, dtype=float)
+                if wrench.shape != (6,) or not np.isfinite(wrench).all():
+                    raise ValueError(f"force callback {_name(fn)}: the wrench on link "
+                                     f"'{link}' must be 6 finite numbers, got {wrench!r}")
+                link_wrench[robot._link(link)] += wrench
+        else:
+            tau = np.asarray(result, dtype=float)
+            if tau.shape != (robot.nv,) or not np.isfinite(tau).all():
+                raise ValueError(f"force callback {_name(fn)} must return {robot.nv} finite "
+                                 f"generalized forces or a dict {{link: wrench}}, got {result!r}")
+            joint_force += tau
 
 
 # ---- the Robot's entry points (robot.py and loops.py call these only when forces exist) --------

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import layout as L
-from ..forces import AppliedForces, ForceElementValues, _checked
+from ..forces import AppliedForces, ForceElementValues, _checked, add_callback_loads
 from ..robot import _vector
 from ..kernels import flexible_forces as ff
 from ..kernels import force_elements as fk
@@ -64,21 +64,7 @@ class FlexibleAppliedForces(AppliedForces):
             self.body_wrench[:] = 0.0
             self.joint_force[:] = 0.0
         self.link_wrench[:] = 0.0
-        for fn in self.callbacks:
-            result = fn(t, q, v)
-            if isinstance(result, dict):
-                for link, wrench in result.items():
-                    wrench = np.asarray(wrench, dtype=float)
-                    if wrench.shape != (6,) or not np.isfinite(wrench).all():
-                        raise ValueError(f"force callback {_name(fn)}: the wrench on link "
-                                         f"'{link}' must be 6 finite numbers, got {wrench!r}")
-                    self.link_wrench[robot._link(link)] += wrench
-            else:
-                tau = np.asarray(result, dtype=float)
-                if tau.shape != (robot.nv,) or not np.isfinite(tau).all():
-                    raise ValueError(f"force callback {_name(fn)} must return {robot.nv} finite "
-                                     f"generalized forces or a dict {{link: wrench}}, got {result!r}")
-                self.joint_force += tau
+        add_callback_loads(robot, self.callbacks, t, q, v, self.link_wrench, self.joint_force)
 
     def load(self, q, v, tau, f_ext, t):
         """Evaluate at (q, v, t), put the user's f_ext and the callbacks' link wrenches into the
@@ -174,10 +160,6 @@ def frame_ends(robot, ends):
             offset += 6 * fb.n_modes
     end_data = np.concatenate(blocks) if blocks else np.zeros(1)
     return end_int, end_float, end_data, end_link
-
-
-def _name(fn):
-    return getattr(fn, "__name__", repr(fn))
 
 
 def attach(robot, source):
