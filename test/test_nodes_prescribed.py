@@ -63,8 +63,11 @@ def robot():
 @pytest.fixture(scope="module")
 def ros(robot):
     ros = Ros(salt=91)
+    # codegen off: the node's hybrid solve then runs the same generic kernels as the test's
+    # robot.step (the free joints spin chaotically: round-off differences between the generated
+    # and generic kernels grow to ~1e-9 relative within seconds)
     params = {"urdf_path": str(ARM), "mode": "simulate", "rate_hz": RATE, "publish_clock": True,
-              "passive_forces": False, "enforce_limits": False, "limit_efforts": False,
+              "codegen": False, "passive_forces": False, "enforce_limits": False, "limit_efforts": False,
               "initial_positions": Q0, "prescribed_joints": ["joint_2"],
               "wrench_joints": ["none"], "diagnostics_period": 0.2}
     ros.start("forward_dynamics", params, remaps={"__ns": NS})
@@ -124,6 +127,7 @@ def test_prescribed_joint_follows_the_trajectory_topic(ros, robot):
     model, _ = pin_model_from_xml(pin, ARM.read_text(), False)
     data = model.createData()
     compared = {"hold": 0, "moving": 0, "end": 0}
+    worst_free = 0.0
     zero = np.zeros(7)
     for k in range(last + 1):
         msg = by_step.get(k)
@@ -132,6 +136,7 @@ def test_prescribed_joint_follows_the_trajectory_topic(ros, robot):
             assert list(msg.name) == [f"joint_{i}" for i in range(1, 8)]
             position = np.array(msg.position)
             assert_close(position, q, f"free motion at t = {t:.3f} s vs robot.step")
+            worst_free = max(worst_free, float(np.abs(position - q).max()))
             phase = "hold" if t <= start else ("moving" if t <= start + TAU[-1] else "end")
             if phase == "hold":
                 assert position[1] == Q0[1]
@@ -150,6 +155,7 @@ def test_prescribed_joint_follows_the_trajectory_topic(ros, robot):
                 compared[phase] += 1
         q, v = robot.step(q, v, zero, 1.0 / RATE, integrator="rk4", prescribed=plan)
     assert compared["hold"] > 10 and compared["moving"] > 50 and compared["end"] > 5, compared
+    print(f"node vs robot.step: max |q difference| {worst_free:.3g} over {last / RATE:.2f} s")
 
 
 def test_bad_trajectories_are_rejected_and_counted(ros):
