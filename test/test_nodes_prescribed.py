@@ -8,8 +8,9 @@ stamp. References:
 
 - the prescribed joint's published position equals the closed form to the interpolation error
   (quintic Hermite between waypoints 50 ms apart: < 1e-6 rad);
-- the free joints' published motion equals the library's own hybrid simulation
-  (robot.step(..., integrator='rk4', prescribed={joint_2: the same PointTrajectory})) to 1e-9;
+- each published state equals one step of the library's own hybrid simulation from the state
+  published before it (robot.step(..., integrator='rk4', prescribed={joint_2: the same
+  PointTrajectory})) to 1e-9 (measured ~1e-15);
 - joint_2's published effort equals Pinocchio's RNEA of the full published motion (q, v from
   joint_states, qdd from ~/accelerations), and the free joints' RNEA is zero (no drive torque);
 - after the trajectory the joint holds its last point; bad messages are rejected and counted.
@@ -122,7 +123,6 @@ def test_prescribed_joint_follows_the_trajectory_topic(ros, robot):
     q_ref, qd_ref, qdd_ref = motion(TAU)
     plan = {"joint_2": PointTrajectory(start + TAU, q_ref, qd_ref, qdd_ref)}
     q, v = np.array(Q0), np.zeros(7)
-    robot.time = 0.0
     last = max(by_step)
     model, _ = pin_model_from_xml(pin, ARM.read_text(), False)
     data = model.createData()
@@ -135,8 +135,9 @@ def test_prescribed_joint_follows_the_trajectory_topic(ros, robot):
         if msg is not None:
             assert list(msg.name) == [f"joint_{i}" for i in range(1, 8)]
             position = np.array(msg.position)
-            assert_close(position, q, f"free motion at t = {t:.3f} s vs robot.step")
-            worst_free = max(worst_free, float(np.abs(position - q).max()))
+            if k - 1 in by_step:   # one robot.step from the state published before
+                assert_close(position, q, f"free motion at t = {t:.3f} s vs robot.step")
+                worst_free = max(worst_free, float(np.abs(position - q).max()))
             phase = "hold" if t <= start else ("moving" if t <= start + TAU[-1] else "end")
             if phase == "hold":
                 assert position[1] == Q0[1]
@@ -153,9 +154,13 @@ def test_prescribed_joint_follows_the_trajectory_topic(ros, robot):
                 assert_close(effort[1], full[1], f"prescribed torque at t = {t:.3f} s", rtol=1e-8)
                 assert_close(full[[0, 2, 3, 4, 5, 6]], zero[:6], "free joints' RNEA", rtol=1e-8)
                 compared[phase] += 1
+            # compared step by step: the free joints spin chaotically, so a run integrated
+            # from t = 0 would amplify round-off (and needs every state from the start)
+            q, v = position, np.array(msg.velocity)
+        robot.time = t
         q, v = robot.step(q, v, zero, 1.0 / RATE, integrator="rk4", prescribed=plan)
     assert compared["hold"] > 10 and compared["moving"] > 50 and compared["end"] > 5, compared
-    print(f"node vs robot.step: max |q difference| {worst_free:.3g} over {last / RATE:.2f} s")
+    print(f"node vs one robot.step: max |q difference| {worst_free:.3g}")
 
 
 def test_bad_trajectories_are_rejected_and_counted(ros):
