@@ -71,6 +71,19 @@ def _missing_oracle(message):
     pytest.skip(message)
 
 
+def import_oracle(module):
+    """Import an oracle module at a test module's top: skip the module when it is not installed,
+    but fail in CI (CI=true), where the test extra installs it."""
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        message = f"{module} is not installed (it is in the test extra)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"CI: {message}", pytrace=False)
+        pytest.skip(message, allow_module_level=True)
+
+
 @pytest.fixture(scope="session")
 def erd_dir():
     p = example_robot_data_dir()

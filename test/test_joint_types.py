@@ -11,7 +11,8 @@ import mbd_ros
 from mbd_ros.errors import ModelError
 from mbd_ros.joint_map import JointMap, dof_names
 
-pin = pytest.importorskip("pinocchio")
+from conftest import import_oracle  # noqa: E402
+pin = import_oracle("pinocchio")
 
 # (name, type, origin xyz, origin rpy, axis, pitch) for a chain; each child link carries LINKS[k]
 LINKS = [  # mass, com, (ixx, iyy, izz, ixy, ixz, iyz)

@@ -24,11 +24,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.linalg
-from conftest import RK4_RTOL, assert_close
+from conftest import RK4_RTOL, assert_close, import_oracle
 
 import mbd_ros
 
-pin = pytest.importorskip("pinocchio")
+pin = import_oracle("pinocchio")
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOSURES = str(ROOT / "config" / "fourbar_closures.yaml")

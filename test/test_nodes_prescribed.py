@@ -23,7 +23,8 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", reason="ROS 2 rclpy is not installed (pip install "
                             "'mbd_ros[ros]' for the PyPI wheels, or source a ROS 2 install)")
-pin = pytest.importorskip("pinocchio")
+from conftest import import_oracle  # noqa: E402
+pin = import_oracle("pinocchio")
 
 from builtin_interfaces.msg import Duration, Time  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402

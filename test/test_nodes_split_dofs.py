@@ -22,7 +22,8 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", reason="ROS 2 rclpy is not installed (pip install "
                             "'mbd_ros[ros]' for the PyPI wheels, or source a ROS 2 install)")
-pin = pytest.importorskip("pinocchio")
+from conftest import import_oracle  # noqa: E402
+pin = import_oracle("pinocchio")
 
 from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402

@@ -36,9 +36,9 @@ from numba import njit, types
 from ..flexible.layout import VEL, WORLD_POS, WORLD_ROT
 from .flexible_dynamics import _body_kinematics, _set_base
 from .force_elements import (DAMPING, DAMPING6, ELEMENT_TYPE, JOINT_IQ, JOINT_IV, JOINT_SPRING,
-                             PRELOAD, REST, SPRING_DAMPER, STIFFNESS, STIFFNESS6, VALUE_DEFLECTION,
-                             VALUE_FORCE, VALUE_LENGTH, VALUE_RATE, VALUE_WRENCH, _SMALL_ANGLE,
-                             _rotation_log)
+                             PRELOAD, REST, SPRING_DAMPER, STIFFNESS, STIFFNESS6,
+                             subtract_elastic_couple, VALUE_DEFLECTION, VALUE_FORCE, VALUE_LENGTH,
+                             VALUE_RATE, VALUE_WRENCH, _rotation_log)
 
 # ---- end_int columns
 END_BODY = 0
@@ -273,23 +273,9 @@ def _bushing(work, element_float, end_int, end_data, end_state, e, body_wrench_o
         values_out[e, VALUE_DEFLECTION + 3 + r] = theta[r]
         f[r] = -(element_float[e, STIFFNESS6 + r] * d + element_float[e, DAMPING6 + r] * d_rate)
         f[3 + r] = -element_float[e, DAMPING6 + 3 + r] * w_rel
-    # elastic couple -J_l^-T K_r theta, J_l^-T = 1 + [theta]/2 + beta [theta]^2
-    kx = element_float[e, STIFFNESS6 + 3] * theta[0]
-    ky = element_float[e, STIFFNESS6 + 4] * theta[1]
-    kz = element_float[e, STIFFNESS6 + 5] * theta[2]
-    angle2 = theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2]
-    angle = math.sqrt(angle2)
-    if angle > _SMALL_ANGLE:
-        beta = 1.0 / angle2 - (1.0 + math.cos(angle)) / (2.0 * angle * math.sin(angle))
-    else:
-        beta = 1.0 / 12.0 + angle2 / 720.0
-    cx = theta[1] * kz - theta[2] * ky
-    cy = theta[2] * kx - theta[0] * kz
-    cz = theta[0] * ky - theta[1] * kx
-    dot = theta[0] * kx + theta[1] * ky + theta[2] * kz
-    f[3] -= kx + 0.5 * cx + beta * (theta[0] * dot - angle2 * kx)
-    f[4] -= ky + 0.5 * cy + beta * (theta[1] * dot - angle2 * ky)
-    f[5] -= kz + 0.5 * cz + beta * (theta[2] * dot - angle2 * kz)
+    # elastic couple -J_l^-T K_r theta (as the rigid bushing)
+    subtract_elastic_couple(element_float[e, STIFFNESS6 + 3], element_float[e, STIFFNESS6 + 4],
+                            element_float[e, STIFFNESS6 + 5], theta, f)
     fx = fy = fz = tx = ty = tz = 0.0
     for m in range(3):          # world: F = R_A f, T = R_A t
         fx += end_state[a, ES_R + m] * f[m]

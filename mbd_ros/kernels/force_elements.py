@@ -244,6 +244,31 @@ def _rotation_log(rot, out):
     out[2] = angle * az
 
 
+
+@njit(cache=True, inline="always")
+def subtract_elastic_couple(krx, kry, krz, theta, f):
+    """f[3:6] -= J_l^-T K_r theta: the bushing's elastic couple for the rotation vector theta (3,)
+    and rotational stiffnesses (krx, kry, krz), J_l^-T = 1 + [theta]/2 + beta [theta]^2
+    (J_l^-1 = 1 - [theta]/2 + beta [theta]^2)."""
+    kx = krx * theta[0]
+    ky = kry * theta[1]
+    kz = krz * theta[2]
+    angle2 = theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2]
+    angle = math.sqrt(angle2)
+    if angle > _SMALL_ANGLE:
+        beta = 1.0 / angle2 - (1.0 + math.cos(angle)) / (2.0 * angle * math.sin(angle))
+    else:
+        beta = 1.0 / 12.0 + angle2 / 720.0
+    # [theta] k and [theta]^2 k = theta (theta.k) - angle^2 k
+    cx = theta[1] * kz - theta[2] * ky
+    cy = theta[2] * kx - theta[0] * kz
+    cz = theta[0] * ky - theta[1] * kx
+    dot = theta[0] * kx + theta[1] * ky + theta[2] * kz
+    f[3] -= kx + 0.5 * cx + beta * (theta[0] * dot - angle2 * kx)
+    f[4] -= ky + 0.5 * cy + beta * (theta[1] * dot - angle2 * ky)
+    f[5] -= kz + 0.5 * cz + beta * (theta[2] * dot - angle2 * kz)
+
+
 @njit(cache=True)
 def _bushing(link_int, link_float, work, element_int, element_float, e, link_wrench_out,
              values_out, scratch):
@@ -322,24 +347,7 @@ def _bushing(link_int, link_float, work, element_int, element_float, e, link_wre
         values_out[e, VALUE_DEFLECTION + 3 + r] = theta[r]
         f[r] = -(ef[STIFFNESS6 + r] * d + ef[DAMPING6 + r] * d_rate)
         f[3 + r] = -ef[DAMPING6 + 3 + r] * w_rel
-    # elastic couple -J_l^-T K_r theta, J_l^-T = 1 + [theta]/2 + beta [theta]^2   (J_l^-1 = 1 - [theta]/2 + beta [theta]^2)
-    kx = ef[STIFFNESS6 + 3] * theta[0]
-    ky = ef[STIFFNESS6 + 4] * theta[1]
-    kz = ef[STIFFNESS6 + 5] * theta[2]
-    angle2 = theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2]
-    angle = math.sqrt(angle2)
-    if angle > _SMALL_ANGLE:
-        beta = 1.0 / angle2 - (1.0 + math.cos(angle)) / (2.0 * angle * math.sin(angle))
-    else:
-        beta = 1.0 / 12.0 + angle2 / 720.0
-    # [theta] k and [theta]^2 k = theta (theta.k) - angle^2 k
-    cx = theta[1] * kz - theta[2] * ky
-    cy = theta[2] * kx - theta[0] * kz
-    cz = theta[0] * ky - theta[1] * kx
-    dot = theta[0] * kx + theta[1] * ky + theta[2] * kz
-    f[3] -= kx + 0.5 * cx + beta * (theta[0] * dot - angle2 * kx)
-    f[4] -= ky + 0.5 * cy + beta * (theta[1] * dot - angle2 * ky)
-    f[5] -= kz + 0.5 * cz + beta * (theta[2] * dot - angle2 * kz)
+    subtract_elastic_couple(ef[STIFFNESS6 + 3], ef[STIFFNESS6 + 4], ef[STIFFNESS6 + 5], theta, f)
     # to the world: F = R_A f, T = R_A t
     fx = rot_a[0] * f[0] + rot_a[1] * f[1] + rot_a[2] * f[2]
     fy = rot_a[3] * f[0] + rot_a[4] * f[1] + rot_a[5] * f[2]
