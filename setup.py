@@ -35,7 +35,9 @@ def fastcall_extension():
     except ImportError:
         return []
     return [Extension('mbd_ros.fastcall._fastcall', ['mbd_ros/fastcall/_fastcall.c'],
-                      include_dirs=[numpy.get_include()], optional=True)]
+                      include_dirs=[numpy.get_include()], optional=True,
+                      # the same bits as the numba kernels it mirrors (kernels/rk4.py)
+                      extra_compile_args=['-ffp-contract=off'])]
 
 
 def share_files(subdir, patterns):

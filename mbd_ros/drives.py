@@ -35,6 +35,9 @@ import numpy as np
 
 from .joint_map import scalar_dofs
 
+from .kernels.plant import (DRIVE_EFFORT_CMD, DRIVE_FLOAT_ROWS, DRIVE_INT_ROWS, DRIVE_IQ, DRIVE_IV,
+                            DRIVE_KD, DRIVE_KP, DRIVE_LOWER, DRIVE_MODE, DRIVE_Q_REF, DRIVE_UPPER,
+                            DRIVE_VELOCITY_CMD)
 from .kernels.plant import drive_torques as _drive_torques
 from .kernels.plant import spd_inverse as _spd_inverse
 
@@ -90,21 +93,30 @@ class JointDrives:
         self.robot = robot
         self.joints = list(joints)
         n = len(self.joints)
-        self.iv = np.array([iv_of[j] for j in joints], dtype=np.int64)
-        self.iq = np.array([iq_of[j] for j in joints], dtype=np.int64)
-        self.kp = np.zeros(n)
-        self.kd = np.zeros(n)
+        # the kernel's packed arrays (kernels/plant.py DRIVE_* rows); the named per-joint
+        # arrays are views of their rows, changed in place only
+        self._int = np.zeros((DRIVE_INT_ROWS, n), dtype=np.int64)
+        self._float = np.zeros((DRIVE_FLOAT_ROWS, n))
+        self.iv = self._int[DRIVE_IV]
+        self.iv[:] = [iv_of[j] for j in joints]
+        self.iq = self._int[DRIVE_IQ]
+        self.iq[:] = [iq_of[j] for j in joints]
+        self.kp = self._float[DRIVE_KP]
+        self.kd = self._float[DRIVE_KD]
         self.set_gains(kp, kd)
         nv = robot.nv
         lo = np.full(nv, -np.inf) if lower is None else np.asarray(lower, dtype=float)
         hi = np.full(nv, np.inf) if upper is None else np.asarray(upper, dtype=float)
-        self.lower = lo[self.iv].copy()
-        self.upper = hi[self.iv].copy()
-        self.mode = np.full(n, EFFORT, dtype=np.int64)
-        self.effort_cmd = np.zeros(n)
+        self.lower = self._float[DRIVE_LOWER]
+        self.lower[:] = lo[self.iv]
+        self.upper = self._float[DRIVE_UPPER]
+        self.upper[:] = hi[self.iv]
+        self.mode = self._int[DRIVE_MODE]
+        self.mode[:] = EFFORT
+        self.effort_cmd = self._float[DRIVE_EFFORT_CMD]
         self.position_cmd = np.zeros(n)
-        self.velocity_cmd = np.zeros(n)
-        self.q_ref = np.zeros(n)
+        self.velocity_cmd = self._float[DRIVE_VELOCITY_CMD]
+        self.q_ref = self._float[DRIVE_Q_REF]
         self._servo = False
         # Data
         self._zero = np.zeros(nv)
@@ -199,10 +211,15 @@ class JointDrives:
                 m_eff = effective_inertia(m)
         else:   # every joint in effort mode: the model terms are not read
             m, m_eff, bias = self._m, self._zero, self._zero
-        _drive_torques(self.mode, self.effort_cmd, self.q_ref, self.velocity_cmd, self.kp,
-                       self.kd, self.lower, self.upper, self.iv, self.iq, q, v, m, m_eff, bias,
-                       float(dt), tau)
+        _drive_torques(self._int, self._float, q, v, m, m_eff, bias, float(dt), tau)
         return tau
+
+    def model_terms_or_zeros(self, m, m_eff, bias):
+        """(m, m_eff, bias) as the kernel reads them: those given, or placeholders when no
+        joint is a servo (the kernel then reads none of them)."""
+        if m is None:
+            return self._m, self._zero, self._zero
+        return m, m_eff, bias
 
     def modes(self):
         """{joint: 'effort' | 'position' | 'velocity'}."""

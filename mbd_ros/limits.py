@@ -51,9 +51,11 @@ from .joint_map import ONE_DOF_TYPES
 from .kernels.plant import beyond_limits as _beyond_limits
 from .kernels.plant import limit_torques as _limit_torques
 from .kernels.plant import spd_inverse as _spd_inverse
+from .kernels.stops import (STOP_DQ, STOP_FLOAT_ROWS, STOP_IDX, STOP_INT_ROWS, STOP_LIMITED_IQ,
+                            STOP_LIMITED_IV, STOP_LOWER, STOP_TARGET, STOP_UPPER)
+from .kernels.stops import enforce_positions as _enforce_positions
+from .kernels.stops import enforce_velocities as _enforce_velocities
 from .kernels.stops import place_on_limits as _place_on_limits
-from .kernels.stops import stop_positions as _stop_positions
-from .kernels.stops import stop_velocities as _stop_velocities
 
 VELOCITY_TIME_CONSTANT = 0.01   # s: the drive reaches / returns to the velocity limit in about this time
 
@@ -98,11 +100,21 @@ class JointLimits:
         iq_of_iv = {int(iv): int(iq) for kind, iq, iv in
                     zip(robot.joint_types, robot.idx_q, robot.idx_v) if kind in ONE_DOF_TYPES}
         limited = np.flatnonzero(np.isfinite(self.lower) | np.isfinite(self.upper))
-        self.position_limited = limited.astype(np.int64)
-        self._limited_iq = np.array([iq_of_iv[int(i)] for i in limited], dtype=np.int64)
-        self._lower_l = self.lower[limited].copy()
-        self._upper_l = self.upper[limited].copy()
-        self._ql = np.zeros(len(limited))
+        n_limited = len(limited)
+        # the stop kernels' model and workspaces, packed (kernels/stops.py STOP_* rows); the
+        # named attributes are views of their rows
+        self._stops_int = np.zeros((STOP_INT_ROWS, n_limited), dtype=np.int64)
+        self._stops_float = np.zeros((STOP_FLOAT_ROWS, n_limited))
+        self._stop_work = np.zeros((3, nv))
+        self.position_limited = self._stops_int[STOP_LIMITED_IV]
+        self.position_limited[:] = limited
+        self._limited_iq = self._stops_int[STOP_LIMITED_IQ]
+        self._limited_iq[:] = [iq_of_iv[int(i)] for i in limited]
+        self._lower_l = self._stops_float[STOP_LOWER]
+        self._lower_l[:] = self.lower[limited]
+        self._upper_l = self._stops_float[STOP_UPPER]
+        self._upper_l[:] = self.upper[limited]
+        self._ql = np.zeros(n_limited)
         self._any_velocity = bool(np.isfinite(self.velocity).any())
         self._any_effort = bool(np.isfinite(self.effort).any())
         self._vel_idx = np.flatnonzero(np.isfinite(self.velocity)).astype(np.int64)
@@ -110,24 +122,9 @@ class JointLimits:
         self._zero = np.zeros(nv)
         self._bias = np.zeros(nv)
         self._m = np.zeros((nv, nv))
-        self._dv = np.zeros(nv)
         self._lower = np.zeros((nv, nv))
         self._minv = np.zeros((nv, nv))
         self._one_dof_only = all(t in ONE_DOF_TYPES for t in robot.joint_types)
-        n_limited = len(limited)   # workspaces of the stop kernels (kernels/stops.py)
-        sel, rhs, x = (np.zeros(n_limited, dtype=np.int64), np.zeros(n_limited),
-                       np.zeros(n_limited))
-        chol = np.zeros((nv, nv))
-        self._upper_side = np.zeros(n_limited, dtype=np.bool_)
-        self._stop_idx = np.zeros(n_limited, dtype=np.int64)
-        self._stop_target = np.zeros(n_limited)
-        # (q0, active, upper_side, idx, sel, target, rhs, x, chol) of stop_positions
-        self._position_work = (np.zeros(n_limited), np.zeros(n_limited, dtype=np.bool_),
-                               self._upper_side, self._stop_idx, sel, self._stop_target, rhs,
-                               x, chol)
-        # (sign, moving_out, sel, rhs, x, chol, v0, trial) of stop_velocities
-        self._velocity_work = (np.zeros(n_limited), np.zeros(n_limited, dtype=np.bool_), sel,
-                               rhs, x, chol, np.zeros(nv), np.zeros(nv))
         self.saturated = 0
         self.stops = 0
 
@@ -152,23 +149,31 @@ class JointLimits:
         if not _beyond_limits(q, self._limited_iq, self._lower_l, self._upper_l):
             return 0
         robot = self.robot
-        lim_iv, lim_iq = self.position_limited, self._limited_iq
         # positions: dq = M^-1 S_A^T (S_A M^-1 S_A^T)^-1 r_A, A grown until no other joint
-        # ends beyond a limit
-        minv = self._inverse(robot.mass_matrix(q, out=self._m))
-        k = _stop_positions(q, lim_iq, lim_iv, self._lower_l, self._upper_l, minv,
-                            *self._position_work, self._dv)
+        # ends beyond a limit; for one-dof joints q moves and lands exactly on the limits in the
+        # same kernel call
+        k = _enforce_positions(q, robot.mass_matrix(q, out=self._m), self._stops_int,
+                               self._stops_float, self._lower, self._minv, self._stop_work,
+                               self._one_dof_only)
+        if k == -2:
+            raise ValueError("the mass matrix is not positive definite")
         if k < 0:
             raise ValueError("the joints on their position stops have a singular inverse "
                              "mass matrix block")
         if k == 0:
             return 0
-        self._apply_position(q, self._dv)
-        _place_on_limits(q, lim_iq, self._stop_idx, self._stop_target, k)   # exactly on it
-        minv = self._inverse(robot.mass_matrix(q, out=self._m))   # impulses act at the stop
-        # velocities: impulses on the joints of A moving outward (active-set iterations)
-        if _stop_velocities(v, lim_iv, self._upper_side, self._stop_idx, k, minv,
-                            *self._velocity_work) < 0:
+        if not self._one_dof_only:
+            q[:] = robot.integrate(q, self._stop_work[STOP_DQ], 1.0)
+            _place_on_limits(q, self._limited_iq, self._stops_int[STOP_IDX],
+                             self._stops_float[STOP_TARGET], k)   # exactly on it
+        # velocities: impulses on the joints of A moving outward (active-set iterations),
+        # with M^-1 at the stop (the impulses act there)
+        status = _enforce_velocities(v, robot.mass_matrix(q, out=self._m), self._stops_int,
+                                     self._stops_float, k, self._lower, self._minv,
+                                     self._stop_work)
+        if status == -2:
+            raise ValueError("the mass matrix is not positive definite")
+        if status < 0:
             raise ValueError("the joints on their position stops have a singular inverse "
                              "mass matrix block")
         self.stops += 1
@@ -179,13 +184,6 @@ class JointLimits:
         if _spd_inverse(m, self._lower, self._minv):
             raise ValueError("the mass matrix is not positive definite")
         return self._minv
-
-    def _apply_position(self, q, dq):
-        robot = self.robot
-        if self._one_dof_only:
-            q += dq
-        else:
-            q[:] = robot.integrate(q, dq, 1.0)
 
     # ------------------------------------------------------------------ torques
     def saturate(self, q, v, tau, m_eff=None, bias=None):

@@ -143,14 +143,16 @@ class Simulator:
         self.time = self._t0 = 0.0
         self.steps = 0
         self._evaluated = False
-        # stages and scratch
-        self._q_stage = np.zeros(nq)
-        self._v2 = np.zeros(nv)
-        self._v3 = np.zeros(nv)
-        self._v4 = np.zeros(nv)
-        self._a2 = np.zeros(nv)
-        self._a3 = np.zeros(nv)
-        self._a4 = np.zeros(nv)
+        # stages and scratch: rows of one (7, nv) array when nq == nv, the layout of the C-level
+        # RK4 step (KernelCall.rk4, mbd_ros/fastcall/_fastcall.c)
+        self._stages = np.zeros((7, nv))
+        if nq == nv:
+            (self._q_stage, self._v2, self._v3, self._v4,
+             self._a2, self._a3, self._a4) = self._stages
+        else:
+            self._q_stage = np.zeros(nq)
+            self._v2, self._v3, self._v4, self._a2, self._a3, self._a4 = \
+                (np.zeros(nv) for _ in range(6))
         self._q_next = np.zeros(nq)
         self._v_next = np.zeros(nv)
         self._scratch = np.zeros(nv)
@@ -300,6 +302,16 @@ class Simulator:
         q, v, a1 = self.q, self.v, self.qdd
         v2, v3, v4, a2, a3, a4 = self._v2, self._v3, self._v4, self._a2, self._a3, self._a4
         qs, s = self._q_stage, self._scratch
+        if self._vector_space and not self.forces and self._tau_source is self._tau_held \
+                and not self.prescribed:
+            # the whole step at C level when the robot's forward dynamics has its C entry
+            # (mbd_ros/fastcall): the same bits as below, without ~10 Python-level calls
+            fd = self.robot.__dict__.get("forward_dynamics")
+            if fd is not None and hasattr(fd, "rk4") and \
+                    fd.rk4(q, v, a1, self._tau_stage, dt, self._stages, self._q_next,
+                           self._v_next):
+                self.robot.time = t + dt   # as after the last stage below
+                return
         if self._vector_space:   # the same updates, one numba call each (kernels/rk4.py)
             _rk4_stage(q, v, v, a1, h, qs, v2)      # q2 = q + v h, v2 = v + a1 h
             self._acceleration(t + h, qs, v2, a2)

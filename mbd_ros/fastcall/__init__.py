@@ -9,6 +9,12 @@ could not get below ~0.5x Pinocchio's time on arms. Here each kernel also gets a
 replaced, on the instance, by a ``KernelCall`` (the small C extension ``_fastcall.c``) that checks
 the four vectors with the NumPy C API and calls that entry directly.
 
+A forward-dynamics KernelCall also takes a whole classic Runge-Kutta step at C level
+(``KernelCall.rk4``, used by ``mbd_ros.simulation.Simulator`` for robots whose configuration is
+a vector space and whose step has no Python force callbacks): the three inner stages call the
+entry directly, with the vector updates of kernels/rk4.py in the same operation order (the same
+bits); it removes ~10 Python-level calls per step, ~4.5 µs of the 7-DoF arm's ~9 µs step.
+
 Safety: a KernelCall takes only the exact form ``f(a, b, c, out=out)`` with float64, 1-D,
 C-contiguous vectors of the right lengths and a writable ``out``; anything else, and any non-zero
 status of the kernel (bad input, aliasing, singular inertia, overflow), calls the Python method

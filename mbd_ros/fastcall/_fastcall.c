@@ -211,6 +211,59 @@ static PyObject *KernelCall_entry(KernelCall *self, PyObject *const *args, Py_ss
                                             ptr[3]));
 }
 
+/* rk4(q, v, a1, tau, dt, stages, q_next, v_next) -> True, or False (nothing to trust: the
+ * caller takes its Python path, which raises the documented error).
+ * One classic Runge-Kutta step of a robot whose configuration is a vector space (nq == nv), for
+ * a KernelCall of forward_dynamics(q, v, tau, out=out): a1 = f(q, v) is given (the step's first
+ * stage), the other three stages call the kernel's C entry directly with tau held. stages: a
+ * (7, n) float64 C-contiguous scratch (rows: stage q, v2, v3, v4, a2, a3, a4). The vector
+ * updates are those of mbd_ros/kernels/rk4.py in the same operation order, so the result is the
+ * same bits as Simulator._rk4's numba path; what it saves is ~10 Python-level calls per step. */
+static PyObject *KernelCall_rk4(KernelCall *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8 || self->n_inputs != 3 || self->out_cols != 0
+            || self->lengths[0] != self->lengths[1]) {
+        PyErr_SetString(PyExc_TypeError, "rk4(q, v, a1, tau, dt, stages, q_next, v_next) needs "
+                                         "a forward-dynamics KernelCall with nq == nv");
+        return NULL;
+    }
+    npy_intp n = self->lengths[1];
+    double dt = PyFloat_AsDouble(args[4]);
+    if (dt == -1.0 && PyErr_Occurred())
+        return NULL;
+    double *q = array_data(args[0], n, 0, 0), *v = array_data(args[1], n, 0, 0);
+    double *a1 = array_data(args[2], n, 0, 0), *tau = array_data(args[3], n, 0, 0);
+    double *stages = array_data(args[5], 7, n, 1);
+    double *q_next = array_data(args[6], n, 0, 1), *v_next = array_data(args[7], n, 0, 1);
+    if (!q || !v || !a1 || !tau || !stages || !q_next || !v_next)
+        Py_RETURN_FALSE;
+    double *qs = stages, *v2 = stages + n, *v3 = stages + 2 * n, *v4 = stages + 3 * n;
+    double *a2 = stages + 4 * n, *a3 = stages + 5 * n, *a4 = stages + 6 * n;
+    double h = 0.5 * dt;
+    /* stage 2: q2 = q + v h, v2 = v + a1 h */
+    for (npy_intp i = 0; i < n; i++) { qs[i] = q[i] + v[i] * h; v2[i] = v[i] + a1[i] * h; }
+    if (self->kernel(self->bound, self->dims, qs, v2, tau, a2) != 0)
+        Py_RETURN_FALSE;
+    /* stage 3: q3 = q + v2 h, v3 = v + a2 h */
+    for (npy_intp i = 0; i < n; i++) { qs[i] = q[i] + v2[i] * h; v3[i] = v[i] + a2[i] * h; }
+    if (self->kernel(self->bound, self->dims, qs, v3, tau, a3) != 0)
+        Py_RETURN_FALSE;
+    /* stage 4: q4 = q + v3 dt, v4 = v + a3 dt */
+    for (npy_intp i = 0; i < n; i++) { qs[i] = q[i] + v3[i] * dt; v4[i] = v[i] + a3[i] * dt; }
+    if (self->kernel(self->bound, self->dims, qs, v4, tau, a4) != 0)
+        Py_RETURN_FALSE;
+    /* q+ = q + (v + 2 v2 + 2 v3 + v4) dt/6, v+ = v + (a1 + 2 a2 + 2 a3 + a4) dt/6 */
+    double sixth = 1.0 / 6.0, h6 = dt / 6.0;
+    for (npy_intp i = 0; i < n; i++) {
+        double s = (((v2[i] + v3[i]) * 2.0 + v[i]) + v4[i]) * sixth;
+        q_next[i] = q[i] + s * dt;
+        s = (((a2[i] + a3[i]) * 2.0 + a1[i]) + a4[i]) * h6;
+        v_next[i] = v[i] + s;
+    }
+    self->fast_calls += 3;
+    Py_RETURN_TRUE;
+}
+
 static PyObject *KernelCall_counts(KernelCall *self, PyObject *Py_UNUSED(ignored))
 {
     return Py_BuildValue("(KK)", (unsigned long long)self->fast_calls,
@@ -228,6 +281,9 @@ static PyObject *KernelCall_reduce(KernelCall *self, PyObject *Py_UNUSED(ignored
 static PyMethodDef KernelCall_methods[] = {
     {"entry", (PyCFunction)(void (*)(void))KernelCall_entry, METH_FASTCALL,
      "entry(a, b, c, out) -> status of the kernel; TypeError for unfitting vectors."},
+    {"rk4", (PyCFunction)(void (*)(void))KernelCall_rk4, METH_FASTCALL,
+     "rk4(q, v, a1, tau, dt, stages, q_next, v_next) -> True, or False when the caller must "
+     "take its Python path: one RK4 step through this forward-dynamics entry (nq == nv)."},
     {"counts", (PyCFunction)KernelCall_counts, METH_NOARGS,
      "(fast calls, fallback calls) so far."},
     {"__reduce__", (PyCFunction)KernelCall_reduce, METH_NOARGS, NULL},

@@ -63,35 +63,47 @@ POSITION = 1
 VELOCITY = 2
 
 
+# rows of the drives' packed arrays (mbd_ros.drives.Drives: its named per-joint arrays are
+# views of these rows; one argument each instead of ten, for numba's per-argument dispatch cost)
+DRIVE_MODE, DRIVE_IV, DRIVE_IQ = range(3)
+DRIVE_INT_ROWS = 3
+DRIVE_EFFORT_CMD, DRIVE_Q_REF, DRIVE_VELOCITY_CMD, DRIVE_KP, DRIVE_KD, DRIVE_LOWER, \
+    DRIVE_UPPER = range(7)
+DRIVE_FLOAT_ROWS = 7
+
+
 @njit(cache=True)
-def drive_torques(mode, effort_cmd, q_ref, velocity_cmd, kp, kd, lower, upper, drive_iv,
-                  drive_iq, q, v, m, m_eff, bias, dt, tau_out):
+def drive_torques(drive_int, drive_float, q, v, m, m_eff, bias, dt, tau_out):
     """Drive torques of the commanded joints (mbd_ros.drives; zero on the other dofs).
-    Model: drive_iv, drive_iq (n,) indices in v and q; lower, upper (n,) position limits.
-    Data in: mode (n,) EFFORT | POSITION | VELOCITY, effort_cmd, velocity_cmd, kp, kd (n,);
-    q_ref (n,) (advanced by v_ref dt in VELOCITY mode); q, v; m (nv, nv) = M(q),
-    m_eff (nv,) = 1 / diag(M^-1), bias (nv,) = b(q, v) (read only for servo joints).
-    Data out: tau_out (nv,)."""
+    Model: drive_int rows DRIVE_IV, DRIVE_IQ (n,) indices in v and q; drive_float rows
+    DRIVE_LOWER, DRIVE_UPPER (n,) position limits. Data in: drive_int[DRIVE_MODE] (n,)
+    EFFORT | POSITION | VELOCITY; drive_float rows DRIVE_EFFORT_CMD, DRIVE_VELOCITY_CMD,
+    DRIVE_KP, DRIVE_KD (n,); DRIVE_Q_REF (n,) (advanced by v_ref dt in VELOCITY mode); q, v;
+    m (nv, nv) = M(q), m_eff (nv,) = 1 / diag(M^-1), bias (nv,) = b(q, v) (read only for servo
+    joints). Data out: tau_out (nv,)."""
     for i in range(tau_out.shape[0]):
         tau_out[i] = 0.0
-    for j in range(mode.shape[0]):
-        i = drive_iv[j]
-        if mode[j] == EFFORT:
-            tau_out[i] = effort_cmd[j]
+    for j in range(drive_int.shape[1]):
+        i = drive_int[DRIVE_IV, j]
+        mode = drive_int[DRIVE_MODE, j]
+        if mode == EFFORT:
+            tau_out[i] = drive_float[DRIVE_EFFORT_CMD, j]
             continue
-        if mode[j] == VELOCITY:   # q_ref += v_ref dt, inside the limits (no wind-up)
-            r = q_ref[j] + velocity_cmd[j] * dt
-            if r < lower[j]:
-                r = lower[j]
-            elif r > upper[j]:
-                r = upper[j]
-            q_ref[j] = r
+        velocity_cmd = drive_float[DRIVE_VELOCITY_CMD, j]
+        if mode == VELOCITY:   # q_ref += v_ref dt, inside the limits (no wind-up)
+            r = drive_float[DRIVE_Q_REF, j] + velocity_cmd * dt
+            if r < drive_float[DRIVE_LOWER, j]:
+                r = drive_float[DRIVE_LOWER, j]
+            elif r > drive_float[DRIVE_UPPER, j]:
+                r = drive_float[DRIVE_UPPER, j]
+            drive_float[DRIVE_Q_REF, j] = r
         # K = min(kp M_ii, m_i / (4 dt^2)), D = min(kd M_ii, m_i / dt)
-        stiffness = min(kp[j] * m[i, i], m_eff[i] / (4.0 * dt * dt))
-        damping = min(kd[j] * m[i, i], m_eff[i] / dt)
+        stiffness = min(drive_float[DRIVE_KP, j] * m[i, i], m_eff[i] / (4.0 * dt * dt))
+        damping = min(drive_float[DRIVE_KD, j] * m[i, i], m_eff[i] / dt)
         # tau = b + K (q_ref - q) + D (v_ref - v)
-        tau_out[i] = (bias[i] + stiffness * (q_ref[j] - q[drive_iq[j]])
-                      + damping * (velocity_cmd[j] - v[i]))
+        tau_out[i] = (bias[i] + stiffness * (drive_float[DRIVE_Q_REF, j]
+                                             - q[drive_int[DRIVE_IQ, j]])
+                      + damping * (velocity_cmd - v[i]))
 
 
 @njit(cache=True)
@@ -119,6 +131,25 @@ def limit_torques(vel_idx, velocity, effort, v, m_eff, bias, inv_time_constant, 
             tau[i] = -effort[i]
             changed = True
     return changed
+
+
+@njit(cache=True)
+def limited_drive_torques(drive_int, drive_float, q, v, m, m_eff, bias, dt, vel_idx, velocity,
+                          effort, inv_time_constant, tau_out):
+    """drive_torques, then limit_torques on them (the plant's torques in one call). Returns
+    True if a torque was changed by the limits."""
+    drive_torques(drive_int, drive_float, q, v, m, m_eff, bias, dt, tau_out)
+    return limit_torques(vel_idx, velocity, effort, v, m_eff, bias, inv_time_constant, tau_out)
+
+
+@njit(cache=True)
+def effective_inertias(m, lower, scratch, m_eff):
+    """m_eff (n,) = 1 / diag(M^-1) (the inertia each dof sees with the others free), by
+    spd_inverse (lower, scratch: (n, n)). Returns spd_inverse's status."""
+    status = spd_inverse(m, lower, scratch)
+    for i in range(m.shape[0]):
+        m_eff[i] = 1.0 / scratch[i, i]
+    return status
 
 
 @njit(cache=True)

@@ -19,6 +19,20 @@ import math
 
 from numba import njit
 
+from .plant import spd_inverse
+
+# Rows of the packed arrays of enforce_positions / enforce_velocities (one (rows, L) int64 and
+# one float64 array per JointLimits instead of ~16 separate arguments: numba's dispatcher costs
+# ~60-80 ns per array argument, and these run every step while a joint rests on a stop)
+STOP_LIMITED_IQ, STOP_LIMITED_IV, STOP_ACTIVE, STOP_UPPER_SIDE, STOP_IDX, STOP_SEL, \
+    STOP_MOVING_OUT = range(7)
+STOP_INT_ROWS = 7
+STOP_LOWER, STOP_UPPER, STOP_Q0, STOP_TARGET, STOP_RHS, STOP_X, STOP_SIGN = range(7)
+STOP_FLOAT_ROWS = 7
+# rows of the (3, nv) work array: the position correction dq, then v0 and trial of
+# stop_velocities
+STOP_DQ, STOP_V0, STOP_TRIAL = range(3)
+
 SLACK = 1e-12   # a joint counts as beyond a limit (another active one) past this round-off
 
 
@@ -170,3 +184,43 @@ def stop_velocities(v, limited_iv, upper_side, idx, k, minv,
             v[sel[b]] = 0.0   # exactly at rest (round-off)
         break
     return 0
+
+
+@njit(cache=True)
+def enforce_positions(q, m, stops_int, stops_float, chol, minv, nv_work, vector_space):
+    """One call for the position part of JointLimits.enforce: M^-1 from m (nv, nv) = M(q)
+    (into minv; chol (nv, nv) scratch), the correction dq = nv_work[STOP_DQ] (stop_positions)
+    and, when the configuration is a vector space (vector_space True: q (+) dq = q + dq), q
+    moved by it and the active joints put exactly on their limits. Returns k (the number of
+    joints on a stop, 0: none beyond a limit), -1 if the active block is singular, -2 if m is
+    not positive definite. Packed rows: STOP_* above."""
+    if spd_inverse(m, chol, minv):
+        return -2
+    dq = nv_work[STOP_DQ]
+    k = stop_positions(q, stops_int[STOP_LIMITED_IQ], stops_int[STOP_LIMITED_IV],
+                       stops_float[STOP_LOWER], stops_float[STOP_UPPER], minv,
+                       stops_float[STOP_Q0], stops_int[STOP_ACTIVE],
+                       stops_int[STOP_UPPER_SIDE], stops_int[STOP_IDX], stops_int[STOP_SEL],
+                       stops_float[STOP_TARGET], stops_float[STOP_RHS], stops_float[STOP_X],
+                       chol, dq)
+    if k > 0 and vector_space:
+        for i in range(dq.shape[0]):
+            q[i] += dq[i]
+        place_on_limits(q, stops_int[STOP_LIMITED_IQ], stops_int[STOP_IDX],
+                        stops_float[STOP_TARGET], k)
+    return k
+
+
+@njit(cache=True)
+def enforce_velocities(v, m, stops_int, stops_float, k, chol, minv, nv_work):
+    """One call for the velocity part of JointLimits.enforce: M^-1 from m = M(q) at the stop
+    configuration, then the impulse of stop_velocities on the k joints enforce_positions left
+    in stops_int[STOP_IDX]. Returns 0, -1 if a block is singular, -2 if m is not positive
+    definite."""
+    if spd_inverse(m, chol, minv):
+        return -2
+    return stop_velocities(v, stops_int[STOP_LIMITED_IV], stops_int[STOP_UPPER_SIDE],
+                           stops_int[STOP_IDX], k, minv, stops_float[STOP_SIGN],
+                           stops_int[STOP_MOVING_OUT], stops_int[STOP_SEL],
+                           stops_float[STOP_RHS], stops_float[STOP_X], chol,
+                           nv_work[STOP_V0], nv_work[STOP_TRIAL])

@@ -72,6 +72,7 @@ from ..joint_map import JointMap, JointMapError
 from ..simulation import INTEGRATORS
 from . import diagnostics as diag
 from .base import DynamicsNode, finite_vector, one_of, run
+from .cdr import JointStateReader
 from .messages import (AccelerationsOut, JointStateOut, Listeners, WrenchOut, topic_token,
                        unique_topic_tokens)
 from .plant_interface import PlantInterface
@@ -200,8 +201,11 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         else:
             self._seen_ns = np.zeros(nv, dtype=np.int64)   # arrival of each joint's value
             self._staleness_ns = int(self.param("joint_state_staleness") * 1e9)
+            # taken serialized: nodes/cdr.py reads the usual message without building objects
+            self._js_reader = JointStateReader()
             self.subs.append(self.create_subscription(
-                JointState, "joint_states", self._on_joint_states, SUBSCRIBE_QOS))
+                JointState, "joint_states", self._on_serialized_joint_states, SUBSCRIBE_QOS,
+                raw=True))
         self._warm_up()
 
     def _wrench_rows(self):
@@ -446,13 +450,13 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         heard = self.listeners.heard
         out = self.acc_out
         if heard[self.pub_acc]:
-            out.msg.header.stamp = stamp
+            out.set_stamp(stamp)
             if out.positions is not None:
                 out.positions[:] = q
             out.velocities[:] = v
             out.accelerations[:] = self.qdd
             out.effort[:] = self.tau
-            self.pub_acc.publish(out.msg)
+            self.pub_acc.publish(out.payload())   # serialized (nodes/cdr.py)
         if self.wrench_outs and wrenches[0]:
             rows = self.W.tolist()
             for row, msg_out, pub in self.wrench_outs:
@@ -483,6 +487,16 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                             f"state ({self.singular} so far)")
 
     # ------------------------------------------------------------------ observe mode
+    def _on_serialized_joint_states(self, data):
+        """joint_states as CDR bytes (raw subscription): read by nodes/cdr.py, then handled as
+        the message (_on_joint_states)."""
+        try:
+            msg = self._js_reader.read(data)
+        except Exception as exc:   # not a JointState rclpy can read: dropped like a bad one
+            self.reject("joint_states", f"unreadable message ({type(exc).__name__}: {exc})")
+            return
+        self._on_joint_states(msg)
+
     def _on_joint_states(self, msg):
         if not self.active:
             return
@@ -615,20 +629,20 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         else:
             stamp = self._stamp(self._base_stamp_ns + self.cycles * self.period_ns)
         js = self.js_out
-        js.msg.header.stamp = stamp
+        js.set_stamp(stamp)
         self.jmap.state_positions(sim.q, js.position)
         self.jmap.state_values(sim.v, js.velocity)
         self.jmap.state_values(self.tau, js.effort)
         if self.prescribed_joints:   # their force along the prescribed motion
             self.prescribed_efforts(js.effort)
-        self.pub_js.publish(js.msg)
+        self.pub_js.publish(js.payload())   # serialized (nodes/cdr.py)
         if self.pub_elastic is not None:      # flexible links
             el = self.elastic_out
-            el.msg.header.stamp = stamp
+            el.set_stamp(stamp)
             el.position[:] = sim.q[self.robot.elastic_q_indices]
             el.velocity[:] = sim.v[self.robot.elastic_v_indices]
             el.effort[:] = self.tau[self.robot.elastic_v_indices]
-            self.pub_elastic.publish(el.msg)
+            self.pub_elastic.publish(el.payload())
         self._publish_outputs(stamp, sim.q, sim.v, wrenches)
         if self.pub_odom is not None:   # floating base: ~/odom and /tf (plant_interface.py)
             self.publish_odometry(stamp)

@@ -15,6 +15,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from .cdr import SerializedOut
+
 
 def float_field(msg, field, n):
     """Set msg.<field> (float64[]) to n zeros and return a writable numpy view of the array the
@@ -58,37 +60,47 @@ def unique_topic_tokens(names):
 
 
 class JointStateOut:
-    """sensor_msgs/JointState with fixed names; position/velocity/effort as numpy views."""
+    """sensor_msgs/JointState with fixed names, kept serialized (cdr.SerializedOut: publish
+    ``payload()``); position / velocity / effort are numpy views of its bytes (None when
+    left out: empty in the message)."""
 
     def __init__(self, names, position=True, velocity=True, effort=True):
         n = len(names)
         self.msg = JointState()
         self.msg.name = list(names)
-        self.position = self.velocity = self.effort = None
-        if position:
-            self.position = float_field(self.msg, "position", n)
-        if velocity:
-            self.velocity = float_field(self.msg, "velocity", n)
-        if effort:
-            self.effort = float_field(self.msg, "effort", n)
+        wanted = [f for f, on in (("position", position), ("velocity", velocity),
+                                  ("effort", effort)) if on]
+        self._serialized = SerializedOut(self.msg, [(self.msg, f, n) for f in wanted])
+        views = dict(zip(wanted, self._serialized.views))
+        self.position = views.get("position")
+        self.velocity = views.get("velocity")
+        self.effort = views.get("effort")
+        self.set_stamp = self._serialized.set_stamp
+        self.payload = self._serialized.payload
 
 
 class AccelerationsOut:
     """trajectory_msgs/JointTrajectory with one point: positions (when nq == nv), velocities,
-    accelerations and effort, one entry per degree of freedom."""
+    accelerations and effort, one entry per degree of freedom; kept serialized like
+    JointStateOut."""
 
     def __init__(self, dof_names, with_positions):
         n = len(dof_names)
         self.msg = JointTrajectory()
         self.msg.joint_names = list(dof_names)
         point = JointTrajectoryPoint()
-        self.positions = None
-        if with_positions:
-            self.positions = float_field(point, "positions", n)
-        self.velocities = float_field(point, "velocities", n)
-        self.accelerations = float_field(point, "accelerations", n)
-        self.effort = float_field(point, "effort", n)
         self.msg.points = [point]
+        point = self.msg.points[0]
+        wanted = (["positions"] if with_positions else []) + ["velocities", "accelerations",
+                                                             "effort"]
+        self._serialized = SerializedOut(self.msg, [(point, f, n) for f in wanted])
+        views = dict(zip(wanted, self._serialized.views))
+        self.positions = views.get("positions")
+        self.velocities = views["velocities"]
+        self.accelerations = views["accelerations"]
+        self.effort = views["effort"]
+        self.set_stamp = self._serialized.set_stamp
+        self.payload = self._serialized.payload
 
 
 class EffortCommandOut:
