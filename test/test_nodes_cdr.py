@@ -154,3 +154,27 @@ def test_fast_reads_feed_the_joint_map_like_messages():
             for a, b in zip(*results):
                 np.testing.assert_array_equal(a, b)
     assert reader.fast_reads == 3
+
+
+def test_outputs_fall_back_to_message_objects_when_the_bytes_cannot_be_located(monkeypatch):
+    """Another middleware encoding (SerializedOut raises RuntimeError): the outputs publish the
+    message object, whose arrays the views then are."""
+    from builtin_interfaces.msg import Time
+
+    from mbd_ros.nodes import messages
+
+    class Unlocatable:
+        def __init__(self, msg, fields):
+            raise RuntimeError("not CDR")
+    monkeypatch.setattr(messages, "SerializedOut", Unlocatable)
+    out = messages.JointStateOut(["a", "b"], effort=False)
+    out.position[:] = [1.0, 2.0]
+    out.velocity[:] = [3.0, 4.0]
+    out.set_stamp(Time(sec=7, nanosec=8))
+    msg = out.payload()
+    assert isinstance(msg, JointState) and msg.header.stamp.sec == 7
+    assert list(msg.position) == [1.0, 2.0] and list(msg.velocity) == [3.0, 4.0]
+    assert list(msg.effort) == []
+    acc = messages.AccelerationsOut(["a"], False)
+    acc.accelerations[:] = [5.0]
+    assert list(acc.payload().points[0].accelerations) == [5.0]

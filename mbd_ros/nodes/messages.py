@@ -59,6 +59,21 @@ def unique_topic_tokens(names):
     return tokens
 
 
+def output_fields(msg, fields):
+    """(views, set_stamp, payload) of an output message: cdr.SerializedOut's (publish the
+    bytes), or, where the middleware's encoding is not the CDR it knows (RuntimeError), the
+    message object's own arrays (float_field views) with payload() returning the message."""
+    try:
+        serialized = SerializedOut(msg, fields)
+        return serialized.views, serialized.set_stamp, serialized.payload
+    except RuntimeError:
+        views = [float_field(container, field, n) for container, field, n in fields]
+
+        def set_stamp(stamp):
+            msg.header.stamp = stamp
+        return views, set_stamp, lambda: msg
+
+
 class JointStateOut:
     """sensor_msgs/JointState with fixed names, kept serialized (cdr.SerializedOut: publish
     ``payload()``); position / velocity / effort are numpy views of its bytes (None when
@@ -70,13 +85,12 @@ class JointStateOut:
         self.msg.name = list(names)
         wanted = [f for f, on in (("position", position), ("velocity", velocity),
                                   ("effort", effort)) if on]
-        self._serialized = SerializedOut(self.msg, [(self.msg, f, n) for f in wanted])
-        views = dict(zip(wanted, self._serialized.views))
+        views, self.set_stamp, self.payload = output_fields(
+            self.msg, [(self.msg, f, n) for f in wanted])
+        views = dict(zip(wanted, views))
         self.position = views.get("position")
         self.velocity = views.get("velocity")
         self.effort = views.get("effort")
-        self.set_stamp = self._serialized.set_stamp
-        self.payload = self._serialized.payload
 
 
 class AccelerationsOut:
@@ -93,14 +107,13 @@ class AccelerationsOut:
         point = self.msg.points[0]
         wanted = (["positions"] if with_positions else []) + ["velocities", "accelerations",
                                                              "effort"]
-        self._serialized = SerializedOut(self.msg, [(point, f, n) for f in wanted])
-        views = dict(zip(wanted, self._serialized.views))
+        views, self.set_stamp, self.payload = output_fields(
+            self.msg, [(point, f, n) for f in wanted])
+        views = dict(zip(wanted, views))
         self.positions = views.get("positions")
         self.velocities = views["velocities"]
         self.accelerations = views["accelerations"]
         self.effort = views["effort"]
-        self.set_stamp = self._serialized.set_stamp
-        self.payload = self._serialized.payload
 
 
 class EffortCommandOut:
