@@ -126,6 +126,7 @@ def measure(label, xml, closures, rng, rounds):
     tau = rng.standard_normal(robot.nv)
     qp, vp, tp = (np.ascontiguousarray(x[p]) for x, p in ((q, perm.q), (v, perm.v), (tau, perm.v)))
     out = np.empty(robot.nv)
+    robot.compile_c_calls()   # the C-level entry (mbd_ros/fastcall/closed_loop.py), timed below
     ours = robot.forward_dynamics(q, v, tau, out=out).copy()
     theirs = pin.constraintDynamics(model, data, qp, vp, tp, cms, cds, prox)[perm.v_inv]
     error = common.rel_err(ours, theirs)
