@@ -8,8 +8,9 @@ solve the b x b system
 
     (G_s A) lambda = -G_s a° - gamma''_s - 2 alpha (G_s v) - beta^2 g_s   [000 eqs. 16-18, + Baumgarte]
 
-(Cholesky; minimum-norm when constraints are redundant), and eta' = eta'° + L lambda, where
-L lambda (linear in the load) is one more pass of the same recursion with the load G_s^T lambda.
+(Cholesky; minimum-norm when constraints are redundant), and eta' = eta'° + L lambda, with the
+rows L_c stored by the unit passes (small loops whose paths are all the moved bodies), else by
+one more pass of the same recursion with the load G_s^T lambda (L lambda is linear in the load).
 Cost O(n b + b^3).
 
 Only bodies on the loop paths (a cut body or one of its ancestors) carry the unit loads, and
@@ -109,6 +110,17 @@ def _backward_step(body_int, body_float, work, i):
     p^a = p + U N^-1 u moved to the parent      [docs/theory.md §5 step 1; 000 eqs. 17-18]."""
     parent = body_int[i, PARENT]
     k = body_int[i, JOINT_NV_COL]
+    if k == 1:   # one axis (revolute, prismatic, helical): scalars, no inner loops
+        u = 0.0
+        for r in range(6):
+            u -= body_float[i, MOTION_SUBSPACE + r] * work[i, UNIT_LOAD + r]
+        work[i, UNIT_U] = u
+        if parent > 0:
+            du = work[i, D_INV] * u
+            for r in range(6):
+                work[i, SCRATCH + r] = work[i, UNIT_LOAD + r] + work[i, U_MAT + r] * du
+            add_force_to_parent(work, i, ROT, work, i, SCRATCH, work, parent, UNIT_LOAD)
+        return
     for j in range(k):
         s = 0.0
         for r in range(6):
@@ -136,6 +148,15 @@ def _forward_step(body_int, body_float, work, i, loaded):
             work[i, UNIT_ACC + r] = 0.0
     else:
         motion_to_child(work, i, ROT, work, parent, UNIT_ACC, work, i, UNIT_ACC)
+    if k == 1:   # one axis: scalars, no inner loops
+        s = work[i, UNIT_U] if loaded else 0.0
+        for r in range(6):
+            s -= work[i, U_MAT + r] * work[i, UNIT_ACC + r]
+        s *= work[i, D_INV]
+        work[i, SCRATCH + 6] = s
+        for r in range(6):
+            work[i, UNIT_ACC + r] += body_float[i, MOTION_SUBSPACE + r] * s
+        return
     for j in range(k):
         s = work[i, UNIT_U + j] if loaded else 0.0
         for r in range(6):
@@ -163,10 +184,12 @@ def _unit_acc_dot(loop_float, r, column, work, body, lo_a, hi_a, lo_b, hi_b):
 
 
 @njit(cache=True, inline="always")
-def _unit_column(body_int, body_float, work, cut_int, loop_float, s, c):
+def _unit_column(body_int, body_float, work, cut_int, loop_float, s, c, unit_qdd, nv):
     """Column c of G_s A: the accelerations A of the unit load of constraint row c (of cut s)
     on the loop paths inside the subtrees it moves (those of its two paths' top ancestors),
-    then every row's G_a A_a + G_b A_b (zero for cut bodies outside those subtrees)."""
+    then every row's G_a A_a + G_b A_b (zero for cut bodies outside those subtrees). With
+    unit_qdd > 0 also the row L_c of the joint accelerations (loop_float[c, unit_qdd:+nv];
+    complete when the loop paths are all the moved bodies)."""
     body_a = cut_int[s, CUT_BODY_A]
     body_b = cut_int[s, CUT_BODY_B]
     top_a = _load_path(body_int, work, body_a)
@@ -192,16 +215,21 @@ def _unit_column(body_int, body_float, work, cut_int, loop_float, s, c):
         _backward_step(body_int, body_float, work, i)
     # forward over the loop paths in the moved subtrees (only the paths hold a cut body or an
     # ancestor of one)
-    for i in range(lo_a, hi_a):
-        flag = work[i, UNIT_ON_PATH]
-        if flag != 0.0:
-            _forward_step(body_int, body_float, work, i, flag == _LOADED)
-            work[i, UNIT_ON_PATH] = _ON_LOOP_PATH
-    for i in range(lo_b, hi_b):
-        flag = work[i, UNIT_ON_PATH]
-        if flag != 0.0:
-            _forward_step(body_int, body_float, work, i, flag == _LOADED)
-            work[i, UNIT_ON_PATH] = _ON_LOOP_PATH
+    if unit_qdd > 0:
+        for j in range(nv):
+            loop_float[c, unit_qdd + j] = 0.0
+    for side in range(2):
+        lo = lo_a if side == 0 else lo_b
+        hi = hi_a if side == 0 else hi_b
+        for i in range(lo, hi):
+            flag = work[i, UNIT_ON_PATH]
+            if flag != 0.0:
+                _forward_step(body_int, body_float, work, i, flag == _LOADED)
+                work[i, UNIT_ON_PATH] = _ON_LOOP_PATH
+                if unit_qdd > 0:
+                    iv = body_int[i, IDX_V]
+                    for j in range(body_int[i, JOINT_NV_COL]):
+                        loop_float[c, unit_qdd + iv + j] = work[i, SCRATCH + 6 + j]
     for s2 in range(cut_int.shape[0]):
         a = cut_int[s2, CUT_BODY_A]
         b = cut_int[s2, CUT_BODY_B]
@@ -283,11 +311,25 @@ def closed_loop_forward_dynamics(body_int, body_float, work, cut_int, cut_float,
         cut_kinematics(cut_int[s, CUT_TYPE], cut_float, s, work, cut_int[s, CUT_BODY_A],
                        cut_int[s, CUT_BODY_B], WORLD_ROT, WORLD_POS, VEL, loop_float,
                        cut_int[s, CUT_ROW0], LOOP_RESIDUAL, LOOP_BIAS, LOOP_JAC_A, LOOP_JAC_B)
+    # ---- eta' = eta'° + L lambda at the end: from the rows L_c stored by the unit passes when
+    # the loop paths are all the bodies the loads move and the dense b x nv product (with the
+    # stores of L) stays well below one more pass (~100 flops per path body), else by that pass
+    nv = qdd_out.shape[0]
+    path_bodies = 0
+    moved_bodies = 0
+    for i in range(1, top + 1):
+        if work[i, UNIT_ON_PATH] != 0.0:
+            path_bodies += 1
+            if body_int[i, PARENT] == 0:
+                moved_bodies += body_int[i, SUBTREE_END] - i
+    unit_qdd = 0
+    if path_bodies == moved_bodies and n_rows * nv <= 16 * path_bodies:
+        unit_qdd = LOOP_MATRIX + 3 * n_rows
     # ---- G_s A, column by column (one unit load per constraint row)   [docs/theory.md §5 step 1]
     for s in range(cut_int.shape[0]):
         r0 = cut_int[s, CUT_ROW0]
         for c in range(r0, r0 + cut_int[s, CUT_ROWS]):
-            _unit_column(body_int, body_float, work, cut_int, loop_float, s, c)
+            _unit_column(body_int, body_float, work, cut_int, loop_float, s, c, unit_qdd, nv)
     # ---- right-hand side: -G_s a° - gamma'' (- Baumgarte terms)      [docs/theory.md §5 step 2]
     for s in range(cut_int.shape[0]):
         a = cut_int[s, CUT_BODY_A]
@@ -307,7 +349,15 @@ def closed_loop_forward_dynamics(body_int, body_float, work, cut_int, cut_float,
     info[1] = solve_psd_min_norm(loop_float, LOOP_MATRIX, n_rows, LOOP_RHS, LOOP_LAMBDA,
                                  LOOP_MATRIX + n_rows, LOOP_EIGENVALUE, LOOP_MATRIX + 2 * n_rows)
     # ---- eta' = eta'° + L lambda                                      [docs/theory.md §5 step 3]
-    _add_loop_response(body_int, body_float, work, cut_int, loop_float, top, qdd_out)
+    if unit_qdd > 0:
+        for c in range(n_rows):
+            lam = loop_float[c, LOOP_LAMBDA]
+            for j in range(nv):
+                qdd_out[j] += loop_float[c, unit_qdd + j] * lam
+        for i in range(1, top + 1):
+            work[i, UNIT_ON_PATH] = 0.0
+    else:
+        _add_loop_response(body_int, body_float, work, cut_int, loop_float, top, qdd_out)
     return STATUS_OK
 
 
