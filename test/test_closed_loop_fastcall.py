@@ -217,3 +217,46 @@ def test_installed_at_the_second_fast_call_and_dropped_on_force_attach():
     pushed = robot.forward_dynamics(q, v, tau, out=np.empty(robot.nv))
     assert np.array_equal(pushed, expected), "the callback's force acts"
     assert not fastcall.installed(robot, "forward_dynamics")
+
+
+# the sample RSSR with a pendulum hanging off the crank (moved by the loop forces, but off the
+# loop path) and an arm on the base (not moved by them): the kernel then takes L lambda from one
+# more pass over the moved subtrees instead of the unit passes' stored rows
+_EXTRA_LINKS = """
+  <joint name="pendulum_joint" type="continuous"><parent link="crank"/><child link="pendulum"/>
+    <origin xyz="0.05 0 0" rpy="0 0 0"/><axis xyz="1 0 0"/></joint>
+  <link name="pendulum"><inertial><origin xyz="0 0 -0.05" rpy="0 0 0"/><mass value="0.2"/>
+    <inertia ixx="2e-4" ixy="0" ixz="0" iyy="2e-4" iyz="0" izz="1e-5"/></inertial></link>
+  <joint name="side_joint" type="continuous"><parent link="base"/><child link="side_arm"/>
+    <origin xyz="-0.1 0 0" rpy="0 0 0"/><axis xyz="0 1 0"/></joint>
+  <link name="side_arm"><inertial><origin xyz="0 0 0.05" rpy="0 0 0"/><mass value="0.3"/>
+    <inertia ixx="3e-4" ixy="0" ixz="0" iyy="3e-4" iyz="0" izz="2e-5"/></inertial></link>
+</robot>"""
+
+
+def test_loop_in_a_branch_of_a_larger_tree():
+    """Bodies moved by the loop forces off the loop paths (the pendulum) and bodies they do not
+    move (the side arm): C entry = Python method bit for bit, = pin.constraintDynamics."""
+    import mbd_ros
+    import yaml
+    from test_closed_loops import ROOT
+    xml = (ROOT / "urdf" / "spatial_rssr.urdf").read_text().replace("</robot>", _EXTRA_LINKS)
+    closures = yaml.safe_load((ROOT / "config" / "spatial_rssr_closures.yaml").read_text())
+    robot = mbd_ros.load(xml, closures=closures)
+    assert "forward_dynamics" in robot.compile_c_calls()
+    ref = LoopReference(pinocchio, xml, closures, False)
+    pendulum = robot.idx_v[robot.joint_names.index("pendulum_joint")]
+    side = robot.idx_v[robot.joint_names.index("side_joint")]
+    for seed in (41, 42):
+        q, v, rng = loop_consistent_state(robot, robot.neutral(), seed)
+        tau = rng.uniform(-1.0, 1.0, robot.nv)
+        qdd = fast_call(robot, q, v, tau)
+        lam = robot.multipliers()
+        expected, lam_expected, _ = python_fd(robot, q, v, tau)
+        assert np.array_equal(qdd, expected) and np.array_equal(lam, lam_expected)
+        qdd_pin, *_ = pin_constraint_dynamics(ref, q, v, tau, pinocchio.ContactType.CONTACT_3D)
+        assert_close(qdd, qdd_pin, f"seed {seed}: branched RSSR vs pin.constraintDynamics")
+        # the loop forces move the pendulum but not the side arm: against the open tree
+        free = robot.__class__.__mro__[1].forward_dynamics(robot, q, v, tau)
+        assert abs(qdd[pendulum] - free[pendulum]) > 1e-6
+        assert_close(qdd[side], free[side], "the side arm does not feel the loop")
