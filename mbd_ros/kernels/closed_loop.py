@@ -20,8 +20,11 @@ ancestors: loops in other branches see A = 0); the final pass also visits the jo
 off the paths (they accelerate too). A loop in one branch of a large tree costs in proportion
 to its own paths.
 
-Kernel style (see kernels/spatial.py): flat arrays plus integer offsets, no views; the steps are
-inline helpers. work[:, UNIT_ON_PATH] flags the loop paths during a call (0 elsewhere and after).
+Kernel style (see kernels/spatial.py): flat arrays plus integer offsets, no views; the body steps
+are inline helpers, the passes of one unit load (_unit_column, _add_loop_response) out-of-line
+functions taking whole arrays (a call costs no reference counts; inlining them too doubled
+numba's compile time, measured). work[:, UNIT_ON_PATH] flags the loop paths during a call (0
+elsewhere and after).
 """
 from numba import njit
 
@@ -183,7 +186,7 @@ def _unit_acc_dot(loop_float, r, column, work, body, lo_a, hi_a, lo_b, hi_b):
     return x
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _unit_column(body_int, body_float, work, cut_int, loop_float, s, c, unit_qdd, nv):
     """Column c of G_s A: the accelerations A of the unit load of constraint row c (of cut s)
     on the loop paths inside the subtrees it moves (those of its two paths' top ancestors),
@@ -240,7 +243,7 @@ def _unit_column(body_int, body_float, work, cut_int, loop_float, s, c, unit_qdd
                 + _unit_acc_dot(loop_float, r, LOOP_JAC_B, work, b, lo_a, hi_a, lo_b, hi_b))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _add_loop_response(body_int, body_float, work, cut_int, loop_float, top, qdd_out):
     """eta' += L lambda: the joint accelerations of the load -G_s^T lambda (the multipliers in
     LOOP_LAMBDA) on the cut bodies, by one backward pass over the loop paths and one forward
