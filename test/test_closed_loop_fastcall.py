@@ -260,3 +260,38 @@ def test_loop_in_a_branch_of_a_larger_tree():
         free = robot.__class__.__mro__[1].forward_dynamics(robot, q, v, tau)
         assert abs(qdd[pendulum] - free[pendulum]) > 1e-6
         assert_close(qdd[side], free[side], "the side arm does not feel the loop")
+
+
+def test_threads_sharing_the_c_entry():
+    """Four threads calling forward_dynamics(q, v, tau, out=out) and multipliers() on one robot
+    at once, each with its own state: every result and every thread's multipliers equal the
+    Python method's for that state (the owner thread through the C entry, the others through
+    the Python method on the locked workspace)."""
+    robot, _, _, q0, _ = installed_robot("spatial_rssr")
+    cases = []
+    for seed in range(4):
+        q, v, rng = loop_consistent_state(robot, q0, 50 + seed)
+        tau = rng.uniform(-1.0, 1.0, robot.nv)
+        qdd, lam, _ = python_fd(robot, q, v, tau)
+        cases.append((q, v, tau, qdd, lam))
+    failures = []
+    start = threading.Barrier(4)
+
+    def work(index):
+        q, v, tau, qdd, lam = cases[index]
+        out = np.empty(robot.nv)
+        start.wait()
+        for _ in range(60):
+            robot.forward_dynamics(q, v, tau, out=out)
+            if not (np.array_equal(out, qdd) and np.array_equal(robot.multipliers(), lam)):
+                failures.append(index)
+                return
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, f"threads {failures} saw another thread's results"
+    fast, fallback = robot.forward_dynamics.counts()
+    assert fast >= 60 and fallback >= 180      # one owner on the C path, three on the method
