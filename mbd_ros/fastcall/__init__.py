@@ -85,8 +85,10 @@ def install(robot, name, function, bound, dims, lengths, out_cols=0, affine=Fals
         if not (isinstance(array, np.ndarray) and array.flags.c_contiguous):
             raise ValueError(f"{name}: bound arrays must be C-contiguous numpy arrays")
     fallback = getattr(type(robot), name).__get__(robot)
+    # `affine` only when asked: an extension built before it existed still serves the others
     call = KernelCall(c_entry(function).address, tuple(bound), tuple(int(d) for d in dims),
-                      tuple(int(n) for n in lengths), fallback, int(out_cols), bool(affine))
+                      tuple(int(n) for n in lengths), fallback, int(out_cols),
+                      *((True,) if affine else ()))
     setattr(robot, name, call)
     return call
 
