@@ -647,6 +647,18 @@ class ClosedLoopRobot(Robot):
                 self._promote_c_call("forward_dynamics")   # C entry at the second such call
             return out
 
+    def forward_dynamics_batch(self, q, v, tau, out=None):
+        """qdd (N, nv) for N states, state by state through forward_dynamics (the loops'
+        recursive solve, on the calling thread); Robot's batch kernel knows only the open tree."""
+        from .forces import batch_with_forces
+        return batch_with_forces(self, self.forward_dynamics, q, v, tau, "tau", out)
+
+    def inverse_dynamics_batch(self, q, v, qdd, out=None):
+        """tau (N, nv) for N states, state by state through inverse_dynamics (the actuated
+        joints' forces of the closed loops, as inverse_dynamics)."""
+        from .forces import batch_with_forces
+        return batch_with_forces(self, self.inverse_dynamics, q, v, qdd, "qdd", out)
+
     def _warn_off_loop(self, residual, what):
         if residual > LOOP_RESIDUAL_WARNING:
             warnings.warn(f"{what}: the loops are open by {residual:.3g} (m or rad) at this q, more "

@@ -295,3 +295,21 @@ def test_threads_sharing_the_c_entry():
     assert not failures, f"threads {failures} saw another thread's results"
     fast, fallback = robot.forward_dynamics.counts()
     assert fast >= 60 and fallback >= 180      # one owner on the C path, three on the method
+
+
+def test_batches_respect_the_loops():
+    """forward_dynamics_batch / inverse_dynamics_batch of a closed-loop robot give, state by
+    state, forward_dynamics / inverse_dynamics (they used to run the open tree's batch kernels)."""
+    robot, _, _, q0, _ = installed_robot("spatial_rssr")
+    states = [loop_consistent_state(robot, q0, 60 + k) for k in range(3)]
+    q = np.array([s[0] for s in states])
+    v = np.array([s[1] for s in states])
+    tau = np.array([s[2].uniform(-1.0, 1.0, robot.nv) for s in states])
+    qdd = robot.forward_dynamics_batch(q, v, tau)
+    for k in range(3):
+        assert np.array_equal(qdd[k], python_fd(robot, q[k], v[k], tau[k])[0])
+    back = robot.inverse_dynamics_batch(q, v, qdd)
+    for k in range(3):
+        assert np.array_equal(back[k], robot.inverse_dynamics(q[k], v[k], qdd[k]))
+        # the loop-consistent qdd needs only the actuated crank's torque
+        assert_close(robot.forward_dynamics(q[k], v[k], back[k]), qdd[k], f"state {k}: FD(ID)")
