@@ -112,6 +112,7 @@ def measure(label, xml, closures, rng, rounds):
     import mbd_ros
     import pinocchio as pin
     robot = mbd_ros.load(xml, closures=closures, passive_forces=False)
+    tree = mbd_ros.load(xml, passive_forces=False)   # the same tree without the loops
     model = common.pin_model(xml, False)
     data = model.createData()
     perm = common.Permutation(robot, model)
@@ -126,14 +127,19 @@ def measure(label, xml, closures, rng, rounds):
     tau = rng.standard_normal(robot.nv)
     qp, vp, tp = (np.ascontiguousarray(x[p]) for x, p in ((q, perm.q), (v, perm.v), (tau, perm.v)))
     out = np.empty(robot.nv)
+    robot.compile_c_calls()   # the C-level entry (mbd_ros/fastcall/closed_loop.py), timed below
+    tree.compile_c_calls()
     ours = robot.forward_dynamics(q, v, tau, out=out).copy()
     theirs = pin.constraintDynamics(model, data, qp, vp, tp, cms, cds, prox)[perm.v_inv]
     error = common.rel_err(ours, theirs)
-    ns = dict(robot=robot, q=q, v=v, tau=tau, out=out, pin=pin, model=model, data=data, qp=qp,
-              vp=vp, tp=tp, cms=cms, cds=cds, prox=prox)
+    from mbd_ros import fastcall
+    if fastcall.AVAILABLE:   # else numba's dispatcher is timed (the report's command line says)
+        assert robot.forward_dynamics.counts()[0] >= 1, "the closed-loop C entry was not taken"
+    ns = dict(robot=robot, tree=tree, q=q, v=v, tau=tau, out=out, pin=pin, model=model, data=data,
+              qp=qp, vp=vp, tp=tp, cms=cms, cds=cds, prox=prox)
     t = common.time_interleaved({
         "ours": "robot.forward_dynamics(q, v, tau, out=out)",
-        "tree": "robot.__class__.__mro__[1].forward_dynamics(robot, q, v, tau, out=out)",
+        "tree": "tree.forward_dynamics(q, v, tau, out=out)",
         "pin": "pin.constraintDynamics(model, data, qp, vp, tp, cms, cds, prox)",
     }, ns, rounds=rounds)
     return [label, robot.nv, robot.n_constraints, robot.last_rank, f"{error:.1e}",
@@ -174,8 +180,10 @@ def main(argv=None):
         "## Closed-loop forward dynamics vs pin.constraintDynamics",
         "",
         common.machine_markdown(common.this_command()),
-        "- ours: `robot.forward_dynamics(q, v, tau, out=out)` of a ClosedLoopRobot (recursive [000]); "
-        "tree: the same robot's open-tree FD (no loops), for reference",
+        "- ours: `robot.forward_dynamics(q, v, tau, out=out)` of a ClosedLoopRobot (recursive [000]) "
+        "through its C-level entry (mbd_ros/fastcall/closed_loop.py, installed by compile_c_calls()); "
+        "tree: the same URDF loaded without the loops, its FD through its C entry, for reference "
+        "(ours - tree = the cost of the loops)",
         "- pin: `pin.constraintDynamics(model, data, q, v, tau, constraint_models, constraint_datas, "
         "ProximalSettings(1e-14, 1e-12, 100))` with CONTACT_3D / CONTACT_6D constraints in LOCAL",
         "- cells `min / median` µs per call; ratio = ours / pin; err = max|qdd ours - qdd pin| / max(1, |qdd pin|)",

@@ -191,8 +191,15 @@ class ClosedLoopRobot(Robot):
         except MemoryError:
             raise ModelError(f"{where}: not enough memory for the loop workspace of {n_cuts} "
                              f"closures ({n_rows} constraint rows)") from None
-        self._info = np.zeros(2, dtype=np.int64)
+        self._info = np.zeros(2, dtype=np.int64)   # [status, rank] of the last recursive FD
         self._loop_jac = np.zeros((n_rows, self.nv))
+        # ---- C-level entry of forward_dynamics (mbd_ros/fastcall/closed_loop.py) ----
+        # its lock-free loop workspace (with Robot._fast_work), [alpha, beta, residual warning
+        # threshold] (the baumgarte setter keeps them current), the owner thread's multipliers
+        self._fast_loop_float = np.zeros_like(self._loop_float)
+        self._c_gains = np.array([0.0, 0.0, LOOP_RESIDUAL_WARNING])
+        self._c_multipliers = np.zeros(n_rows)
+        # ---- end C-level entry ----
         # Baumgarte gains (alpha, beta) used by forward_dynamics: 0 = the exact acceleration
         # constraint; simulation sets them (docs/theory.md §6).
         self._baumgarte = (0.0, 0.0)
@@ -225,6 +232,61 @@ class ClosedLoopRobot(Robot):
         if not (np.isfinite(alpha) and np.isfinite(beta) and alpha >= 0.0 and beta >= 0.0):
             raise ValueError(f"baumgarte gains must be finite and >= 0, got ({alpha}, {beta})")
         self._baumgarte = (alpha, beta)
+        self._c_gains[0] = alpha    # the C entry reads them at every call
+        self._c_gains[1] = beta
+
+    @property
+    def last_rank(self):
+        """Rank of G_s A in the last recursive forward_dynamics (any thread, either path)."""
+        return int(self._info[1])
+
+    @last_rank.setter
+    def last_rank(self, rank):
+        self._info[1] = rank
+
+    # ------------------------------------------------------------------ C-level entry
+    def _c_call_names(self):
+        """Robot's KernelCalls (the tree's mass matrix), and forward_dynamics's own
+        (mbd_ros/fastcall/closed_loop.py) unless a subclass overrides it (mimic couplings)."""
+        names = Robot._c_call_names(self)
+        if getattr(type(self), "forward_dynamics") is ClosedLoopRobot.forward_dynamics:
+            names.append("forward_dynamics")
+        return names
+
+    def _c_call_spec(self, name):
+        """(C entry function, bound arrays, dims, lengths, out columns[, affine]) of `name`."""
+        if name != "forward_dynamics":
+            return Robot._c_call_spec(self, name)
+        from .fastcall import closed_loop
+        return closed_loop.spec(self)
+
+    def _set_c_entry(self, name, entry):
+        """Robot's, except for forward_dynamics: Robot.forward_dynamics (the open tree, which
+        some callers run on this robot) must not call the closed-loop entry."""
+        if name != "forward_dynamics":
+            Robot._set_c_entry(self, name, entry)
+
+    def drop_c_calls(self):
+        """Robot.drop_c_calls; the calling thread keeps the multipliers of its last call through
+        the C entry (multipliers())."""
+        if self._c_multiplier_owner():
+            self._thread_state.multipliers = self._c_multipliers.copy()
+        Robot.drop_c_calls(self)
+
+    def _c_multiplier_owner(self):
+        """True when this thread owns the forward_dynamics KernelCall: its multipliers are then
+        in self._c_multipliers, written by either path."""
+        call = self.__dict__.get("forward_dynamics")
+        return call is not None and getattr(call, "owner", 0) == threading.get_ident()
+
+    def _multiplier_buffer(self):
+        """The (b,) buffer of this thread's multipliers (created on its first call)."""
+        if self._c_multiplier_owner():
+            return self._c_multipliers
+        lam = getattr(self._thread_state, "multipliers", None)
+        if lam is None:
+            lam = self._thread_state.multipliers = np.empty(self._loop_float.shape[0])
+        return lam
 
     def summary(self):
         """Robot.summary() plus the cut joints, actuation and constraint count."""
@@ -575,16 +637,27 @@ class ClosedLoopRobot(Robot):
                     out = requested
             if status or not _all_finite(out):
                 self._raise(status, q, v, tau, out, "tau")
-            self.last_rank = int(self._info[1])
             # this thread's multipliers (a buffer of its own, copied by multipliers()) and the
-            # largest loop residual, in one kernel call
-            lam = getattr(self._thread_state, "multipliers", None)
-            if lam is None:
-                lam = self._thread_state.multipliers = np.empty(self._loop_float.shape[0])
-            residual = _loop_results(self._loop_float, L.LOOP_LAMBDA, L.LOOP_RESIDUAL, lam)
+            # largest loop residual, in one kernel call; last_rank reads self._info
+            residual = _loop_results(self._loop_float, L.LOOP_LAMBDA, L.LOOP_RESIDUAL,
+                                     self._multiplier_buffer())
             if residual > LOOP_RESIDUAL_WARNING:
                 self._warn_off_loop(residual, "forward_dynamics")
+            elif not applied and f_ext is None and "forward_dynamics" in self._c_pending:
+                self._promote_c_call("forward_dynamics")   # C entry at the second such call
             return out
+
+    def forward_dynamics_batch(self, q, v, tau, out=None):
+        """qdd (N, nv) for N states, state by state through forward_dynamics (the loops'
+        recursive solve, on the calling thread); Robot's batch kernel knows only the open tree."""
+        from .forces import batch_with_forces
+        return batch_with_forces(self, self.forward_dynamics, q, v, tau, "tau", out)
+
+    def inverse_dynamics_batch(self, q, v, qdd, out=None):
+        """tau (N, nv) for N states, state by state through inverse_dynamics (the actuated
+        joints' forces of the closed loops, as inverse_dynamics)."""
+        from .forces import batch_with_forces
+        return batch_with_forces(self, self.inverse_dynamics, q, v, qdd, "qdd", out)
 
     def _warn_off_loop(self, residual, what):
         if residual > LOOP_RESIDUAL_WARNING:
@@ -596,7 +669,8 @@ class ClosedLoopRobot(Robot):
     @_locked
     def multipliers(self):
         """(b,) loop multipliers lambda_s of this thread's last recursive forward_dynamics call."""
-        mine = getattr(self._thread_state, "multipliers", None)
+        mine = (self._c_multipliers if self._c_multiplier_owner()
+                else getattr(self._thread_state, "multipliers", None))
         return mine.copy() if mine is not None else self._loop_float[:, L.LOOP_LAMBDA].copy()
 
     @_locked

@@ -12,10 +12,12 @@ forward_dynamics, inverse_dynamics (without f_ext) and mass_matrix are one kerne
 workspace only they use; numba kernels hold the GIL while they run, so such a call is atomic and
 needs no lock (zero cost on the hot path; test/test_threads.py fails if a kernel ever releases
 the GIL there). Every other method (f_ext, joint wrenches, poses, energies, batches, closed-loop
-methods) runs under the robot's re-entrant lock, on the other workspace. Per-call results are
-private; ClosedLoopRobot.multipliers() are those of the calling thread's last forward dynamics
-(closure_wrenches / joint_wrenches with multipliers= recompute the cut frames at their own q);
-last_rank and last_step are those of the last call from any thread.
+methods) runs under the robot's re-entrant lock, on the other workspace (except a closed-loop
+robot's forward_dynamics(q, v, tau, out=out) through its C entry, atomic like the calls above,
+on the lock-free workspace and a loop workspace of its own: mbd_ros/fastcall/closed_loop.py).
+Per-call results are private; ClosedLoopRobot.multipliers() are those of the calling thread's
+last forward dynamics (closure_wrenches / joint_wrenches with multipliers= recompute the cut
+frames at their own q); last_rank and last_step are those of the last call from any thread.
 """
 from __future__ import annotations
 

@@ -38,12 +38,13 @@ from numba import cfunc, types
 
 from ..kernels import drop_stale_cache, kernel_sources
 
-# the C entries of fastcall/generic.py and flexible.py link the kernels' machine code into their
-# own cache entries: drop them whenever a kernel source (or an entry module) changed, as
-# kernels/ does
+# the C entries of fastcall/generic.py, flexible.py and closed_loop.py link the kernels' machine
+# code into their own cache entries: drop them whenever a kernel source (or an entry module)
+# changed, as kernels/ does
 if not os.environ.get("NUMBA_CACHE_DIR"):
     _here = Path(__file__).resolve().parent
-    drop_stale_cache(_here, kernel_sources() + [_here / "generic.py", _here / "flexible.py"])
+    drop_stale_cache(_here, kernel_sources() + [_here / "generic.py", _here / "flexible.py",
+                                                _here / "closed_loop.py"])
 
 try:
     from ._fastcall import KernelCall
@@ -76,20 +77,24 @@ def dims_of(*arrays):
     return tuple(int(n) for array in arrays for n in array.shape)
 
 
-def install(robot, name, function, bound, dims, lengths, out_cols=0):
+def install(robot, name, function, bound, dims, lengths, out_cols=0, affine=False):
     """Replace robot.<name> by a KernelCall of c_entry(function) whose fallback is the class's
     method bound to robot. bound: arrays the entry receives as pointers (C-contiguous, owned by
     robot, never reallocated); dims: ints the entry receives; lengths: the lengths of the 1-3
-    input vectors, then out's rows; out_cols: 0 for a vector out, else its columns. Returns the
-    KernelCall, or None when the extension is missing."""
+    input vectors, then out's rows; out_cols: 0 for a vector out, else its columns; affine: only
+    the first thread to make a fast call takes the fast path afterwards (KernelCall.owner; for
+    entries with per-thread results). Returns the KernelCall, or None when the extension is
+    missing."""
     if not AVAILABLE:
         return None
     for array in bound:
         if not (isinstance(array, np.ndarray) and array.flags.c_contiguous):
             raise ValueError(f"{name}: bound arrays must be C-contiguous numpy arrays")
     fallback = getattr(type(robot), name).__get__(robot)
+    # `affine` only when asked: an extension built before it existed still serves the others
     call = KernelCall(c_entry(function).address, tuple(bound), tuple(int(d) for d in dims),
-                      tuple(int(n) for n in lengths), fallback, int(out_cols))
+                      tuple(int(n) for n in lengths), fallback, int(out_cols),
+                      *((True,) if affine else ()))
     setattr(robot, name, call)
     return call
 

@@ -20,6 +20,10 @@
  * allocated once, never resized); dims: integers the kernel needs to view them (their shapes).
  * The GIL is held during the call, as for a numba dispatch, so the workspace is never shared by
  * two calls at once.
+ *
+ * Thread affinity (affine=1, for kernels with per-thread results such as the closed-loop
+ * multipliers): only one thread, the first to make a fast call (`owner`), takes the fast path;
+ * calls from other threads go to the fallback, which keeps their results apart.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -46,6 +50,8 @@ typedef struct {
     npy_intp out_cols;          /* 0: out is a vector; else out is (rows, out_cols) */
     uint64_t fast_calls;        /* counters, for tests and benchmarks */
     uint64_t fallback_calls;
+    int affine;                 /* 1: only the owner thread takes the fast path */
+    unsigned long owner;        /* thread ident of the owner (0: not claimed yet) */
 } KernelCall;
 
 static PyObject *out_name;      /* interned "out" */
@@ -82,6 +88,20 @@ static inline int fill_pointers(KernelCall *self, PyObject *const *args, double 
     return ptr[3] == NULL ? -1 : 0;
 }
 
+/* 1 when this thread may take the fast path (affine: the owner, or the first to ask). */
+static inline int thread_allowed(KernelCall *self)
+{
+    if (!self->affine)
+        return 1;
+    unsigned long me = PyThread_get_thread_ident();
+    if (self->owner == me)
+        return 1;
+    if (self->owner != 0)
+        return 0;
+    self->owner = me;           /* the GIL is held: no other thread claims it at the same time */
+    return 1;
+}
+
 static PyObject *call_fallback(KernelCall *self, PyObject *const *args, size_t nargsf,
                                PyObject *kwnames)
 {
@@ -101,7 +121,7 @@ static PyObject *KernelCall_vectorcall(PyObject *callable, PyObject *const *args
     if (name != out_name && PyUnicode_Compare(name, out_name) != 0)
         return call_fallback(self, args, nargsf, kwnames);
     double *ptr[4];
-    if (fill_pointers(self, args, ptr) != 0)
+    if (fill_pointers(self, args, ptr) != 0 || !thread_allowed(self))
         return call_fallback(self, args, nargsf, kwnames);
     if (self->kernel(self->bound, self->dims, ptr[0], ptr[1], ptr[2], ptr[3]) != 0)
         return call_fallback(self, args, nargsf, kwnames);   /* re-run: raises or converts */
@@ -114,13 +134,14 @@ static PyObject *KernelCall_vectorcall(PyObject *callable, PyObject *const *args
 static int KernelCall_init(KernelCall *self, PyObject *args, PyObject *kwds)
 {
     static char *keywords[] = {"address", "bound", "dims", "lengths", "fallback", "out_cols",
-                               NULL};
+                               "affine", NULL};
     unsigned long long address;
     PyObject *bound, *dims, *lengths, *fallback;
     Py_ssize_t out_cols = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "KO!O!O!O|n", keywords, &address,
+    int affine = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "KO!O!O!O|np", keywords, &address,
                                      &PyTuple_Type, &bound, &PyTuple_Type, &dims,
-                                     &PyTuple_Type, &lengths, &fallback, &out_cols))
+                                     &PyTuple_Type, &lengths, &fallback, &out_cols, &affine))
         return -1;
     if (address == 0) {
         PyErr_SetString(PyExc_ValueError, "KernelCall: address is 0");
@@ -159,6 +180,8 @@ static int KernelCall_init(KernelCall *self, PyObject *args, PyObject *kwds)
     }
     self->n_inputs = (int)n_lengths - 1;
     self->out_cols = (npy_intp)out_cols;
+    self->affine = affine;
+    self->owner = 0;
     self->kernel = (kernel_t)(uintptr_t)address;
     Py_INCREF(bound);
     Py_XSETREF(self->bound_arrays, bound);
@@ -200,10 +223,11 @@ static void KernelCall_dealloc(KernelCall *self)
 static PyObject *KernelCall_entry(KernelCall *self, PyObject *const *args, Py_ssize_t nargs)
 {
     double *ptr[4];
-    if (nargs != self->n_inputs + 1 || fill_pointers(self, args, ptr) != 0) {
+    if (nargs != self->n_inputs + 1 || fill_pointers(self, args, ptr) != 0
+            || !thread_allowed(self)) {
         PyErr_SetString(PyExc_TypeError, "entry: the arguments must be the inputs and out, "
                                          "float64 C-contiguous arrays of the model's shapes "
-                                         "(out writable)");
+                                         "(out writable), from the owner thread if affine");
         return NULL;
     }
     self->fast_calls++;
@@ -296,18 +320,26 @@ static PyObject *KernelCall_fallback(KernelCall *self, void *closure)
     return self->fallback;
 }
 
+static PyObject *KernelCall_owner(KernelCall *self, void *closure)
+{
+    return PyLong_FromUnsignedLong(self->owner);
+}
+
 static PyGetSetDef KernelCall_getset[] = {
     {"fallback", (getter)KernelCall_fallback, NULL, "the Python callable of the general case",
      NULL},
+    {"owner", (getter)KernelCall_owner, NULL, "affine: the ident (threading.get_ident()) of the "
+     "thread that takes the fast path, 0 until one has; 0 for a call of any thread", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyTypeObject KernelCallType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "mbd_ros.fastcall._fastcall.KernelCall",
-    .tp_doc = "KernelCall(address, bound, dims, lengths, fallback, out_cols=0): calls a "
-              "kernel's C entry for f(a[, b[, c]], out=out) with float64 arrays of the given "
-              "shapes, else fallback(*args, **kwargs).",
+    .tp_doc = "KernelCall(address, bound, dims, lengths, fallback, out_cols=0, affine=False): "
+              "calls a kernel's C entry for f(a[, b[, c]], out=out) with float64 arrays of the "
+              "given shapes (affine: from the first thread that does only), else "
+              "fallback(*args, **kwargs).",
     .tp_basicsize = sizeof(KernelCall),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_vectorcall_offset = offsetof(KernelCall, vectorcall),

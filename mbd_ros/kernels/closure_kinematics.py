@@ -199,7 +199,7 @@ def _add(a, b):
 
 @njit(cache=True, inline="always")
 def _rot(r, x0, x1, x2):
-    """R x for a row-major 3x3 rotation r (9)."""
+    """R x for a row-major 3x3 rotation r (9-tuple)."""
     return (r[0] * x0 + r[1] * x1 + r[2] * x2,
             r[3] * x0 + r[4] * x1 + r[5] * x2,
             r[6] * x0 + r[7] * x1 + r[8] * x2)
@@ -215,92 +215,100 @@ def _rot_t(r, x):
 
 @njit(cache=True, inline="always")
 def _frame_axis(rot_body, frame, k):
-    """World direction of column k of a frame (9, in the body) on a body of rotation rot_body."""
+    """World direction of column k of a frame (9-tuple, in the body) on a body of rotation
+    rot_body."""
     return _rot(rot_body, frame[k], frame[3 + k], frame[6 + k])
 
 
+@njit(cache=True, inline="always")
+def _read9(x, i, c):
+    """x[i, c:c+9] as a tuple (no view)."""
+    return (x[i, c], x[i, c + 1], x[i, c + 2], x[i, c + 3], x[i, c + 4], x[i, c + 5],
+            x[i, c + 6], x[i, c + 7], x[i, c + 8])
+
+
+@njit(cache=True, inline="always")
+def _read3(x, i, c):
+    """x[i, c:c+3] as a tuple (no view)."""
+    return (x[i, c], x[i, c + 1], x[i, c + 2])
+
+
+# ---- rows of one cut, written as (rows array, row r, column offsets): no views ------------------
+# `out` holds the cut's constraint rows; res / bias are the columns of g_s and gamma2_s, ja / jb
+# the first of the 6 columns of G_a and G_b (the closed-loop kernels pass loop_float and the
+# LOOP_* columns, so the rows land in place). Out of line (whole arrays, no views, so a call
+# costs no reference counts): inlining them into the nine cut types took numba ~20 s of
+# compilation (measured), for a few ns per call saved.
+
 @njit(cache=True)
-def _add_point_row(jac_a, jac_b, r, rot_a, rot_b, rho_a, rho_b, e, scale):
+def _add_point_row(out, r, ja, jb, rot_a, rot_b, rho_a, rho_b, e, scale):
     """Row r += scale * d/dt (e . d) through the points: e . (nu_B - nu_A), e held constant."""
     lin = _rot_t(rot_b, e)
     ang = _rot_t(rot_b, _cross(rho_b, e))
     for k in range(3):
-        jac_b[r, k] += scale * lin[k]
-        jac_b[r, 3 + k] += scale * ang[k]
+        out[r, jb + k] += scale * lin[k]
+        out[r, jb + 3 + k] += scale * ang[k]
     lin = _rot_t(rot_a, e)
     ang = _rot_t(rot_a, _cross(rho_a, e))
     for k in range(3):
-        jac_a[r, k] -= scale * lin[k]
-        jac_a[r, 3 + k] -= scale * ang[k]
+        out[r, ja + k] -= scale * lin[k]
+        out[r, ja + 3 + k] -= scale * ang[k]
 
 
 @njit(cache=True)
-def _add_angular_row(jac, r, rot, u):
-    """Row r, angular columns += (R^T u)^T."""
-    ang = _rot_t(rot, u)
-    for k in range(3):
-        jac[r, 3 + k] += ang[k]
-
-
-@njit(cache=True)
-def _position_rows(jac_a, jac_b, residual_out, bias_out, r0, rot_a, rot_b, rho_a, rho_b, d, bias_d):
+def _position_rows(out, r0, res, bias, ja, jb, rot_a, rot_b, rho_a, rho_b, d, bias_d):
     """Rows r0..r0+2: the three world components of d."""
     for k in range(3):
         e = (1.0 if k == 0 else 0.0, 1.0 if k == 1 else 0.0, 1.0 if k == 2 else 0.0)
-        _add_point_row(jac_a, jac_b, r0 + k, rot_a, rot_b, rho_a, rho_b, e, 1.0)
-        residual_out[r0 + k] = d[k]
-        bias_out[r0 + k] = bias_d[k]
+        _add_point_row(out, r0 + k, ja, jb, rot_a, rot_b, rho_a, rho_b, e, 1.0)
+        out[r0 + k, res] = d[k]
+        out[r0 + k, bias] = bias_d[k]
 
 
 @njit(cache=True)
-def _offset_row(jac_a, jac_b, residual_out, bias_out, r, rot_a, rot_b, rho_a, rho_b, d, d_dot,
-                bias_d, omega_a, u):
+def _offset_row(out, r, res, bias, ja, jb, rot_a, rot_b, rho_a, rho_b, d, d_dot, bias_d,
+                omega_a, u):
     """Row r: g = d . u with u fixed in A."""
-    _add_point_row(jac_a, jac_b, r, rot_a, rot_b, rho_a, rho_b, u, 1.0)
-    _add_angular_row(jac_a, r, rot_a, _cross(u, d))
+    _add_point_row(out, r, ja, jb, rot_a, rot_b, rho_a, rho_b, u, 1.0)
+    ang = _rot_t(rot_a, _cross(u, d))          # angular columns of a += (R_a^T (u x d))^T
+    for k in range(3):
+        out[r, ja + 3 + k] += ang[k]
     u_dot = _cross(omega_a, u)
-    residual_out[r] = _dot(d, u)
-    bias_out[r] = _dot(u, bias_d) + 2.0 * _dot(d_dot, u_dot) + _dot(d, _cross(omega_a, u_dot))
+    out[r, res] = _dot(d, u)
+    out[r, bias] = _dot(u, bias_d) + 2.0 * _dot(d_dot, u_dot) + _dot(d, _cross(omega_a, u_dot))
 
 
 @njit(cache=True)
-def _angle_row(jac_a, jac_b, residual_out, bias_out, r, rot_a, rot_b, omega_a, omega_b, u, w,
-               scale):
+def _angle_row(out, r, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b, u, w, scale):
     """Row r += scale * (u . w) with u fixed in A, w fixed in B (rows start at zero)."""
     uw = _cross(u, w)
     ang_a = _rot_t(rot_a, uw)
     ang_b = _rot_t(rot_b, uw)
     for k in range(3):
-        jac_a[r, 3 + k] += scale * ang_a[k]
-        jac_b[r, 3 + k] -= scale * ang_b[k]
+        out[r, ja + 3 + k] += scale * ang_a[k]
+        out[r, jb + 3 + k] -= scale * ang_b[k]
     u_dot = _cross(omega_a, u)
     w_dot = _cross(omega_b, w)
-    residual_out[r] += scale * _dot(u, w)
-    bias_out[r] += scale * (_dot(_cross(omega_a, u_dot), w) + 2.0 * _dot(u_dot, w_dot)
-                            + _dot(u, _cross(omega_b, w_dot)))
+    out[r, res] += scale * _dot(u, w)
+    out[r, bias] += scale * (_dot(_cross(omega_a, u_dot), w) + 2.0 * _dot(u_dot, w_dot)
+                             + _dot(u, _cross(omega_b, w_dot)))
 
 
 @njit(cache=True)
-def _lock_rows(jac_a, jac_b, residual_out, bias_out, r0, rot_a, rot_b, omega_a, omega_b,
+def _lock_rows(out, r0, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b,
                x_a, y_a, z_a, x_b, y_b, z_b):
     """Rows r0..r0+2: r = 1/2 (z_A.y_B - y_A.z_B, x_A.z_B - z_A.x_B, y_A.x_B - x_A.y_B)."""
-    _angle_row(jac_a, jac_b, residual_out, bias_out, r0, rot_a, rot_b, omega_a, omega_b,
-               z_a, y_b, 0.5)
-    _angle_row(jac_a, jac_b, residual_out, bias_out, r0, rot_a, rot_b, omega_a, omega_b,
-               y_a, z_b, -0.5)
-    _angle_row(jac_a, jac_b, residual_out, bias_out, r0 + 1, rot_a, rot_b, omega_a, omega_b,
-               x_a, z_b, 0.5)
-    _angle_row(jac_a, jac_b, residual_out, bias_out, r0 + 1, rot_a, rot_b, omega_a, omega_b,
-               z_a, x_b, -0.5)
-    _angle_row(jac_a, jac_b, residual_out, bias_out, r0 + 2, rot_a, rot_b, omega_a, omega_b,
-               y_a, x_b, 0.5)
-    _angle_row(jac_a, jac_b, residual_out, bias_out, r0 + 2, rot_a, rot_b, omega_a, omega_b,
-               x_a, y_b, -0.5)
+    _angle_row(out, r0, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b, z_a, y_b, 0.5)
+    _angle_row(out, r0, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b, y_a, z_b, -0.5)
+    _angle_row(out, r0 + 1, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b, x_a, z_b, 0.5)
+    _angle_row(out, r0 + 1, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b, z_a, x_b, -0.5)
+    _angle_row(out, r0 + 2, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b, y_a, x_b, 0.5)
+    _angle_row(out, r0 + 2, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b, x_a, y_b, -0.5)
 
 
 @njit(cache=True)
-def _pitch_row(jac_a, jac_b, residual_out, bias_out, r, rot_a, rot_b, rho_a, rho_b, d, d_dot,
-               bias_d, omega_a, omega_b, x_a, y_a, z_a, x_b, pitch):
+def _pitch_row(out, r, res, bias, ja, jb, rot_a, rot_b, rho_a, rho_b, d, d_dot, bias_d,
+               omega_a, omega_b, x_a, y_a, z_a, x_b, pitch):
     """Row r (zero on entry): g = h sin(theta - s) of a helical cut (module docstring)."""
     alpha = _dot(y_a, x_b)
     beta = _dot(x_a, x_b)
@@ -317,22 +325,20 @@ def _pitch_row(jac_a, jac_b, residual_out, bias_out, r, rot_a, rot_b, rho_a, rho
     beta_dot = _dot(_cross(omega_a, x_a), x_b) + _dot(x_a, x_b_dot)
     delta_dot = _dot(d_dot, z_a) + _dot(d, _cross(omega_a, z_a))
     # the delta row scaled by F_delta (its helper sets residual and bias)
-    _offset_row(jac_a, jac_b, residual_out, bias_out, r, rot_a, rot_b, rho_a, rho_b, d, d_dot,
-                bias_d, omega_a, z_a)
+    _offset_row(out, r, res, bias, ja, jb, rot_a, rot_b, rho_a, rho_b, d, d_dot, bias_d,
+                omega_a, z_a)
     for c in range(6):
-        jac_a[r, c] *= f_delta
-        jac_b[r, c] *= f_delta
-    bias_out[r] *= f_delta
-    _angle_row(jac_a, jac_b, residual_out, bias_out, r, rot_a, rot_b, omega_a, omega_b,
-               y_a, x_b, f_alpha)
-    _angle_row(jac_a, jac_b, residual_out, bias_out, r, rot_a, rot_b, omega_a, omega_b,
-               x_a, x_b, f_beta)
-    residual_out[r] = pitch * (alpha * cos_s - beta * sin_s)
-    bias_out[r] += (-2.0 * sin_s * alpha_dot * delta_dot - 2.0 * cos_s * beta_dot * delta_dot
-                    + (beta * sin_s - alpha * cos_s) / pitch * delta_dot * delta_dot)
+        out[r, ja + c] *= f_delta
+        out[r, jb + c] *= f_delta
+    out[r, bias] *= f_delta
+    _angle_row(out, r, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b, y_a, x_b, f_alpha)
+    _angle_row(out, r, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b, x_a, x_b, f_beta)
+    out[r, res] = pitch * (alpha * cos_s - beta * sin_s)
+    out[r, bias] += (-2.0 * sin_s * alpha_dot * delta_dot - 2.0 * cos_s * beta_dot * delta_dot
+                     + (beta * sin_s - alpha * cos_s) / pitch * delta_dot * delta_dot)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def constraint_count(cut_type):
     """b_s of a cut type code (0 for an unknown code)."""
     if cut_type == CUT_FIXED:
@@ -349,37 +355,47 @@ def constraint_count(cut_type):
 
 
 @njit(cache=True)
-def closure_kinematics(cut_type, cut_row, rot_a, pos_a, vel_a, rot_b, pos_b, vel_b,
-                       residual_out, jac_a_out, jac_b_out, bias_out):
-    """g_s, G_a, G_b and gamma2_s of one cut joint (see the module docstring); returns b_s.
+def cut_kinematics(cut_type, cut_float, s, poses, ia, ib, rot_col, pos_col, vel_col,
+                   out, r0, res, bias, ja, jb):
+    """g_s, G_a, G_b and gamma2_s of cut s (see the module docstring) into rows r0.. of `out`;
+    returns b_s. Flat arrays plus offsets (no views): one call per cut, the row helpers inlined.
 
-    # Model:    cut_type (int code), cut_row (CUT_ROW_WIDTH)
-    # Data in:  rot_a (9, world rotation of body a, row-major), pos_a (3), vel_a (6, body-frame
-    #           [v; w]); the same for body b (universe: identity, zeros)
-    # Data out: residual_out (>= b_s), jac_a_out, jac_b_out (>= b_s, 6), bias_out (>= b_s);
-    #           rows b_s.. are not touched
+    # Model:    cut_type (int code), cut_float[s] (CUT_ROW_WIDTH columns)
+    # Data in:  poses[ia] and poses[ib]: world rotation of body a / b (9, row-major) at rot_col,
+    #           origin (3) at pos_col, body-frame twist [v; w] (6) at vel_col (the universe:
+    #           identity, zeros; the closed-loop kernels pass work, WORLD_ROT, WORLD_POS, VEL)
+    # Data out: out[r0:r0 + b_s] columns res (g_s), bias (gamma2_s), ja:ja+6 (G_a), jb:jb+6
+    #           (G_b); other rows are not touched, nothing for an unknown code
     """
     n_rows = constraint_count(cut_type)
-    for r in range(n_rows):
-        residual_out[r] = 0.0
-        bias_out[r] = 0.0
+    for r in range(r0, r0 + n_rows):
+        out[r, res] = 0.0
+        out[r, bias] = 0.0
         for c in range(6):
-            jac_a_out[r, c] = 0.0
-            jac_b_out[r, c] = 0.0
+            out[r, ja + c] = 0.0
+            out[r, jb + c] = 0.0
     if n_rows == 0:
         return 0
-    frame_a = cut_row[CUT_A_ROT:CUT_A_ROT + 9]
-    frame_b = cut_row[CUT_B_ROT:CUT_B_ROT + 9]
+    rot_a = _read9(poses, ia, rot_col)
+    rot_b = _read9(poses, ib, rot_col)
+    frame_a = _read9(cut_float, s, CUT_A_ROT)
+    frame_b = _read9(cut_float, s, CUT_B_ROT)
 
     # ---- cut frame origins and their world velocities -------------------------------------------
     # rho = R p_frame, p_A = p_a + rho_A;  omega = R w;  nu = R v + omega x rho
-    rho_a = _rot(rot_a, cut_row[CUT_A_POS], cut_row[CUT_A_POS + 1], cut_row[CUT_A_POS + 2])
-    rho_b = _rot(rot_b, cut_row[CUT_B_POS], cut_row[CUT_B_POS + 1], cut_row[CUT_B_POS + 2])
-    omega_a = _rot(rot_a, vel_a[3], vel_a[4], vel_a[5])
-    omega_b = _rot(rot_b, vel_b[3], vel_b[4], vel_b[5])
-    nu_a = _add(_rot(rot_a, vel_a[0], vel_a[1], vel_a[2]), _cross(omega_a, rho_a))
-    nu_b = _add(_rot(rot_b, vel_b[0], vel_b[1], vel_b[2]), _cross(omega_b, rho_b))
+    rho_a = _rot(rot_a, cut_float[s, CUT_A_POS], cut_float[s, CUT_A_POS + 1],
+                 cut_float[s, CUT_A_POS + 2])
+    rho_b = _rot(rot_b, cut_float[s, CUT_B_POS], cut_float[s, CUT_B_POS + 1],
+                 cut_float[s, CUT_B_POS + 2])
+    omega_a = _rot(rot_a, poses[ia, vel_col + 3], poses[ia, vel_col + 4], poses[ia, vel_col + 5])
+    omega_b = _rot(rot_b, poses[ib, vel_col + 3], poses[ib, vel_col + 4], poses[ib, vel_col + 5])
+    nu_a = _add(_rot(rot_a, poses[ia, vel_col], poses[ia, vel_col + 1], poses[ia, vel_col + 2]),
+                _cross(omega_a, rho_a))
+    nu_b = _add(_rot(rot_b, poses[ib, vel_col], poses[ib, vel_col + 1], poses[ib, vel_col + 2]),
+                _cross(omega_b, rho_b))
     # d = p_B - p_A, its rate, and the velocity-product part of its second derivative
+    pos_a = _read3(poses, ia, pos_col)
+    pos_b = _read3(poses, ib, pos_col)
     d = (pos_b[0] + rho_b[0] - pos_a[0] - rho_a[0],
          pos_b[1] + rho_b[1] - pos_a[1] - rho_a[1],
          pos_b[2] + rho_b[2] - pos_a[2] - rho_a[2])
@@ -394,56 +410,100 @@ def closure_kinematics(cut_type, cut_row, rot_a, pos_a, vel_a, rot_b, pos_b, vel
     y_b = _frame_axis(rot_b, frame_b, 1)
     z_b = _frame_axis(rot_b, frame_b, 2)
 
-    res = residual_out
-    ja = jac_a_out
-    jb = jac_b_out
     if cut_type == CUT_SPHERICAL:
-        _position_rows(ja, jb, res, bias_out, 0, rot_a, rot_b, rho_a, rho_b, d, bias_d)
+        _position_rows(out, r0, res, bias, ja, jb, rot_a, rot_b, rho_a, rho_b, d, bias_d)
     elif cut_type == CUT_REVOLUTE:
-        _position_rows(ja, jb, res, bias_out, 0, rot_a, rot_b, rho_a, rho_b, d, bias_d)
-        _angle_row(ja, jb, res, bias_out, 3, rot_a, rot_b, omega_a, omega_b, z_a, x_b, 1.0)
-        _angle_row(ja, jb, res, bias_out, 4, rot_a, rot_b, omega_a, omega_b, z_a, y_b, 1.0)
+        _position_rows(out, r0, res, bias, ja, jb, rot_a, rot_b, rho_a, rho_b, d, bias_d)
+        _angle_row(out, r0 + 3, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b, z_a, x_b, 1.0)
+        _angle_row(out, r0 + 4, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b, z_a, y_b, 1.0)
     elif cut_type == CUT_FIXED:
-        _position_rows(ja, jb, res, bias_out, 0, rot_a, rot_b, rho_a, rho_b, d, bias_d)
-        _lock_rows(ja, jb, res, bias_out, 3, rot_a, rot_b, omega_a, omega_b,
+        _position_rows(out, r0, res, bias, ja, jb, rot_a, rot_b, rho_a, rho_b, d, bias_d)
+        _lock_rows(out, r0 + 3, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b,
                    x_a, y_a, z_a, x_b, y_b, z_b)
     elif cut_type == CUT_PRISMATIC:
-        _offset_row(ja, jb, res, bias_out, 0, rot_a, rot_b, rho_a, rho_b, d, d_dot, bias_d,
+        _offset_row(out, r0, res, bias, ja, jb, rot_a, rot_b, rho_a, rho_b, d, d_dot, bias_d,
                     omega_a, x_a)
-        _offset_row(ja, jb, res, bias_out, 1, rot_a, rot_b, rho_a, rho_b, d, d_dot, bias_d,
+        _offset_row(out, r0 + 1, res, bias, ja, jb, rot_a, rot_b, rho_a, rho_b, d, d_dot, bias_d,
                     omega_a, y_a)
-        _lock_rows(ja, jb, res, bias_out, 2, rot_a, rot_b, omega_a, omega_b,
+        _lock_rows(out, r0 + 2, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b,
                    x_a, y_a, z_a, x_b, y_b, z_b)
     elif cut_type == CUT_CYLINDRICAL or cut_type == CUT_HELICAL:
-        _offset_row(ja, jb, res, bias_out, 0, rot_a, rot_b, rho_a, rho_b, d, d_dot, bias_d,
+        _offset_row(out, r0, res, bias, ja, jb, rot_a, rot_b, rho_a, rho_b, d, d_dot, bias_d,
                     omega_a, x_a)
-        _offset_row(ja, jb, res, bias_out, 1, rot_a, rot_b, rho_a, rho_b, d, d_dot, bias_d,
+        _offset_row(out, r0 + 1, res, bias, ja, jb, rot_a, rot_b, rho_a, rho_b, d, d_dot, bias_d,
                     omega_a, y_a)
-        _angle_row(ja, jb, res, bias_out, 2, rot_a, rot_b, omega_a, omega_b, z_a, x_b, 1.0)
-        _angle_row(ja, jb, res, bias_out, 3, rot_a, rot_b, omega_a, omega_b, z_a, y_b, 1.0)
+        _angle_row(out, r0 + 2, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b, z_a, x_b, 1.0)
+        _angle_row(out, r0 + 3, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b, z_a, y_b, 1.0)
         if cut_type == CUT_HELICAL:
-            _pitch_row(ja, jb, res, bias_out, 4, rot_a, rot_b, rho_a, rho_b, d, d_dot, bias_d,
-                       omega_a, omega_b, x_a, y_a, z_a, x_b, cut_row[CUT_PITCH])
+            _pitch_row(out, r0 + 4, res, bias, ja, jb, rot_a, rot_b, rho_a, rho_b, d, d_dot,
+                       bias_d, omega_a, omega_b, x_a, y_a, z_a, x_b, cut_float[s, CUT_PITCH])
     elif cut_type == CUT_PLANAR:
-        _offset_row(ja, jb, res, bias_out, 0, rot_a, rot_b, rho_a, rho_b, d, d_dot, bias_d,
+        _offset_row(out, r0, res, bias, ja, jb, rot_a, rot_b, rho_a, rho_b, d, d_dot, bias_d,
                     omega_a, z_a)
-        _angle_row(ja, jb, res, bias_out, 1, rot_a, rot_b, omega_a, omega_b, z_a, x_b, 1.0)
-        _angle_row(ja, jb, res, bias_out, 2, rot_a, rot_b, omega_a, omega_b, z_a, y_b, 1.0)
+        _angle_row(out, r0 + 1, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b, z_a, x_b, 1.0)
+        _angle_row(out, r0 + 2, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b, z_a, y_b, 1.0)
     elif cut_type == CUT_UNIVERSAL:
-        _position_rows(ja, jb, res, bias_out, 0, rot_a, rot_b, rho_a, rho_b, d, bias_d)
+        _position_rows(out, r0, res, bias, ja, jb, rot_a, rot_b, rho_a, rho_b, d, bias_d)
         # a2 = frame_b axis2 (aligned coordinates), fixed in B
-        a2 = _rot(frame_b, cut_row[CUT_AXIS2], cut_row[CUT_AXIS2 + 1], cut_row[CUT_AXIS2 + 2])
+        a2 = _rot(frame_b, cut_float[s, CUT_AXIS2], cut_float[s, CUT_AXIS2 + 1],
+                  cut_float[s, CUT_AXIS2 + 2])
         a2 = _rot(rot_b, a2[0], a2[1], a2[2])
-        _angle_row(ja, jb, res, bias_out, 3, rot_a, rot_b, omega_a, omega_b, z_a, a2, 1.0)
-        res[3] -= cut_row[CUT_REFERENCE]
+        _angle_row(out, r0 + 3, res, bias, ja, jb, rot_a, rot_b, omega_a, omega_b, z_a, a2, 1.0)
+        out[r0 + 3, res] -= cut_float[s, CUT_REFERENCE]
     else:  # CUT_DISTANCE: |d| - L
         norm = math.sqrt(_dot(d, d))
-        res[0] = norm - cut_row[CUT_LENGTH]
+        out[r0, res] = norm - cut_float[s, CUT_LENGTH]
         if norm > 0.0:
             e = (d[0] / norm, d[1] / norm, d[2] / norm)
-            _add_point_row(ja, jb, 0, rot_a, rot_b, rho_a, rho_b, e, 1.0)
+            _add_point_row(out, r0, ja, jb, rot_a, rot_b, rho_a, rho_b, e, 1.0)
             along = _dot(e, d_dot)
-            bias_out[0] = _dot(e, bias_d) + (_dot(d_dot, d_dot) - along * along) / norm
+            out[r0, bias] = _dot(e, bias_d) + (_dot(d_dot, d_dot) - along * along) / norm
+    return n_rows
+
+
+# columns of the one-cut scratch of closure_kinematics
+_ROW_RES = 0
+_ROW_BIAS = 1
+_ROW_JAC_A = 2
+_ROW_JAC_B = 8
+_ROW_WIDTH = 14
+
+
+@njit(cache=True)
+def closure_kinematics(cut_type, cut_row, rot_a, pos_a, vel_a, rot_b, pos_b, vel_b,
+                       residual_out, jac_a_out, jac_b_out, bias_out):
+    """g_s, G_a, G_b and gamma2_s of one cut joint (see the module docstring); returns b_s.
+    The vector form of `cut_kinematics` (it copies its inputs and rows through small scratch
+    arrays: for the flexible loops and the tests, not for the closed-loop hot path).
+
+    # Model:    cut_type (int code), cut_row (CUT_ROW_WIDTH)
+    # Data in:  rot_a (9, world rotation of body a, row-major), pos_a (3), vel_a (6, body-frame
+    #           [v; w]); the same for body b (universe: identity, zeros)
+    # Data out: residual_out (>= b_s), jac_a_out, jac_b_out (>= b_s, 6), bias_out (>= b_s);
+    #           rows b_s.. are not touched
+    """
+    constants = np.empty((1, CUT_ROW_WIDTH))
+    for c in range(CUT_ROW_WIDTH):
+        constants[0, c] = cut_row[c]
+    poses = np.empty((2, 18))
+    for k in range(9):
+        poses[0, k] = rot_a[k]
+        poses[1, k] = rot_b[k]
+    for k in range(3):
+        poses[0, 9 + k] = pos_a[k]
+        poses[1, 9 + k] = pos_b[k]
+    for k in range(6):
+        poses[0, 12 + k] = vel_a[k]
+        poses[1, 12 + k] = vel_b[k]
+    rows = np.empty((MAX_CUT_ROWS, _ROW_WIDTH))
+    n_rows = cut_kinematics(cut_type, constants, 0, poses, 0, 1, 0, 9, 12, rows, 0, _ROW_RES,
+                            _ROW_BIAS, _ROW_JAC_A, _ROW_JAC_B)
+    for r in range(n_rows):
+        residual_out[r] = rows[r, _ROW_RES]
+        bias_out[r] = rows[r, _ROW_BIAS]
+        for c in range(6):
+            jac_a_out[r, c] = rows[r, _ROW_JAC_A + c]
+            jac_b_out[r, c] = rows[r, _ROW_JAC_B + c]
     return n_rows
 
 
