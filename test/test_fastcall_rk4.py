@@ -108,3 +108,29 @@ def test_rk4_entry_refuses_wrong_buffers():
                   np.zeros(n)) is False
     with pytest.raises(TypeError):
         fd.rk4(z, z, z, z, 1e-3, np.zeros((7, n)), np.zeros(n))
+
+
+def test_closed_loop_rk4_at_c_level_gives_the_bits_of_the_python_path():
+    """A closed-loop robot's forward dynamics C entry (thread-affine: its multipliers are per
+    thread) also takes the whole step; same bits as the Python path."""
+    from conftest import import_oracle
+    from test_closed_loops import case
+    pinocchio = import_oracle("pinocchio")
+    results = []
+    for c_calls in (True, False):
+        robot, _, _, q0, _ = case("spatial_rssr", pinocchio)
+        if c_calls:
+            robot.compile_c_calls()
+        else:
+            robot.drop_c_calls()
+        fd = robot.__dict__.get("forward_dynamics")
+        before = fd.counts()[0] if fd is not None else 0
+        sim = Simulator(robot, 1e-3, "rk4", q=q0)
+        tau = np.full(robot.nv, 0.3)
+        for _ in range(200):
+            sim.step(tau)
+        after = fd.counts()[0] if fd is not None else 0
+        results.append((sim.q.copy(), sim.v.copy(), after - before))
+    (fast_q, fast_v, fast_calls), (slow_q, slow_v, slow_calls) = results
+    assert fast_calls >= 3 * 200 and slow_calls == 0
+    assert np.array_equal(fast_q, slow_q) and np.array_equal(fast_v, slow_v)

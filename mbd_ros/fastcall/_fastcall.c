@@ -259,8 +259,8 @@ static PyObject *KernelCall_rk4(KernelCall *self, PyObject *const *args, Py_ssiz
     double *a1 = array_data(args[2], n, 0, 0), *tau = array_data(args[3], n, 0, 0);
     double *stages = array_data(args[5], 7, n, 1);
     double *q_next = array_data(args[6], n, 0, 1), *v_next = array_data(args[7], n, 0, 1);
-    if (!q || !v || !a1 || !tau || !stages || !q_next || !v_next)
-        Py_RETURN_FALSE;
+    if (!q || !v || !a1 || !tau || !stages || !q_next || !v_next || !thread_allowed(self))
+        Py_RETURN_FALSE;   /* (affine: another thread owns the kernel's per-thread results) */
     double *qs = stages, *v2 = stages + n, *v3 = stages + 2 * n, *v4 = stages + 3 * n;
     double *a2 = stages + 4 * n, *a3 = stages + 5 * n, *a4 = stages + 6 * n;
     double h = 0.5 * dt;
