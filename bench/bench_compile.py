@@ -2,7 +2,7 @@
 warm (filled cache), and the generated kernels' start-up (issue 7 items 3 and 2).
 
     PYTHONPATH=. python bench/bench_compile.py [--robots ur5,panda] [--runs 3]
-        [--codegen-robots ur5,panda,talos_full] [--stages] [--quick] [--out FILE]
+        [--codegen-robots ur5,panda,talos_full] [--before DIR] [--stages] [--quick] [--out FILE]
 
 Part 1, first FD (target: <= 10 s cold, <= 0.5 s warm). Every run is a fresh Python process
 running exactly
@@ -138,10 +138,10 @@ def robot_urdf(name):
     return str(C.example_robot_data_dir() / rel)
 
 
-def run_child(code, urdf, cache_dir, extra_args=()):
-    """Run `code` in a fresh interpreter (NUMBA_CACHE_DIR=cache_dir, the repository first on the
-    path, cwd a temporary directory); returns its @@RESULT@@ dict and the parent's wall time."""
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), PYTHONPATH=str(C.REPO))
+def run_child(code, urdf, cache_dir, extra_args=(), repo=C.REPO, **extra_env):
+    """Run `code` in a fresh interpreter (NUMBA_CACHE_DIR=cache_dir, `repo` first on the path,
+    cwd a temporary directory); returns its @@RESULT@@ dict and the parent's wall time."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), PYTHONPATH=str(repo), **extra_env)
     # as an installed package: Python's bytecode cache (.pyc) written and used
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     t0 = time.time()
@@ -157,23 +157,29 @@ def run_child(code, urdf, cache_dir, extra_args=()):
     return result, proc.stderr
 
 
-def first_fd(name, runs, tmp_root):
-    """(cold results, warm results, breakdowns, importtime lines, cache dir) of one robot."""
+def first_fd(name, runs, tmp_root, before=None):
+    """{tree: (cold results, warm results)}, breakdowns, importtime lines of one robot; with
+    `before` (an earlier tree) its runs alternate with this tree's, each tree with its caches."""
     urdf = robot_urdf(name)
-    colds, warms, parts = [], [], []
-    cache = None
+    trees = {"this tree": C.REPO, **({"before": Path(before)} if before else {})}
+    results = {tree: ([], []) for tree in trees}
+    caches = {}
     for i in range(runs):
-        cache = tmp_root / f"{name}_cold{i}"
-        cache.mkdir()
-        colds.append(run_child(FIRST_FD, urdf, cache)[0])
-        print(f"# {name} cold {i + 1}: {colds[-1]['first FD']:.2f} s", file=sys.stderr)
+        for tree, repo in trees.items():
+            caches[tree] = tmp_root / f"{name}_{tree.replace(' ', '_')}_cold{i}"
+            caches[tree].mkdir()
+            results[tree][0].append(run_child(FIRST_FD, urdf, caches[tree], repo=repo)[0])
+            print(f"# {name} {tree} cold {i + 1}: {results[tree][0][-1]['first FD']:.2f} s",
+                  file=sys.stderr)
     for i in range(runs):
-        warms.append(run_child(FIRST_FD, urdf, cache)[0])
-        print(f"# {name} warm {i + 1}: {warms[-1]['first FD']:.3f} s", file=sys.stderr)
-    for i in range(runs):
-        parts.append(run_child(BREAKDOWN, urdf, cache)[0])
+        for tree, repo in trees.items():
+            results[tree][1].append(run_child(FIRST_FD, urdf, caches[tree], repo=repo)[0])
+            print(f"# {name} {tree} warm {i + 1}: {results[tree][1][-1]['first FD']:.3f} s",
+                  file=sys.stderr)
+    cache = caches["this tree"]
+    parts = [run_child(BREAKDOWN, urdf, cache)[0] for _ in range(runs)]
     _, importtime = run_child(FIRST_FD, urdf, cache, ("-X", "importtime"))
-    return colds, warms, parts, importtime, cache
+    return results, parts, importtime
 
 
 def importtime_top(stderr, n=10):
@@ -203,6 +209,9 @@ def main(argv=None):
     ap.add_argument("--codegen-robots", default="ur5,panda,talos_full",
                     help="robots of the codegen start-up part ('' to skip it)")
     ap.add_argument("--stages", action="store_true", help="also the first call of every method")
+    ap.add_argument("--before", metavar="DIR",
+                    help="an earlier tree (e.g. a `git archive` of it, with its fastcall .so) whose "
+                         "first-FD runs alternate with this tree's")
     ap.add_argument("--quick", action="store_true",
                     help="smoke test: one process each, ur5 only, no codegen part")
     ap.add_argument("--out")
@@ -212,22 +221,26 @@ def main(argv=None):
     md = ["## Start-up: first forward dynamics in a fresh process", "",
           C.machine_markdown(C.this_command()),
           f"- each number: median of {args.runs} fresh processes; NUMBA_CACHE_DIR a temporary "
-          "directory, empty for each cold run, the last cold run's for the warm runs", ""]
+          "directory, empty for each cold run, the last cold run's for the warm runs"
+          + (f"; `before`: the tree in {args.before}, its runs alternating with this tree's"
+             if args.before else ""), ""]
     failures, notes = [], []
     tmp_root = Path(tempfile.mkdtemp(prefix="mbd_ros_bench_numba_cache_"))
     try:
         rows, part_rows, tops = [], {}, {}
         for name in args.robots.split(","):
-            colds, warms, parts, importtime, cache = first_fd(name, args.runs, tmp_root)
-            if not all(r["finite"] for r in colds + warms):
-                failures.append(f"{name}: the first FD result is not finite")
-            cold, warm = median(colds, "first FD"), median(warms, "first FD")
-            rows.append([name, f"{fmt_s(cold)} ({fmt_s(median(colds, 'cpu'))} CPU)",
-                         f"<= {COLD_TARGET:g}", "met" if cold <= COLD_TARGET else "**missed**",
-                         f"{fmt_s(warm)} ({fmt_s(median(warms, 'cpu'))} CPU)",
-                         f"<= {WARM_TARGET:g}", "met" if warm <= WARM_TARGET else "**missed**",
-                         " / ".join(fmt_s(r["first FD"]) for r in colds),
-                         " / ".join(fmt_s(r["first FD"]) for r in warms)])
+            results, parts, importtime = first_fd(name, args.runs, tmp_root, args.before)
+            for tree, (colds, warms) in results.items():
+                if not all(r["finite"] for r in colds + warms):
+                    failures.append(f"{name} ({tree}): the first FD result is not finite")
+                cold, warm = median(colds, "first FD"), median(warms, "first FD")
+                rows.append([name if tree == "this tree" else f"{name}, before",
+                             f"{fmt_s(cold)} ({fmt_s(median(colds, 'cpu'))} CPU)",
+                             f"<= {COLD_TARGET:g}", "met" if cold <= COLD_TARGET else "**missed**",
+                             f"{fmt_s(warm)} ({fmt_s(median(warms, 'cpu'))} CPU)",
+                             f"<= {WARM_TARGET:g}", "met" if warm <= WARM_TARGET else "**missed**",
+                             " / ".join(fmt_s(r["first FD"]) for r in colds),
+                             " / ".join(fmt_s(r["first FD"]) for r in warms)])
             part_rows[name] = parts
             tops[name] = importtime_top(importtime)
         md += ["### First `forward_dynamics` result (s from spawning the process; median, its CPU "
@@ -257,7 +270,7 @@ def main(argv=None):
             md += [f"Largest self times of `python -X importtime` (warm, {name}): "
                    + ", ".join(f"{m} {ms:.0f} ms" for m, ms in top), ""]
         if args.codegen_robots:
-            md += codegen_part(args.codegen_robots.split(","), failures)
+            md += codegen_part(args.codegen_robots.split(","), args.runs, tmp_root)
         if args.stages:
             md += stages_part(args.runs, tmp_root)
     finally:
@@ -265,7 +278,7 @@ def main(argv=None):
     return C.finish_report(md, notes, failures, args.out)
 
 
-def codegen_part(names, failures):
+def codegen_part(names, runs, tmp_root):
     """Rows of the generated kernels' start-up (bench_codegen.start_up: cold, then warm)."""
     import bench_codegen
     rows = []
@@ -278,14 +291,34 @@ def codegen_part(names, failures):
         cold_target, warm_target = CODEGEN_TARGETS[kind]
         cold, warm = bench_codegen.start_up(name, full=False)
         c, w = cold["fd_id"], warm["fd_id"]
+        whole = codegen_whole_process(xml, floating, runs, tmp_root / f"codegen_{name}")
         rows.append([name, nv, f"{c[0]:.2f} ({c[1]:.2f} CPU)", f"<= {cold_target:g}",
                      "met" if c[0] <= cold_target else "**missed**",
                      f"{w[0]:.3f} ({w[1]:.3f} CPU)", f"<= {warm_target:g}",
-                     "met" if w[0] <= warm_target else "**missed**"])
+                     "met" if w[0] <= warm_target else "**missed**",
+                     f"{fmt_s(median(whole, 'first FD'))} ({fmt_s(median(whole, 'cpu'))} CPU)"])
     return ["### Generated kernels: `load(..., codegen=True)` + first FD and ID (s, one cold and one "
-            "warm process; after `import mbd_ros` and a generic load, bench_codegen.start_up)", "",
-            C.md_table(["robot", "nv", "cold", "target", "verdict", "warm", "target", "verdict"],
-                       rows), ""]
+            "warm process; after `import mbd_ros` and a generic load, bench_codegen.start_up); last "
+            f"column: a whole warm process, `import mbd_ros; load(URDF, passive_forces=False, "
+            f"codegen=True)` + first FD from spawning it (median of {runs})", "",
+            C.md_table(["robot", "nv", "cold", "target", "verdict", "warm", "target", "verdict",
+                        "warm, whole process"], rows), ""]
+
+
+CODEGEN_FIRST_FD = FIRST_FD.replace("passive_forces=False)", "passive_forces=False, codegen=True)")
+CODEGEN_FIRST_FD = CODEGEN_FIRST_FD.replace("load(URDF,", "load(open(URDF).read(), floating_base=FLOATING,")
+
+
+def codegen_whole_process(xml, floating, runs, folder):
+    """Warm fresh processes of import + load(codegen=True) + first FD (one process fills the
+    numba and codegen caches first)."""
+    folder.mkdir()
+    urdf = folder / "robot.urdf"
+    urdf.write_text(xml)
+    code = f"FLOATING = {floating!r}\n" + CODEGEN_FIRST_FD
+    env = {"MBD_ROS_CACHE_DIR": str(folder / "codegen")}
+    run_child(code, str(urdf), folder / "numba", **env)
+    return [run_child(code, str(urdf), folder / "numba", **env)[0] for _ in range(runs)]
 
 
 def stages_part(runs, tmp_root):
