@@ -1,8 +1,8 @@
 """Start-up behaviour (bench/bench_compile.py measures the times; nothing here is timed):
-- a warm process loads its kernels from numba's cache without initialising numba's compiler
-  (kernels/entry.load_cached): numba's lowering registries (numba.np.arraymath) and SciPy's
-  linalg are never imported on the way to the first forward dynamics, and the result is the one
-  the compiling process computed;
+- a warm process loads its kernels (and the C-level entry installed at the second call) from
+  numba's cache without initialising numba's compiler (kernels/entry.load_cached,
+  fastcall.c_entry): numba's lowering registries (numba.np.arraymath) and SciPy's linalg are
+  never imported, and the results are the ones the compiling process computed;
 - load_cached follows numba's cache invalidation: an edited kernel is recompiled;
 - the tree FD / ID kernels check their output themselves (one compiled kernel per method, no
   checked/unchecked pair): aliasing and overflow statuses, also through the batch path.
@@ -44,6 +44,7 @@ def test_warm_process_reaches_first_forward_dynamics_without_numba_compiler_or_s
     robot = mbd_ros.load(str(ARM), passive_forces=False)
     q, v, tau = arm_state(robot)
     expected = robot.forward_dynamics(q, v, tau)   # compiled or loaded here: the cache is filled
+    robot.compile_c_calls()                          # and the C entries' cache
     result = run_python(f"""
         import json, sys
         import numpy as np
@@ -57,15 +58,28 @@ def test_warm_process_reaches_first_forward_dynamics_without_numba_compiler_or_s
         out = np.empty(robot.nv)
         robot.forward_dynamics(q, v, tau, out=out)
         stats = aba.forward_dynamics.stats
-        print(json.dumps(dict(imported, qdd=out.tolist(), hits=sum(stats.cache_hits.values()),
-                              misses=sum(stats.cache_misses.values()),
-                              modules=[m for m in ("numba.np.arraymath", "scipy.linalg", "rclpy")
-                                       if m in sys.modules])))
+        first = dict(imported, qdd=out.tolist(), hits=sum(stats.cache_hits.values()),
+                     misses=sum(stats.cache_misses.values()),
+                     modules=[m for m in ("numba.np.arraymath", "scipy.linalg", "rclpy")
+                              if m in sys.modules])
+        # the second call installs the C-level entry (mbd_ros/fastcall), also from the cache
+        second = robot.forward_dynamics(q, v, tau, out=np.empty(robot.nv))
+        third = robot.forward_dynamics(q, v, tau, out=np.empty(robot.nv))
+        from mbd_ros import fastcall
+        print(json.dumps(dict(first, c_entry=fastcall.installed(robot, "forward_dynamics"),
+                              later=[second.tolist(), third.tolist()],
+                              later_modules=[m for m in ("numba.np.arraymath", "scipy.linalg")
+                                             if m in sys.modules])))
         """)
     assert result["compiled at import"] == 0
     assert result["hits"] == 1 and result["misses"] == 0
     assert result["modules"] == []
     np.testing.assert_array_equal(result["qdd"], expected)
+    from mbd_ros import fastcall
+    if fastcall.AVAILABLE:
+        assert result["c_entry"] and result["later_modules"] == []
+    for later in result["later"]:
+        np.testing.assert_array_equal(later, expected)
 
 
 KERNEL_MODULE = """

@@ -84,31 +84,41 @@ class _LazyEntry:
         return self.get_call_template(args, kws)
 
 
+def load_overload_without_refresh(cache, signature, context):
+    """numba's `cache.load_overload(signature, context)` without its target refresh (module
+    docstring): the CompileResult, or None on a miss or when numba's internals are not the
+    expected ones. Holds numba's compiler lock."""
+    load = getattr(cache, "_load_overload", None)
+    if global_compiler_lock is None or load is None:
+        return None
+    with global_compiler_lock:
+        try:
+            rtsys.initialize(context)   # the runtime the loaded machine code links against
+            guard = getattr(cache, "_guard_against_spurious_io_errors", None)
+            if guard is None:
+                return load(signature, context)
+            result = None
+            with guard():
+                result = load(signature, context)
+            return result
+        except Exception:   # noqa: BLE001 -- an unreadable entry: numba's own path decides
+            return None
+
+
 def load_cached(dispatcher, signature):
     """Add `signature`'s overload from numba's disk cache to dispatcher without refreshing numba's
     target (module docstring). Returns False, having changed nothing, on a cache miss or when
     numba's internals are not the expected ones (the caller then uses dispatcher.compile)."""
-    cache = getattr(dispatcher, "_cache", None)
     context = getattr(dispatcher, "targetctx", None)
-    load = getattr(cache, "_load_overload", None)
-    if global_compiler_lock is None or load is None or context is None \
+    if global_compiler_lock is None or context is None \
             or not hasattr(context, "insert_user_function"):
         return False
     with global_compiler_lock:
         args, _ = sigutils.normalize_signature(signature)
         if tuple(args) in dispatcher.overloads:
             return True
-        try:
-            rtsys.initialize(context)   # the runtime the loaded machine code links against
-            guard = getattr(cache, "_guard_against_spurious_io_errors", None)
-            if guard is None:
-                result = load(signature, context)
-            else:
-                result = None
-                with guard():
-                    result = load(signature, context)
-        except Exception:   # noqa: BLE001 -- an unreadable entry: numba's own path decides
-            return False
+        result = load_overload_without_refresh(getattr(dispatcher, "_cache", None), signature,
+                                               context)
         if result is None or result.objectmode:
             return False
         context.insert_user_function(result.entry_point, result.fndesc, [result.library])
