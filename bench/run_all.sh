@@ -28,7 +28,7 @@ echo "== per-call (bench_per_call.py)" >&2
 echo "== batches (bench_batch.py)" >&2
 "$PYTHON" bench/bench_batch.py "${QUICK[@]}" --out "$OUT/batch.md" >/dev/null || status=1
 echo "== start-up / compilation (bench_compile.py)" >&2
-"$PYTHON" bench/bench_compile.py --out "$OUT/compile.md" >/dev/null || status=1
+"$PYTHON" bench/bench_compile.py "${QUICK[@]}" --out "$OUT/compile.md" >/dev/null || status=1
 for f in per_call batch compile; do
   [ -f "$OUT/$f.md" ] && { cat "$OUT/$f.md"; echo; }
 done > "$OUT/all.md"

@@ -16,7 +16,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 from . import layout as L
 from .errors import ModelError, excerpt
@@ -381,6 +380,7 @@ class ClosedLoopRobot(Robot):
             if len(dep) == rank and np.linalg.cond(jac[:, dep]) < PARTITION_CONDITION_LIMIT:
                 self._partition = (ind, dep)
                 return self._partition
+        import scipy.linalg   # here, not at import: ~0.15 s that codegen=True robots never need
         _, _, pivots = scipy.linalg.qr(jac, pivoting=True, mode="economic")
         dep = np.sort(pivots[:rank])
         ind = np.setdiff1d(np.arange(self.nv), dep)
@@ -850,6 +850,7 @@ class ClosedLoopRobot(Robot):
             x[:3, 3:] = -rot.T @ np.array([[0, -pos[2], pos[1]], [pos[2], 0, -pos[0]], [-pos[1], pos[0], 0]])
             x[3:, 3:] = rot.T
             s_mat = bf[i, L.MOTION_SUBSPACE:L.MOTION_SUBSPACE + 6 * k[i]].reshape(k[i], 6).T
+            import scipy.linalg   # noqa: F811 -- imported where used, as in partition()
             complement = scipy.linalg.null_space(s_mat.T)          # T_i: T^T S = 0
             complements[i] = (complement, s_mat, x)
             inertia = bf[i, L.SPATIAL_INERTIA:L.SPATIAL_INERTIA + 36].reshape(6, 6)

@@ -717,6 +717,8 @@ class Robot:
                    if abs(np.dot(q[s], q[s]) - 1.0) > 2 * L.QUATERNION_NORM_TOL]
             raise ValueError(f"q: the quaternion of joint(s) {', '.join(bad)} must have unit norm "
                              f"(tolerance {L.QUATERNION_NORM_TOL:g})")
+        if status == _STATUS_ALIASED:   # batch and closed-loop kernels: no private retry
+            raise ValueError("out must not share memory with an input")
         if status in (L.STATUS_OK, _STATUS_NOT_FINITE):
             raise ValueError("the result is not finite: an overflow inside the dynamics (absurd "
                              "velocities, forces or external wrenches?)")

@@ -37,6 +37,7 @@ import numpy as np
 from numba import cfunc, types
 
 from ..kernels import drop_stale_cache, kernel_sources
+from ..kernels.entry import load_overload_without_refresh
 
 # the C entries of fastcall/generic.py, flexible.py and closed_loop.py link the kernels' machine
 # code into their own cache entries: drop them whenever a kernel source (or an entry module)
@@ -65,11 +66,41 @@ _compiled = {}
 def c_entry(function):
     """The numba @cfunc (C_SIGNATURE, cached on disk) of a module-level Python function, compiled
     once per process (a function defined at module level, so numba's cache finds it by file and
-    name: closures are not reliably cached)."""
+    name: closures are not reliably cached). Loaded from numba's cache without initialising
+    numba's compiler when possible (_load_cfunc)."""
     entry = _compiled.get(function)
     if entry is None:
-        entry = _compiled[function] = cfunc(C_SIGNATURE, cache=True)(function)
+        entry = _load_cfunc(function)
+        if entry is None:
+            entry = cfunc(C_SIGNATURE, cache=True)(function)
+        _compiled[function] = entry
     return entry
+
+
+def _load_cfunc(function):
+    """The CFunc of `function` from numba's disk cache, loaded as kernels/entry.load_cached loads
+    kernels (without numba's target refresh, ~0.25 s of CPU in a warm process), or None on a
+    cache miss or if numba's CFunc internals are not the expected ones (the caller then uses
+    numba's `cfunc`, which refreshes, loads or compiles). Mirrors numba's CFunc.compile."""
+    try:
+        from numba.core import sigutils
+        from numba.core.ccallback import CFunc
+    except ImportError:
+        return None
+    try:
+        entry = CFunc(function, sigutils.normalize_signature(C_SIGNATURE), locals={}, options={})
+        entry.enable_caching()
+        result = load_overload_without_refresh(entry._cache, entry._sig,
+                                               entry._targetdescr.target_context)
+        if result is None:
+            return None
+        entry._cache_hits += 1
+        entry._library = result.library
+        entry._wrapper_name = result.fndesc.llvm_cfunc_wrapper_name
+        entry._wrapper_address = result.library.get_pointer_to_function(entry._wrapper_name)
+        return entry
+    except Exception:   # noqa: BLE001 -- numba's own path decides
+        return None
 
 
 def dims_of(*arrays):

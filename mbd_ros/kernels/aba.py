@@ -15,6 +15,7 @@ from ..layout import (JOINT_HELICAL, JOINT_PRISMATIC, FRICTION_SPEED, STATUS_SHA
                       IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT, ROT, SCRATCH,
                       SPATIAL_INERTIA, STATUS_OK, STATUS_SINGULAR, TRANSFORM_SCRATCH, U_MAT, U_TAU,
                       VEL)
+from .output_checks import STATUS_ALIASED, STATUS_NOT_FINITE, all_finite, overlaps_any
 from .kinematics import revolute_pose, state_status, joint_motion, joint_pose, set_base_motion
 from .spatial import (add_cross_force, add_force_to_parent, add_inertia_to_parent, cross_motion,
                       inertia_times, invert_spd, motion_to_child, rigid_inertia_times)
@@ -106,8 +107,12 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
     """Joint accelerations qdd_out (nv,) for drive forces tau (nv,) at (q, v).
 
     Model: body_int, body_float. Data in/out: work (FEXT read). Returns a status code
-    (STATUS_SINGULAR + i when the joint-space articulated inertia N_i of body i is singular).
+    (STATUS_SINGULAR + i when the joint-space articulated inertia N_i of body i is singular;
+    output_checks.STATUS_ALIASED when qdd_out overlaps q, v or tau, before anything is written;
+    STATUS_NOT_FINITE when the result overflowed).
     """
+    if overlaps_any(qdd_out, q, v, tau):
+        return STATUS_ALIASED
     status = state_status(body_int, q, v, tau, True, True)
     if status != STATUS_OK:
         return status
@@ -223,4 +228,6 @@ def forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out):
             work[i, acc + 2] += body_float[i, AXIS + 2] * qdd
             continue
         articulated_step(work, i, body_float, k, U_TAU, ACC, qdd_out, iv)
+    if not all_finite(qdd_out):
+        return STATUS_NOT_FINITE
     return STATUS_OK

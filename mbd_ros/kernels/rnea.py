@@ -10,6 +10,7 @@ from .entry import entry_point
 from ..layout import (FRICTION_SPEED, JOINT_REVOLUTE, STATUS_SHAPE_OUT, ACC, BIAS_ACC, DAMPING, FEXT, FORCE, FRICTION, IDX_Q, IDX_V, JOINT_NV_COL,
                       JOINT_TYPE, PARENT, ROT, SCRATCH, SPATIAL_INERTIA, STATUS_OK,
                       TRANSFORM_SCRATCH, VEL)
+from .output_checks import STATUS_ALIASED, STATUS_NOT_FINITE, all_finite, overlaps_any
 from .kinematics import revolute_pose, state_status, joint_force, joint_motion, joint_pose, set_base_motion
 from .spatial import add_cross_force, add_force_to_parent, cross_motion, motion_to_child, rigid_inertia_times
 
@@ -19,8 +20,12 @@ def inverse_dynamics(body_int, body_float, work, q, v, qdd, tau_out):
     """Drive forces tau_out (nv,) for (q, v, qdd); work[:, FORCE] = joint wrenches f^p_i.
 
     Model: body_int, body_float. Data in/out: work (FEXT read: external wrench per body, body frame).
-    Returns a status code (layout.STATUS_*); never raises.
+    Returns a status code (layout.STATUS_*; output_checks.STATUS_ALIASED when tau_out overlaps
+    q, v or qdd, before anything is written; STATUS_NOT_FINITE when the result overflowed);
+    never raises.
     """
+    if overlaps_any(tau_out, q, v, qdd):
+        return STATUS_ALIASED
     status = state_status(body_int, q, v, qdd, True, True)
     if status != STATUS_OK:
         return status
@@ -73,4 +78,6 @@ def inverse_dynamics(body_int, body_float, work, q, v, qdd, tau_out):
                 tau_out[iv + j] += damping * rate + friction * math.tanh(rate / body_float[i, FRICTION_SPEED])
         if parent > 0:
             add_force_to_parent(work, i, ROT, work, i, FORCE, work, parent, FORCE)
+    if not all_finite(tau_out):
+        return STATUS_NOT_FINITE
     return STATUS_OK
