@@ -44,13 +44,15 @@ from ..flexible.layout import (ACC, ART_INERTIA, ATTACH, AXIS, BIAS, D_INV, DAMP
                                INERTIA, JOINT_TYPE, MFF_INV, NF, NODE_POS, NODE_TWIST, PARENT,
                                PLACEMENT_POS, PLACEMENT_ROT, POS, ROT, SCRATCH, SCRATCH2, U_TAU,
                                U_VEC, VEL, WORLD_POS, WORLD_ROT, X_MAT, XI, NV_JOINT,
-                               MOTION_SUBSPACE, U_MULTI, D_MULTI, DINV_MULTI, UTAU_MULTI)
+                               MOTION_SUBSPACE, U_MULTI, D_MULTI, DINV_MULTI, UTAU_MULTI,
+                               SPARSE)
 from ..layout import (JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL,
                       QUATERNION_NORM_TOL, STATUS_BAD_INPUT, STATUS_BAD_Q, STATUS_BAD_QUATERNION,
                       STATUS_BAD_V, STATUS_OK, STATUS_SHAPE_INPUT, STATUS_SHAPE_OUT,
                       STATUS_SHAPE_Q, STATUS_SHAPE_V, STATUS_SINGULAR)
 from .kinematics import joint_pose
-from .spatial import invert_spd
+from .spatial import (add_force_to_parent, add_inertia_to_parent, invert_spd,
+                      motion_to_child)
 
 
 # explicit signatures of the entry points (as kernels/signatures.py): other argument types raise
@@ -132,45 +134,6 @@ def _set_transform(work, i):
         work[i, base2 + 3] = rx
         work[i, base2 + 4] = ry
         work[i, base2 + 5] = rz
-
-
-@njit(inline="always", cache=True)
-def _x_times(work, i, src_row, src, dst):
-    """work[i, dst:dst+6] = X_i work[src_row, src:src+6]."""
-    for r in range(6):
-        s = 0.0
-        for c in range(6):
-            s += work[i, X_MAT + 6 * r + c] * work[src_row, src + c]
-        work[i, dst + r] = s
-
-
-@njit(inline="always", cache=True)
-def _xt_times(work, i, src, dst_row, dst):
-    """work[dst_row, dst:dst+6] += X_i^T work[i, src:src+6] (force to the parent frame)."""
-    for c in range(6):
-        s = 0.0
-        for r in range(6):
-            s += work[i, X_MAT + 6 * r + c] * work[i, src + r]
-        work[dst_row, dst + c] += s
-
-
-@njit(inline="always", cache=True)
-def _inertia_to_parent(work, i, src):
-    """work[i, SCRATCH2] = X_i^T I X_i for I = work[i, src:src+36] (6x6, body frame)."""
-    # X = [[R^T, -R^T [p]], [0, R^T]]: its lower-left block is zero, so columns c < 3 of X (and
-    # rows r < 3 of X^T) have only k < 3 terms (the same sums without the zero products)
-    for r in range(6):                      # SCRATCH = I X
-        for c in range(6):
-            s = 0.0
-            for k in range(3 if c < 3 else 6):
-                s += work[i, src + 6 * r + k] * work[i, X_MAT + 6 * k + c]
-            work[i, SCRATCH + 6 * r + c] = s
-    for r in range(6):                      # SCRATCH2 = X^T (I X)
-        for c in range(6):
-            s = 0.0
-            for k in range(3 if r < 3 else 6):
-                s += work[i, X_MAT + 6 * k + r] * work[i, SCRATCH + 6 * k + c]
-            work[i, SCRATCH2 + 6 * r + c] = s
 
 
 @njit(inline="always", cache=True)
@@ -435,11 +398,11 @@ def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
                 work[i, NODE_TWIST + r] += fwork[xi + r * n_p + k] * vk
     for r in range(6):
         work[i, SCRATCH + r] = work[p, VEL + r] + work[i, NODE_TWIST + r]
-    _x_times(work, i, i, SCRATCH, VEL)
+    motion_to_child(work, i, ROT, work, i, SCRATCH, work, i, VEL)
     _add_joint_motion(fint, ffloat, work, i, v, VEL)
     # ---- bias acceleration c = V x w - w x (X nu) + X [p_N x Gdot gdot - w_s x pdot; Gdot gdot],
     # w = X nu + S qd (relative twist of the body w.r.t. the parent reference frame)
-    _x_times(work, i, i, NODE_TWIST, SCRATCH)          # SCRATCH[0:6] = X nu
+    motion_to_child(work, i, ROT, work, i, NODE_TWIST, work, i, SCRATCH)   # SCRATCH[0:6] = X nu
     for r in range(6):
         work[i, SCRATCH + 6 + r] = work[i, SCRATCH + r]
     _add_joint_motion(fint, ffloat, work, i, v, SCRATCH + 6)
@@ -472,7 +435,7 @@ def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
         work[i, SCRATCH + 21] = h0
         work[i, SCRATCH + 22] = h1
         work[i, SCRATCH + 23] = h2
-        _x_times(work, i, i, SCRATCH + 18, SCRATCH + 24)
+        motion_to_child(work, i, ROT, work, i, SCRATCH + 18, work, i, SCRATCH + 24)
         for r in range(6):
             work[i, BIAS + r] += work[i, SCRATCH + 24 + r] - work[i, SCRATCH + 12 + r]
 
@@ -486,34 +449,21 @@ def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
     n = fint[i, NF]
     o = fint[i, FLEX]
     sf, iu, skl, jpsi, mff, kff, dff = _flex_offsets(o, n)
-    gyro = dff + n * n
     mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
     iqf = fint[i, IDX_QF]
     ivf = fint[i, IDX_VF]
     w6 = 6 + n
     mass = fdata[o + FLEX_MASS]
-    # s_kl = S^kl q_f (9 vectors of n); S^lk = S^kl^T, so one pass over S^kl gives s_kl and s_lk
-    for k in range(3):
-        base = skl + 4 * k * n * n
-        for a in range(n):
-            s = 0.0
-            for b in range(n):
-                s += fdata[base + a * n + b] * q[iqf + b]
-            fwork[skq + 4 * k * n + a] = s
-    for pair in range(3):
-        k = 0 if pair < 2 else 1
-        l = 2 if pair > 0 else 1
-        base = skl + (3 * k + l) * n * n
-        out_kl = skq + (3 * k + l) * n
-        out_lk = skq + (3 * l + k) * n
-        for a in range(n):            # s_kl = S^kl q and s_lk = S^kl^T q (no store in the loop)
-            s = 0.0
-            t = 0.0
-            for b in range(n):
-                s += fdata[base + a * n + b] * q[iqf + b]
-                t += fdata[base + b * n + a] * q[iqf + b]
-            fwork[out_kl + a] = s
-            fwork[out_lk + a] = t
+    # s_kl = S^kl q_f (9 vectors of n) from the nonzero entries of S^kl listed at load time
+    # (build.py sparse_block): a straight beam's modes bend in one plane, stretch or twist, so
+    # most S^kl[a, b] = sum m_j N_jk,a N_jl,b are zero (the arm's 4 modes: 48 of 144)
+    for t in range(9 * n):
+        fwork[skq + t] = 0.0
+    sp = fint[i, SPARSE]
+    n_s = int(fdata[sp])
+    for e in range(n_s):
+        base = sp + 1 + 3 * e
+        fwork[skq + int(fdata[base])] += fdata[base + 2] * q[iqf + int(fdata[base + 1])]
     # S_t = S_0 + S_f q_f   (seed eqs. 2-4)
     st0 = fdata[o + FLEX_S0]
     st1 = fdata[o + FLEX_S0 + 1]
@@ -637,13 +587,12 @@ def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
         s += w12 * (fdata[iu + 5 * n + a] + fdata[iu + 7 * n + a] + fwork[skq + 5 * n + a]
                     + fwork[skq + 7 * n + a])
         fwork[bb + 6 + a] = s
-    for a in range(n):
-        s = 0.0
-        for b in range(n):
-            nn = a * n + b
-            s += v[ivf + b] * (wx * fdata[gyro + nn] + wy * fdata[gyro + n * n + nn]
-                               + wz * fdata[gyro + 2 * n * n + nn])
-        fwork[bb + 6 + a] += 2.0 * s
+    # gyroscopic 2 sum_k w_k G_k qd_f from the nonzero entries of G_k (build.py sparse_block)
+    gl = sp + 1 + 3 * n_s
+    for e in range(int(fdata[gl])):
+        base = gl + 1 + 4 * e
+        fwork[bb + 6 + int(fdata[base])] += (2.0 * work[i, VEL + 3 + int(fdata[base + 2])]
+                                             * fdata[base + 3] * v[ivf + int(fdata[base + 1])])
 
 
 @njit(inline="always", cache=True)
@@ -697,29 +646,43 @@ def _add_child_to_flexible(fint, work, fwork, child, p):
 
 
 @njit(cache=True)
-def _condense_constant(fint, fdata, work, fwork, i):
-    """_condense_flexible for a flexible body without movable children: M_ff = m_ff is constant
-    and its inverse precomputed (fdata at MFF_INV): Y = m_ff^-1 M_fr, z = m_ff^-1 beta_f."""
+def _condense_constant(fint, fdata, work, fwork, i, q):
+    """_condense_flexible for a flexible body without movable children: M_ff = m_ff is constant,
+    so Y = m_ff^-1 M_fr = Y0 + [0 | H_k q_f] with Y0 = m_ff^-1 M_fr(0) and H_k = m_ff^-1 G_k
+    precomputed at load (build.py condense_block; M_fr's angular column k is M_fr(0) + G_k q_f),
+    z = m_ff^-1 beta_f, and the articulated inertia I^A = M_rr - M_rf Y (seed 002 step 2 on the
+    elastic rows) is symmetric: 21 entries, of which the linear-linear block
+    S_f m_ff^-1 S_f^T = A0 is constant. Deviation from the dense form: the same products, fewer
+    of them (the m_ff solve and the structurally constant or zero parts are done once)."""
     n = fint[i, NF]
     w6 = 6 + n
     inv = fint[i, MFF_INV]
+    y0 = inv + n * n
+    a0 = y0 + 6 * n
+    hl = a0 + 36
+    iqf = fint[i, IDX_QF]
     mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
+    for t in range(6 * n):
+        fwork[y + t] = fdata[y0 + t]
+    for e in range(int(fdata[hl])):               # Y[a, 3 + k] += H_k[a, b] q_f[b]
+        base = hl + 1 + 4 * e
+        fwork[y + 6 * int(fdata[base + 1]) + 3 + int(fdata[base])] += (
+            fdata[base + 3] * q[iqf + int(fdata[base + 2])])
     for a in range(n):
         s = 0.0
         for b in range(n):
             s += fdata[inv + a * n + b] * fwork[bb + 6 + b]
         fwork[z + a] = s
-        for c in range(6):
-            s = 0.0
-            for b in range(n):
-                s += fdata[inv + a * n + b] * fwork[mm + (6 + b) * w6 + c]
-            fwork[y + a * 6 + c] = s
     for r in range(6):
-        for c in range(6):
-            s = fwork[mm + r * w6 + c]
-            for a in range(n):
-                s -= fwork[mm + r * w6 + 6 + a] * fwork[y + a * 6 + c]
+        for c in range(r, 6):
+            if c < 3:
+                s = fwork[mm + r * w6 + c] - fdata[a0 + 6 * r + c]
+            else:
+                s = fwork[mm + r * w6 + c]
+                for a in range(n):
+                    s -= fwork[mm + r * w6 + 6 + a] * fwork[y + a * 6 + c]
             work[i, ART_INERTIA + 6 * r + c] = s
+            work[i, ART_INERTIA + 6 * c + r] = s
         s = fwork[bb + r]
         for a in range(n):
             s -= fwork[mm + r * w6 + 6 + a] * fwork[z + a]
@@ -873,7 +836,7 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
     for i in range(nb, 0, -1):
         if fint[i, NF] > 0:
             if fint[i, MFF_INV] >= 0:
-                _condense_constant(fint, fdata, work, fwork, i)
+                _condense_constant(fint, fdata, work, fwork, i, q)
             elif not _condense_flexible(fint, work, fwork, i):
                 return STATUS_SINGULAR + i
         jt = fint[i, JOINT_TYPE]
@@ -917,18 +880,20 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
                 work[i, SCRATCH2 + r] = s
             for r in range(6):
                 work[i, FORCE + r] = work[i, SCRATCH2 + r]
+        # I^A_p += X^T I^a X, p^A_p += X^T p^a: the 3x3-block transforms of kernels/spatial.py
+        # (rotate, then shift by p) instead of 6x6 products with X
         if fint[p, NF] == 0:
-            _inertia_to_parent(work, i, ART_INERTIA)
-            for k in range(36):
-                work[p, ART_INERTIA + k] += work[i, SCRATCH2 + k]
-            _xt_times(work, i, FORCE, p, FORCE)
+            add_inertia_to_parent(work, i, ROT, work, i, ART_INERTIA, work, i, SCRATCH,
+                                  work, p, ART_INERTIA)
+            add_force_to_parent(work, i, ROT, work, i, FORCE, work, p, FORCE)
         else:
-            _inertia_to_parent(work, i, ART_INERTIA)   # SCRATCH2 = X^T I^a X
+            for k in range(36):
+                work[i, SCRATCH2 + k] = 0.0
+            add_inertia_to_parent(work, i, ROT, work, i, ART_INERTIA, work, i, SCRATCH,
+                                  work, i, SCRATCH2)   # SCRATCH2 = X^T I^a X
             for r in range(6):
-                s = 0.0
-                for k in range(6):
-                    s += work[i, X_MAT + 6 * k + r] * work[i, FORCE + k]
-                work[i, SCRATCH + r] = s                # SCRATCH[0:6] = X^T p^a
+                work[i, SCRATCH + r] = 0.0
+            add_force_to_parent(work, i, ROT, work, i, FORCE, work, i, SCRATCH)   # X^T p^a
             _add_child_to_flexible(fint, work, fwork, i, p)
     # ---- pass 3, base -> tips: accelerations                                    [seed 002 step 3]
     for i in range(1, nb + 1):
@@ -944,7 +909,7 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
                 for a in range(n_p):
                     s += fwork[xi + r * n_p + a] * fwork[qddf + a]
                 work[i, SCRATCH + r] += s
-        _x_times(work, i, i, SCRATCH, ACC)
+        motion_to_child(work, i, ROT, work, i, SCRATCH, work, i, ACC)
         for r in range(6):
             work[i, ACC + r] += work[i, BIAS + r]
         jt = fint[i, JOINT_TYPE]
@@ -996,7 +961,7 @@ def _rnea(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out, velocities, forc
                 for a in range(n_p):
                     s += fwork[xi + r * n_p + a] * qdd[ivf + a]
                 work[i, SCRATCH + r] += s
-        _x_times(work, i, i, SCRATCH, ACC)
+        motion_to_child(work, i, ROT, work, i, SCRATCH, work, i, ACC)
         if velocities:
             for r in range(6):
                 work[i, ACC + r] += work[i, BIAS + r]
@@ -1058,11 +1023,10 @@ def _rnea(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out, velocities, forc
         if p == 0:
             continue
         for r in range(6):
-            s = 0.0
-            for k in range(6):
-                s += work[i, X_MAT + 6 * k + r] * work[i, FORCE + k]
-            work[i, SCRATCH + r] = s
-            work[p, FORCE + r] += s
+            work[i, SCRATCH + r] = 0.0
+        add_force_to_parent(work, i, ROT, work, i, FORCE, work, i, SCRATCH)   # X^T f
+        for r in range(6):
+            work[p, FORCE + r] += work[i, SCRATCH + r]
         if fint[i, ATTACH] >= 0:
             n_p = fint[p, NF]
             xi = fint[i, XI]
