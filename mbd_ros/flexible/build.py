@@ -207,12 +207,6 @@ def build_flexible(tree, model, specs):
                          tree_links=dict(tree.links))
 
 
-def _nonzero(tensor):
-    """Indices of the entries of `tensor` above SPARSE_TOL times its largest |entry|."""
-    scale = np.abs(tensor).max() if tensor.size else 0.0
-    return np.argwhere(np.abs(tensor) > F.SPARSE_TOL * scale) if scale > 0 else np.zeros((0, tensor.ndim), int)
-
-
 def gyroscopic_matrices(inv):
     """G_k (3, n, n): G_x = S^zy - S^yz, G_y = S^xz - S^zx, G_z = S^yx - S^xy (the q_f-linear part of
     the angular rows of M_rf, seed 001 I_Rf, and the gyroscopic matrix sum_k w_k G_k)."""
@@ -231,15 +225,30 @@ def coupling_at_rest(inv):
     return out
 
 
+def _entries(tensor, out_index, in_index):
+    """The entries of `tensor` above SPARSE_TOL times its largest |entry| as a flat list
+    [count, (out, in, value) * count] (out_index, in_index: functions of the entry's indices).
+    Ordered by rank within their output, then by output, so that consecutive entries accumulate
+    into different outputs (no store-to-load chain in the kernel's loop)."""
+    scale = np.abs(tensor).max() if tensor.size else 0.0
+    found = [] if not scale > 0 else [
+        (out_index(*idx), in_index(*idx), tensor[tuple(idx)])
+        for idx in np.argwhere(np.abs(tensor) > F.SPARSE_TOL * scale)]
+    rank, seen = [], {}
+    for out, _, _ in found:
+        rank.append(seen.get(out, 0))
+        seen[out] = rank[-1] + 1
+    order = sorted(range(len(found)), key=lambda e: (rank[e], found[e][0], found[e][1]))
+    return [len(found)] + [x for e in order for x in found[e]]
+
+
 def sparse_block(inv):
-    """The SPARSE block (layout.py) of a flexible body: the nonzero S^kl[a, b] and G_k[a, b]."""
+    """The SPARSE block (layout.py) of a flexible body: the nonzero entries of S^kl and G_k."""
     S, n = inv["Skl"], inv["Sf"].shape[1]
-    idx = _nonzero(S)
-    s_entries = [((3 * k + l) * n + a, b, S[k, l, a, b]) for k, l, a, b in idx]
-    G = gyroscopic_matrices(inv)
-    g_entries = [(a, b, k, G[k, a, b]) for k, a, b in _nonzero(G)]
-    return np.array([len(s_entries), *np.ravel(s_entries), len(g_entries), *np.ravel(g_entries)],
-                    dtype=float)
+    s_list = _entries(S, lambda k, l, a, b: (3 * k + l) * n + a, lambda k, l, a, b: b)
+    G = gyroscopic_matrices(inv)                       # (k, a, b)
+    g_list = _entries(G, lambda k, a, b: a, lambda k, a, b: 3 * b + k)
+    return np.array(s_list + g_list, dtype=float)
 
 
 def condense_block(inv):
@@ -249,10 +258,10 @@ def condense_block(inv):
     M0 = coupling_at_rest(inv)
     Y0 = minv @ M0
     A0 = M0.T @ Y0
-    H = np.einsum("ab,kbc->kac", minv, gyroscopic_matrices(inv))
-    h_entries = [(k, a, b, H[k, a, b]) for k, a, b in _nonzero(H)]
+    H = np.einsum("ab,kbc->kac", minv, gyroscopic_matrices(inv))     # (k, a, b)
+    h_list = _entries(H, lambda k, a, b: 6 * a + 3 + k, lambda k, a, b: b)
     return np.concatenate([minv.ravel(), Y0.ravel(), (0.5 * (A0 + A0.T)).ravel(),
-                           [len(h_entries)], np.ravel(h_entries)])
+                           np.array(h_list, dtype=float)])
 
 
 def _flex_block(inv, K, D):

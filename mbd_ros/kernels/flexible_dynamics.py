@@ -442,10 +442,11 @@ def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
 
 # =============================================================================== flexible body
 @njit(cache=True)
-def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
+def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities, full):
     """Generalized mass M (6+n)^2 and velocity terms beta (6+n) of flexible body i into its FW
     block (seed 001: m_TT..m_ff from S_0, S_f, Theta^kl, I^kl, S^kl; quadratic velocity terms
-    from the point accelerations). beta holds no elastic/external forces yet."""
+    from the point accelerations). beta holds no elastic/external forces yet. full=False leaves
+    out M_fr and M_ff (the forward dynamics of a body with a constant M_ff reads neither)."""
     n = fint[i, NF]
     o = fint[i, FLEX]
     sf, iu, skl, jpsi, mff, kff, dff = _flex_offsets(o, n)
@@ -455,53 +456,77 @@ def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
     w6 = 6 + n
     mass = fdata[o + FLEX_MASS]
     # s_kl = S^kl q_f (9 vectors of n) from the nonzero entries of S^kl listed at load time
-    # (build.py sparse_block): a straight beam's modes bend in one plane, stretch or twist, so
-    # most S^kl[a, b] = sum m_j N_jk,a N_jl,b are zero (the arm's 4 modes: 48 of 144)
+    # (build.py sparse_block: (out, b, value), consecutive entries into different outputs): a
+    # straight beam's modes bend in one plane, stretch or twist, so most S^kl[a, b] =
+    # sum m_j N_jk,a N_jl,b vanish (the sample arm's 4 modes: 48 of 144)
     for t in range(9 * n):
         fwork[skq + t] = 0.0
     sp = fint[i, SPARSE]
     n_s = int(fdata[sp])
-    for e in range(n_s):
-        base = sp + 1 + 3 * e
-        fwork[skq + int(fdata[base])] += fdata[base + 2] * q[iqf + int(fdata[base + 1])]
-    # S_t = S_0 + S_f q_f   (seed eqs. 2-4)
+    for e in range(sp + 1, sp + 1 + 3 * n_s, 3):
+        fwork[skq + int(fdata[e])] += fdata[e + 2] * q[iqf + int(fdata[e + 1])]
+    # S_t = S_0 + S_f q_f (seed eqs. 2-4) and P_kl = Theta^kl + (I^kl + I^lk) q_f + q_f^T S^kl q_f
+    # (seed eq. 7; P symmetric, q_f^T S^kl q_f = q_f . s_kl): one pass over b, the nine sums in
+    # registers (independent accumulators instead of nine short dependent loops)
     st0 = fdata[o + FLEX_S0]
     st1 = fdata[o + FLEX_S0 + 1]
     st2 = fdata[o + FLEX_S0 + 2]
+    p00 = fdata[o + FLEX_P0]
+    p01 = fdata[o + FLEX_P0 + 1]
+    p02 = fdata[o + FLEX_P0 + 2]
+    p11 = fdata[o + FLEX_P0 + 4]
+    p12 = fdata[o + FLEX_P0 + 5]
+    p22 = fdata[o + FLEX_P0 + 8]
     for b in range(n):
         qb = q[iqf + b]
         st0 += fdata[sf + b] * qb
         st1 += fdata[sf + n + b] * qb
         st2 += fdata[sf + 2 * n + b] * qb
-    # P_kl = Theta^kl + (I^kl + I^lk) q_f + q_f^T S^kl q_f   (seed eq. 7); scratch in work SCRATCH
-    for k in range(3):            # P is symmetric: the upper triangle, mirrored
-        for l in range(k, 3):
-            s = fdata[o + FLEX_P0 + 3 * k + l]
-            for b in range(n):
-                s += ((fdata[iu + (3 * k + l) * n + b] + fdata[iu + (3 * l + k) * n + b]
-                       + fwork[skq + (3 * k + l) * n + b]) * q[iqf + b])
-            work[i, SCRATCH + 3 * k + l] = s
-            work[i, SCRATCH + 3 * l + k] = s
-    trace = work[i, SCRATCH] + work[i, SCRATCH + 4] + work[i, SCRATCH + 8]
+        p00 += (2.0 * fdata[iu + b] + fwork[skq + b]) * qb
+        p11 += (2.0 * fdata[iu + 4 * n + b] + fwork[skq + 4 * n + b]) * qb
+        p22 += (2.0 * fdata[iu + 8 * n + b] + fwork[skq + 8 * n + b]) * qb
+        p01 += (fdata[iu + n + b] + fdata[iu + 3 * n + b] + fwork[skq + n + b]) * qb
+        p02 += (fdata[iu + 2 * n + b] + fdata[iu + 6 * n + b] + fwork[skq + 2 * n + b]) * qb
+        p12 += (fdata[iu + 5 * n + b] + fdata[iu + 7 * n + b] + fwork[skq + 5 * n + b]) * qb
+    trace = p00 + p11 + p22
     # M_rr = [[m 1, -[S_t]], [[S_t], Theta + J]] with Theta = tr(P) 1 - P   (seed eqs. 5-6)
-    for r in range(6):
-        for c in range(6):
-            fwork[mm + r * w6 + c] = 0.0
-    for r in range(3):
-        fwork[mm + r * w6 + r] = mass
-        for c in range(3):
-            fwork[mm + (3 + r) * w6 + 3 + c] = (-work[i, SCRATCH + 3 * r + c]
-                                                 + fdata[o + FLEX_JSUM + 3 * r + c])
-        fwork[mm + (3 + r) * w6 + 3 + r] += trace
-    fwork[mm + 0 * w6 + 4] = st2     # -[S_t] in the top-right block
-    fwork[mm + 0 * w6 + 5] = -st1
-    fwork[mm + 1 * w6 + 3] = -st2
-    fwork[mm + 1 * w6 + 5] = st0
+    js = o + FLEX_JSUM
+    fwork[mm] = mass
+    fwork[mm + 1] = 0.0
+    fwork[mm + 2] = 0.0
+    fwork[mm + 3] = 0.0
+    fwork[mm + 4] = st2
+    fwork[mm + 5] = -st1
+    fwork[mm + w6] = 0.0
+    fwork[mm + w6 + 1] = mass
+    fwork[mm + w6 + 2] = 0.0
+    fwork[mm + w6 + 3] = -st2
+    fwork[mm + w6 + 4] = 0.0
+    fwork[mm + w6 + 5] = st0
+    fwork[mm + 2 * w6] = 0.0
+    fwork[mm + 2 * w6 + 1] = 0.0
+    fwork[mm + 2 * w6 + 2] = mass
     fwork[mm + 2 * w6 + 3] = st1
     fwork[mm + 2 * w6 + 4] = -st0
-    for r in range(3):
-        for c in range(3):
-            fwork[mm + (3 + r) * w6 + c] = fwork[mm + c * w6 + 3 + r]
+    fwork[mm + 2 * w6 + 5] = 0.0
+    fwork[mm + 3 * w6] = 0.0
+    fwork[mm + 3 * w6 + 1] = -st2
+    fwork[mm + 3 * w6 + 2] = st1
+    fwork[mm + 3 * w6 + 3] = trace - p00 + fdata[js]
+    fwork[mm + 3 * w6 + 4] = -p01 + fdata[js + 1]
+    fwork[mm + 3 * w6 + 5] = -p02 + fdata[js + 2]
+    fwork[mm + 4 * w6] = st2
+    fwork[mm + 4 * w6 + 1] = 0.0
+    fwork[mm + 4 * w6 + 2] = -st0
+    fwork[mm + 4 * w6 + 3] = -p01 + fdata[js + 3]
+    fwork[mm + 4 * w6 + 4] = trace - p11 + fdata[js + 4]
+    fwork[mm + 4 * w6 + 5] = -p12 + fdata[js + 5]
+    fwork[mm + 5 * w6] = -st1
+    fwork[mm + 5 * w6 + 1] = st0
+    fwork[mm + 5 * w6 + 2] = 0.0
+    fwork[mm + 5 * w6 + 3] = -p02 + fdata[js + 6]
+    fwork[mm + 5 * w6 + 4] = -p12 + fdata[js + 7]
+    fwork[mm + 5 * w6 + 5] = trace - p22 + fdata[js + 8]
     # M_rf: linear rows S_f; angular rows I_Rf (seed "I_Rf" with S^kl - S^kl^T) + J_Psi
     for a in range(n):
         for r in range(3):
@@ -516,10 +541,11 @@ def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
         fwork[mm + 5 * w6 + 6 + a] = (fdata[iu + 1 * n + a] - fdata[iu + 3 * n + a]
                                       + fwork[skq + 3 * n + a] - fwork[skq + 1 * n + a]
                                       + fdata[jpsi + 2 * n + a])
-        for r in range(6):
-            fwork[mm + (6 + a) * w6 + r] = fwork[mm + r * w6 + 6 + a]
-        for b in range(n):
-            fwork[mm + (6 + a) * w6 + 6 + b] = fdata[mff + a * n + b]
+        if full:                      # M_fr = M_rf^T and M_ff = m_ff (not read by
+            for r in range(6):        # _condense_constant)
+                fwork[mm + (6 + a) * w6 + r] = fwork[mm + r * w6 + 6 + a]
+            for b in range(n):
+                fwork[mm + (6 + a) * w6 + 6 + b] = fdata[mff + a * n + b]
     for r in range(w6):
         fwork[bb + r] = 0.0
     if not velocities:
@@ -548,13 +574,19 @@ def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
     fwork[bb + 1] = mass * cy + (wz * u0 - wx * u2) + 2.0 * (wz * sfq0 - wx * sfq2)
     fwork[bb + 2] = mass * cz + (wx * u1 - wy * u0) + 2.0 * (wx * sfq1 - wy * sfq0)
     # angular: S_t x (w x v) + w x ((Theta + J) w + J_Psi qd) + 2 (w tr C - C^T w),
-    # C_kl = sum m r_k rdot_l = I^kl qd + s_lk . qd   (reuses SCRATCH+9.. for C)
-    for k in range(3):
-        for l in range(3):
-            s = 0.0
-            for b in range(n):
-                s += (fdata[iu + (3 * k + l) * n + b] + fwork[skq + (3 * l + k) * n + b]) * v[ivf + b]
-            work[i, SCRATCH + 9 + 3 * k + l] = s
+    # C_kl = sum m r_k rdot_l = I^kl qd + s_lk . qd
+    c00 = c01 = c02 = c10 = c11 = c12 = c20 = c21 = c22 = 0.0
+    for b in range(n):                # nine sums in one pass (independent accumulators)
+        vb = v[ivf + b]
+        c00 += (fdata[iu + b] + fwork[skq + b]) * vb
+        c01 += (fdata[iu + n + b] + fwork[skq + 3 * n + b]) * vb
+        c02 += (fdata[iu + 2 * n + b] + fwork[skq + 6 * n + b]) * vb
+        c10 += (fdata[iu + 3 * n + b] + fwork[skq + n + b]) * vb
+        c11 += (fdata[iu + 4 * n + b] + fwork[skq + 4 * n + b]) * vb
+        c12 += (fdata[iu + 5 * n + b] + fwork[skq + 7 * n + b]) * vb
+        c20 += (fdata[iu + 6 * n + b] + fwork[skq + 2 * n + b]) * vb
+        c21 += (fdata[iu + 7 * n + b] + fwork[skq + 5 * n + b]) * vb
+        c22 += (fdata[iu + 8 * n + b] + fwork[skq + 8 * n + b]) * vb
     h0 = jq0
     h1 = jq1
     h2 = jq2
@@ -562,10 +594,10 @@ def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
         h0 += fwork[mm + 3 * w6 + 3 + c] * work[i, VEL + 3 + c]
         h1 += fwork[mm + 4 * w6 + 3 + c] * work[i, VEL + 3 + c]
         h2 += fwork[mm + 5 * w6 + 3 + c] * work[i, VEL + 3 + c]
-    trc = work[i, SCRATCH + 9] + work[i, SCRATCH + 13] + work[i, SCRATCH + 17]
-    ctw0 = (work[i, SCRATCH + 9] * wx + work[i, SCRATCH + 12] * wy + work[i, SCRATCH + 15] * wz)
-    ctw1 = (work[i, SCRATCH + 10] * wx + work[i, SCRATCH + 13] * wy + work[i, SCRATCH + 16] * wz)
-    ctw2 = (work[i, SCRATCH + 11] * wx + work[i, SCRATCH + 14] * wy + work[i, SCRATCH + 17] * wz)
+    trc = c00 + c11 + c22
+    ctw0 = c00 * wx + c10 * wy + c20 * wz
+    ctw1 = c01 * wx + c11 * wy + c21 * wz
+    ctw2 = c02 * wx + c12 * wy + c22 * wz
     fwork[bb + 3] = (st1 * cz - st2 * cy) + (wy * h2 - wz * h1) + 2.0 * (wx * trc - ctw0)
     fwork[bb + 4] = (st2 * cx - st0 * cz) + (wz * h0 - wx * h2) + 2.0 * (wy * trc - ctw1)
     fwork[bb + 5] = (st0 * cy - st1 * cx) + (wx * h1 - wy * h0) + 2.0 * (wz * trc - ctw2)
@@ -587,12 +619,14 @@ def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
         s += w12 * (fdata[iu + 5 * n + a] + fdata[iu + 7 * n + a] + fwork[skq + 5 * n + a]
                     + fwork[skq + 7 * n + a])
         fwork[bb + 6 + a] = s
-    # gyroscopic 2 sum_k w_k G_k qd_f from the nonzero entries of G_k (build.py sparse_block)
+    # gyroscopic 2 sum_k w_k G_k qd_f from the nonzero entries (a, 3 b + k, G_k[a, b]) of G_k
+    # (build.py sparse_block)
     gl = sp + 1 + 3 * n_s
-    for e in range(int(fdata[gl])):
-        base = gl + 1 + 4 * e
-        fwork[bb + 6 + int(fdata[base])] += (2.0 * work[i, VEL + 3 + int(fdata[base + 2])]
-                                             * fdata[base + 3] * v[ivf + int(fdata[base + 1])])
+    for e in range(gl + 1, gl + 1 + 3 * int(fdata[gl]), 3):
+        bk = int(fdata[e + 1])
+        b3 = bk // 3
+        fwork[bb + 6 + int(fdata[e])] += (2.0 * fdata[e + 2] * work[i, VEL + 3 + bk - 3 * b3]
+                                          * v[ivf + b3])
 
 
 @njit(inline="always", cache=True)
@@ -664,29 +698,90 @@ def _condense_constant(fint, fdata, work, fwork, i, q):
     mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
     for t in range(6 * n):
         fwork[y + t] = fdata[y0 + t]
-    for e in range(int(fdata[hl])):               # Y[a, 3 + k] += H_k[a, b] q_f[b]
-        base = hl + 1 + 4 * e
-        fwork[y + 6 * int(fdata[base + 1]) + 3 + int(fdata[base])] += (
-            fdata[base + 3] * q[iqf + int(fdata[base + 2])])
+    for e in range(hl + 1, hl + 1 + 3 * int(fdata[hl]), 3):   # Y[a, 3 + k] += H_k[a, b] q_f[b]
+        fwork[y + int(fdata[e])] += fdata[e + 2] * q[iqf + int(fdata[e + 1])]
     for a in range(n):
         s = 0.0
         for b in range(n):
             s += fdata[inv + a * n + b] * fwork[bb + 6 + b]
         fwork[z + a] = s
-    for r in range(6):
-        for c in range(r, 6):
-            if c < 3:
-                s = fwork[mm + r * w6 + c] - fdata[a0 + 6 * r + c]
-            else:
-                s = fwork[mm + r * w6 + c]
-                for a in range(n):
-                    s -= fwork[mm + r * w6 + 6 + a] * fwork[y + a * 6 + c]
-            work[i, ART_INERTIA + 6 * r + c] = s
-            work[i, ART_INERTIA + 6 * c + r] = s
-        s = fwork[bb + r]
-        for a in range(n):
-            s -= fwork[mm + r * w6 + 6 + a] * fwork[z + a]
-        work[i, FORCE + r] = s
+    # I^A = M_rr - M_rf Y and p^A = beta_r - M_rf z, the sums of each row block in registers
+    # (M_rf's linear rows are S_f, its angular rows are in M)
+    sf = fint[i, FLEX] + FLEX_SF
+    l03 = l04 = l05 = l13 = l14 = l15 = l23 = l24 = l25 = 0.0
+    f0 = f1 = f2 = 0.0
+    for a in range(n):
+        s0 = fdata[sf + a]
+        s1 = fdata[sf + n + a]
+        s2 = fdata[sf + 2 * n + a]
+        y3 = fwork[y + 6 * a + 3]
+        y4 = fwork[y + 6 * a + 4]
+        y5 = fwork[y + 6 * a + 5]
+        za = fwork[z + a]
+        l03 += s0 * y3
+        l04 += s0 * y4
+        l05 += s0 * y5
+        l13 += s1 * y3
+        l14 += s1 * y4
+        l15 += s1 * y5
+        l23 += s2 * y3
+        l24 += s2 * y4
+        l25 += s2 * y5
+        f0 += s0 * za
+        f1 += s1 * za
+        f2 += s2 * za
+    a33 = a34 = a35 = a44 = a45 = a55 = 0.0
+    f3 = f4 = f5 = 0.0
+    for a in range(n):
+        m3 = fwork[mm + 3 * w6 + 6 + a]
+        m4 = fwork[mm + 4 * w6 + 6 + a]
+        m5 = fwork[mm + 5 * w6 + 6 + a]
+        y3 = fwork[y + 6 * a + 3]
+        y4 = fwork[y + 6 * a + 4]
+        y5 = fwork[y + 6 * a + 5]
+        za = fwork[z + a]
+        a33 += m3 * y3
+        a34 += m3 * y4
+        a35 += m3 * y5
+        a44 += m4 * y4
+        a45 += m4 * y5
+        a55 += m5 * y5
+        f3 += m3 * za
+        f4 += m4 * za
+        f5 += m5 * za
+    for r in range(3):            # linear-linear block: M_rr - A0 (constant S_f m_ff^-1 S_f^T)
+        for c in range(r, 3):
+            t = fwork[mm + r * w6 + c] - fdata[a0 + 6 * r + c]
+            work[i, ART_INERTIA + 6 * r + c] = t
+            work[i, ART_INERTIA + 6 * c + r] = t
+    _set_symmetric(work, i, 0, 3, fwork[mm + 3] - l03)
+    _set_symmetric(work, i, 0, 4, fwork[mm + 4] - l04)
+    _set_symmetric(work, i, 0, 5, fwork[mm + 5] - l05)
+    _set_symmetric(work, i, 1, 3, fwork[mm + w6 + 3] - l13)
+    _set_symmetric(work, i, 1, 4, fwork[mm + w6 + 4] - l14)
+    _set_symmetric(work, i, 1, 5, fwork[mm + w6 + 5] - l15)
+    _set_symmetric(work, i, 2, 3, fwork[mm + 2 * w6 + 3] - l23)
+    _set_symmetric(work, i, 2, 4, fwork[mm + 2 * w6 + 4] - l24)
+    _set_symmetric(work, i, 2, 5, fwork[mm + 2 * w6 + 5] - l25)
+    _set_symmetric(work, i, 3, 3, fwork[mm + 3 * w6 + 3] - a33)
+    _set_symmetric(work, i, 3, 4, fwork[mm + 3 * w6 + 4] - a34)
+    _set_symmetric(work, i, 3, 5, fwork[mm + 3 * w6 + 5] - a35)
+    _set_symmetric(work, i, 4, 4, fwork[mm + 4 * w6 + 4] - a44)
+    _set_symmetric(work, i, 4, 5, fwork[mm + 4 * w6 + 5] - a45)
+    _set_symmetric(work, i, 5, 5, fwork[mm + 5 * w6 + 5] - a55)
+    work[i, FORCE] = fwork[bb] - f0
+    work[i, FORCE + 1] = fwork[bb + 1] - f1
+    work[i, FORCE + 2] = fwork[bb + 2] - f2
+    work[i, FORCE + 3] = fwork[bb + 3] - f3
+    work[i, FORCE + 4] = fwork[bb + 4] - f4
+    work[i, FORCE + 5] = fwork[bb + 5] - f5
+
+
+@njit(inline="always", cache=True)
+def _set_symmetric(work, i, r, c, value):
+    """ART_INERTIA[r, c] = ART_INERTIA[c, r] = value."""
+    work[i, ART_INERTIA + 6 * r + c] = value
+    work[i, ART_INERTIA + 6 * c + r] = value
 
 
 @njit(cache=True)
@@ -823,7 +918,8 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
             for r in range(6):
                 work[i, FORCE + r] -= work[i, FEXT + r]
         else:
-            _flex_body_terms(fint, fdata, work, fwork, i, q, v, True)
+            _flex_body_terms(fint, fdata, work, fwork, i, q, v, True,
+                             fint[i, MFF_INV] < 0)
             _elastic_forces(fint, fdata, fwork, i, q, v, 1.0)
             n = fint[i, NF]
             bb = fint[i, FWORK] + (6 + n) * (6 + n)
@@ -979,7 +1075,7 @@ def _rnea(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out, velocities, forc
                 for r in range(6):
                     work[i, FORCE + r] += work[i, SCRATCH2 + r]
         else:
-            _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities)
+            _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities, True)
             if forces:
                 _elastic_forces(fint, fdata, fwork, i, q, v, 1.0)
             mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
@@ -1129,7 +1225,7 @@ def mechanical_energy(fint, ffloat, fdata, work, fwork, q, v, with_kinetic, out)
                         s += ffloat[i, INERTIA + 6 * r + c] * work[i, VEL + c]
                     kinetic += 0.5 * work[i, VEL + r] * s
         else:
-            _flex_body_terms(fint, fdata, work, fwork, i, q, v, False)
+            _flex_body_terms(fint, fdata, work, fwork, i, q, v, False, True)
             o = fint[i, FLEX]
             sf = o + FLEX_SF
             mm = fint[i, FWORK]
