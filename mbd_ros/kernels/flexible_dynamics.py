@@ -264,6 +264,13 @@ def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
     """Pose (ROT, POS, X_MAT, WORLD_*) of body i in its parent's reference frame, twist VEL, bias
     acceleration BIAS and, on a flexible parent, the node Jacobian Xi (seed 002 eqs. 3-4 with the
     parent-side node motion added; see the module docstring)."""
+    _body_motion(fint, ffloat, fdata, work, fwork, i, q, v, velocities, True)
+
+
+@njit(cache=True)
+def _body_motion(fint, ffloat, fdata, work, fwork, i, q, v, velocities, poses):
+    """_body_kinematics; poses=False leaves out X_MAT and the world pose WORLD_* (the forward
+    dynamics reads neither: transforms use ROT/POS, gravity is a base acceleration)."""
     p = fint[i, PARENT]
     qi = q[fint[i, IDX_Q]]
     ax, ay, az = ffloat[i, AXIS], ffloat[i, AXIS + 1], ffloat[i, AXIS + 2]
@@ -296,8 +303,11 @@ def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
     e20 = scale * (-g1 + 0.5 * g0 * g2)
     e12 = scale * (-g0 + 0.5 * g1 * g2)
     e21 = scale * (g0 + 0.5 * g1 * g2)
-    # R_N = R_el R_pl into SCRATCH2[0:9]
-    for c in range(3):
+    # R_N = R_el R_pl into SCRATCH2[0:9] (R_el = 1 on a rigid parent)
+    if att < 0:
+        for k in range(9):
+            work[i, SCRATCH2 + k] = ffloat[i, PLACEMENT_ROT + k]
+    for c in range(3 if att >= 0 else 0):
         a0 = ffloat[i, PLACEMENT_ROT + c]
         a1 = ffloat[i, PLACEMENT_ROT + 3 + c]
         a2 = ffloat[i, PLACEMENT_ROT + 6 + c]
@@ -354,18 +364,19 @@ def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
         work[i, POS] = work[i, NODE_POS] + e00 * d0 + e01 * d1 + e02 * d2
         work[i, POS + 1] = work[i, NODE_POS + 1] + e10 * d0 + e11 * d1 + e12 * d2
         work[i, POS + 2] = work[i, NODE_POS + 2] + e20 * d0 + e21 * d1 + e22 * d2
-    _set_transform(work, i)
-    # world pose: R_w = R_w,p R, p_w = p_w,p + R_w,p p
-    for r in range(3):
-        for c in range(3):
-            s = 0.0
+    if poses:
+        _set_transform(work, i)
+        # world pose: R_w = R_w,p R, p_w = p_w,p + R_w,p p
+        for r in range(3):
+            for c in range(3):
+                s = 0.0
+                for k in range(3):
+                    s += work[p, WORLD_ROT + 3 * r + k] * work[i, ROT + 3 * k + c]
+                work[i, WORLD_ROT + 3 * r + c] = s
+            s = work[p, WORLD_POS + r]
             for k in range(3):
-                s += work[p, WORLD_ROT + 3 * r + k] * work[i, ROT + 3 * k + c]
-            work[i, WORLD_ROT + 3 * r + c] = s
-        s = work[p, WORLD_POS + r]
-        for k in range(3):
-            s += work[p, WORLD_ROT + 3 * r + k] * work[i, POS + k]
-        work[i, WORLD_POS + r] = s
+                s += work[p, WORLD_ROT + 3 * r + k] * work[i, POS + k]
+            work[i, WORLD_POS + r] = s
     # ---- node Jacobian Xi (6 x n_p, parent frame): [Phi_t + [p_N] G Phi_r; G Phi_r]
     if att >= 0:
         xi = fint[i, XI]
@@ -387,24 +398,31 @@ def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
     if not velocities:
         return
     # ---- twist: V_i = X (V_p + nu) + S qd, nu = [pdot - w_s x p_N; w_s]   (seed 002 eq. 3)
-    for r in range(6):
-        work[i, NODE_TWIST + r] = 0.0
     if att >= 0:
         xi = fint[i, XI]
         ivf = fint[p, IDX_VF]
-        for k in range(n_p):
-            vk = v[ivf + k]
-            for r in range(6):
-                work[i, NODE_TWIST + r] += fwork[xi + r * n_p + k] * vk
-    for r in range(6):
-        work[i, SCRATCH + r] = work[p, VEL + r] + work[i, NODE_TWIST + r]
-    motion_to_child(work, i, ROT, work, i, SCRATCH, work, i, VEL)
+        for r in range(6):
+            s = 0.0
+            for k in range(n_p):
+                s += fwork[xi + r * n_p + k] * v[ivf + k]
+            work[i, NODE_TWIST + r] = s
+            work[i, SCRATCH + r] = work[p, VEL + r] + s
+        motion_to_child(work, i, ROT, work, i, SCRATCH, work, i, VEL)
+    else:                                   # rigid parent: nu = 0
+        for r in range(6):
+            work[i, NODE_TWIST + r] = 0.0
+        motion_to_child(work, i, ROT, work, p, VEL, work, i, VEL)
     _add_joint_motion(fint, ffloat, work, i, v, VEL)
     # ---- bias acceleration c = V x w - w x (X nu) + X [p_N x Gdot gdot - w_s x pdot; Gdot gdot],
     # w = X nu + S qd (relative twist of the body w.r.t. the parent reference frame)
-    motion_to_child(work, i, ROT, work, i, NODE_TWIST, work, i, SCRATCH)   # SCRATCH[0:6] = X nu
-    for r in range(6):
-        work[i, SCRATCH + 6 + r] = work[i, SCRATCH + r]
+    if att >= 0:
+        motion_to_child(work, i, ROT, work, i, NODE_TWIST, work, i, SCRATCH)   # SCRATCH = X nu
+        for r in range(6):
+            work[i, SCRATCH + 6 + r] = work[i, SCRATCH + r]
+    else:
+        for r in range(6):
+            work[i, SCRATCH + r] = 0.0
+            work[i, SCRATCH + 6 + r] = 0.0
     _add_joint_motion(fint, ffloat, work, i, v, SCRATCH + 6)
     _cross_motion(work, i, VEL, SCRATCH + 6, BIAS)     # V x w
     if att >= 0:
@@ -886,7 +904,10 @@ def _set_base(ffloat, work, gravity_on):
 
 @njit(inline="always", cache=True)
 def _passive(ffloat, i, vi):
-    """Joint passive force -damping v - friction tanh(v / friction_speed)."""
+    """Joint passive force -damping v - friction tanh(v / friction_speed) (no tanh without
+    friction)."""
+    if ffloat[i, FRICTION] == 0.0:
+        return -ffloat[i, DAMPING] * vi
     return -ffloat[i, DAMPING] * vi - ffloat[i, FRICTION] * math.tanh(vi / ffloat[i, FRICTION_SPEED])
 
 
@@ -910,7 +931,7 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
     _set_base(ffloat, work, True)
     # ---- pass 1, base -> tips: kinematics, body inertia and velocity terms    [seed 002 step 1]
     for i in range(1, nb + 1):
-        _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, True)
+        _body_motion(fint, ffloat, fdata, work, fwork, i, q, v, True, False)
         if fint[i, NF] == 0:
             for k in range(36):
                 work[i, ART_INERTIA + k] = ffloat[i, INERTIA + k]
@@ -966,16 +987,27 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
                 continue
             # I^a = I^A - U U^T / D ; p^a = p^A + I^a c + U u / D  (in place), then to the parent
             dinv = work[i, D_INV]
+            u0, u1, u2 = work[i, U_VEC], work[i, U_VEC + 1], work[i, U_VEC + 2]
+            u3, u4, u5 = work[i, U_VEC + 3], work[i, U_VEC + 4], work[i, U_VEC + 5]
+            c0, c1, c2 = work[i, BIAS], work[i, BIAS + 1], work[i, BIAS + 2]
+            c3, c4, c5 = work[i, BIAS + 3], work[i, BIAS + 4], work[i, BIAS + 5]
             for r in range(6):
-                for c in range(6):
-                    work[i, ART_INERTIA + 6 * r + c] -= work[i, U_VEC + r] * work[i, U_VEC + c] * dinv
-            for r in range(6):
-                s = work[i, FORCE + r] + work[i, U_VEC + r] * u * dinv
-                for c in range(6):
-                    s += work[i, ART_INERTIA + 6 * r + c] * work[i, BIAS + c]
-                work[i, SCRATCH2 + r] = s
-            for r in range(6):
-                work[i, FORCE + r] = work[i, SCRATCH2 + r]
+                ur = work[i, U_VEC + r] * dinv
+                row = ART_INERTIA + 6 * r
+                a0 = work[i, row] - ur * u0
+                a1 = work[i, row + 1] - ur * u1
+                a2 = work[i, row + 2] - ur * u2
+                a3 = work[i, row + 3] - ur * u3
+                a4 = work[i, row + 4] - ur * u4
+                a5 = work[i, row + 5] - ur * u5
+                work[i, row] = a0
+                work[i, row + 1] = a1
+                work[i, row + 2] = a2
+                work[i, row + 3] = a3
+                work[i, row + 4] = a4
+                work[i, row + 5] = a5
+                work[i, FORCE + r] += (ur * u + (a0 * c0 + a1 * c1 + a2 * c2)
+                                       + (a3 * c3 + a4 * c4 + a5 * c5))
         # I^A_p += X^T I^a X, p^A_p += X^T p^a: the 3x3-block transforms of kernels/spatial.py
         # (rotate, then shift by p) instead of 6x6 products with X
         if fint[p, NF] == 0:
