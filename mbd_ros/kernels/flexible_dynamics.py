@@ -992,21 +992,21 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
             c0, c1, c2 = work[i, BIAS], work[i, BIAS + 1], work[i, BIAS + 2]
             c3, c4, c5 = work[i, BIAS + 3], work[i, BIAS + 4], work[i, BIAS + 5]
             for r in range(6):
-                ur = work[i, U_VEC + r] * dinv
+                ur = work[i, U_VEC + r]
                 row = ART_INERTIA + 6 * r
-                a0 = work[i, row] - ur * u0
-                a1 = work[i, row + 1] - ur * u1
-                a2 = work[i, row + 2] - ur * u2
-                a3 = work[i, row + 3] - ur * u3
-                a4 = work[i, row + 4] - ur * u4
-                a5 = work[i, row + 5] - ur * u5
+                a0 = work[i, row] - ur * u0 * dinv
+                a1 = work[i, row + 1] - ur * u1 * dinv
+                a2 = work[i, row + 2] - ur * u2 * dinv
+                a3 = work[i, row + 3] - ur * u3 * dinv
+                a4 = work[i, row + 4] - ur * u4 * dinv
+                a5 = work[i, row + 5] - ur * u5 * dinv
                 work[i, row] = a0
                 work[i, row + 1] = a1
                 work[i, row + 2] = a2
                 work[i, row + 3] = a3
                 work[i, row + 4] = a4
                 work[i, row + 5] = a5
-                work[i, FORCE + r] += (ur * u + (a0 * c0 + a1 * c1 + a2 * c2)
+                work[i, FORCE + r] += (ur * u * dinv + (a0 * c0 + a1 * c1 + a2 * c2)
                                        + (a3 * c3 + a4 * c4 + a5 * c5))
         # I^A_p += X^T I^a X, p^A_p += X^T p^a: the 3x3-block transforms of kernels/spatial.py
         # (rotate, then shift by p) instead of 6x6 products with X
