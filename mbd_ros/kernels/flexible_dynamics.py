@@ -27,7 +27,12 @@ Forward dynamics is the articulated-body recursion (docs/theory.md §2, seed 002
 elastic coordinates as extra degrees of freedom eliminated inside the body: the body plus its
 articulated children give a (6+n_f)^2 system; its elastic rows are solved for qdd_f in terms of
 a (a Cholesky of n_f x n_f), leaving a 6 x 6 articulated inertia that the joint recursion uses as
-for a rigid body. O(n) in bodies, O(n_f^3) per flexible body.
+for a rigid body. O(n) in bodies, O(n_f^3) per flexible body with movable children.
+
+Deviations for speed (same equations, fewer operations): S^kl q_f and the gyroscopic term are
+sums over the nonzero entries of S^kl and G_k listed at load (flexible/build.py sparse_block);
+for a body without movable children M_ff = m_ff is constant and m_ff^-1, m_ff^-1 M_fr(0) and the
+constant blocks of the condensation are precomputed (condense_block, _condense_constant).
 
 Every joint type of the rigid kernels works here (revolute and prismatic inline; spherical, free,
 planar, cylindrical, helical through kernels/kinematics.py joint_pose and a k-column articulated
