@@ -164,10 +164,15 @@ def build_flexible(tree, model, specs):
             ffloat[i, F.INERTIA:F.INERTIA + 36] = 0.0     # the FLEX block holds its inertia
     parents = {int(fint[i, F.PARENT]) for i in range(1, nb + 1)}
     for body, fb in bodies.items():
+        fint[body, F.SPARSE] = offset
+        block = sparse_block(fb.invariants)
+        blocks.append(block)
+        offset += block.size
         if body not in parents:      # no movable child: M_ff = m_ff is constant, invert it once
             fint[body, F.MFF_INV] = offset
-            blocks.append(np.linalg.inv(fb.Mff).ravel())
-            offset += fb.n_modes ** 2
+            block = condense_block(fb.invariants)
+            blocks.append(block)
+            offset += block.size
     link_shapes = {}
     for i in range(1, nb + 1):
         parent = int(fint[i, F.PARENT])
@@ -200,6 +205,63 @@ def build_flexible(tree, model, specs):
                          elastic_v_indices=np.array(iv_list, dtype=np.int64),
                          bodies=[bodies[b] for b in sorted(bodies)], link_shapes=link_shapes,
                          tree_links=dict(tree.links))
+
+
+def gyroscopic_matrices(inv):
+    """G_k (3, n, n): G_x = S^zy - S^yz, G_y = S^xz - S^zx, G_z = S^yx - S^xy (the q_f-linear part of
+    the angular rows of M_rf, seed 001 I_Rf, and the gyroscopic matrix sum_k w_k G_k)."""
+    S = inv["Skl"]
+    return np.array([S[2, 1] - S[1, 2], S[0, 2] - S[2, 0], S[1, 0] - S[0, 1]])
+
+
+def coupling_at_rest(inv):
+    """M_fr at q_f = 0 (n, 6): linear columns S_f^T, angular columns I_Rf(0) + J_Psi^T."""
+    Iu, n = inv["Iu"], inv["Sf"].shape[1]
+    out = np.empty((n, 6))
+    out[:, :3] = inv["Sf"].T
+    out[:, 3] = Iu[1, 2] - Iu[2, 1] + inv["JPsi"][0]
+    out[:, 4] = Iu[2, 0] - Iu[0, 2] + inv["JPsi"][1]
+    out[:, 5] = Iu[0, 1] - Iu[1, 0] + inv["JPsi"][2]
+    return out
+
+
+def _entries(tensor, out_index, in_index):
+    """The entries of `tensor` above SPARSE_TOL times its largest |entry| as a flat list
+    [count, (out, in, value) * count] (out_index, in_index: functions of the entry's indices).
+    Ordered by rank within their output, then by output, so that consecutive entries accumulate
+    into different outputs (no store-to-load chain in the kernel's loop)."""
+    scale = np.abs(tensor).max() if tensor.size else 0.0
+    found = [] if not scale > 0 else [
+        (out_index(*idx), in_index(*idx), tensor[tuple(idx)])
+        for idx in np.argwhere(np.abs(tensor) > F.SPARSE_TOL * scale)]
+    rank, seen = [], {}
+    for out, _, _ in found:
+        rank.append(seen.get(out, 0))
+        seen[out] = rank[-1] + 1
+    order = sorted(range(len(found)), key=lambda e: (rank[e], found[e][0], found[e][1]))
+    return [len(found)] + [x for e in order for x in found[e]]
+
+
+def sparse_block(inv):
+    """The SPARSE block (layout.py) of a flexible body: the nonzero entries of S^kl and G_k."""
+    S, n = inv["Skl"], inv["Sf"].shape[1]
+    s_list = _entries(S, lambda k, l, a, b: (3 * k + l) * n + a, lambda k, l, a, b: b)
+    G = gyroscopic_matrices(inv)                       # (k, a, b)
+    g_list = _entries(G, lambda k, a, b: a, lambda k, a, b: 3 * b + k)
+    return np.array(s_list + g_list, dtype=float)
+
+
+def condense_block(inv):
+    """The CONDENSE block (layout.py) of a flexible body whose M_ff = m_ff is constant."""
+    minv = np.linalg.inv(0.5 * (inv["Mff"] + inv["Mff"].T))
+    minv = 0.5 * (minv + minv.T)
+    M0 = coupling_at_rest(inv)
+    Y0 = minv @ M0
+    A0 = M0.T @ Y0
+    H = np.einsum("ab,kbc->kac", minv, gyroscopic_matrices(inv))     # (k, a, b)
+    h_list = _entries(H, lambda k, a, b: 6 * a + 3 + k, lambda k, a, b: b)
+    return np.concatenate([minv.ravel(), Y0.ravel(), (0.5 * (A0 + A0.T)).ravel(),
+                           np.array(h_list, dtype=float)])
 
 
 def _flex_block(inv, K, D):

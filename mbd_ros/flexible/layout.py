@@ -28,11 +28,12 @@ FLEX = 7            # offset of the body's FLEX block in fdata (-1: rigid)
 ATTACH = 8          # offset of the ATTACH block of the joint origin on a flexible parent (-1: none)
 FWORK = 9           # offset of the body's FW block in fwork (-1: rigid)
 XI = 10             # offset in fwork of the node Jacobian Xi (6 x n_f of the parent) (-1: none)
-MFF_INV = 11        # flexible body without movable children: offset in fdata of the constant
-                    # m_ff^-1 (n x n) (-1: children add to M_ff, factorised at run time)
+MFF_INV = 11        # flexible body without movable children: offset in fdata of its CONDENSE
+                    # block (below; -1: children add to M_ff, factorised at run time)
 NV_JOINT = 12       # joint velocity coordinates k (columns of S)
 NQ_JOINT = 13       # joint position coordinates
-FINT_WIDTH = 14
+SPARSE = 14         # flexible body: offset in fdata of its SPARSE block (below; -1: rigid)
+FINT_WIDTH = 15
 
 # ---- ffloat columns: a row of the rigid model's body_float (mbd_ros.layout), so that the rigid
 # joint kinematics (kernels/kinematics.py joint_pose) reads it directly ------------------------------
@@ -60,6 +61,23 @@ FLEX_SF = 22        # then: S_f (3 x n) = sum m_j N_j                     (seed 
 #                         K_ff (n x n), D_ff (n x n)
 #                         G (3 x n x n): G_x = S^zy - S^yz, G_y = S^xz - S^zx, G_z = S^yx - S^xy
 #                         (the seed's I_Rf quadratic part and the gyroscopic matrix sum w_k G_k)
+
+
+# ---- fdata blocks precomputed at load time for the forward dynamics (build.py sparse_block,
+# condense_block). Entry lists are flat [count, (out, in, value) * count] with the integer indices
+# stored as floats (exact below 2^53), ordered so that consecutive entries accumulate into
+# different outputs:
+# SPARSE block of a flexible body: the nonzero S^kl[a, b] as (out = (3 k + l) n + a, b, value)
+#     (s_kl = S^kl q_f accumulated entry by entry), then the nonzero gyroscopic G_k[a, b]
+#     (layout of the FLEX block) as (a, 3 b + k, value).
+# CONDENSE block of a flexible body without movable children (m_ff constant, at MFF_INV):
+#     m_ff^-1 (n x n), Y0 = m_ff^-1 M_fr(q_f = 0) (n x 6), A0 = M_rf(0) m_ff^-1 M_fr(0) (6 x 6),
+#     then the nonzero H_k[a, b] = (m_ff^-1 G_k)[a, b] as (6 a + 3 + k, b, value): the q_f-linear
+#     part of Y = m_ff^-1 M_fr (M_fr's angular column k is M_fr(0) + G_k q_f).
+# Entries below SPARSE_TOL times the largest |entry| of their tensor are dropped (round-off of
+# modes that do not couple, e.g. the two bending planes, stretching and torsion of a straight
+# beam); the results change by less than about 1e-13 relative.
+SPARSE_TOL = 1e-14
 
 
 def flex_block_size(n):

@@ -27,7 +27,12 @@ Forward dynamics is the articulated-body recursion (docs/theory.md §2, seed 002
 elastic coordinates as extra degrees of freedom eliminated inside the body: the body plus its
 articulated children give a (6+n_f)^2 system; its elastic rows are solved for qdd_f in terms of
 a (a Cholesky of n_f x n_f), leaving a 6 x 6 articulated inertia that the joint recursion uses as
-for a rigid body. O(n) in bodies, O(n_f^3) per flexible body.
+for a rigid body. O(n) in bodies, O(n_f^3) per flexible body with movable children.
+
+Deviations for speed (same equations, fewer operations): S^kl q_f and the gyroscopic term are
+sums over the nonzero entries of S^kl and G_k listed at load (flexible/build.py sparse_block);
+for a body without movable children M_ff = m_ff is constant and m_ff^-1, m_ff^-1 M_fr(0) and the
+constant blocks of the condensation are precomputed (condense_block, _condense_constant).
 
 Every joint type of the rigid kernels works here (revolute and prismatic inline; spherical, free,
 planar, cylindrical, helical through kernels/kinematics.py joint_pose and a k-column articulated
@@ -44,13 +49,15 @@ from ..flexible.layout import (ACC, ART_INERTIA, ATTACH, AXIS, BIAS, D_INV, DAMP
                                INERTIA, JOINT_TYPE, MFF_INV, NF, NODE_POS, NODE_TWIST, PARENT,
                                PLACEMENT_POS, PLACEMENT_ROT, POS, ROT, SCRATCH, SCRATCH2, U_TAU,
                                U_VEC, VEL, WORLD_POS, WORLD_ROT, X_MAT, XI, NV_JOINT,
-                               MOTION_SUBSPACE, U_MULTI, D_MULTI, DINV_MULTI, UTAU_MULTI)
+                               MOTION_SUBSPACE, U_MULTI, D_MULTI, DINV_MULTI, UTAU_MULTI,
+                               SPARSE)
 from ..layout import (JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL,
                       QUATERNION_NORM_TOL, STATUS_BAD_INPUT, STATUS_BAD_Q, STATUS_BAD_QUATERNION,
                       STATUS_BAD_V, STATUS_OK, STATUS_SHAPE_INPUT, STATUS_SHAPE_OUT,
                       STATUS_SHAPE_Q, STATUS_SHAPE_V, STATUS_SINGULAR)
 from .kinematics import joint_pose
-from .spatial import invert_spd
+from .spatial import (add_force_to_parent, add_inertia_to_parent, invert_spd,
+                      motion_to_child)
 
 
 # explicit signatures of the entry points (as kernels/signatures.py): other argument types raise
@@ -132,45 +139,6 @@ def _set_transform(work, i):
         work[i, base2 + 3] = rx
         work[i, base2 + 4] = ry
         work[i, base2 + 5] = rz
-
-
-@njit(inline="always", cache=True)
-def _x_times(work, i, src_row, src, dst):
-    """work[i, dst:dst+6] = X_i work[src_row, src:src+6]."""
-    for r in range(6):
-        s = 0.0
-        for c in range(6):
-            s += work[i, X_MAT + 6 * r + c] * work[src_row, src + c]
-        work[i, dst + r] = s
-
-
-@njit(inline="always", cache=True)
-def _xt_times(work, i, src, dst_row, dst):
-    """work[dst_row, dst:dst+6] += X_i^T work[i, src:src+6] (force to the parent frame)."""
-    for c in range(6):
-        s = 0.0
-        for r in range(6):
-            s += work[i, X_MAT + 6 * r + c] * work[i, src + r]
-        work[dst_row, dst + c] += s
-
-
-@njit(inline="always", cache=True)
-def _inertia_to_parent(work, i, src):
-    """work[i, SCRATCH2] = X_i^T I X_i for I = work[i, src:src+36] (6x6, body frame)."""
-    # X = [[R^T, -R^T [p]], [0, R^T]]: its lower-left block is zero, so columns c < 3 of X (and
-    # rows r < 3 of X^T) have only k < 3 terms (the same sums without the zero products)
-    for r in range(6):                      # SCRATCH = I X
-        for c in range(6):
-            s = 0.0
-            for k in range(3 if c < 3 else 6):
-                s += work[i, src + 6 * r + k] * work[i, X_MAT + 6 * k + c]
-            work[i, SCRATCH + 6 * r + c] = s
-    for r in range(6):                      # SCRATCH2 = X^T (I X)
-        for c in range(6):
-            s = 0.0
-            for k in range(3 if r < 3 else 6):
-                s += work[i, X_MAT + 6 * k + r] * work[i, SCRATCH + 6 * k + c]
-            work[i, SCRATCH2 + 6 * r + c] = s
 
 
 @njit(inline="always", cache=True)
@@ -301,6 +269,13 @@ def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
     """Pose (ROT, POS, X_MAT, WORLD_*) of body i in its parent's reference frame, twist VEL, bias
     acceleration BIAS and, on a flexible parent, the node Jacobian Xi (seed 002 eqs. 3-4 with the
     parent-side node motion added; see the module docstring)."""
+    _body_motion(fint, ffloat, fdata, work, fwork, i, q, v, velocities, True)
+
+
+@njit(cache=True)
+def _body_motion(fint, ffloat, fdata, work, fwork, i, q, v, velocities, poses):
+    """_body_kinematics; poses=False leaves out X_MAT and the world pose WORLD_* (the forward
+    dynamics reads neither: transforms use ROT/POS, gravity is a base acceleration)."""
     p = fint[i, PARENT]
     qi = q[fint[i, IDX_Q]]
     ax, ay, az = ffloat[i, AXIS], ffloat[i, AXIS + 1], ffloat[i, AXIS + 2]
@@ -333,8 +308,11 @@ def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
     e20 = scale * (-g1 + 0.5 * g0 * g2)
     e12 = scale * (-g0 + 0.5 * g1 * g2)
     e21 = scale * (g0 + 0.5 * g1 * g2)
-    # R_N = R_el R_pl into SCRATCH2[0:9]
-    for c in range(3):
+    # R_N = R_el R_pl into SCRATCH2[0:9] (R_el = 1 on a rigid parent)
+    if att < 0:
+        for k in range(9):
+            work[i, SCRATCH2 + k] = ffloat[i, PLACEMENT_ROT + k]
+    for c in range(3 if att >= 0 else 0):
         a0 = ffloat[i, PLACEMENT_ROT + c]
         a1 = ffloat[i, PLACEMENT_ROT + 3 + c]
         a2 = ffloat[i, PLACEMENT_ROT + 6 + c]
@@ -391,18 +369,19 @@ def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
         work[i, POS] = work[i, NODE_POS] + e00 * d0 + e01 * d1 + e02 * d2
         work[i, POS + 1] = work[i, NODE_POS + 1] + e10 * d0 + e11 * d1 + e12 * d2
         work[i, POS + 2] = work[i, NODE_POS + 2] + e20 * d0 + e21 * d1 + e22 * d2
-    _set_transform(work, i)
-    # world pose: R_w = R_w,p R, p_w = p_w,p + R_w,p p
-    for r in range(3):
-        for c in range(3):
-            s = 0.0
+    if poses:
+        _set_transform(work, i)
+        # world pose: R_w = R_w,p R, p_w = p_w,p + R_w,p p
+        for r in range(3):
+            for c in range(3):
+                s = 0.0
+                for k in range(3):
+                    s += work[p, WORLD_ROT + 3 * r + k] * work[i, ROT + 3 * k + c]
+                work[i, WORLD_ROT + 3 * r + c] = s
+            s = work[p, WORLD_POS + r]
             for k in range(3):
-                s += work[p, WORLD_ROT + 3 * r + k] * work[i, ROT + 3 * k + c]
-            work[i, WORLD_ROT + 3 * r + c] = s
-        s = work[p, WORLD_POS + r]
-        for k in range(3):
-            s += work[p, WORLD_ROT + 3 * r + k] * work[i, POS + k]
-        work[i, WORLD_POS + r] = s
+                s += work[p, WORLD_ROT + 3 * r + k] * work[i, POS + k]
+            work[i, WORLD_POS + r] = s
     # ---- node Jacobian Xi (6 x n_p, parent frame): [Phi_t + [p_N] G Phi_r; G Phi_r]
     if att >= 0:
         xi = fint[i, XI]
@@ -424,24 +403,31 @@ def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
     if not velocities:
         return
     # ---- twist: V_i = X (V_p + nu) + S qd, nu = [pdot - w_s x p_N; w_s]   (seed 002 eq. 3)
-    for r in range(6):
-        work[i, NODE_TWIST + r] = 0.0
     if att >= 0:
         xi = fint[i, XI]
         ivf = fint[p, IDX_VF]
-        for k in range(n_p):
-            vk = v[ivf + k]
-            for r in range(6):
-                work[i, NODE_TWIST + r] += fwork[xi + r * n_p + k] * vk
-    for r in range(6):
-        work[i, SCRATCH + r] = work[p, VEL + r] + work[i, NODE_TWIST + r]
-    _x_times(work, i, i, SCRATCH, VEL)
+        for r in range(6):
+            s = 0.0
+            for k in range(n_p):
+                s += fwork[xi + r * n_p + k] * v[ivf + k]
+            work[i, NODE_TWIST + r] = s
+            work[i, SCRATCH + r] = work[p, VEL + r] + s
+        motion_to_child(work, i, ROT, work, i, SCRATCH, work, i, VEL)
+    else:                                   # rigid parent: nu = 0
+        for r in range(6):
+            work[i, NODE_TWIST + r] = 0.0
+        motion_to_child(work, i, ROT, work, p, VEL, work, i, VEL)
     _add_joint_motion(fint, ffloat, work, i, v, VEL)
     # ---- bias acceleration c = V x w - w x (X nu) + X [p_N x Gdot gdot - w_s x pdot; Gdot gdot],
     # w = X nu + S qd (relative twist of the body w.r.t. the parent reference frame)
-    _x_times(work, i, i, NODE_TWIST, SCRATCH)          # SCRATCH[0:6] = X nu
-    for r in range(6):
-        work[i, SCRATCH + 6 + r] = work[i, SCRATCH + r]
+    if att >= 0:
+        motion_to_child(work, i, ROT, work, i, NODE_TWIST, work, i, SCRATCH)   # SCRATCH = X nu
+        for r in range(6):
+            work[i, SCRATCH + 6 + r] = work[i, SCRATCH + r]
+    else:
+        for r in range(6):
+            work[i, SCRATCH + r] = 0.0
+            work[i, SCRATCH + 6 + r] = 0.0
     _add_joint_motion(fint, ffloat, work, i, v, SCRATCH + 6)
     _cross_motion(work, i, VEL, SCRATCH + 6, BIAS)     # V x w
     if att >= 0:
@@ -472,86 +458,98 @@ def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
         work[i, SCRATCH + 21] = h0
         work[i, SCRATCH + 22] = h1
         work[i, SCRATCH + 23] = h2
-        _x_times(work, i, i, SCRATCH + 18, SCRATCH + 24)
+        motion_to_child(work, i, ROT, work, i, SCRATCH + 18, work, i, SCRATCH + 24)
         for r in range(6):
             work[i, BIAS + r] += work[i, SCRATCH + 24 + r] - work[i, SCRATCH + 12 + r]
 
 
 # =============================================================================== flexible body
 @njit(cache=True)
-def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
+def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities, full):
     """Generalized mass M (6+n)^2 and velocity terms beta (6+n) of flexible body i into its FW
     block (seed 001: m_TT..m_ff from S_0, S_f, Theta^kl, I^kl, S^kl; quadratic velocity terms
-    from the point accelerations). beta holds no elastic/external forces yet."""
+    from the point accelerations). beta holds no elastic/external forces yet. full=False leaves
+    out M_fr and M_ff (the forward dynamics of a body with a constant M_ff reads neither)."""
     n = fint[i, NF]
     o = fint[i, FLEX]
     sf, iu, skl, jpsi, mff, kff, dff = _flex_offsets(o, n)
-    gyro = dff + n * n
     mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
     iqf = fint[i, IDX_QF]
     ivf = fint[i, IDX_VF]
     w6 = 6 + n
     mass = fdata[o + FLEX_MASS]
-    # s_kl = S^kl q_f (9 vectors of n); S^lk = S^kl^T, so one pass over S^kl gives s_kl and s_lk
-    for k in range(3):
-        base = skl + 4 * k * n * n
-        for a in range(n):
-            s = 0.0
-            for b in range(n):
-                s += fdata[base + a * n + b] * q[iqf + b]
-            fwork[skq + 4 * k * n + a] = s
-    for pair in range(3):
-        k = 0 if pair < 2 else 1
-        l = 2 if pair > 0 else 1
-        base = skl + (3 * k + l) * n * n
-        out_kl = skq + (3 * k + l) * n
-        out_lk = skq + (3 * l + k) * n
-        for a in range(n):            # s_kl = S^kl q and s_lk = S^kl^T q (no store in the loop)
-            s = 0.0
-            t = 0.0
-            for b in range(n):
-                s += fdata[base + a * n + b] * q[iqf + b]
-                t += fdata[base + b * n + a] * q[iqf + b]
-            fwork[out_kl + a] = s
-            fwork[out_lk + a] = t
-    # S_t = S_0 + S_f q_f   (seed eqs. 2-4)
+    # s_kl = S^kl q_f (9 vectors of n) from the nonzero entries of S^kl listed at load time
+    # (build.py sparse_block: (out, b, value), consecutive entries into different outputs): a
+    # straight beam's modes bend in one plane, stretch or twist, so most S^kl[a, b] =
+    # sum m_j N_jk,a N_jl,b vanish (the sample arm's 4 modes: 48 of 144)
+    for t in range(9 * n):
+        fwork[skq + t] = 0.0
+    sp = fint[i, SPARSE]
+    n_s = int(fdata[sp])
+    for e in range(sp + 1, sp + 1 + 3 * n_s, 3):
+        fwork[skq + int(fdata[e])] += fdata[e + 2] * q[iqf + int(fdata[e + 1])]
+    # S_t = S_0 + S_f q_f (seed eqs. 2-4) and P_kl = Theta^kl + (I^kl + I^lk) q_f + q_f^T S^kl q_f
+    # (seed eq. 7; P symmetric, q_f^T S^kl q_f = q_f . s_kl): one pass over b, the nine sums in
+    # registers (independent accumulators instead of nine short dependent loops)
     st0 = fdata[o + FLEX_S0]
     st1 = fdata[o + FLEX_S0 + 1]
     st2 = fdata[o + FLEX_S0 + 2]
+    p00 = fdata[o + FLEX_P0]
+    p01 = fdata[o + FLEX_P0 + 1]
+    p02 = fdata[o + FLEX_P0 + 2]
+    p11 = fdata[o + FLEX_P0 + 4]
+    p12 = fdata[o + FLEX_P0 + 5]
+    p22 = fdata[o + FLEX_P0 + 8]
     for b in range(n):
         qb = q[iqf + b]
         st0 += fdata[sf + b] * qb
         st1 += fdata[sf + n + b] * qb
         st2 += fdata[sf + 2 * n + b] * qb
-    # P_kl = Theta^kl + (I^kl + I^lk) q_f + q_f^T S^kl q_f   (seed eq. 7); scratch in work SCRATCH
-    for k in range(3):            # P is symmetric: the upper triangle, mirrored
-        for l in range(k, 3):
-            s = fdata[o + FLEX_P0 + 3 * k + l]
-            for b in range(n):
-                s += ((fdata[iu + (3 * k + l) * n + b] + fdata[iu + (3 * l + k) * n + b]
-                       + fwork[skq + (3 * k + l) * n + b]) * q[iqf + b])
-            work[i, SCRATCH + 3 * k + l] = s
-            work[i, SCRATCH + 3 * l + k] = s
-    trace = work[i, SCRATCH] + work[i, SCRATCH + 4] + work[i, SCRATCH + 8]
+        p00 += (2.0 * fdata[iu + b] + fwork[skq + b]) * qb
+        p11 += (2.0 * fdata[iu + 4 * n + b] + fwork[skq + 4 * n + b]) * qb
+        p22 += (2.0 * fdata[iu + 8 * n + b] + fwork[skq + 8 * n + b]) * qb
+        p01 += (fdata[iu + n + b] + fdata[iu + 3 * n + b] + fwork[skq + n + b]) * qb
+        p02 += (fdata[iu + 2 * n + b] + fdata[iu + 6 * n + b] + fwork[skq + 2 * n + b]) * qb
+        p12 += (fdata[iu + 5 * n + b] + fdata[iu + 7 * n + b] + fwork[skq + 5 * n + b]) * qb
+    trace = p00 + p11 + p22
     # M_rr = [[m 1, -[S_t]], [[S_t], Theta + J]] with Theta = tr(P) 1 - P   (seed eqs. 5-6)
-    for r in range(6):
-        for c in range(6):
-            fwork[mm + r * w6 + c] = 0.0
-    for r in range(3):
-        fwork[mm + r * w6 + r] = mass
-        for c in range(3):
-            fwork[mm + (3 + r) * w6 + 3 + c] = (-work[i, SCRATCH + 3 * r + c]
-                                                 + fdata[o + FLEX_JSUM + 3 * r + c])
-        fwork[mm + (3 + r) * w6 + 3 + r] += trace
-    fwork[mm + 0 * w6 + 4] = st2     # -[S_t] in the top-right block
-    fwork[mm + 0 * w6 + 5] = -st1
-    fwork[mm + 1 * w6 + 3] = -st2
-    fwork[mm + 1 * w6 + 5] = st0
+    js = o + FLEX_JSUM
+    fwork[mm] = mass
+    fwork[mm + 1] = 0.0
+    fwork[mm + 2] = 0.0
+    fwork[mm + 3] = 0.0
+    fwork[mm + 4] = st2
+    fwork[mm + 5] = -st1
+    fwork[mm + w6] = 0.0
+    fwork[mm + w6 + 1] = mass
+    fwork[mm + w6 + 2] = 0.0
+    fwork[mm + w6 + 3] = -st2
+    fwork[mm + w6 + 4] = 0.0
+    fwork[mm + w6 + 5] = st0
+    fwork[mm + 2 * w6] = 0.0
+    fwork[mm + 2 * w6 + 1] = 0.0
+    fwork[mm + 2 * w6 + 2] = mass
     fwork[mm + 2 * w6 + 3] = st1
     fwork[mm + 2 * w6 + 4] = -st0
-    for r in range(3):
-        for c in range(3):
-            fwork[mm + (3 + r) * w6 + c] = fwork[mm + c * w6 + 3 + r]
+    fwork[mm + 2 * w6 + 5] = 0.0
+    fwork[mm + 3 * w6] = 0.0
+    fwork[mm + 3 * w6 + 1] = -st2
+    fwork[mm + 3 * w6 + 2] = st1
+    fwork[mm + 3 * w6 + 3] = trace - p00 + fdata[js]
+    fwork[mm + 3 * w6 + 4] = -p01 + fdata[js + 1]
+    fwork[mm + 3 * w6 + 5] = -p02 + fdata[js + 2]
+    fwork[mm + 4 * w6] = st2
+    fwork[mm + 4 * w6 + 1] = 0.0
+    fwork[mm + 4 * w6 + 2] = -st0
+    fwork[mm + 4 * w6 + 3] = -p01 + fdata[js + 3]
+    fwork[mm + 4 * w6 + 4] = trace - p11 + fdata[js + 4]
+    fwork[mm + 4 * w6 + 5] = -p12 + fdata[js + 5]
+    fwork[mm + 5 * w6] = -st1
+    fwork[mm + 5 * w6 + 1] = st0
+    fwork[mm + 5 * w6 + 2] = 0.0
+    fwork[mm + 5 * w6 + 3] = -p02 + fdata[js + 6]
+    fwork[mm + 5 * w6 + 4] = -p12 + fdata[js + 7]
+    fwork[mm + 5 * w6 + 5] = trace - p22 + fdata[js + 8]
     # M_rf: linear rows S_f; angular rows I_Rf (seed "I_Rf" with S^kl - S^kl^T) + J_Psi
     for a in range(n):
         for r in range(3):
@@ -566,10 +564,11 @@ def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
         fwork[mm + 5 * w6 + 6 + a] = (fdata[iu + 1 * n + a] - fdata[iu + 3 * n + a]
                                       + fwork[skq + 3 * n + a] - fwork[skq + 1 * n + a]
                                       + fdata[jpsi + 2 * n + a])
-        for r in range(6):
-            fwork[mm + (6 + a) * w6 + r] = fwork[mm + r * w6 + 6 + a]
-        for b in range(n):
-            fwork[mm + (6 + a) * w6 + 6 + b] = fdata[mff + a * n + b]
+        if full:                      # M_fr = M_rf^T and M_ff = m_ff (not read by
+            for r in range(6):        # _condense_constant)
+                fwork[mm + (6 + a) * w6 + r] = fwork[mm + r * w6 + 6 + a]
+            for b in range(n):
+                fwork[mm + (6 + a) * w6 + 6 + b] = fdata[mff + a * n + b]
     for r in range(w6):
         fwork[bb + r] = 0.0
     if not velocities:
@@ -598,13 +597,19 @@ def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
     fwork[bb + 1] = mass * cy + (wz * u0 - wx * u2) + 2.0 * (wz * sfq0 - wx * sfq2)
     fwork[bb + 2] = mass * cz + (wx * u1 - wy * u0) + 2.0 * (wx * sfq1 - wy * sfq0)
     # angular: S_t x (w x v) + w x ((Theta + J) w + J_Psi qd) + 2 (w tr C - C^T w),
-    # C_kl = sum m r_k rdot_l = I^kl qd + s_lk . qd   (reuses SCRATCH+9.. for C)
-    for k in range(3):
-        for l in range(3):
-            s = 0.0
-            for b in range(n):
-                s += (fdata[iu + (3 * k + l) * n + b] + fwork[skq + (3 * l + k) * n + b]) * v[ivf + b]
-            work[i, SCRATCH + 9 + 3 * k + l] = s
+    # C_kl = sum m r_k rdot_l = I^kl qd + s_lk . qd
+    c00 = c01 = c02 = c10 = c11 = c12 = c20 = c21 = c22 = 0.0
+    for b in range(n):                # nine sums in one pass (independent accumulators)
+        vb = v[ivf + b]
+        c00 += (fdata[iu + b] + fwork[skq + b]) * vb
+        c01 += (fdata[iu + n + b] + fwork[skq + 3 * n + b]) * vb
+        c02 += (fdata[iu + 2 * n + b] + fwork[skq + 6 * n + b]) * vb
+        c10 += (fdata[iu + 3 * n + b] + fwork[skq + n + b]) * vb
+        c11 += (fdata[iu + 4 * n + b] + fwork[skq + 4 * n + b]) * vb
+        c12 += (fdata[iu + 5 * n + b] + fwork[skq + 7 * n + b]) * vb
+        c20 += (fdata[iu + 6 * n + b] + fwork[skq + 2 * n + b]) * vb
+        c21 += (fdata[iu + 7 * n + b] + fwork[skq + 5 * n + b]) * vb
+        c22 += (fdata[iu + 8 * n + b] + fwork[skq + 8 * n + b]) * vb
     h0 = jq0
     h1 = jq1
     h2 = jq2
@@ -612,10 +617,10 @@ def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
         h0 += fwork[mm + 3 * w6 + 3 + c] * work[i, VEL + 3 + c]
         h1 += fwork[mm + 4 * w6 + 3 + c] * work[i, VEL + 3 + c]
         h2 += fwork[mm + 5 * w6 + 3 + c] * work[i, VEL + 3 + c]
-    trc = work[i, SCRATCH + 9] + work[i, SCRATCH + 13] + work[i, SCRATCH + 17]
-    ctw0 = (work[i, SCRATCH + 9] * wx + work[i, SCRATCH + 12] * wy + work[i, SCRATCH + 15] * wz)
-    ctw1 = (work[i, SCRATCH + 10] * wx + work[i, SCRATCH + 13] * wy + work[i, SCRATCH + 16] * wz)
-    ctw2 = (work[i, SCRATCH + 11] * wx + work[i, SCRATCH + 14] * wy + work[i, SCRATCH + 17] * wz)
+    trc = c00 + c11 + c22
+    ctw0 = c00 * wx + c10 * wy + c20 * wz
+    ctw1 = c01 * wx + c11 * wy + c21 * wz
+    ctw2 = c02 * wx + c12 * wy + c22 * wz
     fwork[bb + 3] = (st1 * cz - st2 * cy) + (wy * h2 - wz * h1) + 2.0 * (wx * trc - ctw0)
     fwork[bb + 4] = (st2 * cx - st0 * cz) + (wz * h0 - wx * h2) + 2.0 * (wy * trc - ctw1)
     fwork[bb + 5] = (st0 * cy - st1 * cx) + (wx * h1 - wy * h0) + 2.0 * (wz * trc - ctw2)
@@ -637,13 +642,14 @@ def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities):
         s += w12 * (fdata[iu + 5 * n + a] + fdata[iu + 7 * n + a] + fwork[skq + 5 * n + a]
                     + fwork[skq + 7 * n + a])
         fwork[bb + 6 + a] = s
-    for a in range(n):
-        s = 0.0
-        for b in range(n):
-            nn = a * n + b
-            s += v[ivf + b] * (wx * fdata[gyro + nn] + wy * fdata[gyro + n * n + nn]
-                               + wz * fdata[gyro + 2 * n * n + nn])
-        fwork[bb + 6 + a] += 2.0 * s
+    # gyroscopic 2 sum_k w_k G_k qd_f from the nonzero entries (a, 3 b + k, G_k[a, b]) of G_k
+    # (build.py sparse_block)
+    gl = sp + 1 + 3 * n_s
+    for e in range(gl + 1, gl + 1 + 3 * int(fdata[gl]), 3):
+        bk = int(fdata[e + 1])
+        b3 = bk // 3
+        fwork[bb + 6 + int(fdata[e])] += (2.0 * fdata[e + 2] * work[i, VEL + 3 + bk - 3 * b3]
+                                          * v[ivf + b3])
 
 
 @njit(inline="always", cache=True)
@@ -697,33 +703,108 @@ def _add_child_to_flexible(fint, work, fwork, child, p):
 
 
 @njit(cache=True)
-def _condense_constant(fint, fdata, work, fwork, i):
-    """_condense_flexible for a flexible body without movable children: M_ff = m_ff is constant
-    and its inverse precomputed (fdata at MFF_INV): Y = m_ff^-1 M_fr, z = m_ff^-1 beta_f."""
+def _condense_constant(fint, fdata, work, fwork, i, q):
+    """_condense_flexible for a flexible body without movable children: M_ff = m_ff is constant,
+    so Y = m_ff^-1 M_fr = Y0 + [0 | H_k q_f] with Y0 = m_ff^-1 M_fr(0) and H_k = m_ff^-1 G_k
+    precomputed at load (build.py condense_block; M_fr's angular column k is M_fr(0) + G_k q_f),
+    z = m_ff^-1 beta_f, and the articulated inertia I^A = M_rr - M_rf Y (seed 002 step 2 on the
+    elastic rows) is symmetric: 21 entries, of which the linear-linear block
+    S_f m_ff^-1 S_f^T = A0 is constant. Deviation from the dense form: the same products, fewer
+    of them (the m_ff solve and the structurally constant or zero parts are done once)."""
     n = fint[i, NF]
     w6 = 6 + n
     inv = fint[i, MFF_INV]
+    y0 = inv + n * n
+    a0 = y0 + 6 * n
+    hl = a0 + 36
+    iqf = fint[i, IDX_QF]
     mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
+    for t in range(6 * n):
+        fwork[y + t] = fdata[y0 + t]
+    for e in range(hl + 1, hl + 1 + 3 * int(fdata[hl]), 3):   # Y[a, 3 + k] += H_k[a, b] q_f[b]
+        fwork[y + int(fdata[e])] += fdata[e + 2] * q[iqf + int(fdata[e + 1])]
     for a in range(n):
         s = 0.0
         for b in range(n):
             s += fdata[inv + a * n + b] * fwork[bb + 6 + b]
         fwork[z + a] = s
-        for c in range(6):
-            s = 0.0
-            for b in range(n):
-                s += fdata[inv + a * n + b] * fwork[mm + (6 + b) * w6 + c]
-            fwork[y + a * 6 + c] = s
-    for r in range(6):
-        for c in range(6):
-            s = fwork[mm + r * w6 + c]
-            for a in range(n):
-                s -= fwork[mm + r * w6 + 6 + a] * fwork[y + a * 6 + c]
-            work[i, ART_INERTIA + 6 * r + c] = s
-        s = fwork[bb + r]
-        for a in range(n):
-            s -= fwork[mm + r * w6 + 6 + a] * fwork[z + a]
-        work[i, FORCE + r] = s
+    # I^A = M_rr - M_rf Y and p^A = beta_r - M_rf z, the sums of each row block in registers
+    # (M_rf's linear rows are S_f, its angular rows are in M)
+    sf = fint[i, FLEX] + FLEX_SF
+    l03 = l04 = l05 = l13 = l14 = l15 = l23 = l24 = l25 = 0.0
+    f0 = f1 = f2 = 0.0
+    for a in range(n):
+        s0 = fdata[sf + a]
+        s1 = fdata[sf + n + a]
+        s2 = fdata[sf + 2 * n + a]
+        y3 = fwork[y + 6 * a + 3]
+        y4 = fwork[y + 6 * a + 4]
+        y5 = fwork[y + 6 * a + 5]
+        za = fwork[z + a]
+        l03 += s0 * y3
+        l04 += s0 * y4
+        l05 += s0 * y5
+        l13 += s1 * y3
+        l14 += s1 * y4
+        l15 += s1 * y5
+        l23 += s2 * y3
+        l24 += s2 * y4
+        l25 += s2 * y5
+        f0 += s0 * za
+        f1 += s1 * za
+        f2 += s2 * za
+    a33 = a34 = a35 = a44 = a45 = a55 = 0.0
+    f3 = f4 = f5 = 0.0
+    for a in range(n):
+        m3 = fwork[mm + 3 * w6 + 6 + a]
+        m4 = fwork[mm + 4 * w6 + 6 + a]
+        m5 = fwork[mm + 5 * w6 + 6 + a]
+        y3 = fwork[y + 6 * a + 3]
+        y4 = fwork[y + 6 * a + 4]
+        y5 = fwork[y + 6 * a + 5]
+        za = fwork[z + a]
+        a33 += m3 * y3
+        a34 += m3 * y4
+        a35 += m3 * y5
+        a44 += m4 * y4
+        a45 += m4 * y5
+        a55 += m5 * y5
+        f3 += m3 * za
+        f4 += m4 * za
+        f5 += m5 * za
+    for r in range(3):            # linear-linear block: M_rr - A0 (constant S_f m_ff^-1 S_f^T)
+        for c in range(r, 3):
+            t = fwork[mm + r * w6 + c] - fdata[a0 + 6 * r + c]
+            work[i, ART_INERTIA + 6 * r + c] = t
+            work[i, ART_INERTIA + 6 * c + r] = t
+    _set_symmetric(work, i, 0, 3, fwork[mm + 3] - l03)
+    _set_symmetric(work, i, 0, 4, fwork[mm + 4] - l04)
+    _set_symmetric(work, i, 0, 5, fwork[mm + 5] - l05)
+    _set_symmetric(work, i, 1, 3, fwork[mm + w6 + 3] - l13)
+    _set_symmetric(work, i, 1, 4, fwork[mm + w6 + 4] - l14)
+    _set_symmetric(work, i, 1, 5, fwork[mm + w6 + 5] - l15)
+    _set_symmetric(work, i, 2, 3, fwork[mm + 2 * w6 + 3] - l23)
+    _set_symmetric(work, i, 2, 4, fwork[mm + 2 * w6 + 4] - l24)
+    _set_symmetric(work, i, 2, 5, fwork[mm + 2 * w6 + 5] - l25)
+    _set_symmetric(work, i, 3, 3, fwork[mm + 3 * w6 + 3] - a33)
+    _set_symmetric(work, i, 3, 4, fwork[mm + 3 * w6 + 4] - a34)
+    _set_symmetric(work, i, 3, 5, fwork[mm + 3 * w6 + 5] - a35)
+    _set_symmetric(work, i, 4, 4, fwork[mm + 4 * w6 + 4] - a44)
+    _set_symmetric(work, i, 4, 5, fwork[mm + 4 * w6 + 5] - a45)
+    _set_symmetric(work, i, 5, 5, fwork[mm + 5 * w6 + 5] - a55)
+    work[i, FORCE] = fwork[bb] - f0
+    work[i, FORCE + 1] = fwork[bb + 1] - f1
+    work[i, FORCE + 2] = fwork[bb + 2] - f2
+    work[i, FORCE + 3] = fwork[bb + 3] - f3
+    work[i, FORCE + 4] = fwork[bb + 4] - f4
+    work[i, FORCE + 5] = fwork[bb + 5] - f5
+
+
+@njit(inline="always", cache=True)
+def _set_symmetric(work, i, r, c, value):
+    """ART_INERTIA[r, c] = ART_INERTIA[c, r] = value."""
+    work[i, ART_INERTIA + 6 * r + c] = value
+    work[i, ART_INERTIA + 6 * c + r] = value
 
 
 @njit(cache=True)
@@ -828,7 +909,10 @@ def _set_base(ffloat, work, gravity_on):
 
 @njit(inline="always", cache=True)
 def _passive(ffloat, i, vi):
-    """Joint passive force -damping v - friction tanh(v / friction_speed)."""
+    """Joint passive force -damping v - friction tanh(v / friction_speed) (no tanh without
+    friction)."""
+    if ffloat[i, FRICTION] == 0.0:
+        return -ffloat[i, DAMPING] * vi
     return -ffloat[i, DAMPING] * vi - ffloat[i, FRICTION] * math.tanh(vi / ffloat[i, FRICTION_SPEED])
 
 
@@ -852,7 +936,7 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
     _set_base(ffloat, work, True)
     # ---- pass 1, base -> tips: kinematics, body inertia and velocity terms    [seed 002 step 1]
     for i in range(1, nb + 1):
-        _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, True)
+        _body_motion(fint, ffloat, fdata, work, fwork, i, q, v, True, False)
         if fint[i, NF] == 0:
             for k in range(36):
                 work[i, ART_INERTIA + k] = ffloat[i, INERTIA + k]
@@ -860,7 +944,8 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
             for r in range(6):
                 work[i, FORCE + r] -= work[i, FEXT + r]
         else:
-            _flex_body_terms(fint, fdata, work, fwork, i, q, v, True)
+            _flex_body_terms(fint, fdata, work, fwork, i, q, v, True,
+                             fint[i, MFF_INV] < 0)
             _elastic_forces(fint, fdata, fwork, i, q, v, 1.0)
             n = fint[i, NF]
             bb = fint[i, FWORK] + (6 + n) * (6 + n)
@@ -873,7 +958,7 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
     for i in range(nb, 0, -1):
         if fint[i, NF] > 0:
             if fint[i, MFF_INV] >= 0:
-                _condense_constant(fint, fdata, work, fwork, i)
+                _condense_constant(fint, fdata, work, fwork, i, q)
             elif not _condense_flexible(fint, work, fwork, i):
                 return STATUS_SINGULAR + i
         jt = fint[i, JOINT_TYPE]
@@ -907,28 +992,41 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
                 continue
             # I^a = I^A - U U^T / D ; p^a = p^A + I^a c + U u / D  (in place), then to the parent
             dinv = work[i, D_INV]
+            u0, u1, u2 = work[i, U_VEC], work[i, U_VEC + 1], work[i, U_VEC + 2]
+            u3, u4, u5 = work[i, U_VEC + 3], work[i, U_VEC + 4], work[i, U_VEC + 5]
+            c0, c1, c2 = work[i, BIAS], work[i, BIAS + 1], work[i, BIAS + 2]
+            c3, c4, c5 = work[i, BIAS + 3], work[i, BIAS + 4], work[i, BIAS + 5]
             for r in range(6):
-                for c in range(6):
-                    work[i, ART_INERTIA + 6 * r + c] -= work[i, U_VEC + r] * work[i, U_VEC + c] * dinv
-            for r in range(6):
-                s = work[i, FORCE + r] + work[i, U_VEC + r] * u * dinv
-                for c in range(6):
-                    s += work[i, ART_INERTIA + 6 * r + c] * work[i, BIAS + c]
-                work[i, SCRATCH2 + r] = s
-            for r in range(6):
-                work[i, FORCE + r] = work[i, SCRATCH2 + r]
+                ur = work[i, U_VEC + r]
+                row = ART_INERTIA + 6 * r
+                a0 = work[i, row] - ur * u0 * dinv
+                a1 = work[i, row + 1] - ur * u1 * dinv
+                a2 = work[i, row + 2] - ur * u2 * dinv
+                a3 = work[i, row + 3] - ur * u3 * dinv
+                a4 = work[i, row + 4] - ur * u4 * dinv
+                a5 = work[i, row + 5] - ur * u5 * dinv
+                work[i, row] = a0
+                work[i, row + 1] = a1
+                work[i, row + 2] = a2
+                work[i, row + 3] = a3
+                work[i, row + 4] = a4
+                work[i, row + 5] = a5
+                work[i, FORCE + r] += (ur * u * dinv + (a0 * c0 + a1 * c1 + a2 * c2)
+                                       + (a3 * c3 + a4 * c4 + a5 * c5))
+        # I^A_p += X^T I^a X, p^A_p += X^T p^a: the 3x3-block transforms of kernels/spatial.py
+        # (rotate, then shift by p) instead of 6x6 products with X
         if fint[p, NF] == 0:
-            _inertia_to_parent(work, i, ART_INERTIA)
-            for k in range(36):
-                work[p, ART_INERTIA + k] += work[i, SCRATCH2 + k]
-            _xt_times(work, i, FORCE, p, FORCE)
+            add_inertia_to_parent(work, i, ROT, work, i, ART_INERTIA, work, i, SCRATCH,
+                                  work, p, ART_INERTIA)
+            add_force_to_parent(work, i, ROT, work, i, FORCE, work, p, FORCE)
         else:
-            _inertia_to_parent(work, i, ART_INERTIA)   # SCRATCH2 = X^T I^a X
+            for k in range(36):
+                work[i, SCRATCH2 + k] = 0.0
+            add_inertia_to_parent(work, i, ROT, work, i, ART_INERTIA, work, i, SCRATCH,
+                                  work, i, SCRATCH2)   # SCRATCH2 = X^T I^a X
             for r in range(6):
-                s = 0.0
-                for k in range(6):
-                    s += work[i, X_MAT + 6 * k + r] * work[i, FORCE + k]
-                work[i, SCRATCH + r] = s                # SCRATCH[0:6] = X^T p^a
+                work[i, SCRATCH + r] = 0.0
+            add_force_to_parent(work, i, ROT, work, i, FORCE, work, i, SCRATCH)   # X^T p^a
             _add_child_to_flexible(fint, work, fwork, i, p)
     # ---- pass 3, base -> tips: accelerations                                    [seed 002 step 3]
     for i in range(1, nb + 1):
@@ -944,7 +1042,7 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
                 for a in range(n_p):
                     s += fwork[xi + r * n_p + a] * fwork[qddf + a]
                 work[i, SCRATCH + r] += s
-        _x_times(work, i, i, SCRATCH, ACC)
+        motion_to_child(work, i, ROT, work, i, SCRATCH, work, i, ACC)
         for r in range(6):
             work[i, ACC + r] += work[i, BIAS + r]
         jt = fint[i, JOINT_TYPE]
@@ -996,7 +1094,7 @@ def _rnea(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out, velocities, forc
                 for a in range(n_p):
                     s += fwork[xi + r * n_p + a] * qdd[ivf + a]
                 work[i, SCRATCH + r] += s
-        _x_times(work, i, i, SCRATCH, ACC)
+        motion_to_child(work, i, ROT, work, i, SCRATCH, work, i, ACC)
         if velocities:
             for r in range(6):
                 work[i, ACC + r] += work[i, BIAS + r]
@@ -1014,7 +1112,7 @@ def _rnea(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out, velocities, forc
                 for r in range(6):
                     work[i, FORCE + r] += work[i, SCRATCH2 + r]
         else:
-            _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities)
+            _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities, True)
             if forces:
                 _elastic_forces(fint, fdata, fwork, i, q, v, 1.0)
             mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
@@ -1058,11 +1156,10 @@ def _rnea(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out, velocities, forc
         if p == 0:
             continue
         for r in range(6):
-            s = 0.0
-            for k in range(6):
-                s += work[i, X_MAT + 6 * k + r] * work[i, FORCE + k]
-            work[i, SCRATCH + r] = s
-            work[p, FORCE + r] += s
+            work[i, SCRATCH + r] = 0.0
+        add_force_to_parent(work, i, ROT, work, i, FORCE, work, i, SCRATCH)   # X^T f
+        for r in range(6):
+            work[p, FORCE + r] += work[i, SCRATCH + r]
         if fint[i, ATTACH] >= 0:
             n_p = fint[p, NF]
             xi = fint[i, XI]
@@ -1165,7 +1262,7 @@ def mechanical_energy(fint, ffloat, fdata, work, fwork, q, v, with_kinetic, out)
                         s += ffloat[i, INERTIA + 6 * r + c] * work[i, VEL + c]
                     kinetic += 0.5 * work[i, VEL + r] * s
         else:
-            _flex_body_terms(fint, fdata, work, fwork, i, q, v, False)
+            _flex_body_terms(fint, fdata, work, fwork, i, q, v, False, True)
             o = fint[i, FLEX]
             sf = o + FLEX_SF
             mm = fint[i, FWORK]
