@@ -12,7 +12,6 @@ a thread-affine KernelCall on the robot's own lock-free workspaces. Checked here
 """
 from __future__ import annotations
 
-import os
 import threading
 import warnings
 
@@ -22,7 +21,7 @@ import pytest
 from mbd_ros import fastcall
 from mbd_ros.loops import ClosedLoopRobot, LoopResidualWarning
 
-from conftest import assert_close, import_oracle
+from conftest import assert_close, import_oracle, require_fastcall
 from loop_oracle import LoopReference, pin_constraint_dynamics
 from test_closed_loops import PIN_CASES, SAMPLES, case, cut_case_ids, loop_consistent_state
 
@@ -33,11 +32,7 @@ CASES = list(SAMPLES) + cut_case_ids() + ["welded_4r"]
 
 @pytest.fixture(scope="module", autouse=True)
 def extension():
-    if not fastcall.AVAILABLE:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail("CI: the C extension mbd_ros.fastcall._fastcall was not built",
-                        pytrace=False)
-        pytest.skip("mbd_ros.fastcall._fastcall is not built (no C compiler at install)")
+    require_fastcall()
 
 
 def python_fd(robot, q, v, tau):

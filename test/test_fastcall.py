@@ -15,17 +15,13 @@ import pytest
 import mbd_ros
 from mbd_ros import fastcall
 from mbd_ros.codegen.robot import GeneratedRobot
-from conftest import assert_close
+from conftest import assert_close, require_fastcall
 from test_mimic import GRIPPER
 
 
 @pytest.fixture(scope="module", autouse=True)
 def extension():
-    if not fastcall.AVAILABLE:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail("CI: the C extension mbd_ros.fastcall._fastcall was not built (the "
-                        "install needs a C compiler and NumPy's headers)", pytrace=False)
-        pytest.skip("mbd_ros.fastcall._fastcall is not built (no C compiler at install)")
+    require_fastcall()
 
 
 def arm_path():

@@ -6,7 +6,6 @@ call (lists, wrong lengths, NaN, f_ext, force callbacks) takes the Python method
 ValueError. The flexible closed loop (which overrides FD and ID) gets only the mass matrix's."""
 from __future__ import annotations
 
-import os
 import warnings
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 
 import mbd_ros
+from conftest import require_fastcall
 from mbd_ros import fastcall
 from mbd_ros.flexible.loops import FlexibleClosedLoopRobot
 from mbd_ros.flexible.robot import FlexibleRobot
@@ -25,11 +25,7 @@ NAMES = ("forward_dynamics", "inverse_dynamics", "mass_matrix")
 
 @pytest.fixture(scope="module", autouse=True)
 def extension():
-    if not fastcall.AVAILABLE:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail("CI: the C extension mbd_ros.fastcall._fastcall was not built",
-                        pytrace=False)
-        pytest.skip("mbd_ros.fastcall._fastcall is not built (no C compiler at install)")
+    require_fastcall()
 
 
 def flexible_arm():

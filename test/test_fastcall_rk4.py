@@ -4,7 +4,6 @@ path (numba vector updates + one forward dynamics call per stage), stay fourth o
 anything it cannot do (NaN, wrong buffers) back to the Python path, which raises as before."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,7 @@ import pytest
 
 import mbd_ros
 from mbd_ros import fastcall
+from conftest import require_fastcall
 from mbd_ros.simulation import SimulationDiverged, Simulator
 
 REPO = Path(mbd_ros.__file__).resolve().parent.parent
@@ -19,11 +19,7 @@ REPO = Path(mbd_ros.__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module", autouse=True)
 def extension():
-    if not fastcall.AVAILABLE:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail("CI: the C extension mbd_ros.fastcall._fastcall was not built",
-                        pytrace=False)
-        pytest.skip("mbd_ros.fastcall._fastcall is not built (no C compiler at install)")
+    require_fastcall()
 
 
 def load(kind):

@@ -37,13 +37,15 @@ from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
+from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 import mbd_ros
 
 from . import diagnostics as diag
+from .cdr import JointStateReader
 from .description import check_description_parameter, shorten, urdf_xml
-from .qos import DESCRIPTION_QOS, DIAGNOSTICS_QOS
+from .qos import DESCRIPTION_QOS, DIAGNOSTICS_QOS, SUBSCRIBE_QOS
 
 EXECUTORS = ("single_threaded", "events")
 WARNING_PERIOD = 2.0   # s between two warnings of the same kind
@@ -510,6 +512,22 @@ class DynamicsNode(LifecycleNode):
         self.reject(topic, f"stamp is {age:.3f} s old (max_message_age "
                            f"{self._max_age_ns * 1e-9:g} s)")
         return True
+
+    def subscribe_joint_states(self, handler):
+        """Subscribe `handler(msg)` to joint_states, taken serialized: nodes/cdr.py reads the
+        usual message without building objects (handler gets a JointStateView or, for any other
+        message, rclpy's JointState); bytes rclpy cannot read are dropped as rejected."""
+        reader = JointStateReader()
+
+        def on_serialized(data):
+            try:
+                msg = reader.read(data)
+            except Exception as exc:   # not a JointState rclpy can read: dropped like a bad one
+                self.reject("joint_states", f"unreadable message ({type(exc).__name__}: {exc})")
+                return
+            handler(msg)
+        return self.create_subscription(JointState, "joint_states", on_serialized,
+                                        SUBSCRIBE_QOS, raw=True)
 
     def reject(self, kind, reason):
         """Drop a message: count it under `kind` and warn (throttled per kind)."""

@@ -72,7 +72,6 @@ from ..joint_map import JointMap, JointMapError
 from ..simulation import INTEGRATORS
 from . import diagnostics as diag
 from .base import DynamicsNode, finite_vector, one_of, run
-from .cdr import JointStateReader
 from .messages import (AccelerationsOut, JointStateOut, Listeners, WrenchOut, topic_token,
                        unique_topic_tokens)
 from .plant_interface import PlantInterface
@@ -201,11 +200,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         else:
             self._seen_ns = np.zeros(nv, dtype=np.int64)   # arrival of each joint's value
             self._staleness_ns = int(self.param("joint_state_staleness") * 1e9)
-            # taken serialized: nodes/cdr.py reads the usual message without building objects
-            self._js_reader = JointStateReader()
-            self.subs.append(self.create_subscription(
-                JointState, "joint_states", self._on_serialized_joint_states, SUBSCRIBE_QOS,
-                raw=True))
+            self.subs.append(self.subscribe_joint_states(self._on_joint_states))
         self._warm_up()
 
     def _wrench_rows(self):
@@ -487,16 +482,6 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                             f"state ({self.singular} so far)")
 
     # ------------------------------------------------------------------ observe mode
-    def _on_serialized_joint_states(self, data):
-        """joint_states as CDR bytes (raw subscription): read by nodes/cdr.py, then handled as
-        the message (_on_joint_states)."""
-        try:
-            msg = self._js_reader.read(data)
-        except Exception as exc:   # not a JointState rclpy can read: dropped like a bad one
-            self.reject("joint_states", f"unreadable message ({type(exc).__name__}: {exc})")
-            return
-        self._on_joint_states(msg)
-
     def _on_joint_states(self, msg):
         if not self.active:
             return

@@ -44,7 +44,6 @@ from trajectory_msgs.msg import JointTrajectory
 from ..joint_map import JointMap, JointMapError
 from . import diagnostics as diag
 from .base import DynamicsNode, gains, one_of, run
-from .cdr import JointStateReader
 from .messages import EffortCommandOut, JointStateOut
 from .qos import PUBLISH_QOS, SUBSCRIBE_QOS
 
@@ -113,11 +112,7 @@ class InverseDynamicsNode(DynamicsNode):
         self.pub_cmd = self.create_lifecycle_publisher(Float64MultiArray, "~/effort_commands",
                                                        PUBLISH_QOS)
         self.pub_eff = self.create_lifecycle_publisher(JointState, "~/efforts", PUBLISH_QOS)
-        # taken serialized: nodes/cdr.py reads the usual message without building objects
-        self._js_reader = JointStateReader()
-        self.subs = [self.create_subscription(JointState, "joint_states",
-                                              self._on_serialized_joint_states, SUBSCRIBE_QOS,
-                                              raw=True)]
+        self.subs = [self.subscribe_joint_states(self._on_joint_states)]
         if self.mode != "gravity":
             self.counts["reference"] = 0
             self.subs.append(self.create_subscription(
@@ -177,16 +172,6 @@ class InverseDynamicsNode(DynamicsNode):
             self.timer = None
 
     # ------------------------------------------------------------------ inputs
-    def _on_serialized_joint_states(self, data):
-        """joint_states as CDR bytes (raw subscription): read by nodes/cdr.py, then handled as
-        the message (_on_joint_states)."""
-        try:
-            msg = self._js_reader.read(data)
-        except Exception as exc:   # not a JointState rclpy can read: dropped like a bad one
-            self.reject("joint_states", f"unreadable message ({type(exc).__name__}: {exc})")
-            return
-        self._on_joint_states(msg)
-
     def _on_joint_states(self, msg):
         if not self.active:
             return
