@@ -17,6 +17,8 @@ same executor kind as the node, `--executor`):
   receive time - stamp, one way, both ends on the same clock. Also the node's own compute
   p50/p99 (library time: forward dynamics + wrenches) and cycle p50/p99 (the whole callback)
   from /diagnostics (ring buffer of the last 10 000 messages).
+- observe serialized: the same with a client that publishes and takes its messages serialized
+  (no rclpy message conversion on the client's side: what a C++ controller would see).
 - simulate: forward_dynamics in simulate mode at 1 kHz (config/arm7_simulate.yaml: RK4, drives,
   URDF limits, flange wrench). `free` = no command: zero effort, the arm falls onto its position
   stops and rests there (the stop projection runs every step); `hold` = hold_initial_positions
@@ -64,19 +66,32 @@ def warm_cache(tree):
     subprocess.run([sys.executable, "-c", code], env=env, cwd=tempfile.gettempdir(), check=True)
 
 
-def observe(b, env, seconds):
+def observe(b, env, seconds, serialized=False):
+    """serialized: this process (the client) publishes joint_states as prebuilt CDR bytes and
+    takes ~/accelerations serialized, reading only the stamp (as a C++ client, or an rclpy one
+    using raw topics, pays no message conversion): the latency is then mostly the node's and
+    the middleware's; else it publishes and receives message objects, as a plain rclpy
+    controller does."""
+    import struct
+
+    from rclpy.serialization import serialize_message
     from sensor_msgs.msg import JointState
     from trajectory_msgs.msg import JointTrajectory
     b.start("forward_dynamics", {"urdf_path": str(ARM), "max_message_age": 0.0},
             params_files=[CONFIG / "arm7_observe.yaml"], env_extra=env)
     latency = []
-    clock = b.node.get_clock()
 
     def on_accelerations(msg):
         now = time.time_ns()
         latency.append(now - (msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec))
-    sub = b.node.create_subscription(JointTrajectory, "/forward_dynamics/accelerations",
-                                     on_accelerations, 100)
+
+    def on_serialized_accelerations(data):
+        now = time.time_ns()
+        sec, nanosec = struct.unpack_from("<iI", data, 4)   # header.stamp (CDR, nodes/cdr.py)
+        latency.append(now - (sec * 1_000_000_000 + nanosec))
+    sub = b.node.create_subscription(
+        JointTrajectory, "/forward_dynamics/accelerations",
+        on_serialized_accelerations if serialized else on_accelerations, 100, raw=serialized)
     pub = b.node.create_publisher(JointState, "joint_states", 10)
     msg = JointState()
     msg.name = [f"joint_{i}" for i in range(1, 8)]
@@ -85,8 +100,13 @@ def observe(b, env, seconds):
     msg.velocity = rng.normal(size=7).tolist()
     msg.effort = rng.normal(size=7).tolist()
     stamp = msg.header.stamp
+    buffer = bytearray(serialize_message(msg))
 
     def send():
+        if serialized:
+            struct.pack_into("<iI", buffer, 4, *divmod(time.time_ns(), 1_000_000_000))
+            pub.publish(bytes(buffer))
+            return
         stamp.sec, stamp.nanosec = divmod(time.time_ns(), 1_000_000_000)
         pub.publish(msg)
     timer = b.node.create_timer(0.001, send)
@@ -162,8 +182,8 @@ def run_one(kind, tree, executor, seconds):
     env = {"PYTHONPATH": str(tree)}
     b = Bench(executor)
     try:
-        if kind == "observe":
-            return observe(b, env, seconds)
+        if kind in ("observe", "observe serialized"):
+            return observe(b, env, seconds, serialized=(kind == "observe serialized"))
         return simulate(b, env, seconds, hold=(kind == "simulate hold"))
     finally:
         b.close()
