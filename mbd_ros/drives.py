@@ -211,8 +211,13 @@ class JointDrives:
                 m_eff = effective_inertia(m)
         else:   # every joint in effort mode: the model terms are not read
             m, m_eff, bias = self._m, self._zero, self._zero
-        _drive_torques(self._int, self._float, q, v, m, m_eff, bias, float(dt), tau)
+        _drive_torques(*self.kernel_arrays(), q, v, m, m_eff, bias, float(dt), tau)
         return tau
+
+    def kernel_arrays(self):
+        """(int (3, n), float (7, n)): the packed per-joint arrays of kernels/plant.py
+        drive_torques (DRIVE_* rows; the named arrays are views of them)."""
+        return self._int, self._float
 
     def model_terms_or_zeros(self, m, m_eff, bias):
         """(m, m_eff, bias) as the kernel reads them: those given, or placeholders when no

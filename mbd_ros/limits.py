@@ -50,6 +50,7 @@ import numpy as np
 from .joint_map import ONE_DOF_TYPES
 from .kernels.plant import beyond_limits as _beyond_limits
 from .kernels.plant import limit_torques as _limit_torques
+from .kernels.plant import limited_drive_torques as _limited_drive_torques
 from .kernels.plant import spd_inverse as _spd_inverse
 from .kernels.stops import (STOP_DQ, STOP_FLOAT_ROWS, STOP_IDX, STOP_INT_ROWS, STOP_LIMITED_IQ,
                             STOP_LIMITED_IV, STOP_LOWER, STOP_TARGET, STOP_UPPER)
@@ -186,6 +187,26 @@ class JointLimits:
         return self._minv
 
     # ------------------------------------------------------------------ torques
+    @property
+    def has_velocity_limits(self):
+        """True when a joint has a finite velocity limit (saturate then needs M and b)."""
+        return self._any_velocity
+
+    def saturated_drive_torques(self, drives, q, v, dt, tau, m=None, m_eff=None, bias=None):
+        """drives.torques(q, v, dt) then saturate(q, v, tau) in one kernel call, into tau (nv,).
+        m = M(q), m_eff = 1 / diag(M^-1) and bias = ID(q, v, 0) as drives.torques and saturate
+        take them: given whenever a drive is a servo or a joint has a velocity limit (the
+        caller computes them once for both). Returns True if a torque was changed."""
+        m, m_eff, bias = drives.model_terms_or_zeros(m, m_eff, bias)
+        vel_idx = self._vel_idx if self._any_velocity else self._no_idx
+        drive_int, drive_float = drives.kernel_arrays()
+        changed = _limited_drive_torques(drive_int, drive_float, q, v, m, m_eff, bias, float(dt),
+                                         vel_idx, self.velocity, self.effort,
+                                         1.0 / VELOCITY_TIME_CONSTANT, tau)
+        if changed:
+            self.saturated += 1
+        return changed
+
     def saturate(self, q, v, tau, m_eff=None, bias=None):
         """Clip the drive torques tau (nv,) in place to the velocity-limit envelope and the
         effort limits (see the module docstring). m_eff (nv,) = 1 / diag(M(q)^-1) and bias =

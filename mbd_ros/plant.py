@@ -27,13 +27,11 @@ import numpy as np
 
 from .drives import JointDrives
 from .kernels.plant import effective_inertias as _effective_inertias
-from .kernels.plant import limited_drive_torques as _limited_drive_torques
 from .kernels.plant import max_abs as _max_abs
 from .joint_map import scalar_dofs
-from .limits import VELOCITY_TIME_CONSTANT, JointLimits
+from .limits import JointLimits
 from .simulation import Simulator
 
-_INV_TIME_CONSTANT = 1.0 / VELOCITY_TIME_CONSTANT   # as JointLimits.saturate
 MAX_SPEED = 1.0e3   # rad/s or m/s: faster than any robot joint; beyond it the plant has diverged
 
 
@@ -139,7 +137,7 @@ class Plant:
         sim, robot = self.sim, self.robot
         m = m_eff = bias = None
         if self.drives.needs_model_terms() or (self.limits is not None and
-                                               len(self.limits._vel_idx)):
+                                               self.limits.has_velocity_limits):
             # M, m_eff = 1 / diag(M^-1), b(q, v) = ID(q, v, 0): once for drives and limits
             m = robot.mass_matrix(sim.q, out=self._m)
             # m_eff = 1 / diag(M^-1), into a preallocated array (effective_inertia allocates)
@@ -151,14 +149,9 @@ class Plant:
         if limits is None:
             self.drives.torques(sim.q, sim.v, self.step_dt, out=self.tau, m=m, m_eff=m_eff,
                                 bias=bias)
-        else:   # drive torques and their limits in one kernel call (drives.py, limits.py)
-            drives = self.drives
-            m, m_eff, bias = drives.model_terms_or_zeros(m, m_eff, bias)
-            vel_idx = limits._vel_idx if limits._any_velocity else limits._no_idx
-            if _limited_drive_torques(drives._int, drives._float, sim.q, sim.v, m, m_eff, bias,
-                                      float(self.step_dt), vel_idx, limits.velocity,
-                                      limits.effort, _INV_TIME_CONSTANT, self.tau):
-                limits.saturated += 1
+        else:   # drive torques and their limits in one kernel call
+            limits.saturated_drive_torques(self.drives, sim.q, sim.v, self.step_dt, self.tau,
+                                           m, m_eff, bias)
         return sim.evaluate(self.tau)
 
     def _compensation(self, q, v):

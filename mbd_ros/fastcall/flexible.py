@@ -9,41 +9,39 @@ mass_matrix_c ignores b and c (NULL). Each entry calls the kernel the Python met
 same arrays: the same status codes, the same results.
 """
 import numpy as np
-from numba import carray
+from numba import carray, njit
 
 from ..kernels.flexible_dynamics import forward_dynamics as _forward_dynamics
 from ..kernels.flexible_dynamics import inverse_dynamics as _inverse_dynamics
 from ..kernels.flexible_dynamics import mass_matrix as _mass_matrix
 
 
+@njit(inline="always")
+def _model(bound, dims):
+    """(fint, ffloat, fdata, work, fwork) viewed from the bound pointers (see the docstring)."""
+    return (carray(bound[0], (dims[0], dims[1]), np.int64),
+            carray(bound[1], (dims[2], dims[3]), np.float64),
+            carray(bound[2], (dims[4],), np.float64),
+            carray(bound[3], (dims[5], dims[6]), np.float64),
+            carray(bound[4], (dims[7],), np.float64))
+
+
 def forward_dynamics_c(bound, dims, q, v, tau, out):
-    fint = carray(bound[0], (dims[0], dims[1]), np.int64)
-    ffloat = carray(bound[1], (dims[2], dims[3]), np.float64)
-    fdata = carray(bound[2], (dims[4],), np.float64)
-    work = carray(bound[3], (dims[5], dims[6]), np.float64)
-    fwork = carray(bound[4], (dims[7],), np.float64)
+    fint, ffloat, fdata, work, fwork = _model(bound, dims)
     nq, nv = dims[8], dims[9]
     return _forward_dynamics(fint, ffloat, fdata, work, fwork, carray(q, (nq,)),
                              carray(v, (nv,)), carray(tau, (nv,)), carray(out, (nv,)))
 
 
 def inverse_dynamics_c(bound, dims, q, v, qdd, out):
-    fint = carray(bound[0], (dims[0], dims[1]), np.int64)
-    ffloat = carray(bound[1], (dims[2], dims[3]), np.float64)
-    fdata = carray(bound[2], (dims[4],), np.float64)
-    work = carray(bound[3], (dims[5], dims[6]), np.float64)
-    fwork = carray(bound[4], (dims[7],), np.float64)
+    fint, ffloat, fdata, work, fwork = _model(bound, dims)
     nq, nv = dims[8], dims[9]
     return _inverse_dynamics(fint, ffloat, fdata, work, fwork, carray(q, (nq,)),
                              carray(v, (nv,)), carray(qdd, (nv,)), carray(out, (nv,)))
 
 
 def mass_matrix_c(bound, dims, q, unused_b, unused_c, out):
-    fint = carray(bound[0], (dims[0], dims[1]), np.int64)
-    ffloat = carray(bound[1], (dims[2], dims[3]), np.float64)
-    fdata = carray(bound[2], (dims[4],), np.float64)
-    work = carray(bound[3], (dims[5], dims[6]), np.float64)
-    fwork = carray(bound[4], (dims[7],), np.float64)
+    fint, ffloat, fdata, work, fwork = _model(bound, dims)
     nq, nv = dims[8], dims[9]
     unit = carray(bound[5], (nv,), np.float64)
     column = carray(bound[6], (nv,), np.float64)
