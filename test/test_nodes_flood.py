@@ -93,8 +93,13 @@ def test_flood_does_not_freeze_the_nodes(ros, robot):
     ros.spin(3.0)
     # the plant's rate in the second after recovery, counted by the states' stamps (system
     # time of each state in wall-clock pacing): what the plant published, whatever the delays
-    # of this test process in receiving it
+    # of this test process in receiving it. So wait until a state stamped after the window has
+    # arrived: after the flood this process may still be working through its backlog (3 s
+    # alone once cut the window's last quarter off and counted 649 of ~870 states)
     window = (flood_end + 1_000_000_000, flood_end + 2_000_000_000)
+    ros.spin_until(lambda: any(stamp_key(m.header.stamp) >= window[1]
+                               for m in ros.messages(f"{ns}/joint_states")[-20:]),
+                   30.0, what="a state stamped after the measurement window")
     stamps = np.array([stamp_key(m.header.stamp) for m in ros.messages(f"{ns}/joint_states")])
     published = int(((stamps >= window[0]) & (stamps < window[1])).sum())
     edges = flood_end + np.arange(-12, 13) * 250_000_000
