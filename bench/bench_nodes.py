@@ -52,7 +52,9 @@ def cpu_seconds(pid):
 
 
 class Bench:
-    def __init__(self, executor):
+    def __init__(self, executor, node_executor=None):
+        """executor: this process's; node_executor: the nodes' `executor` parameter (default
+        the same kind)."""
         os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
@@ -69,6 +71,7 @@ class Bench:
             self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.kind = executor
+        self.node_kind = node_executor or executor
         self.diag = {}
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 50)
         self.children = []
@@ -80,7 +83,7 @@ class Bench:
             self.diag[s.name] = d
 
     def start(self, node, params, remaps=None, params_files=(), env_extra=None):
-        params = dict(params, executor=self.kind, diagnostics_period=1.0)
+        params = dict(params, executor=self.node_kind, diagnostics_period=1.0)
         if node == "reference_publisher":
             params.pop("executor")
             params.pop("diagnostics_period")

@@ -178,9 +178,9 @@ print(*res)
             "plant hold p99": h99}
 
 
-def run_one(kind, tree, executor, seconds):
+def run_one(kind, tree, executor, seconds, node_executor=None):
     env = {"PYTHONPATH": str(tree)}
-    b = Bench(executor)
+    b = Bench(executor, node_executor)
     try:
         if kind in ("observe", "observe serialized"):
             return observe(b, env, seconds, serialized=(kind == "observe serialized"))
@@ -203,6 +203,9 @@ def main():
     parser.add_argument("--before", default=None, help="directory holding an earlier mbd_ros")
     parser.add_argument("--executor", default="single_threaded",
                         choices=("single_threaded", "events"))
+    parser.add_argument("--node-executor", default=None,
+                        choices=("single_threaded", "events", "rclpy_single_threaded"),
+                        help="the nodes' executor parameter (default: the same as --executor)")
     parser.add_argument("--only", nargs="*", default=["observe", "simulate free", "simulate hold"])
     args = parser.parse_args()
     command = common.this_command()
@@ -211,7 +214,7 @@ def main():
     if args.before:
         trees["before"] = Path(args.before).resolve()
     print(f"CPU: {common.lscpu_model_name()}, {os.cpu_count()} CPUs; load average at start "
-          f"{os.getloadavg()}; executor {args.executor}; {args.seconds:g} s per measurement, "
+          f"{os.getloadavg()}; executor {args.executor} (nodes: {args.node_executor or args.executor}); {args.seconds:g} s per measurement, "
           f"{args.rounds} rounds; command: {command}", flush=True)
     for tree in trees.values():
         warm_cache(tree)
@@ -220,7 +223,8 @@ def main():
         for kind in args.only:
             labels = list(trees) if r % 2 == 0 else list(trees)[::-1]   # alternate the order
             for label in labels:
-                res = run_one(kind, trees[label], args.executor, args.seconds)
+                res = run_one(kind, trees[label], args.executor, args.seconds,
+                              args.node_executor)
                 results[(kind, label)].append(res)
                 print(f"round {r + 1} {kind:14s} {label:6s} " + ", ".join(
                     f"{k} {v:.1f}" for k, v in res.items() if not k.startswith("_")),

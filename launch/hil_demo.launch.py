@@ -96,7 +96,8 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'rate', default_value='1000.0', description='plant step rate, Hz'),
         DeclareLaunchArgument(
-            'executor', default_value='single_threaded', choices=['single_threaded', 'events'],
+            'executor', default_value='single_threaded',
+            choices=['single_threaded', 'events', 'rclpy_single_threaded'],
             description='rclpy executor of the two dynamics nodes (events: less CPU, but a '
                         'topic flood freezes it)'),
         OpaqueFunction(function=_nodes),

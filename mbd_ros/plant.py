@@ -87,6 +87,10 @@ class Plant:
             if robot.closure_names else None
         self._q_prev = self.sim.q.copy()
         self._v_prev = self.sim.v.copy()
+        self._q_prev_view = self._q_prev.view()
+        self._q_prev_view.flags.writeable = False
+        self._v_prev_view = self._v_prev.view()
+        self._v_prev_view.flags.writeable = False
         self.divergences = 0
 
     # ------------------------------------------------------------------ state
@@ -105,6 +109,17 @@ class Plant:
     @property
     def time(self):
         return self.sim.time
+
+    @property
+    def q_before_step(self):
+        """(nq,) the configuration at the start of the last advance() (read-only view; after a
+        failed step it equals q)."""
+        return self._q_prev_view
+
+    @property
+    def v_before_step(self):
+        """(nv,) the velocities at the start of the last advance() (read-only view)."""
+        return self._v_prev_view
 
     @property
     def dt(self):

@@ -47,7 +47,7 @@ from .cdr import JointStateReader
 from .description import check_description_parameter, shorten, urdf_xml
 from .qos import DESCRIPTION_QOS, DIAGNOSTICS_QOS, SUBSCRIBE_QOS
 
-EXECUTORS = ("single_threaded", "events")
+EXECUTORS = ("single_threaded", "events", "rclpy_single_threaded")
 WARNING_PERIOD = 2.0   # s between two warnings of the same kind
 SUCCESS = TransitionCallbackReturn.SUCCESS
 FAILURE = TransitionCallbackReturn.FAILURE
@@ -270,12 +270,14 @@ class DynamicsNode(LifecycleNode):
         self.declare("autostart", True, "configure and activate the node by itself")
         # [executor] single_threaded by default: rclpy's EventsExecutor queues one event per
         # received message without bound, so a flood of publishers makes it grow and then spin
-        # without running callbacks (measured: frozen for minutes); the SingleThreadedExecutor
-        # takes messages from the keep-last queues of depth 10 and recovers at once.
-        self.declare("executor", "single_threaded", "rclpy executor: single_threaded (default; "
-                     "survives topic floods) or events (rclpy.experimental.EventsExecutor: "
-                     "about half the CPU and latency, but a flood of messages freezes it; "
-                     "falls back to single_threaded where rclpy has none)",
+        # without running callbacks (measured: frozen for minutes); a wait-set executor takes
+        # messages from the keep-last queues of depth 10 and recovers at once.
+        self.declare("executor", "single_threaded", "executor: single_threaded (default; "
+                     "nodes/executor.LeanExecutor, rclpy's SingleThreadedExecutor with its wait "
+                     "set gathered once: survives topic floods), rclpy_single_threaded (rclpy's "
+                     "own) or events (rclpy.experimental.EventsExecutor: the least CPU and "
+                     "latency, but a flood of messages freezes it; falls back to "
+                     "single_threaded where rclpy has none)",
                      one_of(*EXECUTORS))
 
     def declare_node_parameters(self):
@@ -617,16 +619,21 @@ def _warm_kernels(robot):
 
 
 def make_executor(kind, logger=None):
-    """SingleThreadedExecutor, or rclpy.experimental.EventsExecutor (rclpy >= 9, ROS 2 Kilted;
-    falls back to the single-threaded one where it does not exist)."""
+    """single_threaded: nodes/executor.LeanExecutor (rclpy's SingleThreadedExecutor with its
+    wait set gathered once per change of the entities); rclpy_single_threaded: rclpy's own
+    SingleThreadedExecutor; events: rclpy.experimental.EventsExecutor (rclpy >= 9, ROS 2
+    Kilted; falls back to single_threaded where it does not exist)."""
     if kind == "events":
         try:
             from rclpy.experimental import EventsExecutor
             return EventsExecutor()
         except ImportError:
             if logger is not None:
-                logger.warning("this rclpy has no EventsExecutor: using SingleThreadedExecutor")
-    return SingleThreadedExecutor()
+                logger.warning("this rclpy has no EventsExecutor: using single_threaded")
+    if kind == "rclpy_single_threaded":
+        return SingleThreadedExecutor()
+    from .executor import LeanExecutor
+    return LeanExecutor()
 
 
 class _StopRequest:

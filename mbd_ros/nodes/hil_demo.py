@@ -61,7 +61,7 @@ def add_arguments(parser):
                         choices=("rk4", "semi_implicit_euler", "implicit_euler", "symplectic_euler"),
                         help="plant integrator (default: the config file's)")
     parser.add_argument("--executor", default="single_threaded",
-                        choices=("single_threaded", "events"),
+                        choices=("single_threaded", "events", "rclpy_single_threaded"),
                         help="rclpy executor of the two nodes (default single_threaded; events "
                         "uses less CPU but freezes under a topic flood)")
     parser.add_argument("--domain-id", type=int, default=None,

@@ -468,11 +468,13 @@ class PlantInterface:
                 self.destroy_lifecycle_publisher(pub)
             setattr(self, attr, None)
 
-    def publish_odometry(self, stamp):
+    def publish_odometry(self, stamp, q=None, v=None):
         """nav_msgs/Odometry of the free joint (pose in the odom frame; twist in the root link
-        frame, as the free joint's v) and the odom -> root link transform."""
+        frame, as the free joint's v) and the odom -> root link transform, of the state (q, v)
+        (default the simulator's)."""
         iq, iv = self.floating_joint()
-        q, v = self.sim.q, self.sim.v
+        if q is None:
+            q, v = self.sim.q, self.sim.v
         odom = self._odom
         odom.header.stamp = stamp
         p, o = odom.pose.pose.position, odom.pose.pose.orientation
