@@ -34,7 +34,8 @@ import common as C  # noqa: E402
 
 C.add_repo_to_path()
 
-EXTRA_ROBOTS = {"talos_full": ("talos_data/robots/talos_full_v2.urdf", True)}
+EXTRA_ROBOTS = {"talos_full": ("talos_data/robots/talos_full_v2.urdf", True),
+                "icub": ("icub_description/robots/icub.urdf", True)}   # nv 38: a 37-dof humanoid
 DEFAULT = "ur5,panda,solo12,talos_reduced,talos_full"
 TARGETS = {"arm": 0.35, "humanoid": 0.5}
 
