@@ -24,6 +24,7 @@ dofs are ``<joint>/angle`` and ``<joint>/displacement``, a universal joint's ``<
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from .finite import all_finite
 
@@ -85,12 +86,52 @@ def _all_finite(x):
     return bool(np.isfinite(x).all())
 
 
+# read_state's checks and scatter in one call (_scatter_state): its result codes
+_FIELDS = ("position", "velocity", "effort")
+_EMPTY_REQUIRED, _WRONG_COUNT, _NOT_FINITE = 1, 2, 3
+
+
+@njit(cache=True)
+def _scatter_state(position, velocity, effort, n_names, src, iq, iv, required, q, v, tau,
+                   has_tau):
+    """JointMap.read_state for float64 fields: validates position, velocity, effort (in that
+    order: empty but required, a count other than n_names, NaN or inf) and returns
+    4 * field + code of the first problem without writing anything; else scatters the kept
+    entries (src: their positions in the message, empty when all are kept) into q[iq] and
+    v[iv] (zeros for an empty velocity), and tau[iv] if has_tau (effort is then checked too),
+    and returns 0."""
+    for f in range(3):
+        x = position if f == 0 else (velocity if f == 1 else effort)
+        if f == 2 and not has_tau:
+            break
+        if x.shape[0] == 0:
+            if required[f]:
+                return 4 * f + 1
+            continue
+        if x.shape[0] != n_names:
+            return 4 * f + 2
+        for i in range(x.shape[0]):
+            if x[i] - x[i] != 0.0:
+                return 4 * f + 3
+    for k in range(iq.shape[0]):
+        j = src[k] if src.shape[0] else k
+        q[iq[k]] = position[j]
+        v[iv[k]] = velocity[j] if velocity.shape[0] else 0.0
+        if has_tau:
+            tau[iv[k]] = effort[j] if effort.shape[0] else 0.0
+    return 0
+
+
+_NO_VALUES = np.zeros(0)   # _scatter_state's tau when there is none
+
+
 class _Lookup:
     """Index arrays for one list of message names (see JointMap.lookup)."""
-    __slots__ = ("src", "iq", "iv", "n")
+    __slots__ = ("src", "iq", "iv", "n", "src_or_empty")
 
     def __init__(self, src, iq, iv, n):
         self.src = src      # positions in the message of the known names; None when all are known
+        self.src_or_empty = np.zeros(0, dtype=np.int64) if src is None else src
         self.iq = iq        # (k,) index in q of each kept entry
         self.iv = iv        # (k,) index in v of each kept entry
         self.n = n          # number of names in the message
@@ -138,6 +179,17 @@ class JointMap:
         self.joint_iq = np.array([position[n][0] for n in joints], dtype=np.int64)
         self.joint_iv = np.array([position[n][1] for n in joints], dtype=np.int64)
         self._cache = {}
+        # _scatter_state's `required` flags [need_velocity][need_effort] (position always)
+        self._required = [[np.array([1, v, e], dtype=np.int64) for e in (0, 1)] for v in (0, 1)]
+
+    def warm_up(self):
+        """Compile (or load from numba's cache) read_state's one-call kernel now (a node calls
+        this before it goes active, so its first message pays no compilation)."""
+        n = len(self.state_names)
+        if n:
+            values = np.zeros((3, n))
+            self.read_state(self.state_names, *values, np.zeros(self.nq), np.zeros(self.nv),
+                            np.zeros(self.nv), required=())
 
     # ------------------------------------------------------------------ names -> indices
     def lookup(self, names, required=None):
@@ -198,6 +250,25 @@ class JointMap:
         Validates everything before writing: on JointMapError nothing has been written.
         """
         lookup = self.lookup(names, required)
+        if type(position) is np.ndarray and type(velocity) is np.ndarray and \
+                type(effort) is np.ndarray and position.dtype == velocity.dtype == \
+                effort.dtype == np.float64 and position.ndim == velocity.ndim == \
+                effort.ndim == 1 and type(q) is np.ndarray and type(v) is np.ndarray and \
+                q.dtype == v.dtype == np.float64 and \
+                (tau is None or type(tau) is np.ndarray and tau.dtype == np.float64):
+            # float64 arrays (nodes/cdr.py's reader): the same checks and writes in one call
+            code = _scatter_state(position, velocity, effort, lookup.n, lookup.src_or_empty,
+                                  lookup.iq, lookup.iv,
+                                  self._required[bool(need_velocity)][bool(need_effort)], q, v,
+                                  _NO_VALUES if tau is None else tau, tau is not None)
+            if code:
+                field, problem = _FIELDS[code // 4], code % 4
+                n = len((position, velocity, effort)[code // 4])
+                raise JointMapError(
+                    f"{field} is empty" if problem == _EMPTY_REQUIRED else
+                    f"{field} has {n} values for {lookup.n} joint names"
+                    if problem == _WRONG_COUNT else f"{field} contains NaN or inf")
+            return lookup
         pos = self._values(position, lookup, "position", True)
         vel = self._values(velocity, lookup, "velocity", need_velocity)
         eff = self._values(effort, lookup, "effort", need_effort) if tau is not None else None

@@ -196,3 +196,45 @@ def test_cylindrical_and_universal_dofs_by_name():
     for _ in range(3000):
         plant.step()
     np.testing.assert_allclose(plant.q, target, atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_float64_arrays_take_the_one_call_kernel_with_the_same_results(arm, seed):
+    """read_state with float64 arrays (what the nodes' serialized joint_states reader gives)
+    runs one numba kernel; with the same values as Python lists it runs the numpy path. Both
+    must write the same q, v, tau and raise the same errors, over random messages: extra
+    unknown names (ignore_unknown), missing fields, wrong counts, NaN/inf, tau or none."""
+    rng = np.random.default_rng(seed)
+    ignore = bool(seed % 2)
+    jm = JointMap(arm, ignore_unknown=ignore)
+    names = list(jm.state_names) + (["unknown_a", "unknown_b"] if ignore else [])
+    perm = rng.permutation(len(names))
+    names = [names[i] for i in perm]
+    n = len(names)
+
+    def field():
+        kind = rng.integers(0, 6)
+        if kind == 0:
+            return np.zeros(0)
+        if kind == 1:
+            return rng.normal(size=n + rng.choice([-1, 1]))
+        x = rng.normal(size=n)
+        if kind == 2:
+            x[rng.integers(0, n)] = rng.choice([np.nan, np.inf, -np.inf])
+        return x
+    fields = [field() for _ in range(3)]
+    need_velocity, need_effort, with_tau = (bool(b) for b in rng.integers(0, 2, size=3))
+    results = []
+    for as_arrays in (True, False):
+        q, v, tau = np.full(7, 7.0), np.full(7, 8.0), np.full(7, 9.0)
+        values = [f.copy() if as_arrays else f.tolist() for f in fields]
+        try:
+            jm.read_state(names, *values, q, v, tau if with_tau else None,
+                          need_velocity=need_velocity, need_effort=need_effort, required=())
+            results.append(("ok", q, v, tau))
+        except JointMapError as exc:
+            results.append((str(exc), q, v, tau))
+    (msg_a, *arrays_a), (msg_b, *arrays_b) = results
+    assert msg_a == msg_b
+    for a, b in zip(arrays_a, arrays_b):
+        np.testing.assert_array_equal(a, b)

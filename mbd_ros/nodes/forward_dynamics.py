@@ -135,6 +135,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         self.period_ns = int(round(1e9 / self.rate_hz))
         self.jmap = jm = JointMap(robot, self.param("joints") or None,
                                   self.param("ignore_unknown_joints"))
+        jm.warm_up()   # read_state's kernel compiled before the first message
         if robot.closure_names and self.mode == "simulate":
             self._set_baumgarte_gains()   # observe: measured states, the exact constraint
         # buffers (Data of this node); multi-dof joints stay at neutral / rest in observe mode
@@ -506,7 +507,6 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
             return
         if not self._merged(lookup):
             return
-        self.listeners.refresh()   # which outputs have subscribers (once per cycle)
         t1 = time.perf_counter_ns()
         try:
             self._accelerations(self.q, self.v)
@@ -520,6 +520,9 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         wrenches = self._wrenches(self.q, self.v)
         t4 = time.perf_counter_ns()
         self._publish_outputs(stamp, self.q, self.v, wrenches, accelerations=False)
+        # which outputs have subscribers, for the next message: after this one's outputs, so
+        # the middleware calls do not evict the next computation's data from the caches
+        self.listeners.refresh()
         t5 = time.perf_counter_ns()
         self._window_expected += 1
         if t5 - t0 > self.period_ns:
@@ -607,7 +610,6 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                     return
         self._window_expected += catch_up + 1
         self._apply_command()
-        self.listeners.refresh()   # which outputs have subscribers (once per cycle)
         # stamps: simulated time with publish_clock; else the schedule's time of this cycle
         # (a cycle whose step failed still takes its period: stamps never fall behind)
         if self.publish_clock:
@@ -664,6 +666,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         if self.pub_clock is not None:
             self.pub_clock.publish(Clock(clock=self._stamp(self._base_stamp_ns +
                                                            round(sim.time * 1e9))))
+        self.listeners.refresh()   # for the next cycle (see _on_joint_states)
         t5 = time.perf_counter_ns()
         self.stats.record((t2 - t1) + (t4 - t3), t5 - t0)
 

@@ -79,6 +79,7 @@ class InverseDynamicsNode(DynamicsNode):
         self.rate_hz = self.param("rate_hz")
         self.jmap = jm = JointMap(robot, self.param("joints") or None,
                                   self.param("ignore_unknown_joints"))
+        jm.warm_up()   # read_state's kernel compiled before the first message
         n, nv = len(jm.joints), robot.nv
         self.kp = self._gain_vector("kp", n)
         self.kd = self._gain_vector("kd", n)
