@@ -16,9 +16,14 @@ how it waits:
 - the lists of entities to wait on are gathered once and reused while the nodes' entity lists
   are unchanged (compared by identity on every spin: a C-level list comparison);
 - ready entities are found through dicts keyed by handle pointer, not list scans;
-- QoS event handlers (incompatible QoS, ... warnings) join the wait set at most every
-  `event_poll_period` s (default 50 ms) instead of on every spin: rmw keeps their status until
-  taken, so an event is reported at most that much later;
+- the waits' cost grows with the entities in the wait set: rmw_fastrtps attaches to and
+  detaches from each one around every wait (~65 µs per wait(0) for a lifecycle node with 13
+  services, 4 subscriptions and a timer, measured), and the detaching happens after a message
+  woke the wait, on its latency path. So the rarely used entities join the wait set only now
+  and then: the services (lifecycle, parameters, ~/reset ...) at most every
+  `service_poll_period` s (default 10 ms), QoS event handlers (incompatible QoS, ... warnings)
+  at most every `event_poll_period` s (default 50 ms). rmw keeps a request or an event until
+  it is taken, so a service answers at most that much later, and nothing is lost;
 - a subscription or timer whose callback is a plain function runs through a light handler
   (_DirectCall: callback group, work tracker and exceptions as rclpy's Task handler does) instead
   of a Task wrapping a coroutine: ~20 µs less per message, and no wake-up of the executor by its
@@ -43,6 +48,7 @@ from rclpy.timer import TimerInfo
 from rclpy.utilities import timeout_sec_to_nsec
 
 EVENT_POLL_PERIOD = 0.05   # s
+SERVICE_POLL_PERIOD = 0.01   # s
 
 
 class _Plan:
@@ -83,10 +89,14 @@ class LeanExecutor(SingleThreadedExecutor):
     """A SingleThreadedExecutor (same API and callback semantics) that gathers its wait set
     once per change of its nodes' entities; see the module docstring.
 
-    event_poll_period: s between waits that include the QoS event handlers."""
+    event_poll_period: s between waits that include the QoS event handlers;
+    service_poll_period: s between waits that include the services."""
 
-    def __init__(self, *, context=None, event_poll_period=EVENT_POLL_PERIOD):
+    def __init__(self, *, context=None, event_poll_period=EVENT_POLL_PERIOD,
+                 service_poll_period=SERVICE_POLL_PERIOD):
         super().__init__(context=context)
+        self._service_poll_ns = int(service_poll_period * 1e9)
+        self._next_service_poll = 0
         self._plan = None
         self._lean = True   # False: rclpy's own spin (see _wait_for_ready_callbacks)
         self._event_poll_ns = int(event_poll_period * 1e9)
@@ -148,15 +158,23 @@ class LeanExecutor(SingleThreadedExecutor):
         if plan.events and now >= self._next_event_poll:
             self._next_event_poll = now + self._event_poll_ns
             waitables = plan.waitables + plan.events
-        if plan.events and timeout_nsec != 0:   # wake up for the next event poll
-            until_poll = max(self._next_event_poll - now, 0)
-            timeout_nsec = until_poll if timeout_nsec < 0 else min(timeout_nsec, until_poll)
+        polled_services = ()
+        if plan.services and now >= self._next_service_poll:
+            self._next_service_poll = now + self._service_poll_ns
+            polled_services = plan.services
+        if timeout_nsec != 0:   # wake up for the next poll
+            for pending, due in ((plan.events, self._next_event_poll),
+                                 (plan.services, self._next_service_poll)):
+                if pending:
+                    until_poll = max(due - now, 0)
+                    timeout_nsec = until_poll if timeout_nsec < 0 else \
+                        min(timeout_nsec, until_poll)
         entered = []
         try:
             subs = self._enter(plan.subscriptions, entered)
             timers = self._enter(plan.timers, entered)
             clients = self._enter(plan.clients, entered)
-            services = self._enter(plan.services, entered)
+            services = self._enter(polled_services, entered)
             guards = [g for _, g in plan.guards]
             for gc in guards:   # re-trigger a guard condition triggered but not handled
                 if gc._executor_triggered:
