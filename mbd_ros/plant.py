@@ -87,10 +87,6 @@ class Plant:
             if robot.closure_names else None
         self._q_prev = self.sim.q.copy()
         self._v_prev = self.sim.v.copy()
-        self._q_prev_view = self._q_prev.view()
-        self._q_prev_view.flags.writeable = False
-        self._v_prev_view = self._v_prev.view()
-        self._v_prev_view.flags.writeable = False
         self.divergences = 0
 
     # ------------------------------------------------------------------ state
@@ -112,14 +108,15 @@ class Plant:
 
     @property
     def q_before_step(self):
-        """(nq,) the configuration at the start of the last advance() (read-only view; after a
-        failed step it equals q)."""
-        return self._q_prev_view
+        """(nq,) the configuration at the start of the last advance() (after a failed step it
+        equals q). The plant's own array, overwritten by the next advance(): read it, do not
+        write it. (Not a read-only view: numba compiles separate code for read-only arrays.)"""
+        return self._q_prev
 
     @property
     def v_before_step(self):
-        """(nv,) the velocities at the start of the last advance() (read-only view)."""
-        return self._v_prev_view
+        """(nv,) the velocities at the start of the last advance() (as q_before_step)."""
+        return self._v_prev
 
     @property
     def dt(self):

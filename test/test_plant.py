@@ -303,3 +303,22 @@ def test_force_hook_acts_at_every_integrator_stage():
     assert abs(sim.q[0] - exact) < 1e-9, sim.q[0] - exact
     assert len(calls) == 4000                          # four stages per step
     assert_close(calls[:4], [0.0, 5e-4, 5e-4, 1e-3], "stage times of the first step")
+
+
+def test_state_before_step_is_the_evaluated_state(arm7):
+    """plant.q_before_step / v_before_step (what the simulate node publishes after the step)
+    are the state advance() started from, and after a diverged step the restored state."""
+    plant = Plant(arm7, 1e-3, "rk4", q=np.full(7, 0.2), joints=arm7.joint_names)
+    plant.drives.command_effort(np.linspace(-3.0, 3.0, 7))
+    for _ in range(5):
+        q0, v0 = plant.q.copy(), plant.v.copy()
+        plant.step()
+        np.testing.assert_array_equal(plant.q_before_step, q0)
+        np.testing.assert_array_equal(plant.v_before_step, v0)
+        assert not np.array_equal(plant.q, q0)
+    plant.max_speed = 1e-9   # the next step "diverges": the state goes back
+    q0 = plant.q.copy()
+    with pytest.raises(DivergenceError):
+        plant.step()
+    np.testing.assert_array_equal(plant.q, q0)
+    np.testing.assert_array_equal(plant.q_before_step, q0)
