@@ -13,7 +13,7 @@ from rclpy.serialization import deserialize_message, serialize_message  # noqa: 
 from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
-from mbd_ros.nodes.cdr import JointStateReader  # noqa: E402
+from mbd_ros.nodes.cdr import JointStateReader, JointStateView  # noqa: E402
 from mbd_ros.nodes.messages import AccelerationsOut, JointStateOut  # noqa: E402
 
 
@@ -56,7 +56,12 @@ def test_reader_equals_rclpy_deserialization_on_every_alignment(n):
     for frame_len in range(0, 12):           # every alignment of the fields after frame_id
         for lengths in [(n, n, n), (n, 0, 0), (n, n, 0), (0, 0, 0), (n, n - 1, n + 1)]:
             msg = joint_state(rng, names, frame_len, lengths, nan=bool(frame_len % 2))
-            same(reader.read(serialize_message(msg)), msg)
+            read = reader.read(serialize_message(msg))
+            same(read, msg)
+            if isinstance(read, JointStateView):   # the argument types JointMap.warm_up
+                for values in (read.position, read.velocity, read.effort):   # compiled for
+                    assert values.dtype == np.float64 and values.flags.c_contiguous
+                    assert values.flags.writeable
     assert reader.full_reads == 1            # the names never changed: every later read fast
     # the one-call kernel read every message whose arrays are empty or of len(names) values
     # (47 of 60); the 12 with n - 1 / n + 1 values took the Python fast path, with the same

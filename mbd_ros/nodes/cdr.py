@@ -332,5 +332,6 @@ class JointStateReader:
         return view
 
 
+# an empty field's array: writable (a read-only one would make numba compile separate code for
+# JointMap.read_state's kernel in the node's first such message); nothing fits in it anyway
 _EMPTY = np.zeros(0)
-_EMPTY.flags.writeable = False
