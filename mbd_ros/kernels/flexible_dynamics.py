@@ -57,8 +57,8 @@ from ..layout import (JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERIC
                       QUATERNION_NORM_TOL, STATUS_BAD_INPUT, STATUS_BAD_Q, STATUS_BAD_QUATERNION,
                       STATUS_BAD_V, STATUS_OK, STATUS_SHAPE_INPUT, STATUS_SHAPE_OUT,
                       STATUS_SHAPE_Q, STATUS_SHAPE_V, STATUS_SINGULAR)
-from .flexible_articulated import (articulated_constant_body, flex_offsets as _flex_offsets,
-                                   fwork_offsets as _fwork_offsets)
+from .flexible_articulated import (_U, _U1, _U2, _U3, _U4, _U5, articulated_constant_body,
+                                   flex_offsets as _flex_offsets, fwork_offsets as _fwork_offsets)
 from .kinematics import joint_pose, revolute_pose
 from .spatial import (add_cross_force, add_force_to_parent, add_inertia_to_parent, invert_spd,
                       motion_to_child, rigid_inertia_times)
@@ -727,7 +727,7 @@ def _condense_flexible(fint, work, fwork, i):
 
 
 # =============================================================================== checks
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def check_inputs(nq, nv, q, v, x, check_v, check_x):
     """Status of the shapes and finiteness of q (nq,), v (nv,), x (nv,)."""
     if q.shape[0] != nq:
@@ -750,7 +750,7 @@ def check_inputs(nq, nv, q, v, x, check_v, check_x):
     return STATUS_OK
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def check_quaternions(fint, q):
     """STATUS_BAD_QUATERNION if a spherical or free joint's quaternion is not of unit norm."""
     for i in range(1, fint.shape[0]):
@@ -957,10 +957,19 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
         if n > 0:
             mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
             ivf = fint[i, IDX_VF]
+            # qdd_f = -(z + Y a) (seed 002 step 3 on the elastic rows); unsigned offsets into Y
+            # (no negative-index wraparound, see kernels/flexible_articulated.py)
+            acc0, acc1, acc2 = work[i, ACC], work[i, ACC + 1], work[i, ACC + 2]
+            acc3, acc4, acc5 = work[i, ACC + 3], work[i, ACC + 4], work[i, ACC + 5]
             for a in range(n):
+                row = _U(y + 6 * a)
                 s = -fwork[z + a]
-                for c in range(6):
-                    s -= fwork[y + a * 6 + c] * work[i, ACC + c]
+                s -= fwork[row] * acc0
+                s -= fwork[row + _U1] * acc1
+                s -= fwork[row + _U2] * acc2
+                s -= fwork[row + _U3] * acc3
+                s -= fwork[row + _U4] * acc4
+                s -= fwork[row + _U5] * acc5
                 fwork[qddf + a] = s
                 qdd_out[ivf + a] = s
     return STATUS_OK
