@@ -34,7 +34,8 @@ sums over the nonzero entries of S^kl and G_k listed at load (flexible/build.py 
 for a body without movable children M_ff = m_ff is constant and m_ff^-1, m_ff^-1 M_fr(0) and the
 constant blocks of the condensation are precomputed (condense_block), and the forward dynamics
 of such a body computes its articulated inertia in one pass without storing M
-(kernels/flexible_articulated.py).
+(kernels/flexible_articulated.py, with unsigned offsets: no negative-index wraparound); revolute
+joints on rigid parents and rigid bodies take the rigid kernel's inlined steps (kernels/aba.py).
 
 Every joint type of the rigid kernels works here (revolute and prismatic inline; spherical, free,
 planar, cylindrical, helical through kernels/kinematics.py joint_pose and a k-column articulated
