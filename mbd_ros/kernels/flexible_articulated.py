@@ -23,7 +23,9 @@ from ..flexible.layout import (ART_INERTIA, FEXT, FLEX, FLEX_JSUM, FLEX_MASS, FL
                                FLEX_SF, FORCE, FWORK, IDX_QF, IDX_VF, MFF_INV, NF, SPARSE, VEL)
 
 
-# unsigned offsets (articulated_constant_body)
+# unsigned offsets (articulated_constant_body, the last pass of flexible_dynamics.forward_dynamics):
+# numba indexes with a uint64 without its negative-index wraparound. uint64 mixed with int64
+# is typed float64 in numba, so offsets are converted once (_U) and constants are uint64 too.
 _U = np.uint64
 _U1 = np.uint64(1)
 _U2 = np.uint64(2)
