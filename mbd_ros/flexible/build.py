@@ -19,6 +19,7 @@ from ..errors import ModelError
 from . import layout as F
 from .beam import BeamFE
 from .modal import ModalData
+from .mode_blocks import block_pure_modes
 from .points import MassPoints, rigid_properties, shape_integrals
 
 MASS_WARNING_RATIO = 0.05
@@ -89,7 +90,9 @@ def build_flexible(tree, model, specs):
                 raise ModelError(f"{spec.label}: field 'modes': {spec.modes} modes requested, the "
                                  f"beam of {spec.beam.elements} elements has {fe.n_dofs}")
             M = points_full.mass_matrix()
-            w2, phi = scipy.linalg.eigh(fe.K, M, subset_by_index=[0, spec.modes - 1])
+            # modes exactly in one family (stretch, torsion, bending per plane): no round-off
+            # couplings in the shape integrals (mode_blocks.py)
+            w2, phi = block_pure_modes(fe.K, M, spec.modes)
             points = points_full.in_basis(phi)
             K = phi.T @ fe.K @ phi
 

@@ -32,7 +32,10 @@ for a rigid body. O(n) in bodies, O(n_f^3) per flexible body with movable childr
 Deviations for speed (same equations, fewer operations): S^kl q_f and the gyroscopic term are
 sums over the nonzero entries of S^kl and G_k listed at load (flexible/build.py sparse_block);
 for a body without movable children M_ff = m_ff is constant and m_ff^-1, m_ff^-1 M_fr(0) and the
-constant blocks of the condensation are precomputed (condense_block, _condense_constant).
+constant blocks of the condensation are precomputed (condense_block), and the forward dynamics
+of such a body computes its articulated inertia in one pass without storing M
+(kernels/flexible_articulated.py, with unsigned offsets: no negative-index wraparound); revolute
+joints on rigid parents and rigid bodies take the rigid kernel's inlined steps (kernels/aba.py).
 
 Every joint type of the rigid kernels works here (revolute and prismatic inline; spherical, free,
 planar, cylindrical, helical through kernels/kinematics.py joint_pose and a k-column articulated
@@ -55,9 +58,11 @@ from ..layout import (JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERIC
                       QUATERNION_NORM_TOL, STATUS_BAD_INPUT, STATUS_BAD_Q, STATUS_BAD_QUATERNION,
                       STATUS_BAD_V, STATUS_OK, STATUS_SHAPE_INPUT, STATUS_SHAPE_OUT,
                       STATUS_SHAPE_Q, STATUS_SHAPE_V, STATUS_SINGULAR)
-from .kinematics import joint_pose
-from .spatial import (add_force_to_parent, add_inertia_to_parent, invert_spd,
-                      motion_to_child)
+from .flexible_articulated import (_U, _U1, _U2, _U3, _U4, _U5, articulated_constant_body,
+                                   flex_offsets as _flex_offsets, fwork_offsets as _fwork_offsets)
+from .kinematics import joint_pose, revolute_pose
+from .spatial import (add_cross_force, add_force_to_parent, add_inertia_to_parent, invert_spd,
+                      motion_to_child, rigid_inertia_times)
 
 
 # explicit signatures of the entry points (as kernels/signatures.py): other argument types raise
@@ -67,36 +72,6 @@ _F2 = types.Array(types.float64, 2, "C")
 _F1 = types.Array(types.float64, 1, "C")
 STATE_KERNEL = types.int64(_I2, _F2, _F1, _F2, _F1, _F1, _F1, _F1, _F1)
 MASS_KERNEL = types.int64(_I2, _F2, _F1, _F2, _F1, _F1, _F1, _F1, _F2)
-
-
-# =============================================================================== offsets
-@njit(inline="always", cache=True)
-def _flex_offsets(o, n):
-    """Offsets of S_f, I^kl, S^kl, J_Psi, m_ff, K_ff, D_ff in a FLEX block starting at o."""
-    sf = o + FLEX_SF
-    iu = sf + 3 * n
-    skl = iu + 9 * n
-    jpsi = skl + 9 * n * n
-    mff = jpsi + 3 * n
-    kff = mff + n * n
-    dff = kff + n * n
-    return sf, iu, skl, jpsi, mff, kff, dff
-
-
-@njit(inline="always", cache=True)
-def _fwork_offsets(w, n):
-    """Offsets of M, beta, Y, z, qdd_f, S^kl q, tmp, tmp2, L, W in an FW block starting at w."""
-    mm = w
-    bb = mm + (6 + n) * (6 + n)
-    y = bb + 6 + n
-    z = y + 6 * n
-    qddf = z + n
-    skq = qddf + n
-    tmp = skq + 9 * n
-    tmp2 = tmp + n
-    chol = tmp2 + n
-    wmat = chol + n * n
-    return mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat
 
 
 # =============================================================================== small helpers
@@ -564,8 +539,8 @@ def _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities, full):
         fwork[mm + 5 * w6 + 6 + a] = (fdata[iu + 1 * n + a] - fdata[iu + 3 * n + a]
                                       + fwork[skq + 3 * n + a] - fwork[skq + 1 * n + a]
                                       + fdata[jpsi + 2 * n + a])
-        if full:                      # M_fr = M_rf^T and M_ff = m_ff (not read by
-            for r in range(6):        # _condense_constant)
+        if full:                      # M_fr = M_rf^T and M_ff = m_ff
+            for r in range(6):
                 fwork[mm + (6 + a) * w6 + r] = fwork[mm + r * w6 + 6 + a]
             for b in range(n):
                 fwork[mm + (6 + a) * w6 + 6 + b] = fdata[mff + a * n + b]
@@ -703,111 +678,6 @@ def _add_child_to_flexible(fint, work, fwork, child, p):
 
 
 @njit(cache=True)
-def _condense_constant(fint, fdata, work, fwork, i, q):
-    """_condense_flexible for a flexible body without movable children: M_ff = m_ff is constant,
-    so Y = m_ff^-1 M_fr = Y0 + [0 | H_k q_f] with Y0 = m_ff^-1 M_fr(0) and H_k = m_ff^-1 G_k
-    precomputed at load (build.py condense_block; M_fr's angular column k is M_fr(0) + G_k q_f),
-    z = m_ff^-1 beta_f, and the articulated inertia I^A = M_rr - M_rf Y (seed 002 step 2 on the
-    elastic rows) is symmetric: 21 entries, of which the linear-linear block
-    S_f m_ff^-1 S_f^T = A0 is constant. Deviation from the dense form: the same products, fewer
-    of them (the m_ff solve and the structurally constant or zero parts are done once)."""
-    n = fint[i, NF]
-    w6 = 6 + n
-    inv = fint[i, MFF_INV]
-    y0 = inv + n * n
-    a0 = y0 + 6 * n
-    hl = a0 + 36
-    iqf = fint[i, IDX_QF]
-    mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
-    for t in range(6 * n):
-        fwork[y + t] = fdata[y0 + t]
-    for e in range(hl + 1, hl + 1 + 3 * int(fdata[hl]), 3):   # Y[a, 3 + k] += H_k[a, b] q_f[b]
-        fwork[y + int(fdata[e])] += fdata[e + 2] * q[iqf + int(fdata[e + 1])]
-    for a in range(n):
-        s = 0.0
-        for b in range(n):
-            s += fdata[inv + a * n + b] * fwork[bb + 6 + b]
-        fwork[z + a] = s
-    # I^A = M_rr - M_rf Y and p^A = beta_r - M_rf z, the sums of each row block in registers
-    # (M_rf's linear rows are S_f, its angular rows are in M)
-    sf = fint[i, FLEX] + FLEX_SF
-    l03 = l04 = l05 = l13 = l14 = l15 = l23 = l24 = l25 = 0.0
-    f0 = f1 = f2 = 0.0
-    for a in range(n):
-        s0 = fdata[sf + a]
-        s1 = fdata[sf + n + a]
-        s2 = fdata[sf + 2 * n + a]
-        y3 = fwork[y + 6 * a + 3]
-        y4 = fwork[y + 6 * a + 4]
-        y5 = fwork[y + 6 * a + 5]
-        za = fwork[z + a]
-        l03 += s0 * y3
-        l04 += s0 * y4
-        l05 += s0 * y5
-        l13 += s1 * y3
-        l14 += s1 * y4
-        l15 += s1 * y5
-        l23 += s2 * y3
-        l24 += s2 * y4
-        l25 += s2 * y5
-        f0 += s0 * za
-        f1 += s1 * za
-        f2 += s2 * za
-    a33 = a34 = a35 = a44 = a45 = a55 = 0.0
-    f3 = f4 = f5 = 0.0
-    for a in range(n):
-        m3 = fwork[mm + 3 * w6 + 6 + a]
-        m4 = fwork[mm + 4 * w6 + 6 + a]
-        m5 = fwork[mm + 5 * w6 + 6 + a]
-        y3 = fwork[y + 6 * a + 3]
-        y4 = fwork[y + 6 * a + 4]
-        y5 = fwork[y + 6 * a + 5]
-        za = fwork[z + a]
-        a33 += m3 * y3
-        a34 += m3 * y4
-        a35 += m3 * y5
-        a44 += m4 * y4
-        a45 += m4 * y5
-        a55 += m5 * y5
-        f3 += m3 * za
-        f4 += m4 * za
-        f5 += m5 * za
-    for r in range(3):            # linear-linear block: M_rr - A0 (constant S_f m_ff^-1 S_f^T)
-        for c in range(r, 3):
-            t = fwork[mm + r * w6 + c] - fdata[a0 + 6 * r + c]
-            work[i, ART_INERTIA + 6 * r + c] = t
-            work[i, ART_INERTIA + 6 * c + r] = t
-    _set_symmetric(work, i, 0, 3, fwork[mm + 3] - l03)
-    _set_symmetric(work, i, 0, 4, fwork[mm + 4] - l04)
-    _set_symmetric(work, i, 0, 5, fwork[mm + 5] - l05)
-    _set_symmetric(work, i, 1, 3, fwork[mm + w6 + 3] - l13)
-    _set_symmetric(work, i, 1, 4, fwork[mm + w6 + 4] - l14)
-    _set_symmetric(work, i, 1, 5, fwork[mm + w6 + 5] - l15)
-    _set_symmetric(work, i, 2, 3, fwork[mm + 2 * w6 + 3] - l23)
-    _set_symmetric(work, i, 2, 4, fwork[mm + 2 * w6 + 4] - l24)
-    _set_symmetric(work, i, 2, 5, fwork[mm + 2 * w6 + 5] - l25)
-    _set_symmetric(work, i, 3, 3, fwork[mm + 3 * w6 + 3] - a33)
-    _set_symmetric(work, i, 3, 4, fwork[mm + 3 * w6 + 4] - a34)
-    _set_symmetric(work, i, 3, 5, fwork[mm + 3 * w6 + 5] - a35)
-    _set_symmetric(work, i, 4, 4, fwork[mm + 4 * w6 + 4] - a44)
-    _set_symmetric(work, i, 4, 5, fwork[mm + 4 * w6 + 5] - a45)
-    _set_symmetric(work, i, 5, 5, fwork[mm + 5 * w6 + 5] - a55)
-    work[i, FORCE] = fwork[bb] - f0
-    work[i, FORCE + 1] = fwork[bb + 1] - f1
-    work[i, FORCE + 2] = fwork[bb + 2] - f2
-    work[i, FORCE + 3] = fwork[bb + 3] - f3
-    work[i, FORCE + 4] = fwork[bb + 4] - f4
-    work[i, FORCE + 5] = fwork[bb + 5] - f5
-
-
-@njit(inline="always", cache=True)
-def _set_symmetric(work, i, r, c, value):
-    """ART_INERTIA[r, c] = ART_INERTIA[c, r] = value."""
-    work[i, ART_INERTIA + 6 * r + c] = value
-    work[i, ART_INERTIA + 6 * c + r] = value
-
-
-@njit(cache=True)
 def _condense_flexible(fint, work, fwork, i):
     """Eliminate qdd_f of flexible body i (seed 002 articulated step applied to the elastic rows):
     qdd_f = -M_ff^-1 (beta_f + M_fr a); I^A = M_rr - M_rf Y, p^A = beta_r - M_rf z with
@@ -858,7 +728,7 @@ def _condense_flexible(fint, work, fwork, i):
 
 
 # =============================================================================== checks
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def check_inputs(nq, nv, q, v, x, check_v, check_x):
     """Status of the shapes and finiteness of q (nq,), v (nv,), x (nv,)."""
     if q.shape[0] != nq:
@@ -881,7 +751,7 @@ def check_inputs(nq, nv, q, v, x, check_v, check_x):
     return STATUS_OK
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def check_quaternions(fint, q):
     """STATUS_BAD_QUATERNION if a spherical or free joint's quaternion is not of unit norm."""
     for i in range(1, fint.shape[0]):
@@ -936,16 +806,45 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
     _set_base(ffloat, work, True)
     # ---- pass 1, base -> tips: kinematics, body inertia and velocity terms    [seed 002 step 1]
     for i in range(1, nb + 1):
-        _body_motion(fint, ffloat, fdata, work, fwork, i, q, v, True, False)
+        p = fint[i, PARENT]
+        if fint[i, ATTACH] < 0 and fint[i, JOINT_TYPE] == JOINT_REVOLUTE:
+            # revolute joint on a rigid parent: the rigid kernel's steps (kernels/aba.py):
+            # pose, V = X V_p + S qd, c = V x (S qd)                         [seed 002 eqs. 3-4]
+            revolute_pose(ffloat, i, q[fint[i, IDX_Q]], work, i, ROT)
+            motion_to_child(work, i, ROT, work, p, VEL, work, i, VEL)
+            qd = v[fint[i, IDX_V]]
+            sx = ffloat[i, AXIS] * qd
+            sy = ffloat[i, AXIS + 1] * qd
+            sz = ffloat[i, AXIS + 2] * qd
+            wx = work[i, VEL + 3] + sx
+            wy = work[i, VEL + 4] + sy
+            wz = work[i, VEL + 5] + sz
+            work[i, VEL + 3] = wx
+            work[i, VEL + 4] = wy
+            work[i, VEL + 5] = wz
+            vx, vy, vz = work[i, VEL], work[i, VEL + 1], work[i, VEL + 2]
+            work[i, BIAS] = vy * sz - vz * sy
+            work[i, BIAS + 1] = vz * sx - vx * sz
+            work[i, BIAS + 2] = vx * sy - vy * sx
+            work[i, BIAS + 3] = wy * sz - wz * sy
+            work[i, BIAS + 4] = wz * sx - wx * sz
+            work[i, BIAS + 5] = wx * sy - wy * sx
+        else:
+            _body_motion(fint, ffloat, fdata, work, fwork, i, q, v, True, False)
         if fint[i, NF] == 0:
+            # I^A = I, p^A = V x* I V - f_ext (the rigid kernel's structured product)
             for k in range(36):
                 work[i, ART_INERTIA + k] = ffloat[i, INERTIA + k]
-            _rigid_bias(ffloat, work, i, FORCE)
+            rigid_inertia_times(ffloat, i, INERTIA, work, i, VEL, work, i, SCRATCH)
             for r in range(6):
-                work[i, FORCE + r] -= work[i, FEXT + r]
+                work[i, FORCE + r] = -work[i, FEXT + r]
+            add_cross_force(work, i, VEL, work, i, SCRATCH, work, i, FORCE)
+        elif fint[i, MFF_INV] >= 0:
+            # constant M_ff (no movable children): I^A, p^A, Y, z in one pass
+            # (kernels/flexible_articulated.py); pass 2 only adds its joint step
+            articulated_constant_body(fint, fdata, work, fwork, i, q, v, tau)
         else:
-            _flex_body_terms(fint, fdata, work, fwork, i, q, v, True,
-                             fint[i, MFF_INV] < 0)
+            _flex_body_terms(fint, fdata, work, fwork, i, q, v, True, True)
             _elastic_forces(fint, fdata, fwork, i, q, v, 1.0)
             n = fint[i, NF]
             bb = fint[i, FWORK] + (6 + n) * (6 + n)
@@ -956,10 +855,8 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
                 fwork[bb + r] -= work[i, FEXT + r]
     # ---- pass 2, tips -> base: articulated inertias                            [seed 002 step 2]
     for i in range(nb, 0, -1):
-        if fint[i, NF] > 0:
-            if fint[i, MFF_INV] >= 0:
-                _condense_constant(fint, fdata, work, fwork, i, q)
-            elif not _condense_flexible(fint, work, fwork, i):
+        if fint[i, NF] > 0 and fint[i, MFF_INV] < 0:
+            if not _condense_flexible(fint, work, fwork, i):
                 return STATUS_SINGULAR + i
         jt = fint[i, JOINT_TYPE]
         if jt != JOINT_REVOLUTE and jt != JOINT_PRISMATIC:     # multi-dof joint
@@ -1061,10 +958,19 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
         if n > 0:
             mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
             ivf = fint[i, IDX_VF]
+            # qdd_f = -(z + Y a) (seed 002 step 3 on the elastic rows); unsigned offsets into Y
+            # (no negative-index wraparound, see kernels/flexible_articulated.py)
+            acc0, acc1, acc2 = work[i, ACC], work[i, ACC + 1], work[i, ACC + 2]
+            acc3, acc4, acc5 = work[i, ACC + 3], work[i, ACC + 4], work[i, ACC + 5]
             for a in range(n):
+                row = _U(y + 6 * a)
                 s = -fwork[z + a]
-                for c in range(6):
-                    s -= fwork[y + a * 6 + c] * work[i, ACC + c]
+                s -= fwork[row] * acc0
+                s -= fwork[row + _U1] * acc1
+                s -= fwork[row + _U2] * acc2
+                s -= fwork[row + _U3] * acc3
+                s -= fwork[row + _U4] * acc4
+                s -= fwork[row + _U5] * acc5
                 fwork[qddf + a] = s
                 qdd_out[ivf + a] = s
     return STATUS_OK
