@@ -61,17 +61,29 @@ class _Plan:
                        node._services[:], node._guards[:], node._Node__waitables[:])
                       for node in nodes]
         self.nodes = nodes
-        live = lambda entities: [e for e in entities if e.callback_group is not None]  # noqa
-        self.subscriptions = [(n, s) for n, lists in zip(nodes, self.lists)
-                              for s in live(lists[0])]
-        self.timers = [(n, t) for n, lists in zip(nodes, self.lists) for t in live(lists[1])]
-        self.clients = [(n, c) for n, lists in zip(nodes, self.lists) for c in live(lists[2])]
-        self.services = [(n, s) for n, lists in zip(nodes, self.lists) for s in live(lists[3])]
-        self.guards = [(n, g) for n, lists in zip(nodes, self.lists) for g in live(lists[4])]
-        waitables = [(n, w) for n, lists in zip(nodes, self.lists) for w in live(lists[5])]
+
+        def live(k):
+            """(node, entity, handle pointer) of kind k: the entities with a callback group
+            whose handle is valid (the pointer, fixed for the handle's life, is looked up once
+            here instead of after every wait)."""
+            out = []
+            for node, lists in zip(nodes, self.lists):
+                for entity in lists[k]:
+                    if entity.callback_group is not None:
+                        try:
+                            out.append((node, entity, entity.handle.pointer))
+                        except InvalidHandle:
+                            pass
+            return out
+        self.subscriptions, self.timers, self.clients, self.services = (live(k)
+                                                                         for k in range(4))
+        self.guards = live(4)
+        waitables = [(n, w) for n, lists in zip(nodes, self.lists) for w in lists[5]
+                     if w.callback_group is not None]
         self.events = [(n, w) for n, w in waitables if isinstance(w, EventHandler)]
         self.waitables = [(n, w) for n, w in waitables if not isinstance(w, EventHandler)]
-        self.executor_guards = [g for g in (executor._guard, executor._sigint_gc) if g]
+        self.executor_guard_objects = [g for g in (executor._guard, executor._sigint_gc) if g]
+        self.executor_guards = [(None, g, g.handle.pointer) for g in self.executor_guard_objects]
 
     def current(self, nodes, executor):
         """Still the nodes' entities (same nodes, same entity lists, same executor guards)?"""
@@ -82,7 +94,8 @@ class _Plan:
                     node._clients != clients or node._services != services or \
                     node._guards != guards or node._Node__waitables != waitables:
                 return False
-        return self.executor_guards == [g for g in (executor._guard, executor._sigint_gc) if g]
+        return self.executor_guard_objects == [g for g in (executor._guard, executor._sigint_gc)
+                                               if g]
 
 
 class LeanExecutor(SingleThreadedExecutor):
@@ -175,11 +188,11 @@ class LeanExecutor(SingleThreadedExecutor):
             timers = self._enter(plan.timers, entered)
             clients = self._enter(plan.clients, entered)
             services = self._enter(polled_services, entered)
-            guards = [g for _, g in plan.guards]
-            for gc in guards:   # re-trigger a guard condition triggered but not handled
+            for _, gc, _ in plan.guards:   # re-trigger a guard condition triggered, not handled
                 if gc._executor_triggered:
                     gc.trigger()
-            guards = self._enter([(None, g) for g in guards + plan.executor_guards], entered)
+            guards = self._enter(plan.guards, entered) + \
+                self._enter(plan.executor_guards, entered)
             in_set = []
             events = 0
             for node, waitable in waitables:
@@ -198,15 +211,15 @@ class LeanExecutor(SingleThreadedExecutor):
             wait_set = _rclpy.WaitSet(len(subs), len(guards), len(timers), len(clients),
                                       len(services), events, context)
             wait_set.clear_entities()
-            for _, _, handle in subs:
+            for _, _, handle, _ in subs:
                 wait_set.add_subscription(handle)
-            for _, _, handle in clients:
+            for _, _, handle, _ in clients:
                 wait_set.add_client(handle)
-            for _, _, handle in services:
+            for _, _, handle, _ in services:
                 wait_set.add_service(handle)
-            for _, _, handle in timers:
+            for _, _, handle, _ in timers:
                 wait_set.add_timer(handle)
-            for _, _, handle in guards:
+            for _, _, handle, _ in guards:
                 wait_set.add_guard_condition(handle)
             for _, waitable in in_set:
                 waitable.add_to_wait_set(wait_set)
@@ -215,13 +228,15 @@ class LeanExecutor(SingleThreadedExecutor):
                 raise ShutdownException()
             if not self._context.ok():
                 raise ExternalShutdownException()
-            subs_ready = set(wait_set.get_ready_entities("subscription"))
-            guards_ready = set(wait_set.get_ready_entities("guard_condition"))
-            timers_ready = set(wait_set.get_ready_entities("timer"))
-            clients_ready = set(wait_set.get_ready_entities("client"))
-            services_ready = set(wait_set.get_ready_entities("service"))
-            for _, gc, handle in guards:   # auto-taken: mark them before yielding
-                if handle.pointer in guards_ready:
+            # (only the kinds in this wait set are asked for: one call each)
+            ready = wait_set.get_ready_entities
+            subs_ready = ready("subscription") if subs else ()
+            guards_ready = ready("guard_condition") if guards else ()
+            timers_ready = ready("timer") if timers else ()
+            clients_ready = ready("client") if clients else ()
+            services_ready = ready("service") if services else ()
+            for _, gc, _, pointer in guards:   # auto-taken: mark them before yielding
+                if pointer in guards_ready:
                     gc._executor_triggered = True
             for node, waitable in in_set:   # while the wait set still exists
                 if waitable.is_ready(wait_set) and waitable.callback_group.can_execute(waitable):
@@ -229,30 +244,30 @@ class LeanExecutor(SingleThreadedExecutor):
         finally:
             for item in reversed(entered):
                 item.__exit__(None, None, None)
-        for node, tmr, handle in timers:
-            if handle.pointer in timers_ready and handle.is_timer_ready() and \
+        for node, tmr, handle, pointer in timers:
+            if pointer in timers_ready and handle.is_timer_ready() and \
                     tmr.callback_group.can_execute(tmr):
                 if self._plain(tmr.callback):
                     yield _DirectCall(self._run_timer, tmr), tmr, node
                 else:
                     yield self._make_handler(tmr, node, self._take_timer), tmr, node
-        for node, sub, handle in subs:
-            if handle.pointer in subs_ready and sub.callback_group.can_execute(sub):
+        for node, sub, _, pointer in subs:
+            if pointer in subs_ready and sub.callback_group.can_execute(sub):
                 if self._plain(sub.callback):
                     yield _DirectCall(self._run_subscription, sub), sub, node
                 else:
                     yield self._make_handler(sub, node, self._take_subscription), sub, node
         take = self._take_guard_condition
-        for node, gc in plan.guards:
+        for node, gc, _ in plan.guards:
             if gc._executor_triggered and gc.callback_group.can_execute(gc):
                 yield self._make_handler(gc, node, take), gc, node
         take = self._take_client
-        for node, client, handle in clients:
-            if handle.pointer in clients_ready and client.callback_group.can_execute(client):
+        for node, client, _, pointer in clients:
+            if pointer in clients_ready and client.callback_group.can_execute(client):
                 yield self._make_handler(client, node, take), client, node
         take = self._take_service
-        for node, srv, handle in services:
-            if handle.pointer in services_ready and srv.callback_group.can_execute(srv):
+        for node, srv, _, pointer in services:
+            if pointer in services_ready and srv.callback_group.can_execute(srv):
                 yield self._make_handler(srv, node, take), srv, node
 
     # ------------------------------------------------------------------ direct calls
@@ -326,17 +341,18 @@ class LeanExecutor(SingleThreadedExecutor):
 
     @staticmethod
     def _enter(entities, entered):
-        """[(node, entity, handle)] of the entities whose handle could be entered (a destroyed
-        one raises InvalidHandle and is left out, as rclpy does)."""
+        """[(node, entity, handle, pointer)] of the plan's (node, entity, pointer) whose handle
+        could be entered (a destroyed one raises InvalidHandle and is left out, as rclpy
+        does)."""
         out = []
-        for node, entity in entities:
+        for node, entity, pointer in entities:
             handle = entity.handle
             try:
                 handle.__enter__()
             except InvalidHandle:
                 continue
             entered.append(handle)
-            out.append((node, entity, handle))
+            out.append((node, entity, handle, pointer))
         return out
 
 
