@@ -241,22 +241,25 @@ class LeanExecutor(SingleThreadedExecutor):
             for node, waitable in in_set:   # while the wait set still exists
                 if waitable.is_ready(wait_set) and waitable.callback_group.can_execute(waitable):
                     yield self._make_handler(waitable, node, self._take_waitable), waitable, node
+            # timers and subscriptions, the hot path, before the handles are let go: their
+            # ~10 __exit__ calls come after the callback, not between a message and its
+            # callback (a handle destroyed meanwhile is destroyed when let go, as in rclpy)
+            for node, tmr, handle, pointer in timers:
+                if pointer in timers_ready and handle.is_timer_ready() and \
+                        tmr.callback_group.can_execute(tmr):
+                    if self._plain(tmr.callback):
+                        yield _DirectCall(self._run_timer, tmr), tmr, node
+                    else:
+                        yield self._make_handler(tmr, node, self._take_timer), tmr, node
+            for node, sub, _, pointer in subs:
+                if pointer in subs_ready and sub.callback_group.can_execute(sub):
+                    if self._plain(sub.callback):
+                        yield _DirectCall(self._run_subscription, sub), sub, node
+                    else:
+                        yield self._make_handler(sub, node, self._take_subscription), sub, node
         finally:
             for item in reversed(entered):
                 item.__exit__(None, None, None)
-        for node, tmr, handle, pointer in timers:
-            if pointer in timers_ready and handle.is_timer_ready() and \
-                    tmr.callback_group.can_execute(tmr):
-                if self._plain(tmr.callback):
-                    yield _DirectCall(self._run_timer, tmr), tmr, node
-                else:
-                    yield self._make_handler(tmr, node, self._take_timer), tmr, node
-        for node, sub, _, pointer in subs:
-            if pointer in subs_ready and sub.callback_group.can_execute(sub):
-                if self._plain(sub.callback):
-                    yield _DirectCall(self._run_subscription, sub), sub, node
-                else:
-                    yield self._make_handler(sub, node, self._take_subscription), sub, node
         take = self._take_guard_condition
         for node, gc, _ in plan.guards:
             if gc._executor_triggered and gc.callback_group.can_execute(gc):
