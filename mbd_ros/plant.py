@@ -199,9 +199,7 @@ class Plant:
             sim.q[:] = self._q_prev
             sim.v[:] = self._v_prev
             raise
-        # max |v| of the new state: the simulator's own check computed it for a one-step
-        # advance (the stops only reduce speeds); else over v after the stops
-        speed = sim.last_speed if self.substeps == 1 and self.limits is None else _max_abs(sim.v)
+        speed = _max_abs(sim.v)
         if not speed <= self.max_speed:
             sim.q[:] = self._q_prev
             sim.v[:] = self._v_prev

@@ -143,7 +143,6 @@ class Simulator:
         self.time = self._t0 = 0.0
         self.steps = 0
         self._evaluated = False
-        self.last_speed = 0.0   # max |v| after the last step (its divergence check)
         # stages and scratch: rows of one (7, nv) array when nq == nv, the layout of the C-level
         # RK4 step (KernelCall.rk4, mbd_ros/fastcall/_fastcall.c)
         self._stages = np.zeros((7, nv))
@@ -196,14 +195,6 @@ class Simulator:
         else:
             self._tau_held[:] = tau
             self._tau_source = self._tau_held
-            if not self.forces and not self.prescribed:
-                # the plain case without _acceleration's per-stage checks (the same arithmetic)
-                self._tau_stage[:] = tau
-                self.tau[:] = tau
-                self.robot.time = self.time
-                self.robot.forward_dynamics(self.q, self.v, self._tau_stage, out=self.qdd)
-                self._evaluated = True
-                return self.qdd
         self._acceleration(self.time, self.q, self.v, self.qdd)
         self.tau[:] = self._tau_stage
         self._evaluated = True
@@ -269,7 +260,7 @@ class Simulator:
     def _check_bounds(self):
         q_next, v_next = self._q_next, self._v_next
         # one pass: NaN if an entry is not finite, else max |v_i| (kernels/rk4.py)
-        speed = self.last_speed = _state_bound(q_next, v_next)
+        speed = _state_bound(q_next, v_next)
         t_end = self._t0 + (self.steps + 1) * self.dt
         if speed != speed:
             raise SimulationDiverged(f"the simulation diverged: the state became non-finite in "

@@ -248,13 +248,13 @@ class LeanExecutor(SingleThreadedExecutor):
                 if pointer in timers_ready and handle.is_timer_ready() and \
                         tmr.callback_group.can_execute(tmr):
                     if self._plain(tmr.callback):
-                        yield _DirectCall(self._run_timer, tmr), tmr, node
+                        yield _DirectCall(self, tmr, self._call_timer), tmr, node
                     else:
                         yield self._make_handler(tmr, node, self._take_timer), tmr, node
             for node, sub, _, pointer in subs:
                 if pointer in subs_ready and sub.callback_group.can_execute(sub):
                     if self._plain(sub.callback):
-                        yield _DirectCall(self._run_subscription, sub), sub, node
+                        yield _DirectCall(self, sub, self._call_subscription), sub, node
                     else:
                         yield self._make_handler(sub, node, self._take_subscription), sub, node
         finally:
@@ -283,53 +283,51 @@ class LeanExecutor(SingleThreadedExecutor):
                 callback is not None and not inspect.iscoroutinefunction(callback)
         return plain
 
-    def _run_subscription(self, sub):
-        """rclpy's subscription handler (Executor._make_handler + _take_subscription) for a
-        plain callback: take one message and call back, inside the callback group."""
-        group = sub.callback_group
-        if self._is_shutdown or not group.beginning_execution(sub):
+    def _run_direct(self, entity, call):
+        """What rclpy's Task handler (Executor._make_handler) does around a callback, for a
+        plain one: inside the entity's callback group and the work tracker, `call(entity)`."""
+        group = entity.callback_group
+        if self._is_shutdown or not group.beginning_execution(entity):
             return
         try:
             with self._work_tracker:
-                try:
-                    with sub.handle:
-                        taken = sub.handle.take_message(sub.msg_type, sub.raw)
-                except InvalidHandle:   # destroyed meanwhile
-                    return
-                if taken is None:
-                    return
-                if sub._callback_type is Subscription.CallbackType.MessageOnly:
-                    sub.callback(taken[0])
-                else:
-                    sub.callback(*taken)
+                call(entity)
         finally:
-            group.ending_execution(sub)
+            group.ending_execution(entity)
 
-    def _run_timer(self, tmr):
-        """rclpy's timer handler (Executor._take_timer) for a plain callback; a callback with
-        a parameter annotated TimerInfo gets the call's TimerInfo there, as in rclpy."""
-        group = tmr.callback_group
-        if self._is_shutdown or not group.beginning_execution(tmr):
-            return
+    @staticmethod
+    def _call_subscription(sub):
+        """rclpy's _take_subscription for a plain callback: take one message and call back."""
         try:
-            with self._work_tracker:
-                try:
-                    with tmr.handle:
-                        info = tmr.handle.call_timer_with_info()
-                except (InvalidHandle, TimerCancelledError):
-                    return
-                callback = tmr.callback
-                if callback is None:
-                    return
-                name = self._timer_info_argument(callback)
-                if name is None:
-                    callback()
-                else:
-                    callback(**{name: TimerInfo(expected_call_time=info["expected_call_time"],
-                                                actual_call_time=info["actual_call_time"],
-                                                clock_type=tmr.clock.clock_type)})
-        finally:
-            group.ending_execution(tmr)
+            with sub.handle:
+                taken = sub.handle.take_message(sub.msg_type, sub.raw)
+        except InvalidHandle:   # destroyed meanwhile
+            return
+        if taken is None:
+            return
+        if sub._callback_type is Subscription.CallbackType.MessageOnly:
+            sub.callback(taken[0])
+        else:
+            sub.callback(*taken)
+
+    def _call_timer(self, tmr):
+        """rclpy's _take_timer for a plain callback; a callback with a parameter annotated
+        TimerInfo gets the call's TimerInfo there, as in rclpy."""
+        try:
+            with tmr.handle:
+                info = tmr.handle.call_timer_with_info()
+        except (InvalidHandle, TimerCancelledError):
+            return
+        callback = tmr.callback
+        if callback is None:
+            return
+        name = self._timer_info_argument(callback)
+        if name is None:
+            callback()
+        else:
+            callback(**{name: TimerInfo(expected_call_time=info["expected_call_time"],
+                                        actual_call_time=info["actual_call_time"],
+                                        clock_type=tmr.clock.clock_type)})
 
     def _timer_info_argument(self, callback):
         """The name of the callback's first parameter annotated TimerInfo, or None (memoized
@@ -363,17 +361,18 @@ class _DirectCall:
     """The handler yielded for a plain callback: the same interface as the rclpy Task that
     SingleThreadedExecutor.spin_once runs (call it, then exception() / result())."""
 
-    __slots__ = ("_run", "_entity", "_exception", "_done")
+    __slots__ = ("_executor", "_entity", "_call", "_exception", "_done")
 
-    def __init__(self, run, entity):
-        self._run = run
+    def __init__(self, executor, entity, call):
+        self._executor = executor
         self._entity = entity
+        self._call = call
         self._exception = None
         self._done = False
 
     def __call__(self):
         try:
-            self._run(self._entity)
+            self._executor._run_direct(self._entity, self._call)
         except Exception as exc:   # raised by spin_once, as rclpy's Task does
             self._exception = exc
         finally:
