@@ -453,14 +453,11 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
             out.effort[:] = self.tau
             self.pub_acc.publish(out.payload())   # serialized (nodes/cdr.py)
 
-    def _publish_outputs(self, stamp, q, v, wrenches=(True, True), qdd=None,
-                         accelerations=True):
-        """The outputs of this state that have a subscriber (self.listeners, as _wrenches saw
-        them; wrenches: which wrenches _wrenches computed; qdd: the accelerations, default
-        self.qdd; accelerations: False when _publish_accelerations has sent them already)."""
+    def _publish_outputs(self, stamp, q, v, wrenches=(True, True)):
+        """The outputs of this state but the accelerations (_publish_accelerations) that have a
+        subscriber (self.listeners, as _wrenches saw them; wrenches: which wrenches _wrenches
+        computed)."""
         heard = self.listeners.heard
-        if accelerations:
-            self._publish_accelerations(stamp, q, v, qdd)
         if self.wrench_outs and wrenches[0]:
             rows = self.W.tolist()
             for row, msg_out, pub in self.wrench_outs:
@@ -519,7 +516,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         t3 = time.perf_counter_ns()
         wrenches = self._wrenches(self.q, self.v)
         t4 = time.perf_counter_ns()
-        self._publish_outputs(stamp, self.q, self.v, wrenches, accelerations=False)
+        self._publish_outputs(stamp, self.q, self.v, wrenches)
         # which outputs have subscribers, for the next message: after this one's outputs, so
         # the middleware calls do not evict the next computation's data from the caches
         self.listeners.refresh()
@@ -657,7 +654,8 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         self.pub_js.publish(js.payload())   # serialized (nodes/cdr.py)
         if self.pub_elastic is not None:
             self.pub_elastic.publish(self.elastic_out.payload())
-        self._publish_outputs(stamp, q, v, wrenches, qdd=self._qdd_out)
+        self._publish_accelerations(stamp, q, v, self._qdd_out)
+        self._publish_outputs(stamp, q, v, wrenches)
         if self.pub_odom is not None:   # floating base: ~/odom and /tf (plant_interface.py)
             self.publish_odometry(stamp, q, v)
         if failure is not None:
