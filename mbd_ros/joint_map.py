@@ -179,8 +179,15 @@ class JointMap:
         self.joint_iq = np.array([position[n][0] for n in joints], dtype=np.int64)
         self.joint_iv = np.array([position[n][1] for n in joints], dtype=np.int64)
         self._cache = {}
+        self.version = 0   # changes with the mapping (set_ignore_unknown): lookups kept are stale
         # _scatter_state's `required` flags [need_velocity][need_effort] (position always)
         self._required = [[np.array([1, v, e], dtype=np.int64) for e in (0, 1)] for v in (0, 1)]
+
+    def set_ignore_unknown(self, value):
+        """Change ignore_unknown (forgets the lookups made under the old value)."""
+        self.ignore_unknown = bool(value)
+        self._cache.clear()
+        self.version += 1
 
     def warm_up(self):
         """Compile (or load from numba's cache) read_state's one-call kernel now (a node calls

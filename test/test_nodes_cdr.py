@@ -187,3 +187,32 @@ def test_outputs_fall_back_to_message_objects_when_the_bytes_cannot_be_located(m
     acc = messages.AccelerationsOut(["a"], False)
     acc.accelerations[:] = [5.0]
     assert list(acc.payload().points[0].accelerations) == [5.0]
+
+
+@pytest.mark.parametrize("with_positions", [True, False])
+def test_accelerations_fill_writes_the_stamp_and_vectors_in_one_call(with_positions):
+    """AccelerationsOut.fill (SerializedOut.write's numba call) publishes what rclpy
+    deserializes to the same stamp and vectors as set_stamp + the views; a vector of the wrong
+    length or item size is refused with nothing written."""
+    rng = np.random.default_rng(9)
+    names = random_names(rng, 7)
+    out = AccelerationsOut(names, with_positions)
+    for sec in (0, 1, 2**31 - 1, -5):
+        q, v, qdd, tau = (rng.normal(size=7) for _ in range(4))
+        nanosec = int(rng.integers(0, 10**9))
+        out.fill(sec, nanosec, q, v, qdd, tau)
+        msg = deserialize_message(out.payload(), JointTrajectory)
+        assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == (sec, nanosec)
+        point = msg.points[0]
+        np.testing.assert_array_equal(np.asarray(point.positions), q if with_positions else [])
+        for field, x in (("velocities", v), ("accelerations", qdd), ("effort", tau)):
+            np.testing.assert_array_equal(np.asarray(getattr(point, field)), x)
+    before = out.payload()
+    for bad in (np.zeros(6), np.zeros(8), np.zeros(8, dtype=np.float32)):
+        with pytest.raises(ValueError, match="values"):
+            out.fill(3, 4, q, bad, qdd, tau)
+        assert out.payload() == before
+    single = rng.normal(size=7).astype(np.float32)   # not float64: converted, as the views do
+    out.fill(3, 4, q, single, qdd, tau)
+    msg = deserialize_message(out.payload(), JointTrajectory)
+    np.testing.assert_array_equal(np.asarray(msg.points[0].velocities), single)

@@ -44,11 +44,13 @@ import mbd_ros
 
 from . import diagnostics as diag
 from .cdr import JointStateReader
+from .state_intake import StateIntake
 from .description import check_description_parameter, shorten, urdf_xml
 from .qos import DESCRIPTION_QOS, DIAGNOSTICS_QOS, SUBSCRIBE_QOS
 
 EXECUTORS = ("single_threaded", "events", "rclpy_single_threaded")
 WARNING_PERIOD = 2.0   # s between two warnings of the same kind
+_NO_OLDEST = -2 ** 63     # StateIntake.read's oldest stamp when max_message_age is 0 (off)
 SUCCESS = TransitionCallbackReturn.SUCCESS
 FAILURE = TransitionCallbackReturn.FAILURE
 
@@ -195,8 +197,7 @@ class DynamicsNode(LifecycleNode):
             self._max_age_ns = int(value * 1e9)
             return None
         if name == "ignore_unknown_joints":
-            self.jmap.ignore_unknown = bool(value)
-            self.jmap._cache.clear()
+            self.jmap.set_ignore_unknown(value)
             return None
         if name == "diagnostics_period":
             if self._diag_timer is not None:
@@ -515,13 +516,29 @@ class DynamicsNode(LifecycleNode):
                            f"{self._max_age_ns * 1e-9:g} s)")
         return True
 
-    def subscribe_joint_states(self, handler):
+    def subscribe_joint_states(self, handler, direct=None):
         """Subscribe `handler(msg)` to joint_states, taken serialized: nodes/cdr.py reads the
         usual message without building objects (handler gets a JointStateView or, for any other
-        message, rclpy's JointState); bytes rclpy cannot read are dropped as rejected."""
+        message, rclpy's JointState); bytes rclpy cannot read are dropped as rejected.
+
+        direct: optional (StateIntake's arguments after the reader (dict), read_handler): while
+        the node is active, the usual message (see nodes/state_intake.py: known names, fresh
+        stamp, valid values) is read straight into the intake's q, v, tau and
+        read_handler(t0_ns, intake) is called instead (t0_ns: perf_counter_ns before the
+        read); every other message goes to `handler` as without it."""
         reader = JointStateReader()
+        intake = None
+        if direct is not None:
+            intake_arguments, read_handler = direct
+            intake = StateIntake(reader, **intake_arguments)
 
         def on_serialized(data):
+            if intake is not None and self.active:
+                t0 = time.perf_counter_ns()
+                oldest = self.now_ns() - self._max_age_ns if self._max_age_ns > 0 else _NO_OLDEST
+                if intake.read(data, oldest, time.monotonic_ns()):
+                    read_handler(t0, intake)
+                    return
             try:
                 msg = reader.read(data)
             except Exception as exc:   # not a JointState rclpy can read: dropped like a bad one

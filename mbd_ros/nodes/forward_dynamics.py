@@ -202,7 +202,10 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         else:
             self._seen_ns = np.zeros(nv, dtype=np.int64)   # arrival of each joint's value
             self._staleness_ns = int(self.param("joint_state_staleness") * 1e9)
-            self.subs.append(self.subscribe_joint_states(self._on_joint_states))
+            self.subs.append(self.subscribe_joint_states(self._on_joint_states, direct=(
+                {"jmap": jm, "q": self.q, "v": self.v, "tau": self.tau,
+                 "arrival_ns": self._seen_ns, "need_velocity": False, "need_effort": False},
+                self._on_joint_states_read)))
         self._warm_up()
 
     def _wrench_rows(self):
@@ -441,17 +444,12 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                             f"state ({self.wrench_failures} so far)")
         return False
 
-    def _publish_accelerations(self, stamp, q, v, qdd=None):
-        """~/accelerations of this state, when it has a subscriber (qdd: default self.qdd)."""
+    def _publish_accelerations(self, sec, nanosec, q, v, qdd=None):
+        """~/accelerations of this state stamped (sec, nanosec), when it has a subscriber (qdd:
+        default self.qdd)."""
         if self.listeners.heard[self.pub_acc]:
-            out = self.acc_out
-            out.set_stamp(stamp)
-            if out.positions is not None:
-                out.positions[:] = q
-            out.velocities[:] = v
-            out.accelerations[:] = self.qdd if qdd is None else qdd
-            out.effort[:] = self.tau
-            self.pub_acc.publish(out.payload())   # serialized (nodes/cdr.py)
+            self.acc_out.fill(sec, nanosec, q, v, self.qdd if qdd is None else qdd, self.tau)
+            self.pub_acc.publish(self.acc_out.payload())   # serialized (nodes/cdr.py)
 
     def _publish_outputs(self, stamp, q, v, wrenches=(True, True)):
         """The outputs of this state but the accelerations (_publish_accelerations) that have a
@@ -489,6 +487,8 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
 
     # ------------------------------------------------------------------ observe mode
     def _on_joint_states(self, msg):
+        """A joint_states message the StateIntake did not read (new names, bad or stale
+        values, not active: everything but the usual message): read, checked, merged."""
         if not self.active:
             return
         t0 = time.perf_counter_ns()
@@ -502,8 +502,19 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         except JointMapError as exc:
             self.reject("joint_states", str(exc))
             return
-        if not self._merged(lookup):
-            return
+        self._seen_ns[lookup.iv] = time.monotonic_ns()
+        if self._merged(lookup):
+            self._observe(t0, stamp.sec, stamp.nanosec, stamp)
+
+    def _on_joint_states_read(self, t0, intake):
+        """The usual joint_states message, already in q, v, tau and _seen_ns (StateIntake)."""
+        if self._merged(intake.lookup):
+            self._observe(t0, intake.stamp_sec, intake.stamp_nanosec)
+
+    def _observe(self, t0, sec, nanosec, stamp=None):
+        """Accelerations and wrenches of the state in q, v, tau (read from a message stamped
+        (sec, nanosec), `stamp` its builtin_interfaces/Time or None, at perf_counter_ns t0),
+        published."""
         t1 = time.perf_counter_ns()
         try:
             self._accelerations(self.q, self.v)
@@ -512,7 +523,10 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
             return
         t2 = time.perf_counter_ns()
         # the accelerations go out first (what a controller waits for), then the wrenches
-        self._publish_accelerations(stamp, self.q, self.v)
+        self._publish_accelerations(sec, nanosec, self.q, self.v)
+        if stamp is None:   # the wrench messages' (built after the accelerations went out)
+            stamp = Time()
+            stamp.sec, stamp.nanosec = sec, nanosec
         t3 = time.perf_counter_ns()
         wrenches = self._wrenches(self.q, self.v)
         t4 = time.perf_counter_ns()
@@ -528,13 +542,12 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         self.stats.record((t2 - t1) + (t4 - t3), t5 - t0)
 
     def _merged(self, lookup):
-        """A joint_states message was read: True when it was complete, or when every joint now
-        has a value received within joint_state_staleness (the merged state is computed)."""
-        now = time.monotonic_ns()
-        self._seen_ns[lookup.iv] = now
+        """A joint_states message was read (its joints' arrival noted in _seen_ns): True when
+        it was complete, or when every joint now has a value received within
+        joint_state_staleness (the merged state is computed)."""
         if len(lookup.iv) == len(self.jmap.state_names):
             return True   # a complete message
-        age = now - self._seen_ns[self.jmap.state_iv].min()
+        age = time.monotonic_ns() - self._seen_ns[self.jmap.state_iv].min()
         if age <= self._staleness_ns:
             return True
         never = [n for n, iv in zip(self.jmap.state_names, self.jmap.state_iv)
@@ -654,7 +667,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         self.pub_js.publish(js.payload())   # serialized (nodes/cdr.py)
         if self.pub_elastic is not None:
             self.pub_elastic.publish(self.elastic_out.payload())
-        self._publish_accelerations(stamp, q, v, self._qdd_out)
+        self._publish_accelerations(stamp.sec, stamp.nanosec, q, v, self._qdd_out)
         self._publish_outputs(stamp, q, v, wrenches)
         if self.pub_odom is not None:   # floating base: ~/odom and /tf (plant_interface.py)
             self.publish_odometry(stamp, q, v)

@@ -60,18 +60,24 @@ def unique_topic_tokens(names):
 
 
 def output_fields(msg, fields):
-    """(views, set_stamp, payload) of an output message: cdr.SerializedOut's (publish the
-    bytes), or, where the middleware's encoding is not the CDR it knows (RuntimeError), the
-    message object's own arrays (float_field views) with payload() returning the message."""
+    """(views, set_stamp, payload, write) of an output message: cdr.SerializedOut's (publish
+    the bytes), or, where the middleware's encoding is not the CDR it knows (RuntimeError), the
+    message object's own arrays (float_field views) with payload() returning the message.
+    write(sec, nanosec, *vectors): the stamp and every field at once (SerializedOut.write)."""
     try:
         serialized = SerializedOut(msg, fields)
-        return serialized.views, serialized.set_stamp, serialized.payload
+        return serialized.views, serialized.set_stamp, serialized.payload, serialized.write
     except RuntimeError:
         views = [float_field(container, field, n) for container, field, n in fields]
 
         def set_stamp(stamp):
             msg.header.stamp = stamp
-        return views, set_stamp, lambda: msg
+
+        def write(sec, nanosec, *vectors):
+            msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
+            for view, x in zip(views, vectors):
+                view[:] = x
+        return views, set_stamp, lambda: msg, write
 
 
 class JointStateOut:
@@ -85,7 +91,7 @@ class JointStateOut:
         self.msg.name = list(names)
         wanted = [f for f, on in (("position", position), ("velocity", velocity),
                                   ("effort", effort)) if on]
-        views, self.set_stamp, self.payload = output_fields(
+        views, self.set_stamp, self.payload, _ = output_fields(
             self.msg, [(self.msg, f, n) for f in wanted])
         views = dict(zip(wanted, views))
         self.position = views.get("position")
@@ -107,13 +113,21 @@ class AccelerationsOut:
         point = self.msg.points[0]
         wanted = (["positions"] if with_positions else []) + ["velocities", "accelerations",
                                                              "effort"]
-        views, self.set_stamp, self.payload = output_fields(
+        views, self.set_stamp, self.payload, self._write = output_fields(
             self.msg, [(point, f, n) for f in wanted])
         views = dict(zip(wanted, views))
         self.positions = views.get("positions")
         self.velocities = views["velocities"]
         self.accelerations = views["accelerations"]
         self.effort = views["effort"]
+
+    def fill(self, sec, nanosec, q, v, qdd, tau):
+        """The stamp and the point from float64 vectors (q only when positions are published)
+        in one call."""
+        if self.positions is None:
+            self._write(sec, nanosec, v, qdd, tau)
+        else:
+            self._write(sec, nanosec, q, v, qdd, tau)
 
 
 class EffortCommandOut:
