@@ -96,7 +96,8 @@ def per_simulated_second(rounds):
         path = Path(tmp) / "strip.npz"
         data = lumped_modal_data(path, T.LENGTH, T.AREA, T.IY, T.NODES, T.MODES)
         funcs = {
-            "mbd_ros (RK4, Python loop)": lambda: T.mbd_tip_path(path, T.G, 0.0),
+            # the RK4 step runs at C level (KernelCall.rk4); the loop of steps is Python's
+            "mbd_ros (RK4 steps, Python loop)": lambda: T.mbd_tip_path(path, T.G, 0.0),
             "Exudyn (generalized-alpha)": lambda: T.exudyn_tip_path(exu, *data, T.G, 0.0),
         }
         with warnings.catch_warnings():

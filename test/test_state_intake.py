@@ -83,7 +83,7 @@ def test_intake_writes_what_the_general_path_writes_or_declines(robot, need_velo
     q, v, tau = robot.neutral(), np.zeros(robot.nv), np.zeros(robot.nv)
     arrival = np.zeros(robot.nv, dtype=np.int64)
     intake = StateIntake(reader, jmap, q, v, tau if with_tau else None, arrival,
-                         need_velocity=need_velocity, need_effort=need_effort)
+                         need_velocity=need_velocity, need_effort=need_effort, required=())
     name_lists = [NAMES, NAMES[::-1], NAMES[2:5], [NAMES[0], "unknown"], NAMES + [NAMES[1]]]
     cases = ["good"] * 6 + ["stale", "zero stamp", "wrong count", "nan", "no position"]
     taken = usual = 0
@@ -126,7 +126,7 @@ def test_intake_follows_new_names_and_the_joint_maps_ignore_unknown(robot):
     jmap = JointMap(robot)
     reader = JointStateReader()
     q, v, tau = robot.neutral(), np.zeros(7), np.zeros(7)
-    intake = StateIntake(reader, jmap, q, v, tau, np.zeros(7, dtype=np.int64))
+    intake = StateIntake(reader, jmap, q, v, tau, np.zeros(7, dtype=np.int64), required=())
     rng = np.random.default_rng(5)
     names = NAMES[:3] + ["gripper"]
     msg = message(rng, names, "good")
@@ -144,3 +144,30 @@ def test_intake_follows_new_names_and_the_joint_maps_ignore_unknown(robot):
     reader.read(serialize_message(message(rng, NAMES, "good")))
     other = message(rng, NAMES[::-1], "good")
     assert not intake.read(serialize_message(other), 0, 1)   # other names: general path
+
+
+def test_intake_follows_required_joints_and_need_velocity(robot):
+    """The inverse dynamics node's intake: every joint required (JointMap's default), velocity
+    required or not as its mode changes."""
+    jmap = JointMap(robot)
+    reader = JointStateReader()
+    q, v = robot.neutral(), np.zeros(7)
+    intake = StateIntake(reader, jmap, q, v, None, need_velocity=False)
+    rng = np.random.default_rng(6)
+    partial = message(rng, NAMES[:5], "good")
+    reader.read(serialize_message(partial))
+    assert not intake.read(serialize_message(partial), 0, 1)   # missing joints: rejected
+    msg = message(rng, NAMES, "good")
+    msg.velocity = []
+    data = serialize_message(msg)
+    reader.read(data)
+    assert intake.read(data, 0, 1)
+    np.testing.assert_array_equal(q, msg.position)
+    np.testing.assert_array_equal(v, np.zeros(7))
+    intake.set_need_velocity(True)
+    assert not intake.read(data, 0, 1)   # now the general path rejects it
+    with pytest.raises(JointMapError, match="velocity is empty"):
+        jmap.read_state(msg.name, msg.position, msg.velocity, [], q, v, need_velocity=True)
+    msg.velocity = [1.0] * 7
+    assert intake.read(serialize_message(msg), 0, 1)
+    np.testing.assert_array_equal(v, msg.velocity)

@@ -525,12 +525,13 @@ class DynamicsNode(LifecycleNode):
         the node is active, the usual message (see nodes/state_intake.py: known names, fresh
         stamp, valid values) is read straight into the intake's q, v, tau and
         read_handler(t0_ns, intake) is called instead (t0_ns: perf_counter_ns before the
-        read); every other message goes to `handler` as without it."""
+        read); every other message goes to `handler` as without it. The intake is then
+        self.joint_state_intake."""
         reader = JointStateReader()
         intake = None
         if direct is not None:
             intake_arguments, read_handler = direct
-            intake = StateIntake(reader, **intake_arguments)
+            intake = self.joint_state_intake = StateIntake(reader, **intake_arguments)
 
         def on_serialized(data):
             if intake is not None and self.active:

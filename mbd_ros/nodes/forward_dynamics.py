@@ -204,7 +204,8 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
             self._staleness_ns = int(self.param("joint_state_staleness") * 1e9)
             self.subs.append(self.subscribe_joint_states(self._on_joint_states, direct=(
                 {"jmap": jm, "q": self.q, "v": self.v, "tau": self.tau,
-                 "arrival_ns": self._seen_ns, "need_velocity": False, "need_effort": False},
+                 "arrival_ns": self._seen_ns, "need_velocity": False, "need_effort": False,
+                 "required": ()},
                 self._on_joint_states_read)))
         self._warm_up()
 

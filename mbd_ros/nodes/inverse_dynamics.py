@@ -37,6 +37,7 @@ import sys
 import time
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
@@ -113,7 +114,9 @@ class InverseDynamicsNode(DynamicsNode):
         self.pub_cmd = self.create_lifecycle_publisher(Float64MultiArray, "~/effort_commands",
                                                        PUBLISH_QOS)
         self.pub_eff = self.create_lifecycle_publisher(JointState, "~/efforts", PUBLISH_QOS)
-        self.subs = [self.subscribe_joint_states(self._on_joint_states)]
+        self.subs = [self.subscribe_joint_states(self._on_joint_states, direct=(
+            {"jmap": jm, "q": self.q, "v": self.v, "tau": None,
+             "need_velocity": self.mode != "gravity"}, self._on_joint_states_read))]
         if self.mode != "gravity":
             self.counts["reference"] = 0
             self.subs.append(self.create_subscription(
@@ -174,6 +177,8 @@ class InverseDynamicsNode(DynamicsNode):
 
     # ------------------------------------------------------------------ inputs
     def _on_joint_states(self, msg):
+        """A joint_states message the StateIntake did not read (new names, bad or stale
+        values, not active: everything but the usual message): read and checked."""
         if not self.active:
             return
         t0 = time.perf_counter_ns()
@@ -186,6 +191,16 @@ class InverseDynamicsNode(DynamicsNode):
         except JointMapError as exc:
             self.reject("joint_states", str(exc))
             return
+        self._state_read(stamp, t0)
+
+    def _on_joint_states_read(self, t0, intake):
+        """The usual joint_states message, already in q and v (StateIntake)."""
+        stamp = Time()
+        stamp.sec, stamp.nanosec = intake.stamp_sec, intake.stamp_nanosec
+        self._state_read(stamp, t0)
+
+    def _state_read(self, stamp, t0):
+        """A state stamped `stamp` is in q, v (read at perf_counter_ns t0)."""
         self.state_stamp = stamp
         if not self.have_state:
             self.have_state = True
@@ -340,6 +355,7 @@ class InverseDynamicsNode(DynamicsNode):
                 self.subs.append(self.create_subscription(
                     JointTrajectory, "~/reference", self._on_reference, SUBSCRIBE_QOS))
             self.mode = value
+            self.joint_state_intake.set_need_velocity(value != "gravity")
             self.holding = False       # feedforward / computed_torque: hold until a reference
             return None
         if name == "rate_hz":

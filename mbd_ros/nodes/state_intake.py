@@ -70,15 +70,17 @@ class StateIntake:
     one call (see the module docstring).
 
     reader: the subscription's JointStateReader (its remembered names; the general path keeps
-    them current); jmap: the node's JointMap; need_velocity, need_effort: as
-    JointMap.read_state (tau None: effort not read); arrival_ns (nv,) int64: each dof's arrival
-    time is written there. After a True ``read``: ``lookup`` (the message names' JointMap
-    lookup) and ``stamp_sec``, ``stamp_nanosec``."""
+    them current); jmap: the node's JointMap; need_velocity, need_effort, required: as
+    JointMap.read_state (tau None: effort not read); arrival_ns (nv,) int64 or None: each
+    dof's arrival time is written there. After a True ``read``: ``lookup`` (the message names'
+    JointMap lookup) and ``stamp_sec``, ``stamp_nanosec``."""
 
-    def __init__(self, reader, jmap, q, v, tau, arrival_ns, need_velocity=True,
-                 need_effort=False):
+    def __init__(self, reader, jmap, q, v, tau, arrival_ns=None, need_velocity=True,
+                 need_effort=False, required=None):
         self.reader, self.jmap = reader, jmap
-        self.q, self.v, self.arrival_ns = q, v, arrival_ns
+        self.q, self.v = q, v
+        self.arrival_ns = np.zeros(len(v), dtype=np.int64) if arrival_ns is None else arrival_ns
+        self.required = None if required is None else tuple(required)
         self.tau = np.zeros(0) if tau is None else tau
         self._has_tau = int(tau is not None)
         self._required = [1, int(bool(need_velocity)), int(bool(need_effort))]
@@ -118,6 +120,11 @@ class StateIntake:
         self.reads += 1
         return True
 
+    def set_need_velocity(self, need_velocity):
+        """Change need_velocity (as a node's mode does); the table follows at the next read."""
+        self._required[1] = int(bool(need_velocity))
+        self._built_for = (None, None)
+
     @property
     def stamp_sec(self):
         return int(self._clock[_SEC])
@@ -134,7 +141,7 @@ class StateIntake:
             return
         names, chunk_ranges, chunk_bytes, names_length = known
         try:
-            lookup = self.jmap.lookup(names, ())
+            lookup = self.jmap.lookup(names, self.required)
         except JointMapError:   # the general path rejects these names with its message
             return
         src = lookup.src_or_empty
