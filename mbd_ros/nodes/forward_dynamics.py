@@ -510,12 +510,13 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
     def _on_joint_states_read(self, t0, intake):
         """The usual joint_states message, already in q, v, tau and _seen_ns (StateIntake)."""
         if self._merged(intake.lookup):
-            self._observe(t0, intake.stamp_sec, intake.stamp_nanosec)
+            self._observe(t0, intake.stamp_sec, intake.stamp_nanosec, intake.stamp)
 
-    def _observe(self, t0, sec, nanosec, stamp=None):
+    def _observe(self, t0, sec, nanosec, stamp):
         """Accelerations and wrenches of the state in q, v, tau (read from a message stamped
-        (sec, nanosec), `stamp` its builtin_interfaces/Time or None, at perf_counter_ns t0),
-        published."""
+        (sec, nanosec) at perf_counter_ns t0), published. stamp: that stamp as a
+        builtin_interfaces/Time, or a function making it (called after the accelerations
+        went out)."""
         t1 = time.perf_counter_ns()
         try:
             self._accelerations(self.q, self.v)
@@ -525,9 +526,8 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         t2 = time.perf_counter_ns()
         # the accelerations go out first (what a controller waits for), then the wrenches
         self._publish_accelerations(sec, nanosec, self.q, self.v)
-        if stamp is None:   # the wrench messages' (built after the accelerations went out)
-            stamp = Time()
-            stamp.sec, stamp.nanosec = sec, nanosec
+        if not isinstance(stamp, Time):
+            stamp = stamp()
         t3 = time.perf_counter_ns()
         wrenches = self._wrenches(self.q, self.v)
         t4 = time.perf_counter_ns()

@@ -37,7 +37,6 @@ import sys
 import time
 
 import numpy as np
-from builtin_interfaces.msg import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
@@ -195,9 +194,7 @@ class InverseDynamicsNode(DynamicsNode):
 
     def _on_joint_states_read(self, t0, intake):
         """The usual joint_states message, already in q and v (StateIntake)."""
-        stamp = Time()
-        stamp.sec, stamp.nanosec = intake.stamp_sec, intake.stamp_nanosec
-        self._state_read(stamp, t0)
+        self._state_read(intake.stamp(), t0)
 
     def _state_read(self, stamp, t0):
         """A state stamped `stamp` is in q, v (read at perf_counter_ns t0)."""
