@@ -2,10 +2,10 @@
 
 Why: on the observe path (joint_states -> ~/accelerations) the node read the message
 (JointStateReader), checked its stamp, scattered it into q, v, tau (JointMap.read_state) and
-noted each joint's arrival: ~15 Python-level operations and three numba calls that cost ~25 µs
+noted each joint's arrival: ~15 Python-level operations and two numba calls that cost ~30 µs
 per message inside the node (the interpreter's and the caches' state is cold after 1 ms of
-waiting) against ~7 µs in a tight loop (AMD EPYC, bench/node_latency.py). Here they are one
-call that does the same checks in the same order.
+waiting) against ~6 µs in a tight loop. Here they are one call (~8 µs in the node, 1.65 µs in
+a tight loop; AMD EPYC, bench/RESULTS.md) that does the same checks in the same order.
 
 It applies to the usual message only: the names JointStateReader remembered (a driver's names
 never change), each field empty or one value per name, a stamp no older than max_message_age,
@@ -33,7 +33,7 @@ _OLDEST, _NOW, _SEC, _NANOSEC = range(4)
 
 @njit(cache=True)
 def _read_state(data, plan, values, q, v, tau, arrival_ns, clock):
-    """1 if `data` (uint8, a serialized JointState) is the usual message of `plan` (StateIntake:
+    """1 if `data` (bytes, a serialized JointState) is the usual message of `plan` (StateIntake:
     the remembered names' chunks, field counts, fresh stamp, finite values); its values are
     then in q[iq], v[iv] and, with _HAS_TAU, tau[iv] (zeros for empty optional fields),
     arrival_ns[iv] = clock[_NOW] and clock[_SEC], clock[_NANOSEC] = its stamp. Else 0 and
