@@ -986,57 +986,81 @@ def _rnea(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out, velocities, forc
     nb = fint.shape[0] - 1
     _set_base(ffloat, work, forces)
     for i in range(1, nb + 1):
-        _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities)
-        p = fint[i, PARENT]
-        # a_i = X (a_p + Xi qdd_f,p) + c_i + S qdd_i
+        _rnea_body_state(fint, ffloat, fdata, work, fwork, i, q, v, velocities)
+        _rnea_body_force(fint, ffloat, fdata, work, fwork, i, q, v, qdd, velocities, forces)
+    _rnea_backward(fint, ffloat, work, fwork, v, tau_out, forces)
+
+
+@njit(inline="always", cache=True)
+def _rnea_body_state(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
+    """What _rnea needs of body i that depends on q (and v) only: its kinematics and, for a
+    flexible body, its generalized mass M and velocity terms beta (seed 001). Computed once per
+    state: the mass matrix reuses them for all its columns."""
+    _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities)
+    if fint[i, NF] > 0:
+        _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities, True)
+
+
+@njit(inline="always", cache=True)
+def _rnea_body_force(fint, ffloat, fdata, work, fwork, i, q, v, qdd, velocities, forces):
+    """The forward step of _rnea for body i (its state terms computed, its parent's done): the
+    acceleration a_i and the force f_i (rigid) or [f_i; Q_i] (flexible, in beta's place)."""
+    p = fint[i, PARENT]
+    # a_i = X (a_p + Xi qdd_f,p) + c_i + S qdd_i
+    for r in range(6):
+        work[i, SCRATCH + r] = work[p, ACC + r]
+    if fint[i, ATTACH] >= 0:
+        n_p = fint[p, NF]
+        xi = fint[i, XI]
+        ivf = fint[p, IDX_VF]
         for r in range(6):
-            work[i, SCRATCH + r] = work[p, ACC + r]
-        if fint[i, ATTACH] >= 0:
-            n_p = fint[p, NF]
-            xi = fint[i, XI]
-            ivf = fint[p, IDX_VF]
-            for r in range(6):
-                s = 0.0
-                for a in range(n_p):
-                    s += fwork[xi + r * n_p + a] * qdd[ivf + a]
-                work[i, SCRATCH + r] += s
-        motion_to_child(work, i, ROT, work, i, SCRATCH, work, i, ACC)
+            s = 0.0
+            for a in range(n_p):
+                s += fwork[xi + r * n_p + a] * qdd[ivf + a]
+            work[i, SCRATCH + r] += s
+    motion_to_child(work, i, ROT, work, i, SCRATCH, work, i, ACC)
+    if velocities:
+        for r in range(6):
+            work[i, ACC + r] += work[i, BIAS + r]
+    _add_joint_motion(fint, ffloat, work, i, qdd, ACC)
+    n = fint[i, NF]
+    if n == 0:
+        # f = I a + V x* I V - f_ext
+        for r in range(6):
+            s = 0.0
+            for c in range(6):
+                s += ffloat[i, INERTIA + 6 * r + c] * work[i, ACC + c]
+            work[i, FORCE + r] = s
         if velocities:
+            _rigid_bias(ffloat, work, i, SCRATCH2)
             for r in range(6):
-                work[i, ACC + r] += work[i, BIAS + r]
-        _add_joint_motion(fint, ffloat, work, i, qdd, ACC)
-        n = fint[i, NF]
-        if n == 0:
-            # f = I a + V x* I V - f_ext
-            for r in range(6):
-                s = 0.0
-                for c in range(6):
-                    s += ffloat[i, INERTIA + 6 * r + c] * work[i, ACC + c]
-                work[i, FORCE + r] = s
-            if velocities:
-                _rigid_bias(ffloat, work, i, SCRATCH2)
-                for r in range(6):
-                    work[i, FORCE + r] += work[i, SCRATCH2 + r]
-        else:
-            _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities, True)
-            if forces:
-                _elastic_forces(fint, fdata, fwork, i, q, v, 1.0)
-            mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
-            w6 = 6 + n
-            ivf = fint[i, IDX_VF]
-            # [f; Q] = M [a; qdd_f] + beta, kept in beta
-            for r in range(w6):
-                s = fwork[bb + r]
-                for c in range(6):
-                    s += fwork[mm + r * w6 + c] * work[i, ACC + c]
-                for a in range(n):
-                    s += fwork[mm + r * w6 + 6 + a] * qdd[ivf + a]
-                fwork[bb + r] = s
-            for r in range(6):
-                work[i, FORCE + r] = fwork[bb + r]
+                work[i, FORCE + r] += work[i, SCRATCH2 + r]
+    else:
         if forces:
-            for r in range(6):
-                work[i, FORCE + r] -= work[i, FEXT + r]
+            _elastic_forces(fint, fdata, fwork, i, q, v, 1.0)
+        mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = _fwork_offsets(fint[i, FWORK], n)
+        w6 = 6 + n
+        ivf = fint[i, IDX_VF]
+        # [f; Q] = M [a; qdd_f] + beta, kept in beta
+        for r in range(w6):
+            s = fwork[bb + r]
+            for c in range(6):
+                s += fwork[mm + r * w6 + c] * work[i, ACC + c]
+            for a in range(n):
+                s += fwork[mm + r * w6 + 6 + a] * qdd[ivf + a]
+            fwork[bb + r] = s
+        for r in range(6):
+            work[i, FORCE + r] = fwork[bb + r]
+    if forces:
+        for r in range(6):
+            work[i, FORCE + r] -= work[i, FEXT + r]
+
+
+@njit(inline="always", cache=True)
+def _rnea_backward(fint, ffloat, work, fwork, v, tau_out, forces):
+    """The backward pass of _rnea: tau_out from the bodies' forces, each added to its parent
+    (and, on a flexible parent, to its elastic rows through the node Jacobian Xi)."""
+    nb = fint.shape[0] - 1
     for i in range(nb, 0, -1):
         jt = fint[i, JOINT_TYPE]
         iv = fint[i, IDX_V]
@@ -1097,8 +1121,8 @@ def inverse_dynamics(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out):
 
 @njit(MASS_KERNEL, cache=True)
 def mass_matrix(fint, ffloat, fdata, work, fwork, q, unit, column, out):
-    """M(q) (nv, nv), column by column from the RNEA with unit accelerations (O(n nv)).
-    unit, column: (nv,) scratch."""
+    """M(q) (nv, nv), column by column from the RNEA with unit accelerations (O(n nv)), the
+    position terms computed once. unit, column: (nv,) scratch."""
     nq = fint[0, IDX_Q]
     nv = fint[0, IDX_V]
     if out.shape[0] != nv:
@@ -1110,11 +1134,27 @@ def mass_matrix(fint, ffloat, fdata, work, fwork, q, unit, column, out):
         return status
     if out.shape[1] != nv or unit.shape[0] != nv or column.shape[0] != nv:
         return STATUS_SHAPE_OUT
+    # the bodies' kinematics and generalized masses once (they depend on q only), then one
+    # acceleration / force sweep per column: the flexible bodies' M blocks (seed 001) were most
+    # of the cost when each column ran the whole RNEA
+    nb = fint.shape[0] - 1
+    _set_base(ffloat, work, False)
+    for k in range(nv):
+        unit[k] = 0.0
+    for i in range(1, nb + 1):
+        _rnea_body_state(fint, ffloat, fdata, work, fwork, i, q, unit, False)
     for j in range(nv):
         for k in range(nv):
             unit[k] = 0.0
         unit[j] = 1.0
-        _rnea(fint, ffloat, fdata, work, fwork, q, unit, unit, column, False, False)
+        for i in range(1, nb + 1):
+            n = fint[i, NF]
+            if n > 0:   # beta: zero without velocities (as _flex_body_terms leaves it)
+                bb = fint[i, FWORK] + (6 + n) * (6 + n)
+                for r in range(6 + n):
+                    fwork[bb + r] = 0.0
+            _rnea_body_force(fint, ffloat, fdata, work, fwork, i, q, unit, unit, False, False)
+        _rnea_backward(fint, ffloat, work, fwork, unit, column, False)
         for k in range(nv):
             out[k, j] = column[k]
     return STATUS_OK
