@@ -187,6 +187,12 @@ def test_outputs_fall_back_to_message_objects_when_the_bytes_cannot_be_located(m
     acc = messages.AccelerationsOut(["a"], False)
     acc.accelerations[:] = [5.0]
     assert list(acc.payload().points[0].accelerations) == [5.0]
+    acc.fill(9, 10, np.array([0.5]), np.array([1.0]), np.array([2.0]), np.array([3.0]))
+    msg = acc.payload()
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == (9, 10)
+    point = msg.points[0]
+    assert list(point.positions) == [] and list(point.velocities) == [1.0]
+    assert list(point.accelerations) == [2.0] and list(point.effort) == [3.0]
 
 
 @pytest.mark.parametrize("with_positions", [True, False])

@@ -44,9 +44,9 @@ import mbd_ros
 
 from . import diagnostics as diag
 from .cdr import JointStateReader
-from .state_intake import StateIntake
 from .description import check_description_parameter, shorten, urdf_xml
 from .qos import DESCRIPTION_QOS, DIAGNOSTICS_QOS, SUBSCRIBE_QOS
+from .state_intake import StateIntake
 
 EXECUTORS = ("single_threaded", "events", "rclpy_single_threaded")
 WARNING_PERIOD = 2.0   # s between two warnings of the same kind
