@@ -214,7 +214,8 @@ def main():
     if args.before:
         trees["before"] = Path(args.before).resolve()
     print(f"CPU: {common.lscpu_model_name()}, {os.cpu_count()} CPUs; load average at start "
-          f"{os.getloadavg()}; executor {args.executor} (nodes: {args.node_executor or args.executor}); {args.seconds:g} s per measurement, "
+          f"{os.getloadavg()}; executor {args.executor} (nodes: "
+          f"{args.node_executor or args.executor}); {args.seconds:g} s per measurement, "
           f"{args.rounds} rounds; command: {command}", flush=True)
     for tree in trees.values():
         warm_cache(tree)

@@ -59,7 +59,6 @@ import sys
 import time
 
 import numpy as np
-from builtin_interfaces.msg import Time
 from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import ParameterType
 from rosgraph_msgs.msg import Clock
@@ -72,8 +71,8 @@ from ..joint_map import JointMap, JointMapError
 from ..simulation import INTEGRATORS
 from . import diagnostics as diag
 from .base import DynamicsNode, finite_vector, one_of, run
-from .messages import (AccelerationsOut, JointStateOut, Listeners, WrenchOut, topic_token,
-                       unique_topic_tokens)
+from .messages import (AccelerationsOut, JointStateOut, Listeners, WrenchOut, time_msg,
+                       topic_token, unique_topic_tokens)
 from .plant_interface import PlantInterface
 from .prescribed_interface import PrescribedInterface
 from .qos import CLOCK_QOS, CLOCK_SUBSCRIBE_QOS, PUBLISH_QOS, SUBSCRIBE_QOS
@@ -505,18 +504,16 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
             return
         self._seen_ns[lookup.iv] = time.monotonic_ns()
         if self._merged(lookup):
-            self._observe(t0, stamp.sec, stamp.nanosec, stamp)
+            self._observe(t0, stamp.sec, stamp.nanosec)
 
     def _on_joint_states_read(self, t0, intake):
         """The usual joint_states message, already in q, v, tau and _seen_ns (StateIntake)."""
         if self._merged(intake.lookup):
-            self._observe(t0, intake.stamp_sec, intake.stamp_nanosec, intake.stamp)
+            self._observe(t0, intake.stamp_sec, intake.stamp_nanosec)
 
-    def _observe(self, t0, sec, nanosec, stamp):
+    def _observe(self, t0, sec, nanosec):
         """Accelerations and wrenches of the state in q, v, tau (read from a message stamped
-        (sec, nanosec) at perf_counter_ns t0), published. stamp: that stamp as a
-        builtin_interfaces/Time, or a function making it (called after the accelerations
-        went out)."""
+        (sec, nanosec) at perf_counter_ns t0), published."""
         t1 = time.perf_counter_ns()
         try:
             self._accelerations(self.q, self.v)
@@ -526,8 +523,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         t2 = time.perf_counter_ns()
         # the accelerations go out first (what a controller waits for), then the wrenches
         self._publish_accelerations(sec, nanosec, self.q, self.v)
-        if not isinstance(stamp, Time):
-            stamp = stamp()
+        stamp = time_msg(sec, nanosec)   # the wrench messages' (after the accelerations went out)
         t3 = time.perf_counter_ns()
         wrenches = self._wrenches(self.q, self.v)
         t4 = time.perf_counter_ns()
@@ -684,8 +680,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
 
     @staticmethod
     def _stamp(ns):
-        sec, nanosec = divmod(ns, 1_000_000_000)
-        return Time(sec=sec, nanosec=nanosec)
+        return time_msg(*divmod(ns, 1_000_000_000))
 
     # ------------------------------------------------------------------ diagnostics
     def _loop_residuals(self):

@@ -10,6 +10,7 @@ import array
 import time
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
@@ -28,6 +29,14 @@ def float_field(msg, field, n):
 def stamp_ns(stamp):
     """builtin_interfaces/Time -> int nanoseconds."""
     return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+
+def time_msg(sec, nanosec):
+    """A new builtin_interfaces/Time (sec, nanosec) (~1-5 µs in a node: build it off the hot
+    path)."""
+    stamp = Time()
+    stamp.sec, stamp.nanosec = sec, nanosec
+    return stamp
 
 
 def set_stamp(header, ns):

@@ -16,11 +16,11 @@ and rejects it exactly as before: the error texts and counters live there only.
 from __future__ import annotations
 
 import numpy as np
-from builtin_interfaces.msg import Time
 from numba import njit
 
 from ..joint_map import JointMapError, _scatter_state
 from .cdr import _read_known_joint_state
+from .messages import time_msg
 
 # StateIntake._plan: a header, then the tables (the names' chunk ranges and bytes, src, iq, iv);
 # _REQUIRED holds 3 entries [1 (position), need velocity, need effort], as _scatter_state wants
@@ -84,7 +84,7 @@ class StateIntake:
         self.required = None if required is None else tuple(required)
         self.tau = np.zeros(0) if tau is None else tau
         self._has_tau = int(tau is not None)
-        self._required = [1, int(bool(need_velocity)), int(bool(need_effort))]
+        self._field_flags = [1, int(bool(need_velocity)), int(bool(need_effort))]
         self._built_for = (None, None)   # (reader.known_names, jmap.version) of the plan
         self._plan = None
         self._values = np.zeros((3, 0))
@@ -123,15 +123,12 @@ class StateIntake:
 
     def set_need_velocity(self, need_velocity):
         """Change need_velocity (as a node's mode does); the table follows at the next read."""
-        self._required[1] = int(bool(need_velocity))
+        self._field_flags[1] = int(bool(need_velocity))
         self._built_for = (None, None)
 
     def stamp(self):
-        """The last read message's stamp as a new builtin_interfaces/Time (~1-5 µs: build it
-        after the hot output went out)."""
-        stamp = Time()
-        stamp.sec, stamp.nanosec = self.stamp_sec, self.stamp_nanosec
-        return stamp
+        """The last read message's stamp as a new builtin_interfaces/Time."""
+        return time_msg(self.stamp_sec, self.stamp_nanosec)
 
     @property
     def stamp_sec(self):
@@ -154,7 +151,7 @@ class StateIntake:
             return
         src = lookup.src_or_empty
         header = [len(chunk_ranges), len(chunk_bytes), names_length, lookup.n, len(src),
-                  len(lookup.iq), self._has_tau, *self._required]
+                  len(lookup.iq), self._has_tau, *self._field_flags]
         self._plan = np.concatenate([
             np.array(header, dtype=np.int64), chunk_ranges.ravel(),
             chunk_bytes.astype(np.int64), src, lookup.iq, lookup.iv]).astype(np.int64)
