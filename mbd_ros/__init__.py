@@ -22,8 +22,9 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
          forces=None, mimic=False):
     """Load a robot from a URDF file path or URDF XML text.
 
-    closures: loop closures (path, YAML text or dict, docs/formats.md): the robot is then a
-        ClosedLoopRobot whose dynamics respect the loops.
+    Returns a Robot (one class for every kind of robot: its parts follow from these arguments).
+    closures: loop closures (path, YAML text or dict, docs/formats.md): the dynamics respect
+        the loops.
     floating_base: add a free joint 'root_joint' above the URDF root link.
     gravity: (3,) in the root frame, m/s^2.
     passive_forces: apply URDF <dynamics damping friction> as joint forces.
@@ -40,48 +41,19 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
     A joint that moves no mass (massless links below it) gives a warning at load; its
     forward dynamics then raise ValueError, while inverse dynamics and kinematics work.
     flexible: flexible links (path, YAML text or dict with a `flexible_links:` section,
-        docs/flexible.md): the robot is then a FlexibleRobot with elastic coordinates.
+        docs/flexible.md): the robot then has elastic coordinates.
     codegen: run robot-specific generated kernels (mbd_ros.codegen, docs/codegen.md): same
         methods and results; generated and compiled once per model, then cached on disk.
     forces: force elements (spring_damper, joint_spring, bushing; path, YAML text or dict with a
         `forces:` section, which may be the closures file): they act in every dynamics call
-        and simulation step (mbd_ros/forces.py, docs/forces.md).
+        and simulation step (docs/forces.md).
     mimic: with True, URDF <mimic> joints are coupled to their leaders (q_m = r q_l + o, not
-        independent degrees of freedom; mbd_ros/mimic.py); False (default, as Pinocchio's
-        parser) keeps them independent.
+        independent degrees of freedom); False (default, as Pinocchio's parser) keeps them
+        independent.
     Raises ModelError (a ValueError) naming the file and the link/joint at fault.
     """
-    tree = read_urdf(urdf, strict_inertia)
-    model = build_model(tree, floating_base=floating_base, gravity=gravity,
-                        passive_forces=passive_forces, friction_velocity=friction_velocity)
-    # ---- flexible links (mbd_ros/flexible) -------------------------------------------------
-    if flexible is not None:
-        if mimic:
-            raise ModelError("mimic coupling together with flexible links is not supported yet")
-        from .flexible import make_flexible_robot
-        robot = make_flexible_robot(tree, model, flexible, closures)   # closures: flexible/loops.py
-        if forces is not None:   # force elements at the deformed points (flexible/forces.py)
-            from .flexible.forces import attach as attach_flexible_forces
-            attach_flexible_forces(robot, forces)
-        robot._check_regular()
-        return robot
-    # ---- end flexible links ----------------------------------------------------------------
-    if closures is None:
-        robot = Robot(model)
-    else:
-        from .closures import read_closures
-        from .loops import ClosedLoopRobot
-        robot = ClosedLoopRobot(model, read_closures(closures, model.link_names))
-    # ---- codegen (generated kernels): same model, robot-specific kernels ----
-    if codegen:
-        from .codegen import generated_robot
-        robot = generated_robot(model, robot)
-    # ---- end codegen ----
-    if forces is not None:   # ---- force elements ----
-        from .forces import attach
-        attach(robot, forces)
-    if mimic:   # ---- mimic joints ----
-        from .mimic import attach as attach_mimic
-        attach_mimic(robot, str(urdf) if hasattr(urdf, "__fspath__") else urdf)
-    robot._check_regular()
-    return robot
+    from .robot.build import load as build
+    return build(urdf, closures=closures, floating_base=floating_base, gravity=gravity,
+                 passive_forces=passive_forces, friction_velocity=friction_velocity,
+                 strict_inertia=strict_inertia, flexible=flexible, codegen=codegen,
+                 forces=forces, mimic=mimic)

@@ -153,6 +153,10 @@ class GroundContact:
             raise ValueError("contact slip_velocity must be > 0")
         if not np.isfinite(ground_height):
             raise ValueError("contact ground_height must be finite")
+        tree = robot.tree
+        if tree.kind == "flexible":
+            raise ValueError("ground contact is computed on rigid trees; this robot has flexible "
+                             "links")
         self.robot = robot
         self.points = points
         self.stiffness = float(stiffness)
@@ -179,14 +183,17 @@ class GroundContact:
         self.in_contact = np.zeros(n, dtype=bool)
         self._params = np.array([self.stiffness, self.damping, self.friction,
                                  self.slip_velocity, self.ground_height])
-        self._body_wrench = np.zeros((robot._body_int.shape[0], 6))
+        # the tree's model arrays and a workspace of its own (the contact runs inside integrator
+        # stages, outside the robot's lock)
+        self._body_int, self._body_float = tree.body_int, tree.body_float
+        self._work = np.zeros_like(tree.work)
+        self._body_wrench = np.zeros((tree.body_int.shape[0], 6))
         self._tau = np.zeros(robot.nv)
 
     def __call__(self, t, q, v):
         """(nv,) generalized contact forces J^T f at (q, v) (a numba kernel: kinematics, the
         contact law per point, and the Newton-Euler backward pass of the wrenches)."""
-        robot = self.robot
-        _ground_contact(robot._body_int, robot._body_float, robot._work, q, v, self.body,
+        _ground_contact(self._body_int, self._body_float, self._work, q, v, self.body,
                         self.r_body, self.radius, self._params, self._body_wrench,
                         self.forces, self.penetration, self._tau)
         np.greater(self.penetration, 0.0, out=self.in_contact)

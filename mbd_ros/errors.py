@@ -24,3 +24,17 @@ def excerpt(value, limit=EXCERPT_LENGTH):
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text)} characters)"
+
+
+def user_stacklevel():
+    """The stacklevel of warnings.warn that points at the first caller outside mbd_ros (a
+    warning raised deep inside the library names the user's line, whatever the call path)."""
+    import os
+    import sys
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame = frame.f_back
+        level += 1
+    return level

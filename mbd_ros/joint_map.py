@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .finite import all_finite
+from .kernels.finite import all_finite
 
 ONE_DOF_TYPES = ("revolute", "prismatic", "helical")
 # multi-dof joints with one q entry per v entry: each dof is a JointState entry '<joint>/<component>'

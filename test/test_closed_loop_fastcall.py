@@ -1,4 +1,4 @@
-"""The C-level entry of ClosedLoopRobot.forward_dynamics (mbd_ros/fastcall/closed_loop.py).
+"""The C-level entry of a closed-loop Robot's forward_dynamics (mbd_ros/fastcall/entries.py).
 
 After the second fast call, robot.forward_dynamics(q, v, tau, out=out) of a closed-loop robot is
 a thread-affine KernelCall on the robot's own lock-free workspaces. Checked here:
@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from mbd_ros import fastcall
-from mbd_ros.loops import ClosedLoopRobot, LoopResidualWarning
+from mbd_ros import Robot
+from mbd_ros.robot.constraints import LoopResidualWarning
 
 from conftest import assert_close, import_oracle, require_fastcall
 from loop_oracle import LoopReference, pin_constraint_dynamics
@@ -37,7 +38,7 @@ def extension():
 
 def python_fd(robot, q, v, tau):
     """(qdd, multipliers, rank) of the Python method (what runs without the KernelCall)."""
-    qdd = ClosedLoopRobot.forward_dynamics(robot, q, v, tau, out=np.empty(robot.nv)).copy()
+    qdd = Robot.forward_dynamics(robot, q, v, tau, out=np.empty(robot.nv)).copy()
     return qdd, robot.multipliers(), robot.last_rank
 
 
@@ -238,6 +239,7 @@ def test_loop_in_a_branch_of_a_larger_tree():
     xml = (ROOT / "urdf" / "spatial_rssr.urdf").read_text().replace("</robot>", _EXTRA_LINKS)
     closures = yaml.safe_load((ROOT / "config" / "spatial_rssr_closures.yaml").read_text())
     robot = mbd_ros.load(xml, closures=closures)
+    open_tree = mbd_ros.load(xml)             # the same tree without its loop
     assert "forward_dynamics" in robot.compile_c_calls()
     ref = LoopReference(pinocchio, xml, closures, False)
     pendulum = robot.idx_v[robot.joint_names.index("pendulum_joint")]
@@ -252,7 +254,7 @@ def test_loop_in_a_branch_of_a_larger_tree():
         qdd_pin, *_ = pin_constraint_dynamics(ref, q, v, tau, pinocchio.ContactType.CONTACT_3D)
         assert_close(qdd, qdd_pin, f"seed {seed}: branched RSSR vs pin.constraintDynamics")
         # the loop forces move the pendulum but not the side arm: against the open tree
-        free = robot.__class__.__mro__[1].forward_dynamics(robot, q, v, tau)
+        free = open_tree.forward_dynamics(q, v, tau)
         assert abs(qdd[pendulum] - free[pendulum]) > 1e-6
         assert_close(qdd[side], free[side], "the side arm does not feel the loop")
 

@@ -27,7 +27,7 @@ at the same point. Pinocchio's RigidConstraintModel(type, model, joint1 = parent
 joint2 = child side, B, LOCAL): contact_force is the wrench on joint1's side, in frame A's axes
 about A's origin; hence our wrench = -(A -> B force transform) of Pinocchio's.
 
-Private hooks used (no public equivalent): ClosedLoopRobot._acceleration_bias (gamma of the
+Private hooks used (no public equivalent): Robot._acceleration_bias (gamma of the
 library's own rows, for the exact identity G_l qdd + gamma = 0), _forward_dynamics_descriptor
 (the descriptor formalism's joint wrenches and multipliers) and _cut_wrenches (its multipliers
 as closure wrenches).
@@ -45,7 +45,7 @@ import yaml
 
 import mbd_ros
 from mbd_ros.layout import MOTION_SUBSPACE
-from mbd_ros.robot import Robot
+from mbd_ros import Robot
 
 from conftest import RK4_RTOL, RTOL, assert_close
 from loop_oracle import (CUT_CASES, LoopReference, build_cut_case, constraint_wrench_basis,
@@ -272,7 +272,9 @@ def test_formalisms_agree(pin, name):
     the physical loop force G_l^T lambda (unique even when lambda is not)."""
     robot, xml, closures, q0, floating = case(name, pin)
     M_of = lambda q: robot.mass_matrix(q).copy()                       # noqa: E731
-    b_of = lambda q, v: Robot.inverse_dynamics(robot, q, v, np.zeros(robot.nv)).copy()  # tree rnea
+    # the tree's rnea at qdd = 0: bias forces minus the passive joint forces
+    b_of = lambda q, v: robot.bias_forces(q, v) + (robot.damping_forces(v)  # noqa: E731
+                                                   if robot.model.passive_forces else 0.0)
     for seed in (41, 42):
         q, v, rng = loop_consistent_state(robot, q0, seed)
         tau = rng.uniform(-1.0, 1.0, robot.nv)

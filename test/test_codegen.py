@@ -28,7 +28,6 @@ import mbd_ros
 from conftest import assert_close
 from mbd_ros.codegen import cache as codegen_cache
 from mbd_ros.codegen.generator import FUNCTIONS
-from mbd_ros.codegen.robot import GeneratedClosedLoopRobot, GeneratedRobot
 from oracle import PinOracle, layout, parse_urdf, pin_model_from_tree, pin_model_from_xml, random_state
 from random_trees import ALL_TYPES, random_tree_xml
 
@@ -118,7 +117,7 @@ def test_tree_cases_cover_every_joint_type():
 
 def test_generated_robot_is_generated(case):
     r = case.generated
-    assert isinstance(r, GeneratedRobot)
+    assert isinstance(r, mbd_ros.Robot) and r.tree.kind == "generated"
     assert r.codegen_path.is_file()
     summary = r.summary()
     for name in FUNCTIONS:
@@ -164,7 +163,7 @@ def test_valid_calls_never_reach_the_generic_kernels(case, monkeypatch):
     """The generated path really computes (a kernel that always failed over to the generic path
     would pass every comparison above): with the generic kernels replaced by traps, valid calls
     still give Pinocchio's results."""
-    import mbd_ros.robot as generic_robot
+    import mbd_ros.robot.rigid_tree as generic_robot
 
     def trap(*args):
         raise AssertionError("a generic kernel was called on the generated path")
@@ -182,7 +181,7 @@ def test_valid_calls_never_reach_the_generic_kernels(case, monkeypatch):
     assert g.joint_wrenches(q, v, a).shape == (len(g.wrench_joint_names), 6)
     with pytest.raises(AssertionError, match="generic kernel"):   # the traps are in place
         g.forward_dynamics(q, v, tau, f_ext={g.link_names[-1]: np.ones(6)})
-    g._set_external_wrenches(None)   # leave the shared robot without loads
+    g.tree.set_loads(None)   # leave the shared robot without loads
 
 
 # ---- generated == generic (passive forces on, every method, fixed-joint wrenches included) -------
@@ -303,7 +302,7 @@ def test_closed_loop_robot_generates_its_tree_quantities():
         closures = next((root / "config").glob("*fourbar*.yaml"))
     g = mbd_ros.load(str(urdf), closures=str(closures), codegen=True)
     r = mbd_ros.load(str(urdf), closures=str(closures))
-    assert isinstance(g, GeneratedClosedLoopRobot)
+    assert g.tree.kind == "generated" and g.closure_names
     q = r.assemble(r.neutral() + 0.1)
     v = np.full(r.nv, 0.3)
     assert_close(g.mass_matrix(q), r.mass_matrix(q), "closed loop: mass matrix", rtol=CODEGEN_RTOL)
@@ -321,12 +320,12 @@ def test_changed_urdf_invalidates_the_cache(tmp_path, monkeypatch):
     path = tmp_path / "robot.urdf"
     path.write_text(SMALL_URDF.format(m="1.3"))
     first = mbd_ros.load(str(path), codegen=True)
-    assert first._kernels.generated and first.codegen_path.parent == tmp_path / "cache"
+    assert first.tree.kernels.generated and first.codegen_path.parent == tmp_path / "cache"
     again = mbd_ros.load(str(path), codegen=True)
-    assert again.codegen_path == first.codegen_path and not again._kernels.generated
+    assert again.codegen_path == first.codegen_path and not again.tree.kernels.generated
     path.write_text(SMALL_URDF.format(m="2.6"))     # heavier upper link: another model
     changed = mbd_ros.load(str(path), codegen=True)
-    assert changed.codegen_path != first.codegen_path and changed._kernels.generated
+    assert changed.codegen_path != first.codegen_path and changed.tree.kernels.generated
     # the regenerated kernels compute the new model
     generic = mbd_ros.load(str(path))
     q, v, x = np.array([0.4, 0.2]), np.array([-1.0, 0.5]), np.array([0.1, 0.3])
@@ -386,7 +385,7 @@ def test_cli_codegen_prebuilds_the_cache(tmp_path, monkeypatch, capsys):
     printed = capsys.readouterr().out
     assert "kernels in" in printed and str(tmp_path / "cache") in printed
     robot = mbd_ros.load(str(path), codegen=True)
-    assert not robot._kernels.generated                      # found in the cache
+    assert not robot.tree.kernels.generated                  # found in the cache
     assert any((tmp_path / "cache" / "__pycache__").glob("*.nbi"))   # numba's compiled kernels
 
 

@@ -14,7 +14,6 @@ import pytest
 
 import mbd_ros
 from mbd_ros import fastcall
-from mbd_ros.codegen.robot import GeneratedRobot
 from conftest import assert_close, require_fastcall
 from test_mimic import GRIPPER
 
@@ -235,8 +234,8 @@ def test_kernel_calls_cannot_be_copied():
 
 def test_generated_robot_uses_its_generated_entries():
     robot = mbd_ros.load(arm_path(), passive_forces=False, codegen=True)
-    assert isinstance(robot, GeneratedRobot)
+    assert robot.tree.kind == "generated"
     robot.compile_c_calls()
-    module = robot._kernels.module
-    assert robot.forward_dynamics.fallback.__func__ is GeneratedRobot.forward_dynamics
+    module = robot.tree.kernels.module
+    assert robot.forward_dynamics.fallback.__func__ is mbd_ros.Robot.forward_dynamics
     assert hasattr(module, "forward_dynamics_c") and hasattr(module, "forward_dynamics_jit")

@@ -1,4 +1,4 @@
-"""C-level entries (mbd_ros/fastcall/flexible.py) of FlexibleRobot: after the second fast call,
+"""C-level entries (mbd_ros/fastcall/entries.py) of a flexible Robot: after the second fast call,
 forward_dynamics, inverse_dynamics and mass_matrix of the flexible arm are KernelCalls giving
 bit-identical results to the Python methods; FD agrees with M^-1 (tau - b) from the RNEA (an
 independent algorithm: the articulated recursion vs Newton-Euler columns); every other form of
@@ -15,8 +15,6 @@ import pytest
 import mbd_ros
 from conftest import require_fastcall
 from mbd_ros import fastcall
-from mbd_ros.flexible.loops import FlexibleClosedLoopRobot
-from mbd_ros.flexible.robot import FlexibleRobot
 from test_flexible_loops import assembled, fourbar
 
 REPO = Path(mbd_ros.__file__).resolve().parent.parent
@@ -60,7 +58,7 @@ def call(robot, name, q, v, x, method=None):
 
 def test_second_fast_call_installs_bit_identical_kernel_calls():
     robot = flexible_arm()
-    assert type(robot) is FlexibleRobot
+    assert robot.tree.kind == "flexible" and not robot.closure_names
     q, v, x = state(robot, 1)
     first = {}
     for k in range(2):
@@ -147,7 +145,7 @@ def test_force_callbacks_drop_the_kernel_calls():
 
 def test_flexible_closed_loop_gets_only_the_mass_matrix_entry():
     robot = fourbar()
-    assert isinstance(robot, FlexibleClosedLoopRobot)
+    assert robot.tree.kind == "flexible" and robot.closure_names
     assert robot._c_call_names() == ["mass_matrix"]
     q = assembled(robot)
     rng = np.random.default_rng(3)
@@ -163,7 +161,8 @@ def test_flexible_closed_loop_gets_only_the_mass_matrix_entry():
     assert np.array_equal(qdd, before)
     _, G, _ = robot.loop_state(q, v)
     multipliers = robot.multipliers()
-    b = FlexibleRobot.inverse_dynamics(robot, q, v, np.zeros(robot.nv))
+    # the tree's inverse dynamics at qdd = 0 (passive forces included)
+    b = robot.bias_forces(q, v) + robot.damping_forces(v)
     # M qdd + b = tau + G^T lambda (the multipliers' definition), rel. 1e-9
     residual = M @ qdd + b - tau - G.T @ multipliers
     assert np.abs(residual).max() <= 1e-9 * max(1.0, np.abs(tau).max())

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 import mbd_ros
-from mbd_ros.loops import _null_space
+from mbd_ros.robot.constraints import null_space as _null_space
 from mbd_ros.simulation import INTEGRATORS, SimulationDiverged, Simulator
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 import mbd_ros
-from mbd_ros.loops import PARTITION_CONDITION_LIMIT
+from mbd_ros.robot.constraints import PARTITION_CONDITION_LIMIT
 
 ROOT = Path(__file__).resolve().parent.parent
 

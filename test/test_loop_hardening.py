@@ -17,7 +17,7 @@ import pytest
 
 import mbd_ros
 from conftest import assert_close
-from mbd_ros.loops import LoopResidualWarning
+from mbd_ros.robot.constraints import LoopResidualWarning
 
 ROOT = Path(__file__).resolve().parents[1]
 FOURBAR = str(ROOT / "urdf" / "fourbar.urdf")

@@ -91,7 +91,7 @@ def test_gripper_coupling_energy_and_inverse_dynamics():
 
 def test_default_keeps_mimic_joints_independent():
     robot = mbd_ros.load(GRIPPER)
-    assert robot.nv == 3 and not hasattr(robot, "mimic_joints")
+    assert robot.nv == 3 and robot.mimic_joints == []   # no coupling part
     q, v = robot.neutral(), np.zeros(3)
     qdd = robot.forward_dynamics(q, v, np.array([0.0, 0.0, 0.01]))
     assert abs(qdd[2]) > 1e-3 and abs(qdd[1]) < abs(qdd[2])     # finger_b moves on its own

@@ -66,7 +66,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from ..finite import all_finite
+from ..kernels.finite import all_finite
 from ..joint_map import JointMap, JointMapError
 from ..simulation import INTEGRATORS
 from . import diagnostics as diag

@@ -6,7 +6,7 @@ function initialises numba's code generator (~0.2-0.3 s), which `import mbd_ros`
 """
 from numba import types
 
-from .kernels.entry import entry_point
+from .entry import entry_point
 
 
 @entry_point(types.boolean(types.Array(types.float64, 1, "C")))

@@ -1,0 +1,1084 @@
+"""The Robot: one public class for every kind of robot (docs/design.md, "Library contract").
+
+A Robot is built (build.py) from parts, chosen once at load:
+
+- a tree (tree.py): the open kinematic tree's kernels, rigid (generic or generated) or flexible;
+- a Constraints part (constraints.py): loop closures and mimic couplings (empty for a tree);
+- a ForceElements part (forces.py): force elements and add_force callbacks (or none).
+
+Every public method is written once, here: validation at the entry point, then the parts. The
+behaviour depends on the model, not on the class.
+
+Hot path: with no parts (a plain tree) forward_dynamics, inverse_dynamics and mass_matrix are one
+kernel call on the tree's lock-free workspace (the kernels have explicit numba signatures, check
+sizes, NaN/inf and quaternions themselves and return a status that the wrapper turns into a
+ValueError naming the argument; only unusual inputs are converted), and from their second call a
+C-level entry (mbd_ros/fastcall: the method replaced on the instance by a KernelCall). A rigid
+closed-loop robot gets the C entry of its recursive loop solver.
+
+Threads: every public method may be called from several threads sharing one Robot. The lock-free
+calls are one GIL-holding kernel call each (atomic; test/test_threads.py fails if a kernel ever
+releases the GIL there). Every other path runs under the robot's re-entrant lock, on the tree's
+loaded workspace. Per-call results are private; multipliers() are those of the calling thread's
+last forward dynamics; last_rank and last_step are those of the last call from any thread.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import warnings
+
+import numpy as np
+
+from .. import fastcall
+from .. import layout as L
+from ..errors import ModelError, excerpt
+from ..kernels.checked import STATUS_ALIASED, STATUS_NOT_FINITE
+from ..kernels.finite import all_finite
+from . import arguments as A
+from . import prescribed as P
+from .constraints import PROJECTION_TOLERANCE, Constraints, StepReport, null_space
+from .forces import ForceElements
+
+_EMPTY = A.EMPTY
+
+
+def locked(method):
+    """Run the method under the robot's re-entrant lock (see the module docstring)."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return wrapper
+
+
+class Robot:
+    """Dynamics of one robot (see docs/design.md, "Library contract").
+
+    Vectors: q (nq,), v (nv,), tau and qdd (nv,), ordered as `joint_names` (depth-first over the
+    URDF tree), then the elastic coordinates of flexible links (`elastic_names`). Free joints:
+    q = [x y z qx qy qz qw], v = [linear, angular] in the body frame.
+    Build one with mbd_ros.load(...).
+    """
+
+    def __init__(self, model, tree, closure_set=None, loops=None, mimic=None, forces=None,
+                 force_source=""):
+        self.model = model
+        self._tree = tree
+        self._lock = threading.RLock()
+        self.nq = tree.nq
+        self.nv = tree.nv
+        self.joint_names = list(model.joint_names)
+        self.joint_types = list(model.joint_types)
+        self.idx_q = model.idx_q
+        self.idx_v = model.idx_v
+        self.link_names = list(model.link_names)
+        self.wrench_joint_names = list(model.wrench_joint_names)
+        # child link of each row of joint_wrenches: the frame its wrench is expressed in
+        self.wrench_frames = [model.body_names[b] if b >= 0 else model.link_names[link]
+                              for b, link in model.wrench_rows]
+        self.elastic_names = list(tree.elastic_names)
+        self.elastic_q_indices = tree.elastic_q_indices.copy()
+        self.elastic_v_indices = tree.elastic_v_indices.copy()
+        n_elastic = self.nv - model.nv
+        # per dof, elastic coordinates included (no damping, friction or limits there)
+        self.damping = np.concatenate([model.damping, np.zeros(n_elastic)])
+        self.friction = np.concatenate([model.friction, np.zeros(n_elastic)])
+        self.effort_limits = np.concatenate([model.effort, np.full(n_elastic, np.inf)])
+        self.velocity_limits = np.concatenate([model.velocity_limit, np.full(n_elastic, np.inf)])
+        self.position_limits = (np.concatenate([model.lower, np.full(n_elastic, -np.inf)]),
+                                np.concatenate([model.upper, np.full(n_elastic, np.inf)]))
+        self.flexible = getattr(tree, "flexible", None)
+        self.flexible_links = [fb.link for fb in self.flexible.bodies] if self.flexible else []
+        self.total_mass = float(model.total_mass) if self.flexible is None else float(
+            model.total_mass + sum(fb.mass - float(model.link_float[
+                model.link_names.index(fb.link), L.LINK_INERTIA]) for fb in self.flexible.bodies))
+        self._quaternion_slices = [
+            (name, slice(iq + (3 if t == "floating" else 0), iq + (7 if t == "floating" else 4)))
+            for name, t, iq in zip(self.joint_names, self.joint_types, self.idx_q)
+            if t in ("floating", "spherical")]
+        self.time = 0.0          # clock of force callbacks fn(t, q, v); step() advances it
+        self.batch_threads = os.cpu_count() or 1   # threads of the batch forms
+        self.last_prescribed_torques = np.zeros(self.nv)
+        self._prescribed = P.PrescribedPlans(model, self.nv)
+        self._simulators = {}          # robot.step's Simulators (integrators.py)
+        self._default_max_step = None  # robot.step's default substep (integrators.py)
+        self._forces = ForceElements(tree, forces or (), force_source) if forces else None
+        self._constraints = Constraints(self, loops, closure_set, mimic)
+        self._mimic = mimic
+        self._scratch = np.zeros(self.nv)
+        self._total_tau = np.zeros(self.nv)
+        self._free_calls = dict(tree.free_calls)   # replaced by the C entries once installed
+        self._update_paths()
+        # ---- C-level entries (mbd_ros/fastcall): installed at the second fast call ----
+        self._c_pending = dict.fromkeys(self._c_call_names(), 0) if fastcall.AVAILABLE else {}
+
+    @property
+    def tree(self):
+        """The tree dynamics this robot runs on (robot/tree.py: its kind, kernels and model
+        arrays), for compiled extras of the simulation layer (contact)."""
+        return self._tree
+
+    # ------------------------------------------------------------------ parts and paths
+    def _update_paths(self):
+        """Which calls take the lock-free path: those of a robot with no parts."""
+        self._plain = self._forces is None and self._constraints.empty
+
+    def _c_call_names(self):
+        """Methods that get a KernelCall: the tree's FD, ID and M of a plain robot; M, and the
+        recursive loop solver's FD, of a rigid closed-loop robot; M of other constrained robots;
+        none with force elements or callbacks (the entries do not evaluate them)."""
+        if self._plain:
+            return list(fastcall.NAMES)
+        if self._forces is not None:
+            return []
+        constraints = self._constraints
+        if constraints.mimic is None and constraints.loops is not None and \
+                constraints.loops.recursive:
+            return ["forward_dynamics", "mass_matrix"]
+        return ["mass_matrix"]
+
+    def _c_call_spec(self, name):
+        """(C entry function, bound arrays, dims, lengths, out columns, affine) of `name`."""
+        if name == "forward_dynamics" and not self._plain:
+            constraints = self._constraints
+            return constraints.loops.c_entry(constraints.gains, constraints.info,
+                                             constraints.c_multipliers) + (True,)
+        return self._tree.c_entry(name) + (False,)
+
+    def _promote_c_call(self, name, now=False):
+        """Install the KernelCall of `name` at its second call that took the fast path in Python
+        (the first result is not delayed by compiling the C entry, and a program calling once
+        never compiles it), or `now`."""
+        calls = self._c_pending.get(name)
+        if calls is None:
+            return
+        if calls < 1 and not now:
+            self._c_pending[name] = calls + 1
+            return
+        del self._c_pending[name]
+        if name not in self._c_call_names():   # parts attached since
+            return
+        try:
+            *spec, affine = self._c_call_spec(name)
+            call = fastcall.install(self, name, *spec, affine=affine)
+        except Exception as exc:   # keep numba's dispatcher: slower per call, same results
+            warnings.warn(f"{name}: no C-level entry ({type(exc).__name__}: {exc}); calls go "
+                          "through numba's dispatcher", RuntimeWarning, stacklevel=3)
+            return
+        if call is not None and self._plain:
+            self._free_calls[name] = call.entry   # the Python method's fast path too
+
+    def compile_c_calls(self):
+        """Install the C-level entries of forward_dynamics, inverse_dynamics and mass_matrix now
+        (compiling them, or loading them from numba's cache) instead of on their first calls;
+        e.g. before a node goes active. Returns the names installed."""
+        for name in sorted(self._c_pending):
+            self._promote_c_call(name, now=True)
+        return [name for name in fastcall.NAMES if fastcall.installed(self, name)]
+
+    def drop_c_calls(self):
+        """Remove the C-level entries of the dynamics (the Python methods apply again): when force
+        elements or add_force callbacks are attached, which the C entries do not evaluate."""
+        self._constraints.detach_c_owner()
+        self._c_pending = {}
+        fastcall.uninstall(self)
+        self._free_calls = dict(self._tree.free_calls)
+
+    def compile_all(self):
+        """Compile (or load from numba's cache) the kernels of the common calls now, e.g. before
+        a node goes active: the generated kernels of a codegen robot, and the C entries."""
+        if hasattr(self._tree, "compile_all"):
+            self._tree.compile_all()
+            self._free_calls.update({k: v for k, v in self._tree.free_calls.items()
+                                     if not fastcall.installed(self, k)})
+        return self.compile_c_calls()
+
+    @property
+    def codegen_path(self):
+        """Path of the generated kernels' module (codegen=True), else None."""
+        return getattr(self._tree, "codegen_path", None)
+
+    def call_paths(self):
+        """{method: 'generated' | 'generic' | description}: which kernels each call runs."""
+        generated = self._tree.kind == "generated"
+        paths = {}
+        for name in ("forward_dynamics", "inverse_dynamics", "mass_matrix", "bias_forces",
+                     "gravity_forces", "joint_wrenches"):
+            if not generated:
+                paths[name] = self._tree.kind
+            elif name == "mass_matrix":
+                paths[name] = "generated"
+            elif self._forces is not None:
+                paths[name] = "generic (force elements / add_force callbacks)"
+            elif not self._constraints.empty and name in ("forward_dynamics", "inverse_dynamics",
+                                                          "joint_wrenches", "gravity_forces"):
+                paths[name] = "generic (constraints)"
+            elif name in ("forward_dynamics", "inverse_dynamics", "joint_wrenches"):
+                paths[name] = "generated (generic with f_ext)"
+            else:
+                paths[name] = "generated"
+        for name in ("forward_dynamics_batch", "inverse_dynamics_batch", "link_pose",
+                     "kinetic_energy", "potential_energy", "integrate", "step"):
+            paths[name] = "generic" if generated else self._tree.kind
+        return paths
+
+    # ------------------------------------------------------------------ configuration helpers
+    def neutral(self):
+        """(nq,) the zero configuration: zero angles/displacements, identity quaternions, zero
+        elastic coordinates (undeformed), mimic joints at their offsets."""
+        q = np.zeros(self.nq)
+        for _, quaternion in self._quaternion_slices:
+            q[quaternion.stop - 1] = 1.0
+        if self._mimic is not None:
+            self._mimic.couple_in_place(q)
+        return q
+
+    def random_configuration(self, rng=None):
+        """(nq,) a random valid q: within position limits (angles in [-pi, pi] and displacements
+        in [-1, 1] where unlimited; helical: the angle), unit quaternions, free-joint positions
+        in [-1, 1]^3, zero elastic coordinates."""
+        rng = np.random.default_rng(rng)
+        model = self.model
+        q = np.zeros(self.nq)
+        for t, iq, iv in zip(self.joint_types, self.idx_q, self.idx_v):
+            if t in ("revolute", "prismatic", "helical"):
+                span = 1.0 if t == "prismatic" else np.pi
+                lo = max(model.lower[iv], -span)
+                hi = min(model.upper[iv], span)
+                q[iq] = rng.uniform(lo, hi) if hi > lo else lo
+            elif t == "spherical":
+                quat = rng.normal(size=4)
+                q[iq:iq + 4] = quat / np.linalg.norm(quat)
+            elif t == "universal":     # [angle about axis, angle about axis2]
+                q[iq:iq + 2] = rng.uniform(-np.pi, np.pi, 2)
+            elif t == "cylindrical":   # [angle, displacement]
+                q[iq] = rng.uniform(-np.pi, np.pi)
+                q[iq + 1] = rng.uniform(-1.0, 1.0)
+            elif t == "floating":
+                q[iq:iq + 3] = rng.uniform(-1.0, 1.0, 3)
+                quat = rng.normal(size=4)
+                q[iq + 3:iq + 7] = quat / np.linalg.norm(quat)
+            else:  # planar
+                q[iq:iq + 2] = rng.uniform(-1.0, 1.0, 2)
+                q[iq + 2] = rng.uniform(-np.pi, np.pi)
+        return q
+
+    def integrate(self, q, v, dt, out=None):
+        """(nq,) q (+) v dt, the exact exponential map on every joint (as pinocchio.integrate);
+        elastic coordinates q_f + v_f dt. out may overlap q or v."""
+        q = A.vector(q, self.nq, "q")
+        v = A.vector(v, self.nv, "v")
+        if isinstance(dt, (bool, np.bool_)) or not isinstance(dt, (int, float, np.integer,
+                                                                   np.floating)):
+            raise ValueError(f"dt must be a number, got {type(dt).__name__}")
+        dt = float(dt)
+        if not np.isfinite(dt):
+            raise ValueError(f"dt must be finite, got {dt}")
+        self._check_state(q, v, _EMPTY, "")
+        target = A.output(out, (self.nq,))
+        if out is not None and A.shares_memory(out, q, v):
+            target = np.empty(self.nq)
+        self._tree.integrate(q, v, dt, target)
+        if not all_finite(target):
+            raise ValueError("integrate: the result is not finite (v * dt overflows)")
+        if target is not out and out is not None:
+            out[:] = target
+            return out
+        return target
+
+    # ------------------------------------------------------------------ dynamics
+    def forward_dynamics(self, q, v, tau, f_ext=None, out=None, prescribed=None,
+                         return_torques=False, method="recursive"):
+        """Accelerations qdd (nv,) for generalized forces tau (nv,) at state (q, v).
+
+        Includes gravity, the URDF joint damping and smoothed friction (passive_forces), the
+        force elements and add_force callbacks (at t = self.time), and f_ext (see
+        `joint_wrenches`); respects the loops and mimic couplings. Recursive O(n) for trees
+        (docs/theory.md §2). Raises ValueError for bad inputs and when the result is not finite.
+        out may overlap q, v or tau (the result is then computed privately).
+
+        method (constrained robots): "recursive" (default: the seeds' formalism [000] on rigid
+        trees, superposed with the mimic couplings; the KKT solve on flexible trees; minimal
+        coordinates for mimic couplings alone), "minimal" (coordinate partitioning), "kkt"
+        (dense, minimum-norm multipliers), "descriptor" (body coordinates, rigid loops).
+        Baumgarte gains self.baumgarte = (alpha, beta) add 2 alpha G v + beta^2 g.
+        prescribed: {joint: qdd} joints with given accelerations (rheonomic, prescribed.py): the
+        drive forces they need are in self.last_prescribed_torques (nv,), and returned as
+        (qdd, torques) with return_torques=True.
+        """
+        if self._plain and f_ext is None and prescribed is None and method == "recursive":
+            if out is None:
+                out = np.empty(self.nv)
+            try:   # fast path: numba accepts only C-contiguous float64 vectors
+                status = self._free_calls["forward_dynamics"](q, v, tau, out)
+            except TypeError:
+                status = -1
+            if status == 0:
+                if "forward_dynamics" in self._c_pending:
+                    self._promote_c_call("forward_dynamics")
+                return out
+        return self._forward_dynamics_general(q, v, tau, f_ext, out, prescribed,
+                                              return_torques, method)
+
+    @locked
+    def _forward_dynamics_general(self, q, v, tau, f_ext, out, prescribed, return_torques,
+                                  method):
+        q, v, tau = self._checked(q, v, tau, "tau")
+        result = self._result(out, (self.nv,), q, v, tau)
+        joint_force = self._apply_loads(q, v, f_ext)
+        if joint_force is not None:
+            tau = np.add(tau, joint_force, out=self._total_tau)
+        constraints = self._constraints
+        if prescribed is not None:
+            mass, bias = self._tree_mass_and_bias(q, v)
+            rows = None if constraints.empty else constraints.acceleration_rows(q, v)
+            qdd, torques = P.solve(self._prescribed, mass, bias, tau, prescribed, rows)
+            self.last_prescribed_torques = torques
+            result[:] = qdd
+        elif constraints.empty:
+            status = self._unloaded_call("forward_dynamics", joint_force, f_ext, q, v, tau, result)
+            if status:
+                status = self._tree.forward_dynamics(q, v, tau, result)
+            if status:
+                self._raise(status, q, v, tau, result, "tau")
+        else:
+            constraints.forward_dynamics(q, v, tau, result, method)
+            if "forward_dynamics" in self._c_pending and f_ext is None and \
+                    self._forces is None and method == "recursive":
+                self._promote_c_call("forward_dynamics")
+        if out is not None and result is not out:
+            out[:] = result
+            result = out
+        if prescribed is not None and return_torques:
+            return result, self.last_prescribed_torques
+        return result
+
+    def inverse_dynamics(self, q, v, qdd, f_ext=None, out=None):
+        """Drive forces tau (nv,) that produce qdd (nv,) at (q, v): M qdd + b - tau_passive
+        (RNEA), minus the force elements' and add_force callbacks' generalized forces. For a
+        constrained robot: the forces of the actuated joints (zeros elsewhere; minimum-norm if
+        redundantly actuated; plus the root wrench of a floating base, as rnea gives it) that
+        make forward_dynamics reproduce the constraint-consistent qdd. Raises ValueError for bad
+        inputs and non-finite results; out as in forward_dynamics."""
+        if self._plain and f_ext is None:
+            if out is None:
+                out = np.empty(self.nv)
+            try:
+                status = self._free_calls["inverse_dynamics"](q, v, qdd, out)
+            except TypeError:
+                status = -1
+            if status == 0:
+                if "inverse_dynamics" in self._c_pending:
+                    self._promote_c_call("inverse_dynamics")
+                return out
+        return self._inverse_dynamics_general(q, v, qdd, f_ext, out)
+
+    @locked
+    def _inverse_dynamics_general(self, q, v, qdd, f_ext, out):
+        q, v, qdd = self._checked(q, v, qdd, "qdd")
+        result = self._result(out, (self.nv,), q, v, qdd)
+        self._tree_inverse_dynamics(q, v, qdd, f_ext, result)
+        if not self._constraints.empty:
+            result[:] = self._constraints.actuation(q, v, qdd, result)[0]
+        if out is not None and result is not out:
+            out[:] = result
+            result = out
+        return result
+
+    def _unloaded_call(self, name, joint_force, f_ext, *args):
+        """Status of the free call `name` (generated kernels, C entries) on validated arguments
+        when the call has no loads; -1 when it has (the loaded workspace's kernels then run)."""
+        if joint_force is not None or f_ext is not None or self._forces is not None:
+            return -1
+        return self._free_calls[name](*args)
+
+    def _tree_inverse_dynamics(self, q, v, qdd, f_ext, out):
+        """out = the tree's drive forces for qdd with the call's loads, minus the elements' and
+        callbacks' generalized forces (validated inputs; caller holds the lock)."""
+        joint_force = self._apply_loads(q, v, f_ext)
+        status = self._unloaded_call("inverse_dynamics", joint_force, f_ext, q, v, qdd, out)
+        if status:
+            status = self._tree.inverse_dynamics(q, v, qdd, out)
+        if status:
+            self._raise(status, q, v, qdd, out, "qdd")
+        if joint_force is not None:
+            out -= joint_force
+        return out
+
+    def _tree_mass_and_bias(self, q, v):
+        """(M (nv, nv), h (nv,)): the tree's mass matrix and its inverse dynamics at qdd = 0
+        with the loads already in the workspace (passive forces included)."""
+        mass = np.empty((self.nv, self.nv))
+        bias = np.empty(self.nv)
+        status = self._tree.inverse_dynamics(q, v, np.zeros(self.nv), bias) or \
+            self._tree.mass_matrix(q, mass)
+        if status:
+            self._raise(status, q, v, _EMPTY, None, "")
+        return mass, bias
+
+    def mass_matrix(self, q, out=None):
+        """Joint-space mass matrix M(q) (nv, nv), symmetric positive definite (CRBA; of the
+        open tree for a constrained robot, elastic coordinates included)."""
+        if out is None:
+            out = np.empty((self.nv, self.nv))
+        try:
+            status = self._free_calls["mass_matrix"](q, out)
+        except TypeError:
+            status = -1
+        if status == 0:
+            if "mass_matrix" in self._c_pending:
+                self._promote_c_call("mass_matrix")
+            return out
+        return self._mass_matrix_general(q, out)
+
+    @locked
+    def _mass_matrix_general(self, q, out):
+        q = A.vector(q, self.nq, "q")
+        self._check_state(q, _EMPTY, _EMPTY, "")
+        result = self._result(out, (self.nv, self.nv), q)
+        status = self._free_calls["mass_matrix"](q, result)
+        if status:
+            status = self._tree.mass_matrix(q, result)
+        if status:
+            self._raise(status, q, _EMPTY, _EMPTY, result, "")
+        if result is not out:
+            out[:] = result
+        return out
+
+    def bias_forces(self, q, v, out=None):
+        """b(q, v) (nv,): Coriolis, centrifugal and gravity forces of the tree, the force
+        elements' and callbacks' loads, the elastic forces (M qdd + b = tau + tau_passive); for a
+        constrained robot still the open tree's (docs/theory.md §2: k^c + k^t)."""
+        generated = self._tree.generated_calls.get("bias_forces")
+        if generated is not None and self._forces is None:
+            if out is None:
+                out = np.empty(self.nv)
+            try:
+                if generated(q, v, out) == 0:
+                    return out
+            except TypeError:
+                pass
+        return self._bias_forces_general(q, v, out)
+
+    @locked
+    def _bias_forces_general(self, q, v, out):
+        q, v, _ = self._checked(q, v, _EMPTY, "")
+        result = self._result(out, (self.nv,), q, v)
+        self._tree_inverse_dynamics(q, v, np.zeros(self.nv), None, result)
+        if self.model.passive_forces:
+            result -= self.damping_forces(v)
+        if out is not None and result is not out:
+            out[:] = result
+            result = out
+        return result
+
+    def gravity_forces(self, q, out=None):
+        """g(q) (nv,): generalized forces that hold the robot still at q (for a constrained robot
+        those of its actuated joints; for a flexible one K_ff q_f - Q_gravity on the elastic
+        coordinates, zero at the static deflection)."""
+        generated = self._tree.generated_calls.get("gravity_forces")
+        if generated is not None and self._plain:
+            if out is None:
+                out = np.empty(self.nv)
+            try:
+                if generated(q, out) == 0:
+                    return out
+            except TypeError:
+                pass
+        return self.inverse_dynamics(q, np.zeros(self.nv), np.zeros(self.nv), out=out)
+
+    def damping_forces(self, v):
+        """(nv,) damping v + friction tanh(v / friction_velocity): what the drives must add to
+        overcome the URDF joint damping and friction (the negative of the passive joint force)."""
+        v = A.vector(v, self.nv, "v")
+        return self.damping * v + self.friction * np.tanh(v / self.model.friction_velocity)
+
+    def joint_wrenches(self, q, v, qdd, f_ext=None, out=None, multipliers=None):
+        """Wrench each URDF joint transmits (len(wrench_joint_names), 6), [fx fy fz tx ty tz].
+
+        Row j: what the parent link exerts on the child link through joint j, in the child link
+        frame about its origin. For a movable joint, S^T row = M qdd + b (the total joint force,
+        drive plus passive); for a fixed joint, what a force/torque sensor there would read.
+        Loop forces are included (for a loop-consistent (q, v, qdd)).
+
+        f_ext: None, an array (len(link_names), 6) or a dict {link name: (6,)}: wrenches applied
+        to links, each in its link's frame about the link origin.
+        multipliers: robot.multipliers() of the forward_dynamics call that returned this qdd at
+        this (q, v): the loop forces are then taken from it instead of being solved again.
+        """
+        generated = self._tree.generated_calls.get("joint_wrenches")
+        if generated is not None and self._plain and f_ext is None:
+            if out is None:
+                out = np.empty((len(self.wrench_joint_names), 6))
+            try:
+                if generated(q, v, qdd, out) == 0:
+                    return out
+            except TypeError:
+                pass
+        return self._joint_wrenches_general(q, v, qdd, f_ext, out, multipliers)
+
+    @locked
+    def _joint_wrenches_general(self, q, v, qdd, f_ext, out, multipliers):
+        q, v, qdd = self._checked(q, v, qdd, "qdd")
+        out = A.output(out, (len(self.wrench_joint_names), 6))
+        constraints = self._constraints
+        lam = None
+        if constraints.loops is not None:
+            if multipliers is None:
+                tau_tree = np.empty(self.nv)
+                self._tree_inverse_dynamics(q, v, qdd, f_ext, tau_tree)
+                lam = constraints.actuation(q, v, qdd, tau_tree)[1][:constraints.n_loop_rows]
+            else:
+                lam = constraints.multiplier_vector(multipliers)
+                constraints.loops.state(q, v)   # the cut rows at this state (not another call's)
+        self._apply_loads(q, v, f_ext)
+        if self._forces is not None:
+            recorded = self._forces.fixed_joint_link_loads()
+            if recorded is not None:
+                self._tree.record_link_loads(recorded)
+        if lam is not None:
+            constraints.loops.add_loads(q, lam)
+        status = self._tree.joint_wrenches(q, v, qdd, out)
+        if status:
+            self._raise(status, q, v, qdd, out, "qdd")
+        return out
+
+    @locked
+    def closure_wrenches(self, q, v, tau, f_ext=None, multipliers=None):
+        """(len(closure_names), 6): wrench each cut joint exerts on its child-side link, in the
+        child-side cut frame about its origin [fx fy fz tx ty tz] (minimum-norm if redundant);
+        empty for a robot without loops.
+
+        multipliers: robot.multipliers() of a forward_dynamics call at this same (q, v, tau),
+        to skip solving it again (a node publishing accelerations and wrenches per cycle)."""
+        q, v, tau = self._checked(q, v, tau, "tau")
+        constraints = self._constraints
+        if constraints.loops is None:
+            return np.zeros((0, 6))
+        if multipliers is None:
+            self.forward_dynamics(q, v, tau, f_ext=f_ext)
+            lam = constraints.multipliers()
+        else:
+            lam = constraints.multiplier_vector(multipliers)
+        constraints.loops.state(q, np.zeros(self.nv))   # the cut frames at this q
+        return constraints.loops.cut_wrenches(q, lam)
+
+    # ------------------------------------------------------------------ loads
+    def _apply_loads(self, q, v, f_ext):
+        """Put the loads of one call at (q, v, self.time) into the tree's loaded workspace: the
+        force elements', the callbacks' and f_ext. Returns the generalized forces of elements
+        and callbacks (nv,) to add to tau, or None. Caller holds the lock; q, v validated."""
+        user = None if f_ext is None else self._link_wrench_array(f_ext)
+        if self._forces is None:
+            self._tree.set_loads(user)
+            return None
+        link_wrench, body_wrench, joint_force = self._forces.evaluate(q, v, self.time, user)
+        self._tree.set_loads(link_wrench, body_wrench)
+        return joint_force
+
+    def _link_wrench_array(self, f_ext):
+        """f_ext (a dict {link: (6,)} or an array (n_links, 6)) as a validated (n_links, 6) array
+        of link wrenches, each in its link's frame about the link origin."""
+        n_links = len(self.link_names)
+        if isinstance(f_ext, dict):
+            wrench = np.zeros((n_links, 6))
+            for link, w in f_ext.items():
+                index = self._link(link)
+                w = A.vector(w, 6, f"f_ext['{excerpt(str(link), 80)}']")
+                wrench[index] = w
+        else:
+            try:
+                wrench = A.batch(f_ext, 6, "f_ext", n_links)
+            except ValueError:
+                raise ValueError(f"f_ext must have shape ({n_links}, 6) or be a dict "
+                                 f"{{link: wrench}}, got {excerpt(str(np.shape(f_ext)), 40)}") \
+                    from None
+        if not np.all(np.isfinite(wrench)):
+            raise ValueError("f_ext contains NaN or inf")
+        return wrench
+
+    # ------------------------------------------------------------------ batches
+    def forward_dynamics_batch(self, q, v, tau, out=None):
+        """qdd (N, nv) for N states q (N, nq), v (N, nv), tau (N, nv), on `batch_threads` threads
+        (default: the number of CPUs). External wrenches are not applied in batches; force
+        elements, callbacks and constraints are (one state at a time, on the calling thread)."""
+        return self._batch("forward_dynamics", self.forward_dynamics, q, v, tau, "tau", out)
+
+    def inverse_dynamics_batch(self, q, v, qdd, out=None):
+        """tau (N, nv) for N states q (N, nq), v (N, nv), qdd (N, nv), on `batch_threads` threads."""
+        return self._batch("inverse_dynamics", self.inverse_dynamics, q, v, qdd, "qdd", out)
+
+    @locked
+    def _batch(self, name, method, q, v, x, x_name, out):
+        q = A.batch(q, self.nq, "q")
+        v = A.batch(v, self.nv, "v", q.shape[0])
+        x = A.batch(x, self.nv, x_name, q.shape[0])
+        out = A.output(out, (q.shape[0], self.nv))
+        if A.shares_memory(out, q, v, x):
+            raise ValueError("out must not share memory with an input")
+        if not self._plain:   # parts: state by state through the method
+            for i in range(q.shape[0]):
+                try:
+                    method(q[i], v[i], x[i], out=out[i])
+                except ValueError as exc:
+                    raise ValueError(f"state {i}: {exc}") from None
+            return out
+        status = np.zeros(q.shape[0], dtype=np.int64)
+        n_threads = self._tree.batch_threads_for(q.shape[0], self.batch_threads)
+        self._tree.batch(name, q, v, x, out, status, n_threads)
+        bad = np.flatnonzero(status | ~np.isfinite(out).all(axis=1))
+        if bad.size:
+            s = int(bad[0])
+            try:
+                self._raise(int(status[s]), q[s], v[s], x[s], None, x_name)
+            except ValueError as exc:
+                raise ValueError(f"state {s}: {exc}") from None
+        return out
+
+    # ------------------------------------------------------------------ kinematics and energy
+    @locked
+    def link_pose(self, q, link):
+        """(4, 4) homogeneous pose of `link`'s frame in the root (world) frame at q; deformed for
+        links on or beyond a flexible link."""
+        index = self._link(A.link_name(link))
+        q = A.vector(q, self.nq, "q")
+        self._check_state(q, _EMPTY, _EMPTY, "")
+        return self._tree.link_pose(q, index)
+
+    @locked
+    def kinetic_energy(self, q, v):
+        """1/2 v^T M(q) v (J), elastic velocities included."""
+        q, v, _ = self._checked(q, v, _EMPTY, "")
+        return self._tree.energies(q, v)[0]
+
+    @locked
+    def potential_energy(self, q):
+        """Gravitational potential energy -sum m_i g . c_i (J), zero at the root frame origin,
+        plus the elastic energy of flexible links (1/2 q_f^T K_ff q_f) and of the force
+        elements' springs."""
+        q = A.vector(q, self.nq, "q")
+        self._check_state(q, _EMPTY, _EMPTY, "")
+        _, gravity, elastic = self._tree.energies(q, _EMPTY)
+        if self._forces is not None:
+            return gravity + elastic + self._forces.potential_energy(q)
+        return gravity + elastic
+
+    @locked
+    def elastic_energy(self, q):
+        """1/2 sum q_f^T K_ff q_f (J) of the flexible links (0 for a rigid robot)."""
+        q = A.vector(q, self.nq, "q")
+        self._check_state(q, _EMPTY, _EMPTY, "")
+        return self._tree.energies(q, _EMPTY)[2]
+
+    @locked
+    def highest_frequency(self, q=None):
+        """Highest natural frequency (Hz) of the robot's elastic coordinates linearised at q
+        (default neutral) with its joints free: sqrt of the largest eigenvalue of M^-1 K (K: the
+        K_ff blocks); 0 for a rigid robot. An explicit integrator needs 2 pi f dt below its
+        stability limit (RK4: 2.8, semi-implicit Euler: 2); with free joints this is often
+        several times the links' highest clamped frequency."""
+        q = self.neutral() if q is None else A.vector(q, self.nq, "q")
+        self._check_state(q, _EMPTY, _EMPTY, "")
+        return self._tree.highest_frequency(q)
+
+    # ------------------------------------------------------------------ constraints
+    @property
+    def closure_names(self):
+        """Names of the declared loop closures (cut joints), in file order."""
+        return self._constraints.closure_names
+
+    @property
+    def closure_types(self):
+        return self._constraints.closure_types
+
+    @property
+    def closure_set(self):
+        """The closures file as read (ClosureSet), or None."""
+        return self._constraints.closure_set
+
+    @property
+    def actuated_joints(self):
+        """Drives of a closed-loop mechanism (the closures file's `actuated`)."""
+        return self._constraints.actuated_joints
+
+    @property
+    def n_constraints(self):
+        """Constraint rows of the loop closures (b)."""
+        return self._constraints.n_loop_rows
+
+    @property
+    def baumgarte(self):
+        """(alpha, beta): Baumgarte gains of forward_dynamics, finite and >= 0 (docs/theory.md §6)."""
+        return self._constraints.baumgarte
+
+    @baumgarte.setter
+    def baumgarte(self, gains):
+        self._constraints.baumgarte = gains
+
+    @property
+    def last_rank(self):
+        """Rank of the loops' constraint system in the last forward dynamics (any thread)."""
+        return int(self._constraints.info[1])
+
+    @property
+    def last_step(self):
+        """Residuals (and energy) after the last step() of a constrained robot, else None."""
+        return self._constraints.last_step
+
+    @property
+    def mimic_joints(self):
+        """Joints coupled to a leader by URDF <mimic> (load(..., mimic=True))."""
+        return list(self._mimic.joints) if self._mimic is not None else []
+
+    @property
+    def mimic_coupling(self):
+        """T (nv, nz): v = T z with z the independent velocities (identity without mimics)."""
+        return self._mimic.coupling if self._mimic is not None else np.eye(self.nv)
+
+    @property
+    def mimic_independent(self):
+        """(nz,) the v indices of the independent coordinates."""
+        return self._mimic.independent if self._mimic is not None else np.arange(self.nv)
+
+    def apply_mimic(self, q, v=None):
+        """q (and v) with every mimicking joint set from its leader: q_m = r q_l + o, v_m = r v_l
+        (copies; unchanged without mimic couplings)."""
+        if self._mimic is None:
+            q = np.array(q, dtype=float)
+            return q if v is None else (q, np.array(v, dtype=float))
+        return self._mimic.apply(q, v)
+
+    def couple_in_place(self, q=None, v=None, qdd=None):
+        """Set the mimicking joints' entries of the given arrays from their leaders, in place."""
+        if self._mimic is not None:
+            self._mimic.couple_in_place(q, v, qdd)
+
+    @locked
+    def loop_state(self, q, v=None):
+        """(g (n,), G (n, nv), G v (n,)) at (q, v): position residuals, constraint Jacobian and
+        velocity residual (zeros when v is None) of the loops, then of the mimic couplings."""
+        q, v = self._state_or_rest(q, v)
+        return self._constraints.state(q, v)
+
+    def loop_jacobian(self, q):
+        """G (n, nv): the constraints on the velocities, G v + gamma_bar = 0."""
+        return self.loop_state(q)[1]
+
+    def constraint_jacobian(self, q):
+        """G (n, nv): the rows of the loops' cut constraints, then of the mimic couplings (the
+        matrix the loop formalism builds; empty (0, nv) for a tree)."""
+        return self.loop_state(q)[1]
+
+    def closure_residual(self, q, v=None):
+        """(max |g|, max |G v|): position and velocity residuals of the constraints."""
+        g, _, gv = self.loop_state(q, v)
+        return float(np.abs(g).max(initial=0.0)), float(np.abs(gv).max(initial=0.0))
+
+    @locked
+    def _acceleration_bias(self, q, v):
+        """gamma (n,) with G qdd + gamma = 0 (without the Baumgarte terms)."""
+        q, v = self._state_or_rest(q, v)
+        return self._constraints.bias(q, v)
+
+    @locked
+    def partition(self, q, refresh=False):
+        """(independent, dependent) v indices of the coordinate partition (docs/theory.md §4)."""
+        q = self._state_or_rest(q, None)[0]
+        return self._constraints.partition(q, refresh)
+
+    @locked
+    def assemble(self, q, independent=None, max_iterations=50, elastic=False):
+        """q with the dependent coordinates moved so that every loop closes (Newton with the
+        independent joints held: default the closures file's `independent`, else a partition
+        chosen at q; elastic coordinates held unless `elastic`). See Constraints.assemble.
+        Raises ValueError naming the held coordinates and the worst closure when the
+        configuration is out of the mechanism's reach."""
+        q = self._state_or_rest(q, None)[0]
+        return self._constraints.assemble(q, independent, max_iterations, elastic)
+
+    @locked
+    def project_velocity(self, q, v):
+        """v with its dependent components solved from G v = 0 (independent ones kept)."""
+        q, v = self._state_or_rest(q, v)
+        return self._constraints.project_velocity(q, v)
+
+    @locked
+    def project_acceleration(self, q, v, qdd):
+        """qdd with its dependent components solved from G qdd + gamma = 0 (independent ones
+        kept): the loop-consistent acceleration closest to a commanded one, e.g. for
+        computed-torque control of a parallel robot."""
+        q, v, qdd = self._checked(q, v, qdd, "qdd")
+        return self._constraints.project_acceleration(q, v, qdd)
+
+    @locked
+    def project_state(self, q, v, max_iterations=20, fixed=None):
+        """(q, v) moved back onto the constraint manifold (Constraints.project_state)."""
+        q, v = self._state_or_rest(q, v)
+        return self._constraints.project_state(q, v, max_iterations, fixed)
+
+    @locked
+    def analyze(self, q, samples=5, rng=0):
+        """LoopAnalysis at q: DOF by Grübler-Kutzbach and by the rank of G, redundant
+        constraints, singular configuration, static determinacy (docs/theory.md §4)."""
+        q = self._state_or_rest(q, None)[0]
+        return self._constraints.analyze(q, samples, rng)
+
+    @locked
+    def multipliers(self):
+        """(b,) loop multipliers lambda_s of this thread's last forward_dynamics call."""
+        return self._constraints.multipliers()
+
+    def constraint_basis(self, q):
+        """N (nv, m): orthonormal basis of the admissible velocities (G N = 0; identity for a
+        robot without constraints)."""
+        if self._constraints.empty:
+            return np.eye(self.nv)
+        return null_space(self.loop_state(q)[1])[0]
+
+    # ------------------------------------------------------------------ force elements
+    @property
+    def force_element_names(self):
+        """Names of the force elements (forces: section), in file order."""
+        return list(self._forces.names) if self._forces is not None else []
+
+    @locked
+    def add_force(self, fn):
+        """Add a force callback fn(t, q, v) -> generalized forces (nv,) or {link: wrench (6,) in
+        the link frame about its origin}. It acts in forward_dynamics (t = self.time), is
+        subtracted by inverse_dynamics and loads joint_wrenches, like a force element, and is
+        evaluated at every integrator stage (e.g. tyre forces)."""
+        if not callable(fn):
+            raise ValueError("a force must be a callable fn(t, q, v) -> (nv,) generalized forces "
+                             f"or {{link: wrench}}, got {excerpt(fn, 80)}")
+        if self._forces is None:
+            self._forces = ForceElements(self._tree)
+            self._update_paths()
+            self.drop_c_calls()   # the C-level FD/ID entries do not evaluate callbacks
+        self._forces.callbacks.append(fn)
+        return fn
+
+    @locked
+    def force_element_values(self, q, v):
+        """ForceElementValues at (q, v): names, tension/torque (`force`), length/deflection
+        (`length`), their rate, and bushing wrenches and deflections (forces.py)."""
+        q, v, _ = self._checked(q, v, _EMPTY, "")
+        forces = self._forces if self._forces is not None else ForceElements(self._tree)
+        return forces.element_values(q, v)
+
+    # ------------------------------------------------------------------ simulation
+    @locked
+    def step(self, q, v, tau, dt, integrator=None, prescribed=None, project=True, **options):
+        """One simulation step from (q, v) at t = self.time; returns (q, v) and advances
+        self.time by dt (only when the step succeeds).
+
+        tau: (nv,) held over the step or a callable tau(t). integrator: None (the default: rk4 in
+        equal substeps of at most DEFAULT_MAX_STEP = 1 ms, and short enough for the highest
+        elastic frequency of flexible links), "rk4" (one step of dt), "semi_implicit_euler",
+        "implicit_euler" (stiff springs and dampers) or "symplectic_euler" (bounded energy
+        error). prescribed: {joint: trajectory(t) -> (q, qd, qdd)} rheonomic joints. project:
+        afterwards re-close the constraints and project v onto them (docs/theory.md §6).
+        options: Simulator options (max_velocity, max_kinetic_energy). Raises
+        SimulationDiverged naming the time, ValueError for bad arguments (dt: a finite positive
+        number; at most MAX_SUBSTEPS default substeps)."""
+        from .integrators import step_robot
+        q_next, v_next = step_robot(self, q, v, tau, dt, integrator, options, prescribed)
+        constraints = self._constraints
+        if not constraints.empty:
+            position, velocity = self.closure_residual(q_next, v_next)
+            # project once the residuals pass PROJECTION_TOLERANCE (an RK4 step adds ~1e-13):
+            # the loops stay closed to that tolerance at a fraction of the cost of projecting
+            # every step
+            if project and (position > PROJECTION_TOLERANCE or velocity > PROJECTION_TOLERANCE):
+                fixed = constraints.dofs(list(prescribed)) if prescribed else None
+                q_next, v_next = constraints.project_state(q_next, v_next, fixed=fixed)
+                position, velocity = self.closure_residual(q_next, v_next)
+            constraints.last_step = StepReport(self, q_next, v_next, position, velocity)
+        return q_next, v_next
+
+    def _prescribed_targets(self, trajectories, t):
+        """{joint: trajectory(t)} -> ({joint: qdd}, [(iq, iv, q, qd)]) (prescribed.py)."""
+        return P.trajectory_targets(self._prescribed, trajectories, t)
+
+    # ------------------------------------------------------------------ description
+    def summary(self):
+        """Human-readable description of the model: sizes, mass, joints, bodies, parts."""
+        m = self.model
+        n_elastic = self.nv - m.nv
+        sizes = (f"nq {self.nq}, nv {self.nv} (joints {m.nv} + elastic {n_elastic})"
+                 if n_elastic else f"nq {m.nq}, nv {m.nv} (degrees of freedom)")
+        lines = [
+            f"robot '{m.name}' from {m.source}",
+            f"  links {len(m.link_names)}, URDF joints {len(m.wrench_joint_names)}"
+            f" ({len(m.wrench_joint_names) - len(m.joint_names)} fixed), bodies {m.n_bodies}",
+            f"  {sizes}, total mass {self.total_mass:.4g} kg",
+            f"  base: {'floating (root_joint)' if m.floating_base else 'fixed'}, gravity "
+            f"{m.body_float[0, L.GRAVITY:L.GRAVITY + 3].tolist()} m/s^2",
+            "  movable joints (order of v):",
+        ]
+        for name, kind, iq, iv in zip(m.joint_names, m.urdf_joint_types, m.idx_q, m.idx_v):
+            extra = ""
+            if m.lower[iv] > -np.inf or m.upper[iv] < np.inf:
+                extra += f" limits [{m.lower[iv]:.4g}, {m.upper[iv]:.4g}]"
+            if m.damping[iv] or m.friction[iv]:
+                extra += f" damping {m.damping[iv]:.3g} friction {m.friction[iv]:.3g}"
+            lines.append(f"    {name:<28} {kind:<10} q[{iq}] v[{iv}]{extra}")
+        fixed = [n for n in m.wrench_joint_names if n not in set(m.joint_names)]
+        if fixed:
+            lines.append(f"  fixed joints (wrench sensors): {', '.join(fixed)}")
+        for fb in (self.flexible.bodies if self.flexible else ()):
+            freq = ", ".join(f"{f:.4g}" for f in fb.frequencies)
+            lines.append(f"  flexible link {fb.link}: {fb.n_modes} modes q[{fb.iq}:{fb.iq + fb.n_modes}]"
+                         f" v[{fb.iv}:{fb.iv + fb.n_modes}], mass {fb.mass:.4g} kg, clamped "
+                         f"frequencies {freq} Hz")
+        constraints = self._constraints
+        if constraints.loops is not None:
+            lines.append(f"  loop closures ({constraints.n_loop_rows} constraint rows) from "
+                         f"{constraints.closure_set.source}:")
+            for spec, rows in zip(constraints.loops.specs, constraints.loops.rows):
+                lines.append(f"    {spec.name:<28} {spec.type:<11} {spec.parent} -> {spec.child} "
+                             f"({rows.stop - rows.start} rows)")
+            lines.append(f"  actuated joints: {', '.join(self.actuated_joints) or 'none'}")
+        if self._mimic is not None:
+            lines.append(f"  mimic joints (coupled): {', '.join(self.mimic_joints)}")
+        if self._forces is not None and self._forces.names:
+            lines.append(f"  force elements: {', '.join(self._forces.names)}")
+        if self._tree.kind == "generated":
+            lines.append(f"  kernels: generated for this robot ({self.codegen_path})"
+                         + ("; closed-loop calls generic" if self.closure_names else ""))
+            lines += [f"    {name:<24} {path}" for name, path in self.call_paths().items()]
+        return "\n".join(lines)
+
+    def __repr__(self):
+        parts = [f"nq={self.nq}", f"nv={self.nv}", f"bodies={self.model.n_bodies}",
+                 f"mass={self.total_mass:.3g} kg"]
+        if self.closure_names:
+            parts.append(f"loops={len(self.closure_names)}")
+        if self.flexible_links:
+            parts.append(f"flexible={self.flexible_links}")
+        if self._tree.kind == "generated":
+            parts.append("codegen")
+        return f"<mbd_ros.Robot '{self.model.name}' {' '.join(parts)}>"
+
+    # ------------------------------------------------------------------ test hooks
+    @locked
+    def _forward_dynamics_descriptor(self, q, v, tau, f_ext=None, out=None):
+        """(qdd, joint wrenches of the movable joints (nb, 6), loop multipliers (b,)) of the
+        descriptor formalism with the call's loads (descriptor.py): the independent formalism's
+        intermediate results, which forward_dynamics(method="descriptor") does not return."""
+        from .descriptor import descriptor_forward_dynamics
+        q, v, tau = self._checked(q, v, tau, "tau")
+        joint_force = self._apply_loads(q, v, f_ext)
+        if joint_force is not None:
+            tau = tau + joint_force
+        qdd, wrenches, lam = descriptor_forward_dynamics(self, q, v, tau)
+        if out is not None:
+            out[:] = qdd
+            qdd = out
+        return qdd, wrenches, lam
+
+    @locked
+    def _cut_wrenches(self, lam, q=None):
+        """The cut wrenches (n_cuts, 6) of multipliers lam (b,): at q, or with the cut rows of
+        the last call (closure_wrenches without solving the dynamics)."""
+        loops = self._constraints.loops
+        lam = self._constraints.multiplier_vector(lam)
+        if q is None:
+            return loops.cut_wrenches(None, lam)
+        q = self._state_or_rest(q, None)[0]
+        loops.state(q, np.zeros(self.nv))
+        return loops.cut_wrenches(q, lam)
+
+    # ------------------------------------------------------------------ internals
+    def _check_regular(self):
+        """Warn (once, at load) if some joint moves no mass (singular articulated inertia) at a
+        generic configuration: forward dynamics then raise ValueError naming it; inverse
+        dynamics, mass matrix and kinematics still work."""
+        q = self.random_configuration(np.random.default_rng(0))
+        zero = np.zeros(self.nv)
+        with self._lock:
+            self._tree.set_loads(None)
+            status = self._tree.forward_dynamics(q, zero, zero, self._scratch)
+        if status >= L.STATUS_SINGULAR:
+            joint = self._tree.singular_joint(status - L.STATUS_SINGULAR)
+            if self._tree.kind == "flexible":   # the modes of the bodies below are undefined too
+                raise ModelError(f"{self.model.source}: joint '{joint}' moves no mass or inertia "
+                                 "(or a flexible link's modes move no mass): its acceleration is "
+                                 "undefined")
+            warnings.warn(f"{self.model.source}: joint '{joint}' moves no mass or inertia along "
+                          "one of its axes (the links below it are massless): forward dynamics "
+                          "will raise ValueError; inverse dynamics and kinematics work",
+                          UserWarning, stacklevel=3)
+
+    def _link(self, link):
+        try:
+            return self._tree.link_index[link]
+        except (KeyError, TypeError):
+            names = self.link_names
+            raise ValueError(f"unknown link '{excerpt(str(link))}' (links: {', '.join(names[:8])}"
+                             f"{', ...' if len(names) > 8 else ''})") from None
+
+    def _checked(self, q, v, x, x_name):
+        """q (nq,), v (nv,) and x (nv,; empty: not given) converted and checked (sizes, NaN/inf,
+        unit quaternions); ValueError naming the argument."""
+        q = A.vector(q, self.nq, "q")
+        v = A.vector(v, self.nv, "v")
+        if x is not _EMPTY:
+            x = A.vector(x, self.nv, x_name)
+        self._check_state(q, v, x, x_name)
+        return q, v, x
+
+    def _state_or_rest(self, q, v):
+        """(q, v) checked; v None: zeros."""
+        q = A.vector(q, self.nq, "q")
+        v = np.zeros(self.nv) if v is None else A.vector(v, self.nv, "v")
+        self._check_state(q, v, _EMPTY, "")
+        return q, v
+
+    def _result(self, out, shape, *inputs):
+        """The array a general path computes into: out (validated), or a private one when out is
+        None or overlaps an input (the kernels read their inputs after writing outputs)."""
+        if out is None:
+            return np.empty(shape)
+        A.output(out, shape)
+        return np.empty(shape) if A.shares_memory(out, *inputs) else out
+
+    def _check_state(self, q, v, x, x_name):
+        """Raise ValueError unless q (and v, x when not empty) have the right size, are finite
+        and carry unit quaternions."""
+        status = self._tree.check_state(q, v, x, v.shape[0] > 0, x.shape[0] > 0)
+        if status:
+            self._raise(status, q, v, x, None, x_name)
+
+    def _raise(self, status, q, v, x, out, x_name):
+        """Turn a kernel status code into a ValueError that names the argument at fault."""
+        if status == L.STATUS_SHAPE_Q:
+            raise ValueError(f"q must have shape ({self.nq},), got {np.shape(q)}")
+        if status == L.STATUS_SHAPE_V:
+            raise ValueError(f"v must have shape ({self.nv},), got {np.shape(v)}")
+        if status == L.STATUS_SHAPE_INPUT:
+            raise ValueError(f"{x_name} must have shape ({self.nv},), got {np.shape(x)}")
+        if status == L.STATUS_SHAPE_OUT:
+            raise ValueError(f"out has the wrong shape {np.shape(out)}")
+        if status == L.STATUS_BAD_Q:
+            raise ValueError("q contains NaN or inf")
+        if status == L.STATUS_BAD_V:
+            raise ValueError("v contains NaN or inf")
+        if status == L.STATUS_BAD_INPUT:
+            raise ValueError(f"{x_name} contains NaN or inf")
+        if status == L.STATUS_BAD_QUATERNION:
+            bad = [name for name, s in self._quaternion_slices
+                   if abs(np.dot(q[s], q[s]) - 1.0) > 2 * L.QUATERNION_NORM_TOL]
+            raise ValueError(f"q: the quaternion of joint(s) {', '.join(bad)} must have unit norm "
+                             f"(tolerance {L.QUATERNION_NORM_TOL:g})")
+        if status == STATUS_ALIASED:
+            raise ValueError("out must not share memory with an input")
+        if status in (L.STATUS_OK, STATUS_NOT_FINITE):
+            raise ValueError("the result is not finite: an overflow inside the dynamics (absurd "
+                             "velocities, forces or external wrenches?)")
+        if status >= L.STATUS_SINGULAR:
+            joint = self._tree.singular_joint(status - L.STATUS_SINGULAR)
+            raise ValueError(f"joint '{joint}': the articulated inertia is singular (the joint "
+                             "moves no mass or inertia in some direction)")
+        raise ValueError(f"dynamics kernel failed with status {status}")

@@ -1,0 +1,133 @@
+"""The package's shape: no import cycles among its modules (imports inside functions included),
+and no module importing a name beginning with `_` from another module (what is shared is public
+in the module that owns it). Read with `ast`, nothing is imported or run.
+
+An edge A -> B is an explicit import in module A of module B: `import mbd_ros.x.y`,
+`from .x import name` (B = the module x, or x.name when that is a module), `from . import x`.
+The implicit import of a parent package is not an edge (every submodule would otherwise depend
+on its package's __init__).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "mbd_ros"
+# generated modules (codegen caches) are data, not the package's code
+IGNORED_PARTS = {"_generated", "__pycache__"}
+
+
+def _module_name(path):
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def package_modules():
+    """{module name: path} of every module of the package."""
+    modules = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if IGNORED_PARTS & set(path.parts):
+            continue
+        modules[_module_name(path)] = path
+    return modules
+
+
+def _resolve(module, path, node):
+    """The absolute module named by an ImportFrom's `module` and `level` in `module`."""
+    if node.level == 0:
+        return node.module
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for _ in range(node.level - 1):
+        package = package.rpartition(".")[0]
+    return f"{package}.{node.module}" if node.module else package
+
+
+def imports_of(module, path, modules):
+    """[(imported module, imported names, line)] of every import statement in the module, at
+    any depth (functions, classes, conditionals), within the package."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in modules:
+                    found.append((alias.name, (), node.lineno))
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(module, path, node)
+            if base is None or not (base in modules or base.split(".")[0] == "mbd_ros"):
+                continue
+            for alias in node.names:
+                target = f"{base}.{alias.name}"
+                if target in modules:              # `from pkg import submodule`
+                    found.append((target, (), node.lineno))
+                else:
+                    found.append((base, (alias.name,), node.lineno))
+    return found
+
+
+def import_graph():
+    modules = package_modules()
+    return modules, {m: imports_of(m, p, modules) for m, p in modules.items()}
+
+
+def find_cycle(graph):
+    """One import cycle as a list of modules, or None (iterative DFS)."""
+    edges = {m: sorted({target for target, _, _ in imports if target in graph and target != m})
+             for m, imports in graph.items()}
+    state = {}
+    for start in sorted(edges):
+        if state.get(start):
+            continue
+        stack = [(start, iter(edges[start]))]
+        path = [start]
+        state[start] = 1
+        while stack:
+            node, children = stack[-1]
+            for child in children:
+                if state.get(child) == 1:
+                    return path[path.index(child):] + [child]
+                if not state.get(child):
+                    state[child] = 1
+                    path.append(child)
+                    stack.append((child, iter(edges[child])))
+                    break
+            else:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+    return None
+
+
+def test_the_package_has_no_import_cycle():
+    _, graph = import_graph()
+    assert len(graph) > 50, "the walk found too few modules"
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_no_module_imports_a_private_name_from_another():
+    _, graph = import_graph()
+    offences = [f"{module}:{line} imports {name} from {target}"
+                for module, imports in graph.items()
+                for target, names, line in imports
+                for name in names
+                if name.startswith("_") and not name.startswith("__") and target != module]
+    assert not offences, "\n".join(offences)
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from .b import x\n", "b"), ("from .b import _x\n", "private"),
+    ("def f():\n    from .b import x\n", "b")])
+def test_the_walk_sees_what_it_must(tmp_path, source, expected):
+    """The checks would fail on a cycle or a private import, also inside a function."""
+    modules = {"mbd_ros.a": tmp_path / "a.py", "mbd_ros.b": tmp_path / "b.py"}
+    modules["mbd_ros.a"].write_text(source)
+    modules["mbd_ros.b"].write_text("from .a import y\n")
+    graph = {m: imports_of(m, p, modules) for m, p in modules.items()}
+    if expected == "private":
+        assert graph["mbd_ros.a"] == [("mbd_ros.b", ("_x",), 1)]
+    assert find_cycle(graph) in (["mbd_ros.a", "mbd_ros.b", "mbd_ros.a"],
+                                 ["mbd_ros.b", "mbd_ros.a", "mbd_ros.b"])
