@@ -54,8 +54,8 @@ def kernel_namespace(robot):
         from mbd_ros.kernels.aba import forward_dynamics as kfd
         from mbd_ros.kernels.crba import mass_matrix as kmm
         from mbd_ros.kernels.rnea import inverse_dynamics as kid
-        return {"kfd": kfd, "kid": kid, "kmm": kmm, "bi": robot._body_int,
-                "bf": robot._body_float, "wk": robot._work}
+        return {"kfd": kfd, "kid": kid, "kmm": kmm, "bi": robot.tree.body_int,
+                "bf": robot.tree.body_float, "wk": robot.tree.work}
     except (ImportError, AttributeError):
         return {}
 

@@ -56,8 +56,8 @@ class Loops:
     def terms(self, q, v=None):
         """(g, G v) stacked over the cuts; body poses and body-frame velocities from the tree."""
         robot = self.robot
-        work = np.zeros_like(robot._work)
-        forward_kinematics(robot._body_int, robot._body_float, work, np.asarray(q, float),
+        work = np.zeros_like(robot.tree.work)
+        forward_kinematics(robot.tree.body_int, robot.tree.body_float, work, np.asarray(q, float),
                            np.zeros(robot.nv) if v is None else np.asarray(v, float))
         g, gv = [], []
         for code, row, a, b in self.cuts:

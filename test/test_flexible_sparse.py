@@ -86,7 +86,7 @@ def test_sparse_tables_equal_the_dense_shape_integrals(make, tmp_path):
              "chain": lambda: _quiet(CHAIN_URDF, flexible=beam_entry(
                  0.7, 2e-4, 2e-9, 1e-9, modes=6, torsion=True)),
              "modal": lambda: _modal(tmp_path)}[make]()
-    fint, fdata = robot._fint, robot._fdata
+    fint, fdata = robot.tree.fint, robot.tree.fdata
     condensed = 0
     for fb in robot.flexible.bodies:
         n = fb.n_modes

@@ -50,7 +50,7 @@ def test_warm_process_reaches_first_forward_dynamics_without_numba_compiler_or_s
         import numpy as np
         import mbd_ros
         from mbd_ros.kernels import aba
-        from mbd_ros import finite
+        from mbd_ros.kernels import finite
         imported = {{"compiled at import": len(aba.forward_dynamics.signatures)
                                              + len(finite.all_finite.signatures)}}
         robot = mbd_ros.load({str(ARM)!r}, passive_forces=False)
@@ -134,14 +134,14 @@ def test_tree_kernels_refuse_an_output_overlapping_an_input(kernel):
     robot = mbd_ros.load(str(ARM), passive_forces=False)
     q, v, x = arm_state(robot)
     assert robot.nq == robot.nv
-    work = np.zeros_like(robot._work)
+    work = np.zeros_like(robot.tree.work)
     for out in (q, v, x, v[:]):
         before = out.copy()
-        status = kernel(robot._body_int, robot._body_float, work, q, v, x, out)
+        status = kernel(robot.tree.body_int, robot.tree.body_float, work, q, v, x, out)
         assert status == STATUS_ALIASED
         np.testing.assert_array_equal(out, before)   # nothing written
     out = np.empty(robot.nv)
-    assert kernel(robot._body_int, robot._body_float, work, q, v, x, out) == 0
+    assert kernel(robot.tree.body_int, robot.tree.body_float, work, q, v, x, out) == 0
     method = robot.forward_dynamics if kernel is aba.forward_dynamics else robot.inverse_dynamics
     np.testing.assert_array_equal(out, method(q, v, x))
 
@@ -151,7 +151,7 @@ def test_tree_kernels_report_an_overflow(kernel):
     robot = mbd_ros.load(str(ARM), passive_forces=False)
     q, _, x = arm_state(robot)
     with np.errstate(all="ignore"):
-        status = kernel(robot._body_int, robot._body_float, np.zeros_like(robot._work), q,
+        status = kernel(robot.tree.body_int, robot.tree.body_float, np.zeros_like(robot.tree.work), q,
                         np.full(robot.nv, 1e154), x, np.empty(robot.nv))
     assert status == STATUS_NOT_FINITE
 

@@ -14,7 +14,6 @@ from ..constants import FRICTION_VELOCITY, STANDARD_GRAVITY
 from ..errors import ModelError
 from ..model import build_model
 from ..urdf import read_urdf
-from .loop_kinematics import FlexibleLoopKinematics, RigidLoopKinematics
 from .mimic import MimicCouplings
 from .rigid_tree import RigidTree
 from .robot import Robot
@@ -32,8 +31,12 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
     if closures is not None:
         from ..closures import read_closures
         closure_set = read_closures(closures, model.link_names)
-        loops = (FlexibleLoopKinematics if tree.kind == "flexible" else RigidLoopKinematics)(
-            tree, closure_set)
+        if tree.kind == "flexible":
+            from .flexible_loops import FlexibleLoopKinematics
+            loops = FlexibleLoopKinematics(tree, closure_set)
+        else:
+            from .loop_kinematics import RigidLoopKinematics
+            loops = RigidLoopKinematics(tree, closure_set)
     couplings = None
     if mimic:
         from ..mimic import read_mimics

@@ -321,13 +321,23 @@ class Constraints:
         `elastic` is True. When Newton from q (with a backtracking line search on |g|) fails, the
         independent coordinates are reached by continuation from the last assembled configuration
         and from the assembled neutral one, then from ASSEMBLY_STARTS other guesses of the
-        dependent coordinates. Raises ValueError naming the held coordinates and the worst
-        closure when none closes the rows: the configuration is then out of the mechanism's
-        reach."""
+        dependent coordinates; when the elastic coordinates as given keep the loops open, they
+        are moved too. Raises ValueError naming the held coordinates and the worst closure when
+        none closes the rows: the configuration is then out of the mechanism's reach."""
         q = np.array(q, dtype=float)
         if self.empty:
             return q
-        movable = np.arange(self.nv) if elastic else self.rigid_dofs
+        if not elastic and len(self.rigid_dofs) < self.nv:
+            try:
+                return self._assemble(q, independent, max_iterations, self.rigid_dofs)
+            except ValueError:
+                # a given deformation can put the cut out of the joints' reach: move the
+                # elastic coordinates too
+                pass
+        return self._assemble(q, independent, max_iterations, np.arange(self.nv))
+
+    def _assemble(self, q, independent, max_iterations, movable):
+        """assemble(), moving only the dofs `movable`."""
         if independent is not None:
             candidates = [self.dofs(independent)]
         else:

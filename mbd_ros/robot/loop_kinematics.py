@@ -8,12 +8,9 @@ bodies, and the cut wrenches. How they are computed depends on the tree:
 - RigidLoopKinematics: cut frames fixed in rigid bodies; kernels/closed_loop.py computes the cut
   rows, G_l and gamma from the RNEA's accelerations, and offers the seeds' recursive forward
   dynamics [000] (with a C entry) and the body-coordinate descriptor formalism.
-- FlexibleLoopKinematics: a cut frame on a flexible link rides on the DEFORMED point of its
-  origin (like a child joint), so G_l has elastic columns. The frames' twist Jacobians come from
-  kernels/flexible_frames.py, the residuals and their frame Jacobians from closure_kinematics;
-  gamma uses the frames' velocity-product accelerations a = d/dt (J(q) v)|qdd=0 by a central
-  difference along q (+) h v (h ~ 1e-6 / |v|: error ~h^2 |v|^3, ~1e-12 relative). No recursive
-  solver: the constrained dynamics are solved densely (constraints.py).
+- FlexibleLoopKinematics (flexible_loops.py): a cut frame on a flexible link rides on the
+  DEFORMED point of its origin, so G_l has elastic columns; no recursive solver (the constrained
+  dynamics are solved densely, constraints.py).
 
 Both share the constructor's checks (CutSet) and return copies; they run on the tree's loaded
 workspace under the Robot's lock.
@@ -25,15 +22,12 @@ import numpy as np
 from .. import layout as L
 from ..errors import ModelError
 from ..kernels import closure_kinematics as ck
-from ..kernels import flexible_forces as ff
-from ..kernels import flexible_frames as fr
 from ..kernels.closed_loop import add_loop_loads as _add_loop_loads
 from ..kernels.closed_loop import closed_loop_forward_dynamics as _closed_loop_fd
 from ..kernels.closed_loop import cut_rows as _cut_rows
 from ..kernels.closed_loop import cut_wrenches as _cut_wrenches
 from ..kernels.closed_loop import loop_jacobian as _loop_jacobian
 from ..kernels.closed_loop import world_poses as _world_poses
-from ..flexible import layout as F
 
 # The loop workspace grows with the square of the constraint rows; refuse absurd sizes.
 MAX_LOOP_WORKSPACE_BYTES = 2**30
@@ -170,119 +164,3 @@ class RigidLoopKinematics(CutSet):
                 + (tree.nq, tree.nv, self.n_constraints))
         return (entry("closed_loop", "forward_dynamics"), bound, dims,
                 (tree.nq, tree.nv, tree.nv, tree.nv), 0)
-
-
-class FlexibleLoopKinematics(CutSet):
-    """Cut frames at deformed points of a flexible tree (see the module docstring)."""
-
-    recursive = False
-
-    def __init__(self, tree, closure_set):
-        super().__init__(tree, closure_set)
-        from .force_loads import frame_ends
-        ends, rows = [], []
-        for spec, (link_a, link_b), code in zip(self.specs, self.links, self.codes):
-            ends += [(link_a, np.asarray(spec.parent_origin, float)),
-                     (link_b, np.asarray(spec.child_origin, float))]
-            row = ck.cut_row(spec)
-            # each cut frame is its own "body": frames at the body origin, aligned by Q
-            align = row[ck.CUT_ALIGN:ck.CUT_ALIGN + 9]
-            row[ck.CUT_A_ROT:ck.CUT_A_ROT + 9] = align
-            row[ck.CUT_B_ROT:ck.CUT_B_ROT + 9] = align
-            row[ck.CUT_A_POS:ck.CUT_A_POS + 3] = 0.0
-            row[ck.CUT_B_POS:ck.CUT_B_POS + 3] = 0.0
-            row[ck.CUT_CHILD_ROT:ck.CUT_CHILD_ROT + 9] = np.eye(3).ravel()
-            rows.append(row)
-        self.cut_data = np.array(rows)
-        self.frame_int, self.frame_float, self.frame_data, _ = frame_ends(tree, ends)
-        n_ends = len(ends)
-        self.frame_state = np.zeros((n_ends, ff.END_STATE_WIDTH))
-        self.frame_jac = np.zeros((n_ends, 6, tree.nv))
-        self.frame_twist = np.zeros((n_ends, 6, 1))
-        self.unit_v = np.zeros(tree.nv)
-        self._zero_v = np.zeros(tree.nv)
-
-    def _frame_twists(self, q, v):
-        """(n_ends, 6) twists of the cut frames at (q, v), their own axes; poses in frame_state."""
-        t = self.tree
-        fr.frame_states(t.fint, t.ffloat, t.fdata, t.work, t.fwork, self.frame_int,
-                        self.frame_float, self.frame_data, q, v, self.frame_state,
-                        self.frame_twist)
-        return self.frame_twist[:, :, 0].copy()
-
-    def _cut_terms(self, q, v):
-        """Per cut: (rows slice, residual, G_A (b_s, 6), G_B (b_s, 6), gamma2) at (q, v)."""
-        twists = self._frame_twists(q, v)
-        st = self.frame_state
-        terms = []
-        for s, code in enumerate(self.codes):
-            a, b = 2 * s, 2 * s + 1
-            n = ck.CUT_ROWS[code]
-            residual, bias = np.zeros(6), np.zeros(6)
-            jac_a, jac_b = np.zeros((6, 6)), np.zeros((6, 6))
-            ck.closure_kinematics(code, self.cut_data[s],
-                                  np.ascontiguousarray(st[a, ff.ES_R:ff.ES_R + 9]),
-                                  np.ascontiguousarray(st[a, ff.ES_X:ff.ES_X + 3]),
-                                  np.ascontiguousarray(twists[a]),
-                                  np.ascontiguousarray(st[b, ff.ES_R:ff.ES_R + 9]),
-                                  np.ascontiguousarray(st[b, ff.ES_X:ff.ES_X + 3]),
-                                  np.ascontiguousarray(twists[b]), residual, jac_a, jac_b, bias)
-            terms.append((self.rows[s], residual[:n], jac_a[:n], jac_b[:n], bias[:n]))
-        return terms
-
-    def state(self, q, v):
-        """(g (b,), G_l (b, nv), G_l v (b,)) at (q, v), elastic columns included."""
-        t = self.tree
-        fr.frame_jacobians(t.fint, t.ffloat, t.fdata, t.work, t.fwork, self.frame_int,
-                           self.frame_float, self.frame_data, q, self.unit_v, self.frame_state,
-                           self.frame_jac)
-        frames = self.frame_jac.copy()
-        g = np.zeros(self.n_constraints)
-        jacobian = np.zeros((self.n_constraints, t.nv))
-        for s, (rows, residual, jac_a, jac_b, _) in enumerate(self._cut_terms(q, self._zero_v)):
-            g[rows] = residual
-            jacobian[rows] = jac_a @ frames[2 * s] + jac_b @ frames[2 * s + 1]
-        return g, jacobian, jacobian @ v
-
-    def bias(self, q, v):
-        """gamma (b,): G_A a_A + G_B a_B + gamma2 (module docstring)."""
-        t = self.tree
-        h = 1e-6 / max(1.0, float(np.abs(v).max(initial=0.0)))
-        stage = np.empty(t.nq)
-        t.integrate(q, v, h, stage)
-        plus = self._frame_twists(stage, v)
-        t.integrate(q, v, -h, stage)
-        minus = self._frame_twists(stage, v)
-        acc = (plus - minus) / (2.0 * h)
-        gamma = np.zeros(self.n_constraints)
-        for s, (rows, _, jac_a, jac_b, bias) in enumerate(self._cut_terms(q, v)):
-            gamma[rows] = jac_a @ acc[2 * s] + jac_b @ acc[2 * s + 1] + bias
-        return gamma
-
-    def add_loads(self, q, lam):
-        """Add each cut frame's wrench jac^T lambda (its axes, about its deformed origin), moved
-        to its body's reference frame (f_b = R f, t_b = R t + u x f_b), to the loads at q. Loads
-        on links welded to a cut link are not split per fixed joint."""
-        t = self.tree
-        terms = self._cut_terms(q, self._zero_v)       # frame poses at q (frame_state)
-        t.kinematics(q)
-        st = self.frame_state
-        for s, (rows, _, jac_a, jac_b, _) in enumerate(terms):
-            for end, jac in ((2 * s, jac_a), (2 * s + 1, jac_b)):
-                wrench = jac.T @ lam[rows]
-                body = int(self.frame_int[end, ff.END_BODY])
-                if body <= 0:
-                    continue                                 # on the ground
-                body_rot = t.work[body, F.WORLD_ROT:F.WORLD_ROT + 9].reshape(3, 3)
-                rot = body_rot.T @ st[end, ff.ES_R:ff.ES_R + 9].reshape(3, 3)
-                force = rot @ wrench[:3]
-                torque = rot @ wrench[3:] + np.cross(st[end, ff.ES_U:ff.ES_U + 3], force)
-                t.add_body_loads(body, self.links[s][end % 2], np.concatenate([force, torque]))
-
-    def cut_wrenches(self, q, lam):
-        """(n_cuts, 6): G_B^T lambda of each cut's rows, in the (deformed) child-side cut frame
-        about its origin, at q."""
-        out = np.zeros((len(self.specs), 6))
-        for s, (rows, _, _, jac_b, _) in enumerate(self._cut_terms(q, self._zero_v)):
-            out[s] = jac_b.T @ lam[rows]
-        return out

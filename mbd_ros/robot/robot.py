@@ -39,7 +39,6 @@ from ..kernels.finite import all_finite
 from . import arguments as A
 from . import prescribed as P
 from .constraints import PROJECTION_TOLERANCE, Constraints, StepReport, null_space
-from .forces import ForceElements
 
 _EMPTY = A.EMPTY
 
@@ -104,7 +103,10 @@ class Robot:
         self._prescribed = P.PrescribedPlans(model, self.nv)
         self._simulators = {}          # robot.step's Simulators (integrators.py)
         self._default_max_step = None  # robot.step's default substep (integrators.py)
-        self._forces = ForceElements(tree, forces or (), force_source) if forces else None
+        self._forces = None
+        if forces:
+            from .forces import ForceElements   # here: the element kernels load on demand
+            self._forces = ForceElements(tree, forces, force_source)
         self._constraints = Constraints(self, loops, closure_set, mimic)
         self._mimic = mimic
         self._scratch = np.zeros(self.nv)
@@ -853,6 +855,7 @@ class Robot:
             raise ValueError("a force must be a callable fn(t, q, v) -> (nv,) generalized forces "
                              f"or {{link: wrench}}, got {excerpt(fn, 80)}")
         if self._forces is None:
+            from .forces import ForceElements
             self._forces = ForceElements(self._tree)
             self._update_paths()
             self.drop_c_calls()   # the C-level FD/ID entries do not evaluate callbacks
@@ -864,7 +867,10 @@ class Robot:
         """ForceElementValues at (q, v): names, tension/torque (`force`), length/deflection
         (`length`), their rate, and bushing wrenches and deflections (forces.py)."""
         q, v, _ = self._checked(q, v, _EMPTY, "")
-        forces = self._forces if self._forces is not None else ForceElements(self._tree)
+        if self._forces is None:
+            from .forces import ForceElements
+            return ForceElements(self._tree).element_values(q, v)
+        forces = self._forces
         return forces.element_values(q, v)
 
     # ------------------------------------------------------------------ simulation
