@@ -217,7 +217,10 @@ def warm_numba_cache(robot):
     warm before node processes start (they would otherwise each compile, ~20 s on 2 cores)."""
     q, z = robot.neutral(), np.zeros(robot.nv)
     robot.forward_dynamics(q, z, z)
-    robot.inverse_dynamics(q, z, z)
-    robot.joint_wrenches(q, z, z)
+    try:   # a closed loop's neutral q may be open: its inverse dynamics then refuse (compiled)
+        robot.inverse_dynamics(q, z, z)
+        robot.joint_wrenches(q, z, z)
+    except ValueError:
+        pass
     robot.integrate(q, z, 1e-3)
     robot.compile_c_calls()   # the C entries (mbd_ros/fastcall) the nodes install at configure

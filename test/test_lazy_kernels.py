@@ -61,7 +61,7 @@ def test_a_call_from_another_jitted_function_compiles_the_signature():
 def test_import_mbd_ros_compiles_no_kernel():
     """In a fresh interpreter: after importing the package (and the kernel modules), no entry
     point has a compiled (or cache-loaded) variant."""
-    code = ("import mbd_ros, mbd_ros.robot, mbd_ros.loops\n"
+    code = ("import mbd_ros, mbd_ros.robot, mbd_ros.robot.constraints, mbd_ros.robot.loop_kinematics\n"
             "from mbd_ros.kernels import aba, rnea, crba, kinematics, configuration, wrenches, closed_loop\n"
             "ks = [aba.forward_dynamics, rnea.inverse_dynamics, crba.mass_matrix, kinematics.check_state,\n"
             "      kinematics.forward_kinematics, configuration.integrate, configuration.mechanical_energy,\n"

@@ -331,9 +331,18 @@ class Constraints:
             try:
                 return self._assemble(q, independent, max_iterations, self.rigid_dofs)
             except ValueError:
-                # a given deformation can put the cut out of the joints' reach: move the
-                # elastic coordinates too
                 pass
+            # a given deformation can put the cut out of the joints' reach: close the loops with
+            # the structure at rest, then give it the deformation back and correct every
+            # coordinate by minimum-norm steps (a small change, not a stiff mode driven far)
+            model = self.robot.model
+            at_rest = q.copy()
+            at_rest[model.nq:] = 0.0
+            closed = self._assemble(at_rest, independent, max_iterations, self.rigid_dofs)
+            closed[model.nq:] = q[model.nq:]
+            closed, residual = self._close_min_norm(closed, np.arange(self.nv), max_iterations)
+            if residual < ASSEMBLY_TOLERANCE:
+                return closed
         return self._assemble(q, independent, max_iterations, np.arange(self.nv))
 
     def _assemble(self, q, independent, max_iterations, movable):
@@ -506,20 +515,13 @@ class Constraints:
         projection: it removes no energy of the admissible motion). fixed: v indices held
         (prescribed joints); the corrections then act on the other coordinates only."""
         robot = self.robot
-        q = np.array(q, dtype=float)
         v = np.array(v, dtype=float)
         free = np.setdiff1d(np.arange(self.nv), fixed) if fixed is not None else np.arange(self.nv)
-        step = np.zeros(self.nv)
-        zero = np.zeros(self.nv)
-        for _ in range(max_iterations):
-            g, jacobian, _ = self.state(q, zero)
-            if np.abs(g).max(initial=0.0) < ASSEMBLY_TOLERANCE:
-                break
-            step[free] = -np.linalg.lstsq(jacobian[:, free], g, rcond=RANK_TOLERANCE)[0]
-            q = robot.integrate(q, step, 1.0)
-        else:
+        q, residual = self._close_min_norm(np.array(q, dtype=float), free, max_iterations)
+        if residual >= ASSEMBLY_TOLERANCE:
             q = self.assemble(q)
             return q, self.project_velocity(q, v)
+        jacobian = self.state(q, np.zeros(self.nv))[1]
         if jacobian.shape[0]:
             mass = robot.mass_matrix(q)[np.ix_(free, free)]
             jacobian_free = jacobian[:, free]
@@ -527,6 +529,20 @@ class Constraints:
             v[free] = v[free] - m_inv_gt @ (np.linalg.pinv(jacobian_free @ m_inv_gt,
                                                            rcond=RANK_TOLERANCE) @ (jacobian @ v))
         return q, v
+
+    def _close_min_norm(self, q, free, max_iterations):
+        """Gauss-Newton with minimum-norm steps on the dofs `free`, q <- q (+) (-G_f^+ g), until
+        |g| < ASSEMBLY_TOLERANCE or max_iterations. Returns (q, max |g|)."""
+        step = np.zeros(self.nv)
+        zero = np.zeros(self.nv)
+        for _ in range(max_iterations):
+            g, jacobian, _ = self.state(q, zero)
+            residual = float(np.abs(g).max(initial=0.0))
+            if residual < ASSEMBLY_TOLERANCE:
+                return q, residual
+            step[free] = -np.linalg.lstsq(jacobian[:, free], g, rcond=RANK_TOLERANCE)[0]
+            q = self.robot.integrate(q, step, 1.0)
+        return q, float(np.abs(self.state(q, zero)[0]).max(initial=0.0))
 
     def analyze(self, q, samples=5, rng=0):
         """LoopAnalysis at q: DOF by Grübler-Kutzbach and by the rank of G, redundant

@@ -109,6 +109,16 @@ class Robot:
             self._forces = ForceElements(tree, forces, force_source)
         self._constraints = Constraints(self, loops, closure_set, mimic)
         self._mimic = mimic
+        # the constraints, as read: closures (names, types, file, actuated joints, loop rows b)
+        # and mimic couplings (T (nv, nz): v = T z with z the independent velocities)
+        self.closure_names = self._constraints.closure_names
+        self.closure_types = self._constraints.closure_types
+        self.closure_set = closure_set
+        self.actuated_joints = self._constraints.actuated_joints
+        self.n_constraints = self._constraints.n_loop_rows
+        self.mimic_joints = list(mimic.joints) if mimic is not None else []
+        self.mimic_coupling = mimic.coupling if mimic is not None else np.eye(self.nv)
+        self.mimic_independent = mimic.independent if mimic is not None else np.arange(self.nv)
         self._scratch = np.zeros(self.nv)
         self._total_tau = np.zeros(self.nv)
         self._free_calls = dict(tree.free_calls)   # replaced by the C entries once installed
@@ -687,30 +697,6 @@ class Robot:
 
     # ------------------------------------------------------------------ constraints
     @property
-    def closure_names(self):
-        """Names of the declared loop closures (cut joints), in file order."""
-        return self._constraints.closure_names
-
-    @property
-    def closure_types(self):
-        return self._constraints.closure_types
-
-    @property
-    def closure_set(self):
-        """The closures file as read (ClosureSet), or None."""
-        return self._constraints.closure_set
-
-    @property
-    def actuated_joints(self):
-        """Drives of a closed-loop mechanism (the closures file's `actuated`)."""
-        return self._constraints.actuated_joints
-
-    @property
-    def n_constraints(self):
-        """Constraint rows of the loop closures (b)."""
-        return self._constraints.n_loop_rows
-
-    @property
     def baumgarte(self):
         """(alpha, beta): Baumgarte gains of forward_dynamics, finite and >= 0 (docs/theory.md §6)."""
         return self._constraints.baumgarte
@@ -728,21 +714,6 @@ class Robot:
     def last_step(self):
         """Residuals (and energy) after the last step() of a constrained robot, else None."""
         return self._constraints.last_step
-
-    @property
-    def mimic_joints(self):
-        """Joints coupled to a leader by URDF <mimic> (load(..., mimic=True))."""
-        return list(self._mimic.joints) if self._mimic is not None else []
-
-    @property
-    def mimic_coupling(self):
-        """T (nv, nz): v = T z with z the independent velocities (identity without mimics)."""
-        return self._mimic.coupling if self._mimic is not None else np.eye(self.nv)
-
-    @property
-    def mimic_independent(self):
-        """(nz,) the v indices of the independent coordinates."""
-        return self._mimic.independent if self._mimic is not None else np.arange(self.nv)
 
     def apply_mimic(self, q, v=None):
         """q (and v) with every mimicking joint set from its leader: q_m = r q_l + o, v_m = r v_l
