@@ -15,6 +15,7 @@ def make_flexible_robot(tree, model, flexible, closures=None):
     from .robot import FlexibleRobot
     specs = read_flexible(flexible, model.link_names)
     built = build_flexible(tree, model, specs)
+    model = built.model      # welded flexible links split into bodies of their own (split.py)
     if closures is None:
         return FlexibleRobot(model, built)
     from ..closures import read_closures

@@ -151,7 +151,7 @@ def frame_ends(robot, ends):
         end_float[row, ff.END_ROT:ff.END_ROT + 9] = frame_rot.ravel()
         if body > 0 and fint[body, F.NF] > 0:
             fb = by_body[body]
-            Phi_t, Phi_r = fb.shapes(c)
+            Phi_t, Phi_r = fb.frame_shapes(link, c)   # welded links: at their attachment
             end_int[row, ff.END_NF] = fb.n_modes
             end_int[row, ff.END_IQF] = fb.iq
             end_int[row, ff.END_IVF] = fb.iv

@@ -497,45 +497,9 @@ class FlexibleRobot(Robot):
 
 
     def _welded_on_flexible_wrench(self, link, below, q, v, qdd):
-        """Fixed joint above `link`, welded to a flexible link: Newton-Euler of the welded links as
-        the model moves them (rigid attachments at the deformed points of their centres of mass,
-        see build.py): f_j = m_j a_j (gravity in a_j), torque u_j x f_j + J_j (alpha + Psi_j
-        qdd_f) + w x J_j (w + Psi_j qd_f), plus the movable joints hanging from them; about the
-        deformed link origin, in the link's deformed axes."""
-        model, work, tree_links = self.model, self._work, self._tree_links
-        body = model.link_int[link, L.LINK_BODY]
-        fb = next(f for f in self.flexible.bodies if f.body == body)
-        sl = slice(fb.iq, fb.iq + fb.n_modes)
-        qf, vf, af = q[sl], v[sl], qdd[sl]
-        vel, acc = work[body, F.VEL:F.VEL + 6], work[body, F.ACC:F.ACC + 6]
-        w, alpha = vel[3:], acc[3:]
-        a_origin = acc[:3] + np.cross(w, vel[:3])      # classical, gravity included
-        total = np.zeros(6)
-        for index in below:
-            spec = tree_links[self.link_names[index]]
-            if spec.mass <= 0:
-                continue
-            rot = model.link_float[index, L.LINK_ROT:L.LINK_ROT + 9].reshape(3, 3)
-            pos = model.link_float[index, L.LINK_POS:L.LINK_POS + 3]
-            com = rot @ spec.com + pos
-            N, Psi = fb.shapes(com)
-            u = com + N @ qf
-            a = (a_origin + np.cross(alpha, u) + np.cross(w, np.cross(w, u))
-                 + 2 * np.cross(w, N @ vf) + N @ af)
-            J = rot @ spec.inertia @ rot.T
-            f = spec.mass * a
-            total[:3] += f
-            total[3:] += (np.cross(u, f) + J @ (alpha + Psi @ af)
-                          + np.cross(w, J @ (w + Psi @ vf)))
-        for child in range(1, self._fint.shape[0]):
-            if self._fint[child, F.PARENT] == body and model.body_int[child, L.PARENT_LINK] in below:
-                X = work[child, F.X_MAT:F.X_MAT + 36].reshape(6, 6)
-                total += X.T @ work[child, F.FORCE:F.FORCE + 6]
-        Phi_t, Phi_r, _ = self.flexible.link_shapes[link]
-        rot = cayley(Phi_r @ qf) @ model.link_float[link, L.LINK_ROT:L.LINK_ROT + 9].reshape(3, 3)
-        pos = model.link_float[link, L.LINK_POS:L.LINK_POS + 3] + Phi_t @ qf
-        force = total[:3]
-        return np.concatenate([rot.T @ force, rot.T @ (total[3:] - np.cross(pos, force))])
+        """Fixed joint above `link`, welded to a flexible link (flexible/attachment.py)."""
+        from .attachment import welded_wrench
+        return welded_wrench(self, link, below, q, v, qdd)
 
 
 def _cross_force(v, h):
