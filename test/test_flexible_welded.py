@@ -414,3 +414,12 @@ def test_spring_on_the_welded_beam_is_minus_gradient_of_its_potential():
         grad = np.array([(V(q + h * e) - V(q - h * e)) / (2 * h) for e in np.eye(without.nq)])
         assert np.abs(Q[without.elastic_v_indices]).max() > 1e-3     # the elastic rows are loaded
         np.testing.assert_allclose(Q, -grad, rtol=0, atol=1e-6 * np.abs(Q).max())
+
+
+def test_massless_link_beyond_a_welded_beam_is_named():
+    """A joint that moves no mass (link2 massless) beyond the welded beam's 0-dof body: the load
+    error names that joint (bodies and joints are numbered apart once a welded flexible link is
+    a body of its own)."""
+    text = flange_urdf("fixed", True).replace(f'<mass value="{M2}"/>', '<mass value="0"/>')
+    with pytest.raises(mbd_ros.ModelError, match="joint 'j2' moves no mass"):
+        load_quiet(text, flexible=beam_entry(BEAM_L, 2e-4, 2e-9, 1e-9, modes=6, torsion=True))

@@ -410,9 +410,17 @@ class FlexibleRobot(Robot):
                                     q, zero, zero, self._tau_scratch)
         if status >= L.STATUS_SINGULAR:
             body = status - L.STATUS_SINGULAR
-            raise ModelError(f"{self.model.source}: joint '{self.joint_names[body - 1]}' moves no "
+            raise ModelError(f"{self.model.source}: joint '{self._body_joint_name(body)}' moves no "
                              "mass or inertia (or a flexible link's modes move no mass): its "
                              "acceleration is undefined")
+
+    def _body_joint_name(self, body):
+        """Name of the joint above `body`: its movable joint (Robot's), or the fixed joint of a
+        flexible link welded to its parent (a body of its own, flexible/split.py)."""
+        if self.model.body_int[body, L.JOINT_TYPE] == L.JOINT_FIXED:
+            row = int(np.flatnonzero(self.model.wrench_rows[:, 0] == body)[0])
+            return self.wrench_joint_names[row]
+        return Robot._body_joint_name(self, body)
 
     def _check_fast(self, q, v):
         """Nonzero status when q (nq,) or v (nv,) float64 arrays are not finite or a quaternion
@@ -430,7 +438,7 @@ class FlexibleRobot(Robot):
     def _raise(self, status, q, v, x, out, x_name):
         if status >= L.STATUS_SINGULAR:
             body = status - L.STATUS_SINGULAR
-            raise ValueError(f"joint '{self.joint_names[body - 1]}': the articulated inertia is "
+            raise ValueError(f"joint '{self._body_joint_name(body)}': the articulated inertia is "
                              "singular")
         super()._raise(status, q, v, x, out, x_name)
 
