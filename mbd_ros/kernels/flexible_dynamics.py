@@ -39,7 +39,9 @@ joints on rigid parents and rigid bodies take the rigid kernel's inlined steps (
 
 Every joint type of the rigid kernels works here (revolute and prismatic inline; spherical, free,
 planar, cylindrical, helical through kernels/kinematics.py joint_pose and a k-column articulated
-step), above or below flexible bodies, and a floating base (a free root joint).
+step), above or below flexible bodies, and a floating base (a free root joint); a flexible link
+welded to its parent is a body with a 0-dof JOINT_FIXED joint (flexible/split.py): its pose is the
+node's, and the articulated step passes its I^A, p^A + I^A c to the parent unchanged.
 Kernels never raise: they return a status (mbd_ros.layout STATUS_*).
 """
 import math
