@@ -54,7 +54,7 @@ def static_deflection(robot):
     return q
 
 
-# ------------------------------------------------------------------------- beam clamped to the ground
+# --------------------------------------------------------------------- beam clamped to the ground
 def test_clamped_beam_frequencies_match_euler_bernoulli():
     """A beam welded to the ground has no joint coordinate, only its modes; the eigenvalues of the
     linearised forward dynamics give omega_k = (beta_k L)^2 sqrt(E I / (rho A L^4)) with
@@ -70,7 +70,10 @@ def test_clamped_beam_frequencies_match_euler_bernoulli():
                           - robot.forward_dynamics(q0 - h * e, v0, tau)) / (2 * h)
                          for e in np.eye(robot.nq)])
     omega = np.sort(np.sqrt(-np.linalg.eigvals(J).real))
-    scale = lambda inertia: np.sqrt(ALUMINIUM["E"] * inertia / (ALUMINIUM["density"] * A * L ** 4))  # noqa: E731
+
+    def scale(inertia):
+        return np.sqrt(ALUMINIUM["E"] * inertia / (ALUMINIUM["density"] * A * L ** 4))
+
     expected = np.sort([1.8751 ** 2 * scale(Iy), 1.8751 ** 2 * scale(Iz), 4.6941 ** 2 * scale(Iy),
                         4.6941 ** 2 * scale(Iz)])
     np.testing.assert_allclose(omega, expected, rtol=0.01)
@@ -98,7 +101,7 @@ def test_clamped_beam_static_deflection_and_clamp_wrench():
                                rtol=0, atol=1e-9 * (m + m_t) * G)
 
 
-# ------------------------------------------------------------------------- a flexible link on a flange
+# --------------------------------------------------------------------- a flexible link on a flange
 TOOL_POINTS = (np.array([0.05, 0.08, 0.04, 0.03]),                    # kg
                np.array([[-0.06, 0.01, 0.03], [0.02, -0.02, 0.01],    # tool frame, m
                          [-0.03, 0.03, -0.02], [0.04, 0.0, 0.05]]))
@@ -312,7 +315,10 @@ def test_welded_beam_energy_conservation_rk4():
     assert dt * 2 * np.pi * robot.highest_frequency(q) < 1.0
     sim = Simulator(robot, dt, "rk4", q=q, v=v)
     tau = np.zeros(robot.nv)
-    energy = lambda: robot.kinetic_energy(sim.q, sim.v) + robot.potential_energy(sim.q)  # noqa: E731
+
+    def energy():
+        return robot.kinetic_energy(sim.q, sim.v) + robot.potential_energy(sim.q)
+
     e0, worst, elastic_seen = energy(), 0.0, 0.0
     for k in range(int(2.0 / dt)):
         sim.step(tau)
