@@ -429,3 +429,68 @@ def test_massless_link_beyond_a_welded_beam_is_named():
     text = flange_urdf("fixed", True).replace(f'<mass value="{M2}"/>', '<mass value="0"/>')
     with pytest.raises(mbd_ros.ModelError, match="joint 'j2' moves no mass"):
         load_quiet(text, flexible=beam_entry(BEAM_L, 2e-4, 2e-9, 1e-9, modes=6, torsion=True))
+
+
+CHAIN_OF_WELDS = """<?xml version="1.0"?>
+<robot name="welds"><link name="base"/>
+  <link name="b1"><inertial><mass value="1"/><inertia ixx="1e-3" ixy="0" ixz="0" iyy="1e-3"
+    iyz="0" izz="1e-3"/></inertial></link>
+  <link name="b2"><inertial><mass value="1"/><inertia ixx="1e-3" ixy="0" ixz="0" iyy="1e-3"
+    iyz="0" izz="1e-3"/></inertial></link>
+  <link name="tool"><inertial><origin xyz="0.02 0 0.01"/><mass value="0.1"/><inertia ixx="1e-5"
+    ixy="0" ixz="0" iyy="2e-5" iyz="0" izz="2e-5"/></inertial></link>
+  <link name="l3"><inertial><origin xyz="0.1 0 0"/><mass value="0.2"/><inertia ixx="1e-5"
+    ixy="0" ixz="0" iyy="2e-5" iyz="0" izz="2e-5"/></inertial></link>
+  <joint name="j1" type="continuous"><parent link="base"/><child link="b1"/>
+    <axis xyz="0 1 0"/></joint>
+  <joint name="weld" type="fixed"><parent link="b1"/><child link="b2"/>
+    <origin xyz="0.5 0 0" rpy="0.3 0.2 0"/></joint>
+  <joint name="tool_mount" type="fixed"><parent link="b2"/><child link="tool"/>
+    <origin xyz="0.4 0 0"/></joint>
+  <joint name="j3" type="spherical"><parent link="tool"/><child link="l3"/>
+    <origin xyz="0.05 0 0"/></joint>
+</robot>"""
+
+
+def test_wrench_of_a_tool_welded_to_a_welded_beam_with_a_spherical_child():
+    """A flexible beam welded to another flexible beam, a tool welded to its tip carrying a link
+    on a spherical joint (q and v of different sizes): the tool_mount force equals
+    m_tool (a_com - g) plus the force j3 passes on to l3, with a_com from second differences of
+    the tool's pose along the motion (relative 1e-5: undeformed at this instant, small elastic
+    rates, so the pose's Cayley rotation and the model's linearised attachment differ by
+    O(|g'|^2 d) accelerations); FD(ID) holds (1e-9)."""
+    e1 = beam_entry(0.5, 2e-4, 2e-9, 1e-9, modes=4, torsion=True)["flexible_links"][0]
+    e2 = beam_entry(0.4, 1e-4, 1e-9, 1e-9, modes=3, torsion=True)["flexible_links"][0]
+    e1["link"], e2["link"] = "b1", "b2"
+    robot = load_quiet(CHAIN_OF_WELDS, flexible={"flexible_links": [e1, e2]})
+    assert robot.nq == robot.nv + 1
+    rng = np.random.default_rng(6)
+    q = robot.random_configuration(rng)
+    v = rng.normal(size=robot.nv)
+    v[robot.elastic_v_indices] *= 1e-3
+    tau = rng.normal(size=robot.nv) * 0.1
+    tau[robot.elastic_v_indices] = 0.0
+    qdd = robot.forward_dynamics(q, v, tau)
+    np.testing.assert_allclose(robot.inverse_dynamics(q, v, qdd), tau, rtol=1e-9, atol=1e-9)
+    W = robot.joint_wrenches(q, v, qdd)
+    mount = W[robot.wrench_joint_names.index("tool_mount")]
+    j3 = W[robot.wrench_joint_names.index("j3")]
+    com = np.array([0.02, 0.0, 0.01])
+
+    def com_world(x):
+        pose = robot.link_pose(x, "tool")
+        return pose[:3, 3] + pose[:3, :3] @ com
+
+    def moved(x, dx, h):
+        # q along the motion; the spherical joint's quaternion (q[1:5]) is integrated exactly
+        return robot.integrate(x, dx, h)
+
+    def acc(h):
+        qp = moved(q, v + 0.5 * h * qdd, h)
+        qm = moved(q, -v + 0.5 * h * qdd, h)
+        return (com_world(qp) - 2 * com_world(q) + com_world(qm)) / h ** 2
+
+    a = (4 * acc(2e-5) - acc(4e-5)) / 3
+    expected = 0.1 * (a - np.array([0, 0, -G])) + robot.link_pose(q, "l3")[:3, :3] @ j3[:3]
+    got = robot.link_pose(q, "tool")[:3, :3] @ mount[:3]
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5 * np.abs(expected).max())

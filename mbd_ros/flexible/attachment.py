@@ -99,8 +99,8 @@ def welded_wrench(robot, link, below, q, v, qdd):
     model, work, fint = robot.model, robot._work, robot._fint
     body = model.link_int[link, L.LINK_BODY]
     fb = next(f for f in robot.flexible.bodies if f.body == body)
-    sl = slice(fb.iq, fb.iq + fb.n_modes)
-    qf, vf, af = q[sl], v[sl], qdd[sl]
+    qf = q[fb.iq:fb.iq + fb.n_modes]
+    vf, af = v[fb.iv:fb.iv + fb.n_modes], qdd[fb.iv:fb.iv + fb.n_modes]
     vel, acc = work[body, F.VEL:F.VEL + 6], work[body, F.ACC:F.ACC + 6]
     w, alpha = vel[3:], acc[3:]
     a_origin = acc[:3] + np.cross(w, vel[:3])            # classical, gravity included
