@@ -494,3 +494,45 @@ def test_wrench_of_a_tool_welded_to_a_welded_beam_with_a_spherical_child():
     expected = 0.1 * (a - np.array([0, 0, -G])) + robot.link_pose(q, "l3")[:3, :3] @ j3[:3]
     got = robot.link_pose(q, "tool")[:3, :3] @ mount[:3]
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+def test_closed_loop_onto_a_clamped_beam():
+    """Crank and coupler closed by a spherical cut onto the deformed tip of a beam clamped to the
+    ground (the four-bar of test_flexible_loops.py with its rocker welded): the closure Jacobian
+    (elastic columns included) equals central differences of the residuals (h = 1e-6: relative
+    1e-7), and forward dynamics with a crank drive satisfies G_l qdd = -gamma (1e-8 of |gamma|)."""
+    from test_flexible_loops import CLOSURES, FOURBAR
+    a, b, c, d, crank = 0.2, 0.6, 0.5, 0.5, 0.7      # the four-bar's links and a crank angle
+    crank_tip = np.array([a * np.cos(crank), -a * np.sin(crank)])
+    dist = np.linalg.norm(np.array([d, 0.0]) - crank_tip)
+    direction = (np.arctan2(*(np.array([d, 0.0]) - crank_tip)[::-1])
+                 + np.arccos((b * b + dist * dist - c * c) / (2 * b * dist)))
+    tip = crank_tip + b * np.array([np.cos(direction), np.sin(direction)])
+    rocker = float(-np.arctan2(tip[1], tip[0] - d))
+    text = FOURBAR.replace('<joint name="rocker_joint" type="continuous">',
+                           '<joint name="rocker_joint" type="fixed">').replace(
+        '<origin xyz="0.5 0 0"/><axis xyz="0 1 0"/></joint>',
+        f'<origin xyz="0.5 0 0" rpy="0 {rocker!r} 0"/></joint>')
+    robot = load_quiet(text, flexible=beam_entry(0.5, 2e-4, 2e-9, 1e-9, modes=4, torsion=True),
+                       closures=CLOSURES)
+    assert robot.joint_names == ["crank_joint", "coupler_joint"]
+    q = robot.neutral()
+    q[0], q[1] = crank, -direction - crank
+    q = robot.assemble(q)
+    rng = np.random.default_rng(3)
+    q[robot.elastic_q_indices] = rng.normal(size=4) * 1e-4
+    g, G, _ = robot.loop_state(q)
+    h = 1e-6
+    fd = np.column_stack([(robot.loop_state(robot.integrate(q, e, h))[0]
+                           - robot.loop_state(robot.integrate(q, e, -h))[0]) / (2 * h)
+                          for e in np.eye(robot.nv)])
+    np.testing.assert_allclose(G, fd, rtol=0, atol=1e-7 * np.abs(G).max())
+    assert np.abs(G[:, robot.elastic_v_indices]).max() > 0.1
+    null = np.linalg.svd(G)[2][np.linalg.matrix_rank(G):].T
+    v = null @ rng.normal(size=null.shape[1]) * 0.1
+    tau = np.zeros(robot.nv)
+    tau[0] = 1.7
+    qdd = robot.forward_dynamics(q, v, tau)
+    gamma = robot._acceleration_bias(q, v)
+    np.testing.assert_allclose(G @ qdd, -gamma, rtol=0,
+                               atol=1e-8 * max(1.0, np.abs(gamma).max()))
