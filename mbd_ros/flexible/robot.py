@@ -234,9 +234,10 @@ class FlexibleRobot(Robot):
 
     def joint_wrenches(self, q, v, qdd, f_ext=None, out=None):
         """Wrench each URDF joint transmits (len(wrench_joint_names), 6), in the child link
-        frame (see Robot.joint_wrenches). Movable joints from the flexible RNEA; fixed joints of
-        rigid bodies from the links' inertias; fixed joints on flexible links are not supported
-        yet (ValueError)."""
+        frame (see Robot.joint_wrenches). Movable joints, and the fixed joint of a flexible link
+        welded to its parent (the clamp), from the flexible RNEA; fixed joints of rigid bodies
+        from the links' inertias; fixed joints of links welded to a flexible link from the
+        Newton-Euler of their attachment model (flexible/attachment.py)."""
         q, v, qdd, _ = self._state_arrays(q, v, qdd, self._tau_scratch, "qdd")
         out = _output(out, (len(self.wrench_joint_names), 6))
         if self._applied is not None and not self._applying:   # force elements load the bodies
@@ -313,8 +314,8 @@ class FlexibleRobot(Robot):
     # ------------------------------------------------------------------ kinematics, energy
     def link_pose(self, q, link):
         """(4, 4) pose of `link` in the root frame at q, deformed: links beyond a flexible link
-        follow its deformed joint origins; links welded to a flexible link sit at the deformed
-        point of their origin."""
+        follow its deformed joint origins; links welded to a flexible link ride on the deformed
+        point of their attachment (flexible/attachment.py), turned by its Cayley rotation."""
         q = _vector(q, self.nq, "q")
         index = self._link(link)
         self._check_state(q, _EMPTY, _EMPTY, "")
