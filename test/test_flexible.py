@@ -129,7 +129,7 @@ def _chain_oracle(robot):
     Jacobians by central differences), using only the builder's points and K_ff, D_ff and the
     kinematic definition of the deformed tip joint (translation Phi_t q_f, Cayley rotation of
     Phi_r q_f)."""
-    from mbd_ros.robot.flexible_tree import cayley
+    from mbd_ros.flexible.attachment import cayley
     fb = robot.flexible.bodies[0]
     pts = fb.points
     iq = fb.iq

@@ -101,9 +101,12 @@ def test_duplicate_missing_file_and_welded_link(tmp_path):
         mbd_ros.load(ARM_URDF, flexible=data)
     with pytest.raises(ModelError, match="flexible-link file not found"):
         mbd_ros.load(ARM_URDF, flexible=str(tmp_path / "none.yaml"))
+    # a link welded by a fixed joint is a flexible body of its own (a 0-dof joint), no error:
+    # test/test_flexible_welded.py checks its dynamics
     welded = {"flexible_links": [{"link": "plate", "modes": 2, "beam": arm_data()["flexible_links"][0]["beam"]}]}
-    with pytest.raises(ModelError, match="'plate' is welded to its parent by a fixed joint"):
-        mbd_ros.load(WELDED_URDF, flexible=welded)
+    with pytest.warns(UserWarning, match="URDF mass of 'plate'"):
+        robot = mbd_ros.load(WELDED_URDF, flexible=welded)
+    assert robot.elastic_names == ["plate/mode_1", "plate/mode_2"] and robot.joint_names == ["j"]
     root = {"flexible_links": [{"link": "base", "modes": 2, "beam": arm_data()["flexible_links"][0]["beam"]}]}
     with pytest.raises(ModelError, match="'base' is the fixed root"):
         mbd_ros.load(WELDED_URDF, flexible=root)

@@ -20,7 +20,9 @@ from . import layout as F
 from .beam import BeamFE
 from .modal import ModalData
 from .mode_blocks import block_pure_modes
-from .points import MassPoints, rigid_properties, shape_integrals
+from .attachment import attachment_points, equivalent_points, welded_rigid_bodies
+from .points import rigid_offset, rigid_properties, shape_integrals
+from .split import split_welded
 
 MASS_WARNING_RATIO = 0.05
 
@@ -41,6 +43,20 @@ class FlexibleBody:
     iq: int                        # first elastic coordinate in q
     iv: int                        # first elastic velocity in v
     shapes: object = field(repr=False, default=None)   # callable point (3,) -> (Phi_t, Phi_r)
+    link_index: int = -1           # the flexible link
+    attachments: dict = field(repr=False, default_factory=dict)   # welded link -> attachment a
+    welded: dict = field(repr=False, default_factory=dict)   # welded link -> its MassPoints (q_f)
+
+    def frame_shapes(self, link, point):
+        """(Phi_t, Phi_r) (3, n_modes) of a point (3,) of the body frame rigidly fixed to `link`:
+        the flexible link itself (its shapes there), or a link welded to it (the rigid motion of
+        its attachment frame, linearised: Phi_t(a) - [point - a] Phi_r(a), Phi_r(a);
+        attachment.py)."""
+        a = self.attachments.get(link)
+        if a is None:
+            return self.shapes(point)
+        Phi_t, Phi_r = self.shapes(a)
+        return rigid_offset(Phi_t, Phi_r, np.asarray(point, dtype=float) - a)
 
 
 @dataclass
@@ -57,35 +73,41 @@ class FlexibleModel:
     bodies: list                   # FlexibleBody per flexible link
     link_shapes: dict              # link index -> (Phi_t (3, n), Phi_r (3, n), FlexibleBody)
     tree_links: dict               # link name -> urdf LinkSpec (mass properties of welded links)
+    model: object = None           # the rigid Model with welded flexible links split (split.py)
 
 
 def build_flexible(tree, model, specs):
-    """FlexibleModel for the rigid `model` of `tree` with the FlexibleLinkSpec tuple `specs`."""
+    """FlexibleModel for the rigid `model` of `tree` with the FlexibleLinkSpec tuple `specs`.
+
+    A flexible link welded to its parent by a fixed joint becomes a body of its own with a 0-dof
+    joint (split.py): FlexibleModel.model is then the rigid model with those bodies split out,
+    the one the robot facade must use (link poses, wrench rows, loads)."""
     link_index = {name: i for i, name in enumerate(model.link_names)}
+    for spec in specs:
+        index = link_index[spec.link]
+        if index == 0 and model.link_int[index, L.LINK_BODY] == 0:
+            raise ModelError(f"{spec.label}: field 'link': '{spec.link}' is the fixed root of the "
+                             "robot; a flexible link must hang from a joint (movable or fixed)")
+    model = split_welded(model, tree, [link_index[spec.link] for spec in specs])
     nb = model.n_bodies
     flexible = {}                                    # body -> (spec, link index)
     for spec in specs:
         index = link_index[spec.link]
-        body = int(model.link_int[index, L.LINK_BODY])
-        if body == 0 or model.link_int[index, L.LINK_FIXED]:
-            what = ("is the fixed root of the robot" if body == 0 and index == 0 else
-                    "is welded to its parent by a fixed joint")
-            raise ModelError(f"{spec.label}: field 'link': '{spec.link}' {what}; a flexible link "
-                             "must hang from a movable joint")
-        flexible[body] = (spec, index)
+        flexible[int(model.link_int[index, L.LINK_BODY])] = (spec, index)
 
     # ---- per flexible body: points, modes, shape integrals
     bodies = {}
     nq, nv = model.nq, model.nv
     for body in sorted(flexible):
         spec, index = flexible[body]
-        extra = _fixed_children_points(tree, model, body, index)
+        attachments = attachment_points(model, index)
+        welded = welded_rigid_bodies(tree, model, attachments)
         if spec.beam is not None:
             fe = BeamFE(spec.beam)
             points_full = fe.points
             own = rigid_properties(points_full)
-            if extra is not None:
-                points_full = points_full.extend(_with_shapes(extra, fe.point_shapes))
+            for _, *rigid in welded:     # rigid bodies at their attachments (attachment.py)
+                points_full = points_full.extend(equivalent_points(*rigid, fe.point_shapes))
             if spec.modes > fe.n_dofs:
                 raise ModelError(f"{spec.label}: field 'modes': {spec.modes} modes requested, the "
                                  f"beam of {spec.beam.elements} elements has {fe.n_dofs}")
@@ -103,8 +125,8 @@ def build_flexible(tree, model, specs):
             data = ModalData(spec.modal_data, spec.modes, spec.label)
             points = data.points
             own = rigid_properties(points)
-            if extra is not None:
-                points = points.extend(_with_shapes(extra, data.point_shapes))
+            for _, *rigid in welded:
+                points = points.extend(equivalent_points(*rigid, data.point_shapes))
             K = data.K
             shapes = data.point_shapes
         n = K.shape[0]
@@ -128,7 +150,8 @@ def build_flexible(tree, model, specs):
         bodies[body] = FlexibleBody(
             link=spec.link, body=body, n_modes=n, frequencies=omega / (2 * np.pi), mass=own[0],
             com=own[1], inertia=own[2], K=0.5 * (K + K.T), D=0.5 * (D + D.T), Mff=Mff, iq=nq,
-            iv=nv, shapes=shapes)
+            iv=nv, shapes=shapes, link_index=index, attachments=attachments,
+            welded={link: equivalent_points(*rigid, shapes) for link, *rigid in welded})
         bodies[body].invariants = invariants
         bodies[body].points = points           # MassPoints in the modal coordinates q_f
         nq += n
@@ -181,7 +204,8 @@ def build_flexible(tree, model, specs):
         parent = int(fint[i, F.PARENT])
         if parent in bodies:
             fb = bodies[parent]
-            Phi_t, Phi_r = fb.shapes(ffloat[i, F.PLACEMENT_POS:F.PLACEMENT_POS + 3])
+            Phi_t, Phi_r = fb.frame_shapes(int(model.body_int[i, L.PARENT_LINK]),
+                                           ffloat[i, F.PLACEMENT_POS:F.PLACEMENT_POS + 3])
             fint[i, F.ATTACH] = offset
             blocks.append(np.concatenate([Phi_t.ravel(), Phi_r.ravel()]))
             offset += 6 * fb.n_modes
@@ -192,7 +216,7 @@ def build_flexible(tree, model, specs):
         if body in bodies and not (index == link_index[bodies[body].link]):
             fb = bodies[body]
             pos = model.link_float[index, L.LINK_POS:L.LINK_POS + 3]
-            link_shapes[index] = (*fb.shapes(pos), fb)
+            link_shapes[index] = (*fb.frame_shapes(index, pos), fb)
     fdata = np.concatenate(blocks) if blocks else np.zeros(1)
     names, iq_list, iv_list = [], [], []
     for body in sorted(bodies):
@@ -207,7 +231,7 @@ def build_flexible(tree, model, specs):
                          elastic_q_indices=np.array(iq_list, dtype=np.int64),
                          elastic_v_indices=np.array(iv_list, dtype=np.int64),
                          bodies=[bodies[b] for b in sorted(bodies)], link_shapes=link_shapes,
-                         tree_links=dict(tree.links))
+                         tree_links=dict(tree.links), model=model)
 
 
 def gyroscopic_matrices(inv):
@@ -274,30 +298,3 @@ def _flex_block(inv, K, D):
                            inv["JPsi"].ravel(), inv["Mff"].ravel(), K.ravel(), D.ravel(),
                            (S[2, 1] - S[1, 2]).ravel(), (S[0, 2] - S[2, 0]).ravel(),
                            (S[1, 0] - S[0, 1]).ravel()])
-
-
-def _fixed_children_points(tree, model, body, flexible_index):
-    """Links welded (fixed joints) to the flexible link ride on it as rigid bodies attached at the
-    deformed point of their centre of mass: (mass (p,), com (p, 3), inertia (p, 3, 3)) in the
-    flexible link's frame, or None."""
-    mass, com, inertia = [], [], []
-    for index, name in enumerate(model.link_names):
-        if index == flexible_index or int(model.link_int[index, L.LINK_BODY]) != body:
-            continue
-        spec = tree.links[name]
-        if spec.mass <= 0:
-            continue
-        rot = model.link_float[index, L.LINK_ROT:L.LINK_ROT + 9].reshape(3, 3)
-        pos = model.link_float[index, L.LINK_POS:L.LINK_POS + 3]
-        mass.append(spec.mass)
-        com.append(rot @ spec.com + pos)
-        inertia.append(rot @ spec.inertia @ rot.T)
-    if not mass:
-        return None
-    return np.array(mass), np.array(com), np.array(inertia)
-
-
-def _with_shapes(extra, shapes):
-    mass, com, inertia = extra
-    N, Psi = zip(*(shapes(c) for c in com))
-    return MassPoints(mass, com, inertia, np.array(N), np.array(Psi))

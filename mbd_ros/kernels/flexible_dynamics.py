@@ -39,7 +39,9 @@ joints on rigid parents and rigid bodies take the rigid kernel's inlined steps (
 
 Every joint type of the rigid kernels works here (revolute and prismatic inline; spherical, free,
 planar, cylindrical, helical through kernels/kinematics.py joint_pose and a k-column articulated
-step), above or below flexible bodies, and a floating base (a free root joint).
+step), above or below flexible bodies, and a floating base (a free root joint); a flexible link
+welded to its parent is a body with a 0-dof JOINT_FIXED joint (flexible/split.py): its pose is the
+node's, and the articulated step passes its I^A, p^A + I^A c to the parent unchanged.
 Kernels never raise: they return a status (mbd_ros.layout STATUS_*).
 """
 import math
@@ -54,7 +56,7 @@ from ..flexible.layout import (ACC, ART_INERTIA, ATTACH, AXIS, BIAS, D_INV, DAMP
                                U_VEC, VEL, WORLD_POS, WORLD_ROT, X_MAT, XI, NV_JOINT,
                                MOTION_SUBSPACE, U_MULTI, D_MULTI, DINV_MULTI, UTAU_MULTI,
                                SPARSE)
-from ..layout import (JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL,
+from ..layout import (JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL,
                       QUATERNION_NORM_TOL, STATUS_BAD_INPUT, STATUS_BAD_Q, STATUS_BAD_QUATERNION,
                       STATUS_BAD_V, STATUS_OK, STATUS_SHAPE_INPUT, STATUS_SHAPE_OUT,
                       STATUS_SHAPE_Q, STATUS_SHAPE_V, STATUS_SINGULAR)
@@ -325,6 +327,12 @@ def _body_motion(fint, ffloat, fdata, work, fwork, i, q, v, velocities, poses):
             work[i, ROT + 3 * r + 1] = n1
             work[i, ROT + 3 * r + 2] = n2
             work[i, POS + r] = work[i, NODE_POS + r] + (n0 * ax + n1 * ay + n2 * az) * qi
+    elif fint[i, JOINT_TYPE] == JOINT_FIXED:
+        # a flexible link welded to its parent (flexible/split.py): the body frame is the node
+        for k in range(9):
+            work[i, ROT + k] = work[i, SCRATCH2 + k]
+        for r in range(3):
+            work[i, POS + r] = work[i, NODE_POS + r]
     else:
         # multi-dof joint (spherical, free, planar, cylindrical, helical): the rigid joint pose
         # (R_pl R_J, p_pl + R_pl p_J) into SCRATCH[0:12], then R = R_el R_pl R_J,
@@ -859,12 +867,23 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
             if not _condense_flexible(fint, work, fwork, i):
                 return STATUS_SINGULAR + i
         jt = fint[i, JOINT_TYPE]
-        if jt != JOINT_REVOLUTE and jt != JOINT_PRISMATIC:     # multi-dof joint
-            if not _multi_dof_articulated(fint, ffloat, work, i, v, tau):
-                return STATUS_SINGULAR + i
+        if jt != JOINT_REVOLUTE and jt != JOINT_PRISMATIC:     # multi-dof or fixed joint
             p = fint[i, PARENT]
-            if p == 0:
-                continue
+            if jt == JOINT_FIXED:
+                # no joint coordinate (a welded flexible link, flexible/split.py): nothing to
+                # condense; I^a = I^A and p^a = p^A + I^A c go to the parent as they are
+                if p == 0:
+                    continue
+                for r in range(6):
+                    s = work[i, FORCE + r]
+                    for c in range(6):
+                        s += work[i, ART_INERTIA + 6 * r + c] * work[i, BIAS + c]
+                    work[i, FORCE + r] = s
+            else:
+                if not _multi_dof_articulated(fint, ffloat, work, i, v, tau):
+                    return STATUS_SINGULAR + i
+                if p == 0:
+                    continue
         else:
             revolute = fint[i, JOINT_TYPE] == JOINT_REVOLUTE
             off = 3 if revolute else 0

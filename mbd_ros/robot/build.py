@@ -27,6 +27,7 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
     model = build_model(tree_spec, floating_base=floating_base, gravity=gravity,
                         passive_forces=passive_forces, friction_velocity=friction_velocity)
     tree = _tree(tree_spec, model, flexible, codegen)
+    model = tree.model   # a flexible link welded to its parent is a body of its own (split.py)
     closure_set = loops = None
     if closures is not None:
         from ..closures import read_closures
@@ -68,7 +69,8 @@ def _tree(tree_spec, model, flexible, codegen):
         from ..flexible.build import build_flexible
         from .flexible_tree import FlexibleTree
         specs = read_flexible(flexible, model.link_names)
-        return FlexibleTree(model, build_flexible(tree_spec, model, specs))
+        built = build_flexible(tree_spec, model, specs)
+        return FlexibleTree(built.model, built)
     if codegen:
         reason = _codegen_unsupported(model)
         if reason is None:

@@ -40,7 +40,7 @@ def frame_ends(tree, ends):
         end_float[row, ff.END_ROT:ff.END_ROT + 9] = frame_rot.ravel()
         if body > 0 and tree.fint[body, F.NF] > 0:
             fb = by_body[body]
-            phi_t, phi_r = fb.shapes(c)
+            phi_t, phi_r = fb.frame_shapes(link, c)   # welded links: at their attachment
             end_int[row, ff.END_NF] = fb.n_modes
             end_int[row, ff.END_IQF] = fb.iq
             end_int[row, ff.END_IVF] = fb.iv

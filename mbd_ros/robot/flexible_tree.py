@@ -15,18 +15,12 @@ import numpy as np
 
 from .. import layout as L
 from ..flexible import layout as F
+from ..flexible.attachment import cayley
 from ..kernels import flexible_dynamics as K
 from ..kernels.configuration import integrate as _integrate_joints
 from .tree import Tree
 
 _EMPTY = np.zeros(0)
-
-
-def cayley(g):
-    """(3, 3) Cayley rotation of the vector g (= exp([g]) to second order)."""
-    g = np.asarray(g, dtype=float)
-    skew = np.array([[0.0, -g[2], g[1]], [g[2], 0.0, -g[0]], [-g[1], g[0], 0.0]])
-    return np.eye(3) + (skew + 0.5 * skew @ skew) / (1.0 + 0.25 * g @ g)
 
 
 def cross_force(v, h):
@@ -82,8 +76,14 @@ class FlexibleTree(Tree):
         return status or K.check_quaternions(self.fint, q)
 
     def singular_joint(self, body):
-        """Name of the joint of the body whose articulated inertia was singular."""
-        return self.joint_name_of_dof(int(self.model.body_int[body, L.IDX_V]))
+        """Name of the joint above the body whose articulated inertia was singular: its movable
+        joint, or the fixed joint of a flexible link welded to its parent (a body of its own,
+        flexible/split.py)."""
+        model = self.model
+        if model.body_int[body, L.JOINT_TYPE] == L.JOINT_FIXED:
+            row = int(np.flatnonzero(model.wrench_rows[:, 0] == body)[0])
+            return model.wrench_joint_names[row]
+        return self.joint_name_of_dof(int(model.body_int[body, L.IDX_V]))
 
     # ------------------------------------------------------------------ dynamics (loaded)
     def _loaded(self):
@@ -285,31 +285,25 @@ class FlexibleTree(Tree):
         return np.concatenate([rot.T @ force, rot.T @ (total[3:] - np.cross(pos, force))])
 
     def _welded_on_flexible_wrench(self, body, below, q, v, qdd):
-        """Newton-Euler of links welded to a flexible link as the model moves them (rigid
-        attachments at the deformed points of their centres of mass, flexible/build.py):
-        f_j = m_j a_j (gravity in a_j), torque u_j x f_j + J_j (alpha + Psi_j qdd_f)
-        + w x J_j (w + Psi_j qd_f), about the body's reference origin, its axes."""
-        model, work, tree_links = self.model, self.work, self.flexible.tree_links
+        """Newton-Euler of the links `below`, welded to a flexible link, as the model moves them
+        (their equivalent points, flexible/attachment.py: f_j = m_j a_j with gravity in a_j),
+        about the body's reference origin, in its axes. Needs the RNEA's work rows."""
+        work = self.work
         fb = next(f for f in self.flexible.bodies if f.body == body)
-        sl = slice(fb.iq, fb.iq + fb.n_modes)
-        qf, vf, af = q[sl], v[sl], qdd[sl]
+        qf = q[fb.iq:fb.iq + fb.n_modes]
+        vf, af = v[fb.iv:fb.iv + fb.n_modes], qdd[fb.iv:fb.iv + fb.n_modes]
         vel, acc = work[body, F.VEL:F.VEL + 6], work[body, F.ACC:F.ACC + 6]
         w, alpha = vel[3:], acc[3:]
-        a_origin = acc[:3] + np.cross(w, vel[:3])      # classical, gravity included
+        a_origin = acc[:3] + np.cross(w, vel[:3])            # classical, gravity included
         total = np.zeros(6)
         for index in below:
-            spec = tree_links[model.link_names[index]]
-            if spec.mass <= 0:
+            pts = fb.welded.get(index)
+            if pts is None:
                 continue
-            rot, pos = self.link_placement(index)
-            com = rot @ spec.com + pos
-            N, Psi = fb.shapes(com)
-            u = com + N @ qf
-            a = (a_origin + np.cross(alpha, u) + np.cross(w, np.cross(w, u))
-                 + 2 * np.cross(w, N @ vf) + N @ af)
-            J = rot @ spec.inertia @ rot.T
-            f = spec.mass * a
-            total[:3] += f
-            total[3:] += (np.cross(u, f) + J @ (alpha + Psi @ af)
-                          + np.cross(w, J @ (w + Psi @ vf)))
+            r = pts.position + pts.N @ qf
+            a = (a_origin + np.cross(alpha, r) + np.cross(w, np.cross(w, r))
+                 + 2 * np.cross(w, pts.N @ vf) + pts.N @ af)
+            f = pts.mass[:, None] * a
+            total[:3] += f.sum(axis=0)
+            total[3:] += np.cross(r, f).sum(axis=0)
         return total
