@@ -61,6 +61,8 @@ class Robot:
     Build one with mbd_ros.load(...).
     """
 
+    default_integrator = "rk4"   # what step(integrator=None) runs (in substeps: integrators.py)
+
     def __init__(self, model, tree, closure_set=None, loops=None, mimic=None, forces=None,
                  force_source=""):
         self.model = model
@@ -206,6 +208,13 @@ class Robot:
             self._free_calls.update({k: v for k, v in self._tree.free_calls.items()
                                      if not fastcall.installed(self, k)})
         return self.compile_c_calls()
+
+    @property
+    def GENERATED(self):   # noqa: N802 -- the name GeneratedRobot gave it
+        """Names of the calls with generated kernels (codegen=True; empty otherwise)."""
+        tree = self._tree
+        return tuple(tree.free_calls) + tuple(tree.generated_calls) if tree.kind == "generated" \
+            else ()
 
     @property
     def codegen_path(self):
