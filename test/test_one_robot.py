@@ -194,6 +194,33 @@ def test_every_kind_of_robot_is_one_class():
         assert isinstance(robot, mbd_ros.Robot), kind
 
 
+# the public names of the Robot (docs/design.md's contract and the former robot classes'): every
+# robot has all of them, whatever its parts
+PUBLIC_NAMES = """nq nv joint_names joint_types idx_q idx_v link_names wrench_joint_names wrench_frames
+effort_limits velocity_limits position_limits damping friction total_mass time batch_threads
+closure_names closure_types closure_set actuated_joints n_constraints elastic_names
+elastic_q_indices elastic_v_indices flexible flexible_links mimic_joints mimic_coupling
+mimic_independent force_element_names last_prescribed_torques last_rank last_step baumgarte model
+default_integrator GENERATED codegen_path neutral random_configuration integrate forward_dynamics
+inverse_dynamics mass_matrix bias_forces gravity_forces damping_forces joint_wrenches
+closure_wrenches forward_dynamics_batch inverse_dynamics_batch link_pose kinetic_energy
+potential_energy elastic_energy highest_frequency add_force force_element_values step summary
+compile_c_calls drop_c_calls compile_all call_paths loop_state loop_jacobian constraint_jacobian
+closure_residual partition assemble project_velocity project_acceleration project_state analyze
+multipliers apply_mimic couple_in_place""".split()
+
+
+def test_every_robot_has_every_public_name():
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        robots = [mbd_ros.load(str(root / "urdf" / "arm7.urdf")), combined()]
+    for robot in robots:
+        missing = [name for name in PUBLIC_NAMES if not hasattr(robot, name)]
+        assert not missing, (robot, missing)
+
+
 def test_combined_forward_dynamics_equal_the_dense_reference():
     """Loop, mimic coupling, both springs and the elastic coordinates in one model: qdd equals
     the dense reference; with the crank prescribed too. Tolerance 1e-5 of max |qdd| + the
