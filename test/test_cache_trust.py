@@ -3,7 +3,7 @@ generated module is never executed (mbd_ros/cache_trust.py, numba_cache.py, code
 
 Each scenario runs fresh processes against a temporary codegen cache (MBD_ROS_CACHE_DIR) and, for
 the generic kernels, a temporary numba cache (NUMBA_CACHE_DIR), so the shared caches of this tree
-are not disturbed. Results are checked against Pinocchio's ABA (the robot is a fixed-base
+are not disturbed. Results are checked against Pinocchio's ABA and CRBA (the robot is a fixed-base
 two-link arm of revolute joints: both parse it the same way), warnings by their category and text,
 and "the next load is clean" as a process that warns about nothing and regenerates nothing.
 """
@@ -57,8 +57,10 @@ CHILD = textwrap.dedent("""
         q, v, tau = (np.array(x) for x in json.loads(sys.argv[3]))
         out = np.empty(robot.nv)
         results = [robot.forward_dynamics(q, v, tau, out=out).tolist() for _ in range(3)]
+        mass = robot.mass_matrix(q).tolist()   # another kernel of the same module
     print("@@" + json.dumps({
         "results": results,
+        "mass_matrix": mass,
         "warnings": [f"{w.category.__name__}: {w.message}" for w in seen],
         "generated": getattr(getattr(robot, "_kernels", None), "generated", None),
         "path": str(getattr(robot, "codegen_path", "")),
@@ -70,8 +72,12 @@ CHILD = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def expected(pin):
+    """Pinocchio's (forward dynamics, mass matrix) at Q, V, TAU."""
     model, _ = pin_model_from_xml(pin, ARM_URDF, False)
-    return pin.aba(model, model.createData(), np.array(Q), np.array(V), np.array(TAU))
+    data = model.createData()
+    qdd = pin.aba(model, data, np.array(Q), np.array(V), np.array(TAU)).copy()
+    mass = np.triu(pin.crba(model, data, np.array(Q)))   # crba fills the upper triangle
+    return qdd, mass + np.triu(mass, 1).T
 
 
 class Child:
@@ -100,7 +106,8 @@ class Child:
 
 def check_results(result, expected, what):
     for i, qdd in enumerate(result["results"]):
-        assert_close(qdd, expected, f"{what}: forward dynamics, call {i + 1}")
+        assert_close(qdd, expected[0], f"{what}: forward dynamics, call {i + 1}")
+    assert_close(result["mass_matrix"], expected[1], f"{what}: mass matrix")
     if result["fastcall"]:   # the third call ran the C entry, whose cache was broken too
         assert result["kernel_call"], f"{what}: the KernelCall was not installed"
 
@@ -258,7 +265,7 @@ def test_a_group_writable_cache_dir_is_refused_with_a_fallback(tmp_path, monkeyp
     assert robot.codegen_path.parent == fallback
     assert stat.S_IMODE(fallback.stat().st_mode) == 0o700
     assert list(shared.iterdir()) == []                       # nothing written to the refused one
-    assert_close(robot.forward_dynamics(np.array(Q), np.array(V), np.array(TAU)), expected,
+    assert_close(robot.forward_dynamics(np.array(Q), np.array(V), np.array(TAU)), expected[0],
                  "kernels generated in the fallback directory")
 
 

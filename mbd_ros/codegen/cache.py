@@ -191,18 +191,18 @@ def _verified_source(path, name, secret):
             return data, mac
     reason = ("its content does not match its signature" if match
               else "it has no signature (written by someone else or by an older mbd_ros)")
-    _remove_module(path, name)
+    _remove_compiled(path, name)
     cache_trust.warn(f"generated module {path} not imported: {reason} (changed or truncated); "
                      "removed with its compiled code, regenerating it", stacklevel=4)
     return None, None
 
 
-def _remove_module(path, name):
-    """Remove a module file and what was compiled from it (numba's index and data files, the
-    code cache): none of it is trusted once the module was found changed."""
-    path.unlink(missing_ok=True)
-    pycache = path.parent / "__pycache__"
-    for entry in pycache.glob(f"{name}.*"):
+def _remove_compiled(path, name):
+    """Remove what was compiled from a module found changed (numba's index and data files, the
+    code cache): none of it is trusted. The module itself is replaced atomically by its
+    regenerated version (removing it first could pull it from under a concurrent process that
+    just regenerated it)."""
+    for entry in (path.parent / "__pycache__").glob(f"{name}.*"):
         entry.unlink(missing_ok=True)
 
 
