@@ -78,11 +78,16 @@ def private_directory(path, no_symlink=False):
     return path
 
 
-def private_temp_directory():
+def temp_directory_path():
     """$TMPDIR/mbd_ros-<uid>: the fallback when the user cache directory cannot be used (no
-    home directory, a read-only one). Another user may have created that name first: then it
-    is refused like any directory that is not ours."""
-    return private_directory(Path(tempfile.gettempdir()) / f"mbd_ros-{_euid()}", no_symlink=True)
+    home directory, a read-only one)."""
+    return Path(tempfile.gettempdir()) / f"mbd_ros-{_euid()}"
+
+
+def private_temp_directory():
+    """temp_directory_path() as a private directory. Another user may have created that name
+    first (or a symbolic link by that name): then it is refused like any directory not ours."""
+    return private_directory(temp_directory_path(), no_symlink=True)
 
 
 def warn(message, stacklevel=3):

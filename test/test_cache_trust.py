@@ -380,3 +380,45 @@ def test_an_untrusted_numba_cache_is_neither_read_nor_written(tmp_path):
         assert module.twice(21) == 42
     assert sorted(p.name for p in pycache.iterdir() if p.suffix in (".nbi", ".nbc")) == [planted.name]
     assert planted.read_bytes() == b"not a pickle"
+
+
+def _tiny_kernel_module(folder, name):
+    """A module of the guard's scope (an mbd_ros-generated name) with one cached numba kernel."""
+    import importlib.util
+    path = folder / f"{name}.py"
+    path.write_text("from numba import njit\n\n@njit(cache=True)\ndef twice(x):\n    return 2 * x\n")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_well_formed_index_of_the_wrong_shape_is_a_miss(tmp_path):
+    """Pickles that load but are not numba's (stamp, overloads): dropped, recompiled, warned."""
+    import pickle
+
+    import numba
+    (tmp_path / "__pycache__").mkdir(mode=0o700)
+    first = _tiny_kernel_module(tmp_path, "mbd_ros_generated_shape_test")
+    assert first.twice(4) == 8
+    [index] = (tmp_path / "__pycache__").glob("*.nbi")
+    index.write_bytes(pickle.dumps(numba.__version__) + pickle.dumps(42))
+    again = _tiny_kernel_module(tmp_path, "mbd_ros_generated_shape_test")
+    with pytest.warns(cache_trust.CacheWarning, match=r"unreadable \(TypeError"):
+        assert again.twice(5) == 10
+    fresh = _tiny_kernel_module(tmp_path, "mbd_ros_generated_shape_test")
+    fresh.twice(6)
+    assert fresh.twice.stats.cache_hits and not fresh.twice.stats.cache_misses
+
+
+def test_a_broken_index_met_while_saving_is_replaced(tmp_path):
+    """numba re-reads the index before adding an entry: a broken one no longer fails the save."""
+    (tmp_path / "__pycache__").mkdir(mode=0o700)
+    module = _tiny_kernel_module(tmp_path, "mbd_ros_generated_save_test")
+    assert module.twice(4) == 8
+    [index] = (tmp_path / "__pycache__").glob("*.nbi")
+    index.write_bytes(b"\x80garbage")
+    [(signature, result)] = [(sig, module.twice.overloads[sig]) for sig in module.twice.overloads]
+    module.twice._cache.save_overload(signature, result)            # raised UnpicklingError before
+    fresh = _tiny_kernel_module(tmp_path, "mbd_ros_generated_save_test")
+    assert fresh.twice(7) == 14 and fresh.twice.stats.cache_hits

@@ -16,8 +16,8 @@ Trust: every module is written with an HMAC-SHA256 of its content in its first l
 random per-user key kept in the cache directory (mode 0600, cache_trust.secret_key), and bound to
 the module's name. Before a module is imported its content is checked against that signature; a
 module that does not verify (a line appended, truncated, copied from another robot, written by
-an older mbd_ros) is never executed: it is removed with its compiled code, regenerated and
-re-signed, with a CacheWarning. The module is executed from the verified bytes (compiled once and
+an older mbd_ros) is never executed: what was compiled from it is removed, and it is
+regenerated (replacing it) and signed again, with a CacheWarning. The module is executed from the verified bytes (compiled once and
 kept, signed too, as ``__pycache__/<name>.<python tag>.code``), not through Python's import
 system, whose .pyc files nothing checks.
 """
@@ -80,20 +80,21 @@ def cache_dir():
         try:
             return _private_cache(path)
         except cache_trust.UntrustedDirectory as exc:
-            cache_trust.warn(f"{ENV_CACHE_DIR}={override} refused: {exc}; generated kernels are "
-                             f"cached in the default directory instead")
+            cache_trust.warn(f"{ENV_CACHE_DIR}={override} refused: {exc} (make it private to "
+                             "this user, e.g. chmod 700, or remove it); generated kernels are "
+                             "cached in the default directory instead")
         except OSError as exc:
             raise OSError(f"{ENV_CACHE_DIR}={override} is not a writable directory ({exc})") from exc
     tried = []
-    for place, no_symlink in ((user_cache_dir, False), (cache_trust.private_temp_directory, True)):
+    for path, no_symlink in ((user_cache_dir(), False), (cache_trust.temp_directory_path(), True)):
         try:
-            path = place()
             return _private_cache(path, no_symlink)
         except cache_trust.UntrustedDirectory as exc:
-            cache_trust.warn(f"cache directory refused: {exc}")
-            tried.append(f"{exc}")
+            cache_trust.warn(f"cache directory refused: {exc} (make it private to this user, "
+                             "e.g. chmod 700, or remove it)")
+            tried.append(str(exc))
         except OSError as exc:
-            tried.append(f"{exc}")
+            tried.append(str(exc))
     raise OSError(f"no private writable cache directory for generated kernels ({'; '.join(tried)}); "
                   f"set {ENV_CACHE_DIR}")
 
