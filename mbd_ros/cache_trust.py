@@ -94,7 +94,7 @@ def warn(message, stacklevel=3):
     warnings.warn(message, CacheWarning, stacklevel=stacklevel)
 
 
-# ---- signed files ----------------------------------------------------------------------------------
+# ---- signed files ------------------------------------------------------------------------------
 
 def _read_key(path):
     """The key in `path` if it is a regular file of this user, readable by no one else, of the

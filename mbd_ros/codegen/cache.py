@@ -17,9 +17,9 @@ random per-user key kept in the cache directory (mode 0600, cache_trust.secret_k
 the module's name. Before a module is imported its content is checked against that signature; a
 module that does not verify (a line appended, truncated, copied from another robot, written by
 an older mbd_ros) is never executed: what was compiled from it is removed, and it is
-regenerated (replacing it) and signed again, with a CacheWarning. The module is executed from the verified bytes (compiled once and
-kept, signed too, as ``__pycache__/<name>.<python tag>.code``), not through Python's import
-system, whose .pyc files nothing checks.
+regenerated (replacing it) and signed again, with a CacheWarning. The module is executed from the
+verified bytes (compiled once and kept, signed too, as ``__pycache__/<name>.<python tag>.code``),
+not through Python's import system, whose .pyc files nothing checks.
 """
 from __future__ import annotations
 
@@ -84,7 +84,8 @@ def cache_dir():
                              "this user, e.g. chmod 700, or remove it); generated kernels are "
                              "cached in the default directory instead")
         except OSError as exc:
-            raise OSError(f"{ENV_CACHE_DIR}={override} is not a writable directory ({exc})") from exc
+            raise OSError(f"{ENV_CACHE_DIR}={override} is not a writable directory "
+                          f"({exc})") from exc
     tried = []
     for path, no_symlink in ((user_cache_dir(), False), (cache_trust.temp_directory_path(), True)):
         try:
@@ -95,8 +96,8 @@ def cache_dir():
             tried.append(str(exc))
         except OSError as exc:
             tried.append(str(exc))
-    raise OSError(f"no private writable cache directory for generated kernels ({'; '.join(tried)}); "
-                  f"set {ENV_CACHE_DIR}")
+    raise OSError("no private writable cache directory for generated kernels "
+                  f"({'; '.join(tried)}); set {ENV_CACHE_DIR}")
 
 
 def _generator_text():
