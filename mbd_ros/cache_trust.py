@@ -123,7 +123,7 @@ def secret_key(directory):
     if path.exists() or path.is_symlink():
         warn(f"{path}: not a private key file of this user (mode, owner or length); replaced, "
              "the cached modules signed with it are rebuilt")
-        path.unlink()
+        path.unlink(missing_ok=True)
     # written whole under another name, then linked: concurrent processes agree on one key
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".key-")
     try:
