@@ -16,8 +16,9 @@ MAX_GENERATED_BODIES = 100
 def generated_robot(model, robot):
     """The generated-kernel counterpart of `robot` (a Robot or ClosedLoopRobot built on `model`).
 
-    Without a writable cache directory the kernels cannot be generated: `robot` itself (generic
-    kernels) is returned with a warning naming the directories tried, rather than failing."""
+    Without a private, writable cache directory (codegen/cache.py) the kernels cannot be
+    generated: `robot` itself (generic kernels) is returned with a warning naming the directories
+    tried, rather than failing."""
     import warnings
 
     from ..loops import ClosedLoopRobot
