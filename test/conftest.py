@@ -161,7 +161,7 @@ def mbd():
     return pytest.importorskip("mbd_ros")
 
 
-# ---- collection under launch_testing (every ROS 2 workspace: colcon test) -------------------------
+# ---- collection under launch_testing (every ROS 2 workspace: colcon test) -----------------------
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_pycollect_makemodule(module_path, parent):

@@ -1,4 +1,5 @@
-"""The suite under launch_testing's pytest plugin, which every ROS 2 workspace loads (`colcon test`).
+"""The suite as `colcon test` runs it: under launch_testing's pytest plugin, which every ROS 2
+workspace loads, and on the source tree.
 
 The plugin (launch_testing.pytest.hooks) imports each test module from its
 `pytest_pycollect_makemodule` hook to look for `generate_test_description`, and lets everything
@@ -9,6 +10,9 @@ Each case runs pytest in a child process on a small suite of its own (this direc
 and three modules: one importing a missing oracle, one skipping itself, one plain) and reads
 the outcome of every test from the JUnit XML report, as `colcon test-result` does. The plugin is
 the real launch_testing where it is installed, else a stand-in doing what its hook does.
+
+The last case checks the reason the C-call tests give when the tested source tree lacks the C
+extension that a plain `colcon build` put in the install space.
 """
 import os
 import shutil
