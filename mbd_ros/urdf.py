@@ -61,6 +61,8 @@ class TreeSpec:
     root: str = ""
     strict_inertia: bool = False   # model building: refuse (True) or warn about (False) links
                                    # and merged bodies whose inertia no rigid body has
+    mimics: tuple = ()        # (joint, leader, multiplier, offset) of each <mimic>, the attribute
+                              # texts as written (None when absent); checked by mimic.py when used
     _children: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
@@ -91,7 +93,7 @@ def read_urdf(urdf, strict_inertia=False) -> TreeSpec:
     root = _parse_xml(text, source)
     links, joints = _parse_elements(root, source)
     tree = TreeSpec(name=root.get("name", "robot"), source=source, links=links, joints=joints,
-                    strict_inertia=bool(strict_inertia))
+                    strict_inertia=bool(strict_inertia), mimics=mimic_tags(root))
     object.__setattr__(tree, "root", _validate_tree(tree))
     return tree
 
@@ -187,6 +189,20 @@ def _check_structure(element, where):
         if missing:
             raise ModelError(f"{where}: <inertia> is partially specified: missing "
                              f"{', '.join(missing)} (all of {', '.join(INERTIA_ATTRIBUTES)} are required)")
+
+
+def read_xml(urdf):
+    """(root <robot> element, source name) of a URDF file path, XML text or .xacro path, with
+    the checks of read_urdf on the text and the XML (not on the links and joints)."""
+    text, source = _read_source(urdf)
+    return _parse_xml(text, source), source
+
+
+def mimic_tags(root):
+    """(joint, leader, multiplier, offset) of each <joint><mimic joint multiplier offset/>, in
+    document order: the attribute texts as written, None when absent."""
+    return tuple((joint.get("name"), tag.get("joint"), tag.get("multiplier"), tag.get("offset"))
+                 for joint in root.findall("joint") for tag in joint.findall("mimic"))
 
 
 def _parse_elements(root, source):
