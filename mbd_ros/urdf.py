@@ -315,6 +315,14 @@ def _joint_spec(joint, source):
             limits.update(given)
             if limits["lower"] > limits["upper"]:
                 raise ModelError(f"{where}: <limit> lower {limits['lower']} > upper {limits['upper']}")
+    # the extension fields are refused where they mean nothing (as unused closure fields are):
+    # an <axis2> on a cylindrical joint or a pitch on a revolute one is a mistaken type
+    if joint.axis2 is not None and joint.type != "universal":
+        raise ModelError(f"{where}: <axis2>: not used by a {joint.type} joint (only by universal "
+                         "joints); remove it or fix the type")
+    if joint.pitch is not None and joint.type != "helical":
+        raise ModelError(f"{where}: <axis pitch>: not used by a {joint.type} joint (only by "
+                         "helical joints); remove it or fix the type")
     pitch = 0.0
     if joint.type == "helical":
         if joint.pitch is None:
