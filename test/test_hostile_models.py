@@ -403,3 +403,73 @@ def test_used_extension_fields_still_load():
     assert mbd_ros.load(two_links("universal", '<axis xyz="0 0 1"/><axis2 xyz="1 0 0"/>')).nv == 2
     assert mbd_ros.load(two_links("helical", '<axis xyz="0 0 1" pitch="0.01"/>')).nv == 1
     assert mbd_ros.load(two_links("cylindrical", '<axis xyz="0 0 1"/>')).nv == 2
+
+
+# ---- URDF numbers and sizes ----------------------------------------------------------------------------
+
+INERTIAL = '<inertial><mass value="{m}"/><inertia ixx="{i}" ixy="0" ixz="0" iyy="{i}" iyz="0" izz="{i}"/></inertial>'
+
+
+def urdf(mass="1", inertia="0.1", joint_extra='<axis xyz="0 0 1"/>', joint_type="revolute"):
+    return (f'<robot name="r"><link name="a"/><link name="b">{INERTIAL.format(m=mass, i=inertia)}</link>'
+            f'<joint name="j" type="{joint_type}"><parent link="a"/><child link="b"/>{joint_extra}</joint>'
+            '</robot>')
+
+
+@pytest.mark.parametrize("text, fragments", [
+    (urdf(inertia="1e308"), ["link 'b'", "<inertia>", "1e+100"]),           # was LinAlgError
+    (urdf(mass="1e308"), ["link 'b'", "<mass>"]),
+    (urdf(joint_extra='<origin xyz="1e300 0 0"/><axis xyz="0 0 1"/>'), ["joint 'j'", "<origin xyz>"]),
+    (urdf(joint_extra='<axis xyz="0 0 1" pitch="1e300"/>', joint_type="helical"),
+     ["joint 'j'", "<axis pitch>"]),
+    (urdf(joint_extra='<axis xyz="0 0 1"/><dynamics damping="0.1" friction="sticky"/>'),
+     ["joint 'j'", "<dynamics>", "numbers", "sticky"]),                       # was a bare ValueError
+    (urdf(joint_extra='<axis xyz="0 0 1"/><dynamics damping="1e200"/>'), ["joint 'j'", "<dynamics>"]),
+])
+def test_absurd_urdf_numbers_name_the_element(text, fragments):
+    with pytest.raises(mbd_ros.ModelError) as info:
+        mbd_ros.load(text)
+    check(info.value, "<urdf text>", *fragments)
+
+
+def test_an_axis_of_huge_components_keeps_its_direction():
+    """<axis xyz="1e308 1e308 0">: its norm overflowed to inf and the axis became zero (a
+    silently singular joint); it is the unit axis (1, 1, 0)/sqrt(2)."""
+    robot = mbd_ros.load(urdf(joint_extra='<axis xyz="1e308 1e308 0"/>'))
+    reference = mbd_ros.load(urdf(joint_extra='<axis xyz="1 1 0"/>'))
+    q, v, tau = np.array([0.3]), np.array([0.2]), np.array([0.1])
+    np.testing.assert_array_equal(robot.forward_dynamics(q, v, tau),
+                                  reference.forward_dynamics(q, v, tau))
+
+
+def test_too_many_links_are_refused_before_reading_them():
+    from mbd_ros.urdf import MAX_LINKS
+    parts = [f'<link name="l{i}"/>' for i in range(MAX_LINKS + 1)]
+    t0 = time.perf_counter()
+    with pytest.raises(mbd_ros.ModelError) as info:
+        mbd_ros.load('<robot name="r">' + "".join(parts) + "</robot>")
+    check(info.value, "<urdf text>", f"{MAX_LINKS + 1} links")
+    assert time.perf_counter() - t0 < 30.0      # parsing only; reading each link took ~1 ms
+
+
+def test_an_oversized_urdf_file_is_refused_before_reading(tmp_path):
+    from mbd_ros.urdf import MAX_URDF_BYTES
+    path = tmp_path / "big.urdf"
+    with open(path, "w") as stream:
+        stream.write('<robot name="r"><link name="a"/>')
+        chunk = "<!-- padding -->" * 4096
+        for _ in range(MAX_URDF_BYTES // len(chunk) + 1):
+            stream.write(chunk)
+        stream.write("</robot>")
+    with pytest.raises(mbd_ros.ModelError) as info:
+        mbd_ros.load(str(path))
+    check(info.value, str(path), str(MAX_URDF_BYTES))
+
+
+def test_xinclude_and_processing_instructions_are_inert(tmp_path):
+    """lxml never processes XInclude unless asked: the include is an unknown element, ignored."""
+    secret = tmp_path / "secret.urdf"
+    secret.write_text('<link name="leaked"/>')
+    text = (f'<?xml-stylesheet href="x.xsl"?><robot name="r" xmlns:xi="http://www.w3.org/2001/XInclude">'
+            f'<xi:include href="{secret}"/><link name="a"/></robot>')
+    assert mbd_ros.load(text).link_names == ["a"]
