@@ -21,6 +21,7 @@ import sys
 import xml.etree.ElementTree as ElementTree
 
 ONE_DOF = ('revolute', 'continuous', 'prismatic')
+MAX_FILE_BYTES = 32 << 20   # the nodes' cap on a URDF (mbd_ros.urdf.MAX_URDF_BYTES)
 
 
 def parse_xacro_args(text):
@@ -92,16 +93,44 @@ def commanded_joints(robot, closures_path=''):
     of a closures file, else every 1-dof joint of the URDF (order is irrelevant: references
     are matched by name)."""
     if closures_path:
-        import yaml
-        with open(closures_path, encoding='utf-8') as stream:
-            actuated = (yaml.safe_load(stream) or {}).get('actuated')
+        actuated = _actuated(closures_path)
         if actuated:
-            return [str(name) for name in actuated]
+            return actuated
     if 'robot_description' in robot:
-        root = ElementTree.fromstring(robot['robot_description'].strip().lstrip('\ufeff'))
+        text = robot['robot_description'].strip().lstrip('\ufeff')
+        where = 'robot_description'
     else:
-        root = ElementTree.parse(robot['urdf_path']).getroot()
+        where = robot['urdf_path']
+        if os.path.getsize(where) > MAX_FILE_BYTES:
+            raise ValueError(f'{where}: more than {MAX_FILE_BYTES} bytes')
+        with open(where, 'rb') as stream:
+            text = stream.read().decode('utf-8', 'replace')
+    if len(text) > MAX_FILE_BYTES or '<!DOCTYPE' in text or '<!ENTITY' in text:
+        # the nodes refuse such a URDF (entities are never expanded); refuse it here too
+        raise ValueError(f'{where}: too large, or with a DOCTYPE / entity declaration')
+    root = ElementTree.fromstring(text)
     return [j.get('name') for j in root.findall('joint') if j.get('type') in ONE_DOF]
+
+
+def _actuated(closures_path):
+    """The `actuated:` names of a closures file, read from PyYAML's node graph without
+    constructing anything: an alias bomb elsewhere in the file (the nodes refuse it with a
+    ModelError) costs its text only here."""
+    import yaml
+    if os.path.getsize(closures_path) > MAX_FILE_BYTES:
+        raise ValueError(f'{closures_path}: more than {MAX_FILE_BYTES} bytes')
+    with open(closures_path, encoding='utf-8') as stream:
+        try:
+            root = yaml.compose(stream, Loader=yaml.SafeLoader)
+        except (yaml.YAMLError, RecursionError) as exc:
+            raise ValueError(f'{closures_path}: unreadable YAML ({type(exc).__name__})') from None
+    if not isinstance(root, yaml.MappingNode):
+        return []
+    for key, value in root.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == 'actuated' and \
+                isinstance(value, yaml.SequenceNode):
+            return [str(item.value) for item in value.value if isinstance(item, yaml.ScalarNode)]
+    return []
 
 
 def robot_arguments(urdf_default='', urdf_description=None, closures_description=None):

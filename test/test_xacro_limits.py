@@ -244,3 +244,25 @@ def test_xacro_code_runs_only_for_a_xacro_path(tmp_path):
     path.write_text(text)
     assert mbd_ros.load(str(path)).link_names == ["a0"]     # os.system's exit status
     assert marker.exists()
+
+
+# ---- the launch files' other readers -------------------------------------------------------------
+
+def test_commanded_joints_never_expand_an_alias_bomb_or_entities(tmp_path):
+    """launch/robot_args.commanded_joints reads `actuated:` from the node graph (an alias bomb
+    elsewhere in the closures file is never expanded) and refuses a DOCTYPE."""
+    bomb = ["x0: &x0 [" + ", ".join(["lol"] * 10) + "]"]
+    bomb += [f"x{i}: &x{i} [" + ", ".join([f"*x{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    closures = tmp_path / "closures.yaml"
+    closures.write_text("\n".join(bomb) + "\nactuated: [crank_joint]\n")
+    code, out, err = run_python(f"""
+        import sys
+        sys.path.insert(0, {str(REPO / "launch")!r})
+        import robot_args
+        print(robot_args.commanded_joints({{"urdf_path": "unused"}}, {str(closures)!r}))
+    """, timeout=60, memory=2 << 30)
+    assert code == 0 and out.strip() == "['crank_joint']", (out, err[-1000:])
+    xml = ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa">]><robot name="r">'
+           '<joint name="&a;" type="revolute"/></robot>')
+    with pytest.raises(ValueError, match="DOCTYPE"):
+        robot_args.commanded_joints({"robot_description": xml})
