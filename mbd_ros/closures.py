@@ -58,6 +58,9 @@ MAX_CLOSURES = 1000
 UNIT_TOLERANCE = 1e-6
 PARALLEL_TOLERANCE = 1e-6
 EXCERPT_QUOTE = 120     # characters of a string value quoted in a message
+# Every number of a model file (lengths, stiffnesses, ...) lies within this magnitude: products
+# of a few of them must not overflow inside the dynamics (as urdf.MAX_MAGNITUDE).
+MAX_MAGNITUDE = 1e100
 
 # PyYAML implements YAML 1.1, which reads an exponent without a decimal point (1e-3) as a string;
 # YAML 1.2 and every user read it as a number, so such strings are accepted as numbers.
@@ -312,6 +315,9 @@ def _number(value, what):
         raise ModelError(f"{what}: must be a number, got {_kind(value)}") from None
     if not math.isfinite(number):
         raise ModelError(f"{what}: must be finite, got {number}")
+    if abs(number) > MAX_MAGNITUDE:
+        raise ModelError(f"{what}: {number:.3g} is beyond {MAX_MAGNITUDE:g}: no model has such a "
+                         "value (check the units)")
     return number
 
 
