@@ -51,7 +51,8 @@ def _xacro_process():
         return module
     package = importlib.util.find_spec('mbd_ros')   # finds, does not import
     if package is None or not package.submodule_search_locations:
-        raise ValueError('expanding a xacro file needs the mbd_ros package (mbd_ros/xacro_process.py)')
+        raise ValueError('expanding a xacro file needs the mbd_ros package '
+                         '(mbd_ros/xacro_process.py)')
     path = os.path.join(list(package.submodule_search_locations)[0], 'xacro_process.py')
     spec = importlib.util.spec_from_file_location('_mbd_ros_xacro_process', path)
     module = importlib.util.module_from_spec(spec)

@@ -31,7 +31,8 @@ def alias_bomb(section, entry_field, levels=9, fan=10):
     the last one used as `entry_field` of the section's first entry."""
     lines = ["x0: &x0 [" + ", ".join(["lol"] * fan) + "]"]
     lines += [f"x{i}: &x{i} [" + ", ".join([f"*x{i - 1}"] * fan) + "]" for i in range(1, levels)]
-    entry = f"{{name: c, type: spherical, parent: coupler, child: rocker, {entry_field}: *x{levels - 1}}}"
+    entry = (f"{{name: c, type: spherical, parent: coupler, child: rocker, "
+             f"{entry_field}: *x{levels - 1}}}")
     if entry_field == "type":
         entry = f"{{name: c, type: *x{levels - 1}, parent: coupler, child: rocker}}"
     return "\n".join(lines) + f"\n{section}:\n  - {entry}\n"
@@ -40,7 +41,8 @@ def alias_bomb(section, entry_field, levels=9, fan=10):
 def run_python(script, timeout=120, memory=3 << 30):
     """stdout of `script` run in a child Python limited to `memory` bytes of address space;
     a child still running after `timeout` s is killed and fails the test."""
-    prelude = (f"import resource, sys\nresource.setrlimit(resource.RLIMIT_AS, ({memory}, {memory}))\n"
+    prelude = (f"import resource, sys\n"
+               f"resource.setrlimit(resource.RLIMIT_AS, ({memory}, {memory}))\n"
                f"sys.path.insert(0, {str(REPO / 'test')!r})\n")
     try:
         proc = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(script)],
@@ -59,7 +61,7 @@ def check(exc, *fragments):
     assert len(message) <= MESSAGE_LIMIT, len(message)
 
 
-# ---- YAML alias bombs ------------------------------------------------------------------------------
+# ---- YAML alias bombs ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("option, section, field, source", [
     ("forces", "forces", "type", "<forces text>"),
@@ -158,11 +160,12 @@ def test_huge_integer_keys_and_values_in_a_dict(option):
     check(info.value, f"<{option} dict>", "digits")
 
 
-# ---- the flexible_links reader goes through the capped YAML reader ---------------------------------
+# ---- the flexible_links reader goes through the capped YAML reader -------------------------------
 
 @pytest.mark.parametrize("text, fragments", [
     ("flexible_links: " + "[" * 100_000 + "]" * 100_000, ["<flexible text>", "nesting"]),
-    ("flexible_links: []\nflexible_links: []\n", ["<flexible text>", "duplicate key 'flexible_links'"]),
+    ("flexible_links: []\nflexible_links: []\n",
+     ["<flexible text>", "duplicate key 'flexible_links'"]),
     (b"flexible_links:\n  - link: \xff\xfe\n", ["<flexible text>", "UTF-8"]),
 ])
 def test_flexible_yaml_text_is_read_with_the_caps(text, fragments):
@@ -174,7 +177,7 @@ def test_flexible_yaml_text_is_read_with_the_caps(text, fragments):
 def test_flexible_yaml_file_with_invalid_utf8_or_duplicates(tmp_path):
     data = ARM_YAML.read_text()
     path = tmp_path / "arm.yaml"
-    path.write_text(data.replace("flexible_links:", "flexible_links:\n  # \n", 1) + "\nclosures: []\nclosures: []\n")
+    path.write_text(data + "\nclosures: []\nclosures: []\n")
     with pytest.raises(mbd_ros.ModelError) as info:
         mbd_ros.load(ARM_URDF, flexible=str(path))
     check(info.value, str(path), "duplicate key 'closures'")
@@ -184,7 +187,7 @@ def test_flexible_yaml_file_with_invalid_utf8_or_duplicates(tmp_path):
     check(info.value, str(path), "UTF-8")
 
 
-# ---- beam data ---------------------------------------------------------------------------------------
+# ---- beam data -----------------------------------------------------------------------------------
 
 def arm_data():
     return yaml.safe_load(ARM_YAML.read_text())
@@ -229,10 +232,11 @@ def test_degenerate_beam_data_name_the_field(field, value, named):
     check(info.value, "<flexible dict>: flexible link 0 ('forearm')", named)
 
 
-# ---- modal data (.npz) -------------------------------------------------------------------------------
+# ---- modal data (.npz) ---------------------------------------------------------------------------
 
 def modal_arrays(tmp_path):
-    positions, masses, shapes, K = lumped_modal_data(tmp_path / "unused.npz", 0.5, 2e-4, 2e-10, 6, 3)
+    positions, masses, shapes, K = lumped_modal_data(tmp_path / "unused.npz", 0.5, 2e-4, 2e-10,
+                                                     6, 3)
     return dict(node_positions=positions, node_masses=masses, mode_shapes=shapes, K_ff=K)
 
 
@@ -325,7 +329,7 @@ def test_modal_data_with_a_pickled_member(tmp_path):
     check(info.value, "K_ff", "numeric")
 
 
-# ---- forces: the source is named; callbacks' results are quoted in excerpts --------------------------
+# ---- forces: the source is named; callbacks' results are quoted in excerpts ----------------------
 
 @pytest.mark.parametrize("source, named", [
     ("forces: [\n", "<forces text>: malformed YAML"),
@@ -374,7 +378,7 @@ def test_a_callbacks_wrong_result_is_quoted_in_an_excerpt(result):
     assert time.perf_counter() - t0 < 30.0
 
 
-# ---- unused fields of the extension joints -----------------------------------------------------------
+# ---- unused fields of the extension joints -------------------------------------------------------
 
 def two_links(joint_type, extra):
     return (f'<robot name="r"><link name="a"/><link name="b"><inertial><mass value="1"/>'
@@ -405,7 +409,7 @@ def test_used_extension_fields_still_load():
     assert mbd_ros.load(two_links("cylindrical", '<axis xyz="0 0 1"/>')).nv == 2
 
 
-# ---- URDF numbers and sizes ----------------------------------------------------------------------------
+# ---- URDF numbers and sizes ----------------------------------------------------------------------
 
 INERTIAL = '<inertial><mass value="{m}"/><inertia ixx="{i}" ixy="0" ixz="0" iyy="{i}" iyz="0" izz="{i}"/></inertial>'
 
@@ -490,3 +494,18 @@ def test_absurd_yaml_numbers_name_the_field(option, source, field):
     with pytest.raises(mbd_ros.ModelError) as info:
         mbd_ros.load(FOURBAR, **{option: source})
     check(info.value, f"<{option} dict>", field, "1e+100")
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ('<robot name="r"><link name="a"/>' + "<x>" * 100_000 + "</x>" * 100_000 + "</robot>",
+     "depth"),
+    ('<robot name="r"><link name="' + "a" * 12_000_000 + '"/></robot>', "limit"),
+])
+def test_deep_or_huge_xml_is_refused_by_the_parser(text, fragment):
+    """Guard: libxml2's limits (depth 256, 10 MB per attribute or text) stay on (huge_tree
+    off): a ModelError in milliseconds, not a 12 MB link name."""
+    t0 = time.perf_counter()
+    with pytest.raises(mbd_ros.ModelError) as info:
+        mbd_ros.load(text)
+    check(info.value, "<urdf text>: malformed XML", fragment)
+    assert time.perf_counter() - t0 < 30.0
