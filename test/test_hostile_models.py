@@ -236,6 +236,17 @@ def test_beam_elements_are_capped():
         assert float(elapsed) < 30.0     # refused before any FE work
 
 
+def test_absurd_mode_counts_name_the_field():
+    """modes: 10**5000 (a YAML integer of 5000 digits is a dict value here): str() of it raised
+    ValueError inside the message."""
+    for modes in (10 ** 5000, 601):
+        data = arm_data()
+        data["flexible_links"][0]["modes"] = modes
+        with pytest.raises(mbd_ros.ModelError) as info:
+            mbd_ros.load(ARM_URDF, flexible=data)
+        check(info.value, "<flexible dict>: flexible link 0 ('forearm'): field 'modes'")
+
+
 @pytest.mark.parametrize("field, value, named", [
     ("length", 1e-300, "'beam.length'"),
     ("density", 1e-300, "'beam.density'"),

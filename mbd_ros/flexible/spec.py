@@ -47,6 +47,9 @@ MAX_BEAM_ELEMENTS = 100
 # this range: beyond it the FE eigenproblem under- or overflows (a beam of length 1e-300 or
 # density 1e-300); every real beam is many decades inside.
 BEAM_TERM_RANGE = (1e-100, 1e100)
+# Modes kept by a link: no more than a beam of MAX_BEAM_ELEMENTS has degrees of freedom (the
+# modal data's own cap is lower: flexible/modal.py).
+MAX_MODES = 6 * MAX_BEAM_ELEMENTS
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,9 @@ def _read_entry(entry, index, where, base_dir, links, link_names):
     modes = entry.get("modes")
     if modes is not None:
         modes = _positive_int(modes, f"{label}: field 'modes'")
+        if modes > MAX_MODES:
+            raise ModelError(f"{label}: field 'modes': {_kind(modes)}, more than the {MAX_MODES} "
+                             "a flexible link may keep")
     elif has_beam:
         raise ModelError(f"{label}: field 'modes': missing (how many lowest modes to keep)")
     damping = entry.get("damping_ratio", 0.0)
@@ -210,7 +216,7 @@ def _load(source):
     yaml_input.read_yaml (safe loading, duplicate keys refused, sizes and aliases capped)."""
     data, where = read_yaml(source, "flexible", "flexible-link file")
     base_dir = None
-    if isinstance(source, (str, Path)) and not isinstance(source, dict) and where == str(source):
+    if isinstance(source, (str, Path)) and where == str(source):
         base_dir = os.path.dirname(os.path.abspath(where))   # read from that file
     return data, where, base_dir
 
