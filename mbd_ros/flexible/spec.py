@@ -47,9 +47,9 @@ MAX_BEAM_ELEMENTS = 100
 # this range: beyond it the FE eigenproblem under- or overflows (a beam of length 1e-300 or
 # density 1e-300); every real beam is many decades inside.
 BEAM_TERM_RANGE = (1e-100, 1e100)
-# Modes kept by a link: no more than a beam of MAX_BEAM_ELEMENTS has degrees of freedom (the
-# modal data's own cap is lower: flexible/modal.py).
-MAX_MODES = 6 * MAX_BEAM_ELEMENTS
+# Modes kept by a link: an absurd count is refused here (a beam or a modal file offering fewer
+# than asked is refused later, naming both counts; neither offers more than 600).
+MAX_MODES = 10_000
 
 
 @dataclass(frozen=True)
