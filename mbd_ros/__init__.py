@@ -22,6 +22,12 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
          forces=None, mimic=False):
     """Load a robot from a URDF file path or URDF XML text.
 
+    A path ending in `.xacro` is expanded with xacro first, and that runs the file's code: its
+    ${...} expressions are Python that can reach os.system. Load only xacro files you would
+    run. The expansion runs in a child process limited in time and memory
+    (mbd_ros/xacro_process.py: a runaway expression is a ModelError naming the file); XML text
+    is never expanded.
+
     closures: loop closures (path, YAML text or dict, docs/formats.md): the robot is then a
         ClosedLoopRobot whose dynamics respect the loops.
     floating_base: add a free joint 'root_joint' above the URDF root link.
@@ -82,6 +88,6 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
         attach(robot, forces)
     if mimic:   # ---- mimic joints ----
         from .mimic import attach as attach_mimic
-        attach_mimic(robot, str(urdf) if hasattr(urdf, "__fspath__") else urdf)
+        attach_mimic(robot, tree)   # the <mimic> tags of the XML read (a .xacro: expanded once)
     robot._check_regular()
     return robot

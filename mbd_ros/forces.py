@@ -42,8 +42,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import layout as L
-from .closures import _check_keys, _kind, _load, _number, _numbers, _origin, _suggest
-from .errors import ModelError
+from .closures import _check_keys, _kind, _number, _numbers, _origin, _suggest, _text
+from .errors import ModelError, excerpt
+from .yaml_input import read_yaml
 from .kernels import force_elements as fk
 from .kernels.wrenches import load_link_wrenches as _load_link_wrenches
 
@@ -64,6 +65,9 @@ REQUIRED = {
     "bushing": ("parent", "child", "stiffness"),
 }
 ONE_DOF_JOINTS = ("revolute", "prismatic", "helical")   # helical: its angle
+# More elements than this is a hostile input, not a model (each costs a row of the element
+# arrays and its share of every dynamics call).
+MAX_FORCES = 10_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,14 +94,14 @@ def read_forces(source, link_names, joints):
     link_names: the robot's links; joints: {movable joint name: joint type}.
     Returns a tuple of ForceSpec. Raises ModelError naming the source, entry and field.
     """
-    data, where = _load(source)
-    where = where.replace("<closures", "<forces")
+    data, where = read_yaml(source, "forces", "forces file")
     if isinstance(data, (list, tuple)):           # a bare list of entries
         entries = data
     elif isinstance(data, dict):
         if "forces" not in data:
+            keys = ", ".join(_text(key, 40) for key in list(data)[:10])
             raise ModelError(f"{where}: missing the 'forces' list (top-level keys: "
-                             f"{', '.join(map(str, data)) or 'none'})")
+                             f"{keys or 'none'})")
         entries = data["forces"]
     else:
         raise ModelError(f"{where}: expected a mapping with a 'forces' list, got {_kind(data)}")
@@ -105,6 +109,9 @@ def read_forces(source, link_names, joints):
         entries = []
     if not isinstance(entries, (list, tuple)):
         raise ModelError(f"{where}: 'forces' must be a list of force elements, got {_kind(entries)}")
+    if len(entries) > MAX_FORCES:
+        raise ModelError(f"{where}: 'forces' has {len(entries)} entries, more than the "
+                         f"{MAX_FORCES} a model may have")
     links = tuple(link_names)
     specs, first = [], {}
     for index, entry in enumerate(entries):
@@ -127,14 +134,16 @@ def _read_entry(entry, index, where, links, joints):
                          "a unique name")
     if not isinstance(name, str):
         raise ModelError(f"{label}: field 'name': must be a string, got {_kind(name)}")
-    label = f"{where}: force {index} ('{name}')"
+    label = f"{where}: force {index} ('{excerpt(name, 80)}')"
     kind = entry.get("type")
     if kind is None:
         raise ModelError(f"{label}: field 'type': missing (one of {', '.join(FORCE_TYPES)})")
-    if kind not in FORCE_TYPES:
-        close = difflib.get_close_matches(str(kind), FORCE_TYPES, n=1)
+    if not isinstance(kind, str) or kind not in FORCE_TYPES:
+        close = difflib.get_close_matches(kind, FORCE_TYPES, n=1) \
+            if isinstance(kind, str) and len(kind) < 200 else []
         hint = f"did you mean '{close[0]}'? " if close else ""
-        raise ModelError(f"{label}: field 'type': unknown type {kind!r} ({hint}expected one of "
+        shown = repr(excerpt(kind, 80)) if isinstance(kind, str) else excerpt(kind, 80)
+        raise ModelError(f"{label}: field 'type': unknown type {shown} ({hint}expected one of "
                          f"{', '.join(FORCE_TYPES)})")
     _check_keys(entry, FIELDS[kind], f"{label}: unknown field", f"a {kind} takes")
     for key in REQUIRED[kind]:
@@ -145,9 +154,11 @@ def _read_entry(entry, index, where, links, joints):
         if role in FIELDS[kind]:
             link = entry[role]
             if not isinstance(link, str) or link not in links:
-                shown = link if isinstance(link, str) else _kind(link)
-                raise ModelError(f"{label}: field '{role}': unknown link '{shown}' "
-                                 f"({_suggest(str(link), links)})")
+                if not isinstance(link, str):
+                    raise ModelError(f"{label}: field '{role}': must be a link name, got "
+                                     f"{_kind(link)}")
+                raise ModelError(f"{label}: field '{role}': unknown link '{excerpt(link, 80)}' "
+                                 f"({_suggest(link, links)})")
             spec[role] = link
     if kind == "spring_damper":
         if spec["parent"] == spec["child"]:
@@ -161,11 +172,14 @@ def _read_entry(entry, index, where, links, joints):
         spec["preload"] = _number(entry.get("preload", 0.0), f"{label}: field 'preload'")
     elif kind == "joint_spring":
         joint = entry["joint"]
-        if not isinstance(joint, str) or joint not in joints:
-            close = difflib.get_close_matches(str(joint), list(joints), n=3)
+        if not isinstance(joint, str):
+            raise ModelError(f"{label}: field 'joint': must be a joint name, got {_kind(joint)}")
+        if joint not in joints:
+            close = difflib.get_close_matches(joint, list(joints), n=3) if len(joint) < 200 else []
             hint = ("did you mean " + " or ".join(f"'{c}'" for c in close) + "?") if close else \
                 f"movable joints: {', '.join(list(joints)[:6])}"
-            raise ModelError(f"{label}: field 'joint': unknown movable joint '{joint}' ({hint})")
+            raise ModelError(f"{label}: field 'joint': unknown movable joint "
+                             f"'{excerpt(joint, 80)}' ({hint})")
         if joints[joint] not in ONE_DOF_JOINTS:
             raise ModelError(f"{label}: field 'joint': '{joint}' is a {joints[joint]} joint; a "
                              "joint_spring acts on a one-dof (revolute, continuous, prismatic, "
@@ -383,7 +397,25 @@ class AppliedForces:
 
 
 def _name(fn):
-    return getattr(fn, "__name__", repr(fn))
+    name = getattr(fn, "__name__", None)
+    return excerpt(name, 80) if isinstance(name, str) else excerpt(fn, 80)
+
+
+def _as_floats(value, fn, what):
+    """`value` as a float array; ValueError naming the callback (numpy's own message may
+    quote the whole value)."""
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"force callback {_name(fn)}: {what} is not numbers: "
+                         f"{excerpt(value, 200)}") from None
+
+
+def _returned(array):
+    """What a callback returned (as the float array it was converted to), for a message: its
+    shape and a bounded excerpt (a 10^7-entry result must not become a 50 MB message)."""
+    shape = "x".join(map(str, array.shape)) or "scalar"
+    return f"an array of shape ({shape}) {excerpt(array, 200)}"
 
 
 def add_callback_loads(robot, callbacks, t, q, v, link_wrench, joint_force):
@@ -394,16 +426,18 @@ def add_callback_loads(robot, callbacks, t, q, v, link_wrench, joint_force):
         result = fn(t, q, v)
         if isinstance(result, dict):
             for link, wrench in result.items():
-                wrench = np.asarray(wrench, dtype=float)
+                wrench = _as_floats(wrench, fn, f"the wrench on link '{excerpt(link, 80)}'")
                 if wrench.shape != (6,) or not np.isfinite(wrench).all():
                     raise ValueError(f"force callback {_name(fn)}: the wrench on link "
-                                     f"'{link}' must be 6 finite numbers, got {wrench!r}")
+                                     f"'{excerpt(link, 80)}' must be 6 finite numbers, got "
+                                     f"{_returned(wrench)}")
                 link_wrench[robot._link(link)] += wrench
         else:
-            tau = np.asarray(result, dtype=float)
+            tau = _as_floats(result, fn, "its result")
             if tau.shape != (robot.nv,) or not np.isfinite(tau).all():
                 raise ValueError(f"force callback {_name(fn)} must return {robot.nv} finite "
-                                 f"generalized forces or a dict {{link: wrench}}, got {result!r}")
+                                 f"generalized forces or a dict {{link: wrench}}, got "
+                                 f"{_returned(tau)}")
             joint_force += tau
 
 
@@ -421,10 +455,7 @@ def _checked(robot, q, v):
 def attach(robot, source):
     """Give robot the force elements of `source` (path, YAML text or dict; `forces:` section)."""
     joints = dict(zip(robot.joint_names, robot.joint_types))
-    try:
-        specs, where = read_forces(source, robot.link_names, joints)
-    except ModelError as exc:
-        raise ModelError(str(exc).replace("closure file", "forces file")) from None
+    specs, where = read_forces(source, robot.link_names, joints)
     robot._applied = AppliedForces(robot, specs, where)
     robot.drop_c_calls()     # the C-level FD/ID entries do not evaluate force elements
     return robot
@@ -434,7 +465,7 @@ def add_force(robot, fn):
     """robot.add_force: register fn(t, q, v) -> (nv,) or {link: wrench}."""
     if not callable(fn):
         raise ValueError(f"a force must be a callable fn(t, q, v) -> (nv,) generalized forces or "
-                         f"{{link: wrench}}, got {fn!r}")
+                         f"{{link: wrench}}, got {excerpt(fn, 120)}")
     if robot._applied is None:
         robot._applied = AppliedForces(robot)
         robot.drop_c_calls()     # the C-level FD/ID entries do not evaluate callbacks
