@@ -3,7 +3,8 @@ to it, and by test/test_nodes_robot_sources.py to start the nodes exactly as the
 
 Self-contained on purpose: importing the mbd_ros package would load numba and its kernels into
 the launch process (seconds, more on a busy machine). Only the standard library, PyYAML and,
-for .xacro files, the xacro package.
+for .xacro files, mbd_ros/xacro_process.py (loaded by its path, standard library only), which
+runs the xacro package in a child process bounded in time and memory.
 
 robot_parameters(robot_description, urdf, xacro_args, search_dirs), first match wins:
 - robot_description (URDF XML text)   -> {'robot_description': xml}
@@ -16,9 +17,11 @@ closures), and robot_from_launch(context) reads them back: the shared part of ev
 """
 import os
 import shlex
+import sys
 import xml.etree.ElementTree as ElementTree
 
 ONE_DOF = ('revolute', 'continuous', 'prismatic')
+MAX_FILE_BYTES = 32 << 20   # the nodes' cap on a URDF (mbd_ros.urdf.MAX_URDF_BYTES)
 
 
 def parse_xacro_args(text):
@@ -32,17 +35,30 @@ def parse_xacro_args(text):
     return mappings
 
 
-def expand_xacro(path, mappings=None):
-    """URDF XML of a xacro file; ValueError naming xacro if it is missing or fails."""
-    try:
-        import xacro
-    except ImportError:
-        raise ValueError(f'{path} is a xacro file: install the xacro package (pip install '
-                         'xacro)') from None
-    try:
-        return xacro.process_file(path, mappings=dict(mappings or {})).toprettyxml(indent='  ')
-    except Exception as exc:
-        raise ValueError(f'{path}: xacro could not expand it: {exc}') from exc
+def expand_xacro(path, mappings=None, timeout=None, max_memory=None):
+    """URDF XML of a xacro file, expanded by mbd_ros/xacro_process.py in a child process bounded
+    in time and memory (the file's ${...} expressions are code); ValueError naming the file if
+    xacro is missing, fails or exceeds a limit."""
+    return _xacro_process().expand(path, mappings, timeout=timeout, max_memory=max_memory)
+
+
+def _xacro_process():
+    """mbd_ros/xacro_process.py, loaded by its path: it imports nothing of the package, while
+    `import mbd_ros.xacro_process` would run mbd_ros/__init__.py (numba, seconds)."""
+    import importlib.util
+    module = sys.modules.get('mbd_ros.xacro_process') or sys.modules.get('_mbd_ros_xacro_process')
+    if module is not None:
+        return module
+    package = importlib.util.find_spec('mbd_ros')   # finds, does not import
+    if package is None or not package.submodule_search_locations:
+        raise ValueError('expanding a xacro file needs the mbd_ros package '
+                         '(mbd_ros/xacro_process.py)')
+    path = os.path.join(list(package.submodule_search_locations)[0], 'xacro_process.py')
+    spec = importlib.util.spec_from_file_location('_mbd_ros_xacro_process', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules['_mbd_ros_xacro_process'] = module
+    return module
 
 
 def resolve_path(path, search_dirs=()):
@@ -78,16 +94,44 @@ def commanded_joints(robot, closures_path=''):
     of a closures file, else every 1-dof joint of the URDF (order is irrelevant: references
     are matched by name)."""
     if closures_path:
-        import yaml
-        with open(closures_path, encoding='utf-8') as stream:
-            actuated = (yaml.safe_load(stream) or {}).get('actuated')
+        actuated = _actuated(closures_path)
         if actuated:
-            return [str(name) for name in actuated]
+            return actuated
     if 'robot_description' in robot:
-        root = ElementTree.fromstring(robot['robot_description'].strip().lstrip('\ufeff'))
+        text = robot['robot_description'].strip().lstrip('\ufeff')
+        where = 'robot_description'
     else:
-        root = ElementTree.parse(robot['urdf_path']).getroot()
+        where = robot['urdf_path']
+        if os.path.getsize(where) > MAX_FILE_BYTES:
+            raise ValueError(f'{where}: more than {MAX_FILE_BYTES} bytes')
+        with open(where, 'rb') as stream:
+            text = stream.read().decode('utf-8', 'replace')
+    if len(text) > MAX_FILE_BYTES or '<!DOCTYPE' in text or '<!ENTITY' in text:
+        # the nodes refuse such a URDF (entities are never expanded); refuse it here too
+        raise ValueError(f'{where}: too large, or with a DOCTYPE / entity declaration')
+    root = ElementTree.fromstring(text)
     return [j.get('name') for j in root.findall('joint') if j.get('type') in ONE_DOF]
+
+
+def _actuated(closures_path):
+    """The `actuated:` names of a closures file, read from PyYAML's node graph without
+    constructing anything: an alias bomb elsewhere in the file (the nodes refuse it with a
+    ModelError) costs its text only here."""
+    import yaml
+    if os.path.getsize(closures_path) > MAX_FILE_BYTES:
+        raise ValueError(f'{closures_path}: more than {MAX_FILE_BYTES} bytes')
+    with open(closures_path, encoding='utf-8') as stream:
+        try:
+            root = yaml.compose(stream, Loader=yaml.SafeLoader)
+        except (yaml.YAMLError, RecursionError) as exc:
+            raise ValueError(f'{closures_path}: unreadable YAML ({type(exc).__name__})') from None
+    if not isinstance(root, yaml.MappingNode):
+        return []
+    for key, value in root.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == 'actuated' and \
+                isinstance(value, yaml.SequenceNode):
+            return [str(item.value) for item in value.value if isinstance(item, yaml.ScalarNode)]
+    return []
 
 
 def robot_arguments(urdf_default='', urdf_description=None, closures_description=None):

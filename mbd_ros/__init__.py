@@ -23,6 +23,12 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
     """Load a robot from a URDF file path or URDF XML text.
 
     Returns a Robot (one class for every kind of robot: its parts follow from these arguments).
+    A path ending in `.xacro` is expanded with xacro first, and that runs the file's code: its
+    ${...} expressions are Python that can reach os.system. Load only xacro files you would
+    run. The expansion runs in a child process limited in time and memory
+    (mbd_ros/xacro_process.py: a runaway expression is a ModelError naming the file); XML text
+    is never expanded.
+
     closures: loop closures (path, YAML text or dict, docs/formats.md): the dynamics respect
         the loops.
     floating_base: add a free joint 'root_joint' above the URDF root link.

@@ -57,6 +57,10 @@ MAX_CLOSURES = 1000
 # more often a typo than round-off), and the smallest |axis x axis2| of a universal joint.
 UNIT_TOLERANCE = 1e-6
 PARALLEL_TOLERANCE = 1e-6
+EXCERPT_QUOTE = 120     # characters of a string value quoted in a message
+# Every number of a model file (lengths, stiffnesses, ...) lies within this magnitude: products
+# of a few of them must not overflow inside the dynamics (as urdf.MAX_MAGNITUDE).
+MAX_MAGNITUDE = 1e100
 
 # PyYAML implements YAML 1.1, which reads an exponent without a decimal point (1e-3) as a string;
 # YAML 1.2 and every user read it as a number, so such strings are accepted as numbers.
@@ -181,7 +185,8 @@ def _read_entry(entry, index, where, links, link_set):
     if cut_type is None:
         raise ModelError(f"{label}: field 'type': missing (one of {', '.join(CUT_TYPES)})")
     if not isinstance(cut_type, str) or cut_type not in CUT_TYPES:
-        raise ModelError(f"{label}: field 'type': unknown type {excerpt(repr(cut_type), 80)} "
+        shown = _quoted(cut_type, 80) if isinstance(cut_type, str) else excerpt(cut_type, 80)
+        raise ModelError(f"{label}: field 'type': unknown type {shown} "
                          f"(expected one of {', '.join(CUT_TYPES)})")
 
     ends = {}
@@ -299,7 +304,7 @@ def _number(value, what):
         raise ModelError(f"{what}: must be a number, got {_kind(value)}")
     if isinstance(value, str):
         if not _FLOAT_TEXT.match(value.strip()):
-            raise ModelError(f"{what}: must be a number, got the string {excerpt(repr(value))}")
+            raise ModelError(f"{what}: must be a number, got the string {_quoted(value)}")
         value = float(value)
     try:
         number = float(value)
@@ -310,6 +315,9 @@ def _number(value, what):
         raise ModelError(f"{what}: must be a number, got {_kind(value)}") from None
     if not math.isfinite(number):
         raise ModelError(f"{what}: must be finite, got {number}")
+    if abs(number) > MAX_MAGNITUDE:
+        raise ModelError(f"{what}: {number:.3g} is beyond {MAX_MAGNITUDE:g}: no model has such a "
+                         "value (check the units)")
     return number
 
 
@@ -347,9 +355,16 @@ def _item(what, i):
 def _check_keys(mapping, allowed, prefix, word):
     for key in mapping:
         if key not in allowed:
-            close = difflib.get_close_matches(str(key), allowed, n=1) if len(str(key)) < 200 else []
+            close = difflib.get_close_matches(key, allowed, n=1) \
+                if isinstance(key, str) and len(key) < 200 else []
             hint = f"did you mean '{close[0]}'? " if close else ""
-            raise ModelError(f"{prefix} '{excerpt(str(key), 80)}' ({hint}{word} {', '.join(allowed)})")
+            raise ModelError(f"{prefix} '{_text(key, 80)}' ({hint}{word} {', '.join(allowed)})")
+
+
+def _text(value, limit=80):
+    """A key or name for a message: a str as an excerpt, anything else (a huge int, a list) by
+    a bounded repr (never str(value): that may be a 10^9-item alias structure)."""
+    return excerpt(value, limit)
 
 
 def _suggest(name, names):
@@ -369,9 +384,16 @@ def _kind(value):
     if value is None:
         return "nothing (null)"
     if isinstance(value, str):
-        return f"the string {excerpt(repr(value))}"
+        return f"the string {_quoted(value)}"
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10 ** 30:
         return f"an integer of ~{_digits(value)} digits"
     if isinstance(value, (bool, int, float)):
         return f"{type(value).__name__} {value!r}"
     return f"a {type(value).__name__}"
+
+
+def _quoted(text, limit=EXCERPT_QUOTE):
+    """repr of a string's first `limit` characters, with its length when it is longer."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text)} characters)"

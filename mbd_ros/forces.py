@@ -40,8 +40,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .closures import _check_keys, _kind, _load, _number, _numbers, _origin, _suggest
-from .errors import ModelError
+from .closures import _check_keys, _kind, _number, _numbers, _origin, _suggest, _text
+from .errors import ModelError, excerpt
+from .yaml_input import read_yaml
 
 FORCE_TYPES = ("spring_damper", "joint_spring", "bushing")
 FIELDS = {
@@ -58,6 +59,9 @@ REQUIRED = {
     "bushing": ("parent", "child", "stiffness"),
 }
 ONE_DOF_JOINTS = ("revolute", "prismatic", "helical")   # helical: its angle
+# More elements than this is a hostile input, not a model (each costs a row of the element
+# arrays and its share of every dynamics call).
+MAX_FORCES = 10_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,14 +88,14 @@ def read_forces(source, link_names, joints):
     link_names: the robot's links; joints: {movable joint name: joint type}.
     Returns a tuple of ForceSpec. Raises ModelError naming the source, entry and field.
     """
-    data, where = _load(source)
-    where = where.replace("<closures", "<forces")
+    data, where = read_yaml(source, "forces", "forces file")
     if isinstance(data, (list, tuple)):           # a bare list of entries
         entries = data
     elif isinstance(data, dict):
         if "forces" not in data:
+            keys = ", ".join(_text(key, 40) for key in list(data)[:10])
             raise ModelError(f"{where}: missing the 'forces' list (top-level keys: "
-                             f"{', '.join(map(str, data)) or 'none'})")
+                             f"{keys or 'none'})")
         entries = data["forces"]
     else:
         raise ModelError(f"{where}: expected a mapping with a 'forces' list, got {_kind(data)}")
@@ -99,6 +103,9 @@ def read_forces(source, link_names, joints):
         entries = []
     if not isinstance(entries, (list, tuple)):
         raise ModelError(f"{where}: 'forces' must be a list of force elements, got {_kind(entries)}")
+    if len(entries) > MAX_FORCES:
+        raise ModelError(f"{where}: 'forces' has {len(entries)} entries, more than the "
+                         f"{MAX_FORCES} a model may have")
     links = tuple(link_names)
     specs, first = [], {}
     for index, entry in enumerate(entries):
@@ -121,14 +128,16 @@ def _read_entry(entry, index, where, links, joints):
                          "a unique name")
     if not isinstance(name, str):
         raise ModelError(f"{label}: field 'name': must be a string, got {_kind(name)}")
-    label = f"{where}: force {index} ('{name}')"
+    label = f"{where}: force {index} ('{excerpt(name, 80)}')"
     kind = entry.get("type")
     if kind is None:
         raise ModelError(f"{label}: field 'type': missing (one of {', '.join(FORCE_TYPES)})")
-    if kind not in FORCE_TYPES:
-        close = difflib.get_close_matches(str(kind), FORCE_TYPES, n=1)
+    if not isinstance(kind, str) or kind not in FORCE_TYPES:
+        close = difflib.get_close_matches(kind, FORCE_TYPES, n=1) \
+            if isinstance(kind, str) and len(kind) < 200 else []
         hint = f"did you mean '{close[0]}'? " if close else ""
-        raise ModelError(f"{label}: field 'type': unknown type {kind!r} ({hint}expected one of "
+        shown = repr(excerpt(kind, 80)) if isinstance(kind, str) else excerpt(kind, 80)
+        raise ModelError(f"{label}: field 'type': unknown type {shown} ({hint}expected one of "
                          f"{', '.join(FORCE_TYPES)})")
     _check_keys(entry, FIELDS[kind], f"{label}: unknown field", f"a {kind} takes")
     for key in REQUIRED[kind]:
@@ -139,9 +148,11 @@ def _read_entry(entry, index, where, links, joints):
         if role in FIELDS[kind]:
             link = entry[role]
             if not isinstance(link, str) or link not in links:
-                shown = link if isinstance(link, str) else _kind(link)
-                raise ModelError(f"{label}: field '{role}': unknown link '{shown}' "
-                                 f"({_suggest(str(link), links)})")
+                if not isinstance(link, str):
+                    raise ModelError(f"{label}: field '{role}': must be a link name, got "
+                                     f"{_kind(link)}")
+                raise ModelError(f"{label}: field '{role}': unknown link '{excerpt(link, 80)}' "
+                                 f"({_suggest(link, links)})")
             spec[role] = link
     if kind == "spring_damper":
         if spec["parent"] == spec["child"]:
@@ -155,11 +166,14 @@ def _read_entry(entry, index, where, links, joints):
         spec["preload"] = _number(entry.get("preload", 0.0), f"{label}: field 'preload'")
     elif kind == "joint_spring":
         joint = entry["joint"]
-        if not isinstance(joint, str) or joint not in joints:
-            close = difflib.get_close_matches(str(joint), list(joints), n=3)
+        if not isinstance(joint, str):
+            raise ModelError(f"{label}: field 'joint': must be a joint name, got {_kind(joint)}")
+        if joint not in joints:
+            close = difflib.get_close_matches(joint, list(joints), n=3) if len(joint) < 200 else []
             hint = ("did you mean " + " or ".join(f"'{c}'" for c in close) + "?") if close else \
                 f"movable joints: {', '.join(list(joints)[:6])}"
-            raise ModelError(f"{label}: field 'joint': unknown movable joint '{joint}' ({hint})")
+            raise ModelError(f"{label}: field 'joint': unknown movable joint "
+                             f"'{excerpt(joint, 80)}' ({hint})")
         if joints[joint] not in ONE_DOF_JOINTS:
             raise ModelError(f"{label}: field 'joint': '{joint}' is a {joints[joint]} joint; a "
                              "joint_spring acts on a one-dof (revolute, continuous, prismatic, "

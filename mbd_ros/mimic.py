@@ -6,39 +6,29 @@ leader (robot/mimic.py: q_m = r q_l + o as a constraint row; docs/formats.md).
 from __future__ import annotations
 
 import numpy as np
-from lxml import etree
 
-from .errors import ModelError
+from .errors import ModelError, excerpt
 
 
 def read_mimics(urdf, source_name):
-    """[(joint, leader, multiplier, offset)] of the <mimic> tags of a URDF (path or XML text)."""
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
-    try:
-        if isinstance(urdf, str) and "<" not in urdf:
-            root = etree.parse(urdf, parser).getroot()
-        else:
-            text = urdf.encode() if isinstance(urdf, str) else urdf
-            root = etree.fromstring(text, parser)
-    except (OSError, etree.XMLSyntaxError) as exc:
-        raise ModelError(f"{source_name}: cannot read the mimic tags: {exc}") from None
+    """[(joint, leader, multiplier, offset)] of the <mimic> tags of a URDF (path, XML text, a
+    .xacro path: expanded, or the TreeSpec mbd_ros.urdf.read_urdf made of it)."""
+    from .urdf import TreeSpec, mimic_tags, read_xml
+    if isinstance(urdf, TreeSpec):
+        tags = urdf.mimics
+    else:
+        tags = mimic_tags(read_xml(urdf)[0])
     mimics = []
-    for joint in root.iter("joint"):
-        tag = joint.find("mimic")
-        if tag is None:
-            continue
-        name = joint.get("name")
-        leader = tag.get("joint")
+    for name, leader, multiplier, offset in tags:
+        where = f"{source_name}: joint '{excerpt(str(name), 80)}'"
         if not leader:
-            raise ModelError(f"{source_name}: joint '{name}': <mimic> needs a joint attribute")
+            raise ModelError(f"{where}: <mimic> needs a joint attribute")
         try:
-            multiplier = float(tag.get("multiplier", "1"))
-            offset = float(tag.get("offset", "0"))
+            multiplier = float("1" if multiplier is None else multiplier)
+            offset = float("0" if offset is None else offset)
         except ValueError:
-            raise ModelError(f"{source_name}: joint '{name}': <mimic> multiplier and offset must "
-                             "be numbers") from None
+            raise ModelError(f"{where}: <mimic> multiplier and offset must be numbers") from None
         if not (np.isfinite(multiplier) and np.isfinite(offset)):
-            raise ModelError(f"{source_name}: joint '{name}': <mimic> multiplier and offset must "
-                             "be finite")
+            raise ModelError(f"{where}: <mimic> multiplier and offset must be finite")
         mimics.append((name, leader, multiplier, offset))
     return mimics

@@ -19,6 +19,15 @@ from .urdf_elements import parse_joint, parse_link
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar", "spherical",
                "helical", "cylindrical", "universal")   # the last three: mbd_ros extensions (docs/formats.md)
 
+# Caps on hostile inputs. A URDF of a large robot is a few MB (meshes are separate files) and a
+# few hundred links; the load is linear in links, ~1 ms each (10 000 links: ~10-20 s on a
+# loaded 2-core machine). No robot has a mass, length,
+# inertia, damping or pitch beyond MAX_MAGNITUDE in SI units, and products of a few such numbers
+# (m l^2, ...) must not overflow inside the dynamics.
+MAX_URDF_BYTES = 32 << 20
+MAX_LINKS = 10_000                # links, and joints
+MAX_MAGNITUDE = 1e100
+
 # Relative tolerance for the physical-consistency checks of inertias: URDFs exported from CAD
 # round their moments to a few digits, so a principal moment may break the triangle inequality
 # by round-off without being wrong.
@@ -61,6 +70,8 @@ class TreeSpec:
     root: str = ""
     strict_inertia: bool = False   # model building: refuse (True) or warn about (False) links
                                    # and merged bodies whose inertia no rigid body has
+    mimics: tuple = ()        # (joint, leader, multiplier, offset) of each <mimic>, the attribute
+                              # texts as written (None when absent); checked by mimic.py when used
     _children: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
@@ -91,7 +102,7 @@ def read_urdf(urdf, strict_inertia=False) -> TreeSpec:
     root = _parse_xml(text, source)
     links, joints = _parse_elements(root, source)
     tree = TreeSpec(name=root.get("name", "robot"), source=source, links=links, joints=joints,
-                    strict_inertia=bool(strict_inertia))
+                    strict_inertia=bool(strict_inertia), mimics=mimic_tags(root))
     object.__setattr__(tree, "root", _validate_tree(tree))
     return tree
 
@@ -108,21 +119,31 @@ def _read_source(urdf):
         raise ModelError(f"urdf must be a file path or XML text, got {type(urdf).__name__}")
     stripped = urdf.lstrip().lstrip("\ufeff").lstrip()
     if stripped.startswith("<"):
+        _check_size(len(stripped), "<urdf text>", "characters")
         return stripped, "<urdf text>"
     if not urdf.strip():
         raise ModelError("the URDF is empty (expected a file path or XML text)")
     from .robot_source import expand_xacro, is_xacro_path   # a .xacro path: expanded
     if is_xacro_path(urdf):
-        return expand_xacro(urdf.strip()), urdf
-    if not os.path.isfile(urdf):
+        text = expand_xacro(urdf.strip())
+        _check_size(len(text), urdf, "characters once expanded")
+        return text, urdf
+    if "\x00" in urdf or not os.path.isfile(urdf):
         raise ModelError(f"URDF file not found: {excerpt(urdf)}")
     try:
+        _check_size(os.path.getsize(urdf), urdf, "bytes")
         with open(urdf, encoding="utf-8-sig") as stream:
             return stream.read(), urdf
     except UnicodeDecodeError as exc:
         raise ModelError(f"{urdf}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise ModelError(f"{urdf}: cannot read URDF: {exc}") from exc
+
+
+def _check_size(size, source, unit):
+    if size > MAX_URDF_BYTES:
+        raise ModelError(f"{source}: {size} {unit}, more than the {MAX_URDF_BYTES} a URDF may "
+                         "have")
 
 
 def _parse_xml(text, source):
@@ -189,9 +210,27 @@ def _check_structure(element, where):
                              f"{', '.join(missing)} (all of {', '.join(INERTIA_ATTRIBUTES)} are required)")
 
 
+def read_xml(urdf):
+    """(root <robot> element, source name) of a URDF file path, XML text or .xacro path, with
+    the checks of read_urdf on the text and the XML (not on the links and joints)."""
+    text, source = _read_source(urdf)
+    return _parse_xml(text, source), source
+
+
+def mimic_tags(root):
+    """(joint, leader, multiplier, offset) of each <joint><mimic joint multiplier offset/>, in
+    document order: the attribute texts as written, None when absent."""
+    return tuple((joint.get("name"), tag.get("joint"), tag.get("multiplier"), tag.get("offset"))
+                 for joint in root.findall("joint") for tag in joint.findall("mimic"))
+
+
 def _parse_elements(root, source):
     links = {}
-    for element in root.findall("link"):
+    elements = root.findall("link")
+    if len(elements) > MAX_LINKS:
+        raise ModelError(f"{source}: {len(elements)} links, more than the {MAX_LINKS} a robot "
+                         "may have")
+    for element in elements:
         name = element.get("name")
         if not name:
             raise ModelError(f"{source}: a <link> has no name attribute (line {element.sourceline})")
@@ -208,7 +247,11 @@ def _parse_elements(root, source):
         raise ModelError(f"{source}: the robot has no <link>")
     joints = []
     names = set()
-    for element in root.findall("joint"):
+    elements = root.findall("joint")
+    if len(elements) > MAX_LINKS:
+        raise ModelError(f"{source}: {len(elements)} joints, more than the {MAX_LINKS} a robot "
+                         "may have")
+    for element in elements:
         name = element.get("name")
         if not name:
             raise ModelError(f"{source}: a <joint> has no name attribute (line {element.sourceline})")
@@ -245,9 +288,28 @@ def _link_spec(link, source):
         raise ModelError(f"{where}: <inertial> has a non-finite value")
     if mass < 0.0:
         raise ModelError(f"{where}: <mass>: negative mass {mass}")
+    for what, values in (("<mass>", [mass]), ("<origin xyz>", origin[:3, 3]),
+                         ("<inertia>", inertia.ravel())):
+        _check_magnitude(values, where, what)
     # (<inertia> gives each product once, so the tensor is symmetric by construction)
     rotation = origin[:3, :3]
     return LinkSpec(link.name, mass, origin[:3, 3].copy(), rotation @ inertia @ rotation.T)
+
+
+def _norm(vector):
+    """Euclidean norm without overflow (components up to 1e308), NaN if not finite."""
+    if not np.all(np.isfinite(vector)):
+        return np.nan
+    scale = np.abs(vector).max()
+    return float(scale * np.linalg.norm(vector / scale)) if scale > 0 else 0.0
+
+
+def _check_magnitude(values, where, what):
+    """|every value| <= MAX_MAGNITUDE (finite values), else a ModelError naming the field."""
+    values = np.asarray(values, dtype=float)
+    if values.size and np.abs(values).max() > MAX_MAGNITUDE:
+        raise ModelError(f"{where}: {what}: {np.abs(values).max():.3g} is beyond "
+                         f"{MAX_MAGNITUDE:g}: no robot has such a value (check the units)")
 
 
 def inertia_problem(mass, inertia_com):
@@ -274,16 +336,23 @@ def _joint_spec(joint, source):
         raise ModelError(f"{where}: <origin> has a non-finite value")
     if axis.shape != (3,):
         raise ModelError(f"{where}: <axis xyz> must have 3 components, got {axis.size}")
-    norm = np.linalg.norm(axis) if np.all(np.isfinite(axis)) else np.nan
+    norm = _norm(axis)
     if joint.type not in ("fixed", "floating", "spherical") and not norm > 1e-9:
         raise ModelError(f"{where}: <axis xyz> must be a finite non-zero vector, got {axis.tolist()}")
     axis = axis / norm if norm > 1e-9 else np.array([1.0, 0.0, 0.0])
     damping = friction = 0.0
+    _check_magnitude(origin[:3, 3], where, "<origin xyz>")
     if joint.dynamics is not None:
-        damping = float(joint.dynamics.damping or 0.0)
-        friction = float(joint.dynamics.friction or 0.0)
+        try:
+            damping = float(joint.dynamics.damping or 0.0)
+            friction = float(joint.dynamics.friction or 0.0)
+        except ValueError:
+            raise ModelError(f"{where}: <dynamics> damping and friction must be numbers, got "
+                             f"'{excerpt(joint.dynamics.damping, 40)}' and "
+                             f"'{excerpt(joint.dynamics.friction, 40)}'") from None
         if not (np.isfinite(damping) and np.isfinite(friction)) or damping < 0 or friction < 0:
             raise ModelError(f"{where}: <dynamics> damping and friction must be finite and >= 0")
+        _check_magnitude([damping, friction], where, "<dynamics>")
     limits = dict(lower=-np.inf, upper=np.inf, effort=np.inf, velocity=np.inf)
     if joint.limit is not None:
         given = {key: float(getattr(joint.limit, key)) for key in limits
@@ -299,6 +368,14 @@ def _joint_spec(joint, source):
             limits.update(given)
             if limits["lower"] > limits["upper"]:
                 raise ModelError(f"{where}: <limit> lower {limits['lower']} > upper {limits['upper']}")
+    # the extension fields are refused where they mean nothing (as unused closure fields are):
+    # an <axis2> on a cylindrical joint or a pitch on a revolute one is a mistaken type
+    if joint.axis2 is not None and joint.type != "universal":
+        raise ModelError(f"{where}: <axis2>: not used by a {joint.type} joint (only by universal "
+                         "joints); remove it or fix the type")
+    if joint.pitch is not None and joint.type != "helical":
+        raise ModelError(f"{where}: <axis pitch>: not used by a {joint.type} joint (only by "
+                         "helical joints); remove it or fix the type")
     pitch = 0.0
     if joint.type == "helical":
         if joint.pitch is None:
@@ -307,13 +384,14 @@ def _joint_spec(joint, source):
         pitch = joint.pitch
         if not np.isfinite(pitch):
             raise ModelError(f"{where}: <axis pitch=\"{pitch}\">: must be a finite number")
+        _check_magnitude([pitch], where, "<axis pitch>")
     axis2 = None
     if joint.type == "universal":
         if joint.axis2 is None:
             raise ModelError(f"{where}: a universal joint needs <axis2 xyz=\"...\"/> (the second "
                              "rotation axis, in the joint frame)")
         axis2 = np.asarray(joint.axis2, dtype=float)
-        norm2 = np.linalg.norm(axis2) if np.all(np.isfinite(axis2)) else np.nan
+        norm2 = _norm(axis2)
         if not norm2 > 1e-9:
             raise ModelError(f"{where}: <axis2 xyz> must be a finite non-zero vector, got {axis2.tolist()}")
         axis2 = axis2 / norm2

@@ -16,28 +16,53 @@ import yaml
 
 from .errors import ModelError, excerpt
 
-# Caps on hostile inputs: a model file is a few kB; these are far above any real one.
+# Caps on hostile inputs: a model file is a few kB (1000 closures: ~120 kB, ~25 000 nodes);
+# these are far above any real one. PyYAML composes ~15 000 nodes/s on a loaded machine, so the
+# node cap bounds the parse to seconds; the expanded cap bounds what aliases make of them.
 MAX_YAML_CHARACTERS = 8_000_000
 MAX_YAML_DEPTH = 64
+MAX_YAML_NODES = 200_000            # nodes written in the text (scalars, lists, mappings)
+MAX_YAML_EXPANDED_NODES = 1_000_000  # nodes once every alias (*name) is replaced by its anchor
 
 
 class UniqueKeySafeLoader(yaml.SafeLoader):
-    """yaml.SafeLoader that refuses duplicate keys in a mapping and nesting deeper than
-    MAX_YAML_DEPTH (the composer recurses once per level)."""
+    """yaml.SafeLoader that refuses duplicate keys in a mapping, nesting deeper than
+    MAX_YAML_DEPTH (the composer recurses once per level), more than MAX_YAML_NODES nodes and
+    alias bombs: every node's size with its aliases expanded is counted as it is composed
+    (from its children's, so in time linear in the text) and a document larger than
+    MAX_YAML_EXPANDED_NODES (a 'billion laughs' of nested aliases), or an alias of a node that
+    contains it (a recursive structure), is refused before anything is constructed."""
 
     def compose_node(self, parent, index):
         self._depth = getattr(self, "_depth", 0) + 1
         try:
+            mark = self.peek_event().start_mark
             if self._depth > MAX_YAML_DEPTH:
-                mark = self.peek_event().start_mark
                 raise ModelError(f"nesting deeper than {MAX_YAML_DEPTH} levels (line {mark.line + 1})")
-            return super().compose_node(parent, index)
+            sizes = self.__dict__.setdefault("_expanded_sizes", {})   # id(node) -> size
+            if self.check_event(yaml.AliasEvent):
+                anchor = self.peek_event().anchor
+                if anchor in self.anchors and id(self.anchors[anchor]) not in sizes:
+                    raise ModelError(f"line {mark.line + 1}: alias *{excerpt(anchor, 40)} refers "
+                                     "to a node that contains it (a recursive structure)")
+                return super().compose_node(parent, index)
+            node = super().compose_node(parent, index)
+            if len(sizes) >= MAX_YAML_NODES:
+                raise ModelError(f"more than {MAX_YAML_NODES} nodes (line {mark.line + 1}); a "
+                                 "model file has far fewer")
+            sizes[id(node)] = size = 1 + _children_size(node, sizes)
+            if size > MAX_YAML_EXPANDED_NODES:
+                raise ModelError(f"line {mark.line + 1}: the aliases (*name) expand to more "
+                                 f"than {MAX_YAML_EXPANDED_NODES} nodes (an alias bomb?)")
+            return node
         finally:
             self._depth -= 1
 
     def construct_mapping(self, node, deep=False):
         seen = {}
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":   # '<<: *anchor' (flatten_mapping's)
+                continue
             key = self.construct_object(key_node, deep=True)
             try:
                 hash(key)
@@ -45,10 +70,19 @@ class UniqueKeySafeLoader(yaml.SafeLoader):
                 raise ModelError(f"line {key_node.start_mark.line + 1}: a mapping key must be a "
                                  "plain value") from None
             if key in seen:
-                raise ModelError(f"duplicate key '{excerpt(str(key), 60)}' (lines {seen[key]} and "
+                raise ModelError(f"duplicate key '{excerpt(key, 60)}' (lines {seen[key]} and "
                                  f"{key_node.start_mark.line + 1})")
             seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)
+
+
+def _children_size(node, sizes):
+    """Sum of the expanded sizes of a composed node's children (aliases count in full)."""
+    if isinstance(node, yaml.SequenceNode):
+        return sum(sizes[id(child)] for child in node.value)
+    if isinstance(node, yaml.MappingNode):
+        return sum(sizes[id(key)] + sizes[id(value)] for key, value in node.value)
+    return 0
 
 
 def parse_yaml_text(text, where):

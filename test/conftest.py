@@ -63,37 +63,79 @@ def example_robot_data_dir():
     return None
 
 
+def _in_ci():
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
 def _missing_oracle(message):
     """Skip when an oracle is not installed, but fail in CI (CI=true), where the test extra
-    installs it: a silently skipped oracle would make a green CI meaningless."""
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+    installs it: a silently skipped oracle would make a green CI meaningless. Called inside a
+    test or fixture, it skips or fails that test only."""
+    if _in_ci():
         pytest.fail(f"CI: {message}", pytrace=False)
-    pytest.skip(message)
+    pytest.skip(message, allow_module_level=True)
+
+
+class MissingOracle:
+    """Stands for an oracle module that is not installed: any attribute skips (fails in CI) the
+    test that asks for it, so the module's other tests still run. Private and dunder names
+    raise AttributeError, as for a module without them (pytest and inspect probe those)."""
+
+    def __init__(self, module, message):
+        self._module = module
+        self._message = message
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        _missing_oracle(self._message)
+
+    def __repr__(self):
+        return f"<missing oracle {self._module!r}>"
 
 
 def import_oracle(module):
-    """Import an oracle module at a test module's top: skip the module when it is not installed,
-    but fail in CI (CI=true), where the test extra installs it."""
+    """The oracle module, imported at a test module's top; if it is not installed, a
+    MissingOracle whose first use skips that test (fails it in CI, where the test extra installs
+    it). Never a module-level skip: besides hiding the module's other tests, one raised while
+    launch_testing's plugin imports the module ended the whole run (see
+    pytest_pycollect_makemodule below)."""
     import importlib
     try:
         return importlib.import_module(module)
     except ImportError:
-        message = f"{module} is not installed (it is in the test extra)"
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"CI: {message}", pytrace=False)
-        pytest.skip(message, allow_module_level=True)
+        return MissingOracle(module, f"{module} is not installed (it is in the test extra)")
 
 
 def require_fastcall():
     """For the C-level call tests (mbd_ros/fastcall): skip when the optional C extension was
-    not built (no C compiler at install), but fail in CI (CI=true), whose install builds it."""
+    not built (no C compiler at install), but fail in CI (CI=true), whose install builds it.
+    The reason names an install that has it while the tested tree does not: `colcon test` runs
+    pytest on the source tree, which a plain `colcon build` leaves without it."""
     from mbd_ros import fastcall
     if fastcall.AVAILABLE:
         return
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail("CI: the C extension mbd_ros.fastcall._fastcall was not built (the install "
-                    "needs a C compiler and NumPy's headers)", pytrace=False)
-    pytest.skip("mbd_ros.fastcall._fastcall is not built (no C compiler at install)")
+    tested = Path(fastcall.__file__).resolve().parent
+    elsewhere = _built_fastcall_dirs(exclude=tested)
+    if elsewhere:
+        _missing_oracle(f"the C extension mbd_ros.fastcall._fastcall is built in {elsewhere[0]} "
+                        f"but not in the tested tree {tested} (colcon test runs the source "
+                        "tree: build with `colcon build --symlink-install`)")
+    _missing_oracle("the C extension mbd_ros.fastcall._fastcall is not built (the install needs "
+                    "a C compiler and NumPy's headers)")
+
+
+def _built_fastcall_dirs(exclude):
+    """mbd_ros/fastcall directories on sys.path, other than `exclude`, holding the built C
+    extension (e.g. colcon's install space)."""
+    from importlib.machinery import EXTENSION_SUFFIXES
+    found = []
+    for entry in sys.path:
+        directory = Path(entry or ".").resolve() / "mbd_ros" / "fastcall"
+        if directory != exclude and directory not in found and any(
+                (directory / f"_fastcall{suffix}").is_file() for suffix in EXTENSION_SUFFIXES):
+            found.append(directory)
+    return found
 
 
 @pytest.fixture(scope="session")
@@ -117,3 +159,19 @@ def pin():
 @pytest.fixture(scope="session")
 def mbd():
     return pytest.importorskip("mbd_ros")
+
+
+# ---- collection under launch_testing (every ROS 2 workspace: colcon test) -----------------------
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    """launch_testing's pytest plugin imports each test module from this hook (to find
+    generate_test_description) and lets anything but a SyntaxError escape: a module-level skip
+    (pytest.importorskip of an optional package) or an ImportError then ended the collection of
+    the whole session, and `colcon test` ran 0 tests and reported success. Contain it to its
+    module: pytest's own Module imports it again and reports that module's skip or error."""
+    outcome = yield
+    try:
+        outcome.get_result()
+    except (Exception, pytest.skip.Exception, pytest.fail.Exception):
+        outcome.force_result(pytest.Module.from_parent(parent, path=module_path))

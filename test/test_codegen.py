@@ -8,10 +8,12 @@
   trees with the URDF damping and friction applied.
 - Same API: validation errors, `out=`, conversion of lists, f_ext (generic path), summary().
 - The on-disk cache: a changed URDF gives another key and is regenerated, an unchanged one is
-  reused; a read-only package directory falls back to the user cache directory; MBD_ROS_CACHE_DIR.
+  reused; the user cache directory is the default, never the package directory (writable or
+  not); MBD_ROS_CACHE_DIR. (Signed modules, private directories and broken entries:
+  test_cache_trust.py.)
 
-The generated modules and numba's compiled kernels are cached (mbd_ros/codegen/_generated in a
-source checkout), so only the first run of this file pays the compilation.
+The generated modules and numba's compiled kernels are cached (~/.cache/mbd_ros, or
+$MBD_ROS_CACHE_DIR), so only the first run of this file pays the compilation.
 """
 from __future__ import annotations
 
@@ -335,6 +337,10 @@ def test_changed_urdf_invalidates_the_cache(tmp_path, monkeypatch):
 
 
 def test_read_only_package_dir_falls_back_to_the_user_cache(tmp_path, monkeypatch):
+    """The package directory is never the cache (an installed one may be shared or read-only):
+    writable, read-only or impossible, the user cache directory is used."""
+    writable = tmp_path / "checkout" / "mbd_ros" / "codegen"
+    writable.mkdir(parents=True)
     read_only = tmp_path / "site-packages" / "mbd_ros" / "codegen"
     read_only.mkdir(parents=True)
     read_only.chmod(stat.S_IRUSR | stat.S_IXUSR)
@@ -343,7 +349,8 @@ def test_read_only_package_dir_falls_back_to_the_user_cache(tmp_path, monkeypatc
     blocked.write_text("")
     monkeypatch.delenv(codegen_cache.ENV_CACHE_DIR, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    for package_dir in ([read_only / "_generated"] if os.geteuid() != 0 else []) + [blocked / "_generated"]:
+    for package_dir in ([writable / "_generated"] + ([read_only / "_generated"] if os.geteuid() != 0 else [])
+                        + [blocked / "_generated"]):
         monkeypatch.setattr(codegen_cache, "PACKAGE_CACHE_DIR", package_dir)
         assert codegen_cache.cache_dir() == tmp_path / "xdg" / "mbd_ros"
     path = tmp_path / "robot.urdf"

@@ -15,7 +15,7 @@ import numpy as np
 import scipy.linalg
 
 from .. import layout as L
-from ..errors import ModelError
+from ..errors import ModelError, excerpt
 from . import layout as F
 from .beam import BeamFE
 from .modal import ModalData
@@ -100,62 +100,18 @@ def build_flexible(tree, model, specs):
     nq, nv = model.nq, model.nv
     for body in sorted(flexible):
         spec, index = flexible[body]
-        attachments = attachment_points(model, index)
-        welded = welded_rigid_bodies(tree, model, attachments)
-        if spec.beam is not None:
-            fe = BeamFE(spec.beam)
-            points_full = fe.points
-            own = rigid_properties(points_full)
-            for _, *rigid in welded:     # rigid bodies at their attachments (attachment.py)
-                points_full = points_full.extend(equivalent_points(*rigid, fe.point_shapes))
-            if spec.modes > fe.n_dofs:
-                raise ModelError(f"{spec.label}: field 'modes': {spec.modes} modes requested, the "
-                                 f"beam of {spec.beam.elements} elements has {fe.n_dofs}")
-            M = points_full.mass_matrix()
-            # modes exactly in one family (stretch, torsion, bending per plane): no round-off
-            # couplings in the shape integrals (mode_blocks.py)
-            w2, phi = block_pure_modes(fe.K, M, spec.modes)
-            points = points_full.in_basis(phi)
-            K = phi.T @ fe.K @ phi
-
-            def shapes(point, fe=fe, phi=phi):
-                N, Psi = fe.point_shapes(point)
-                return N @ phi, Psi @ phi
-        else:
-            data = ModalData(spec.modal_data, spec.modes, spec.label)
-            points = data.points
-            own = rigid_properties(points)
-            for _, *rigid in welded:
-                points = points.extend(equivalent_points(*rigid, data.point_shapes))
-            K = data.K
-            shapes = data.point_shapes
-        n = K.shape[0]
-        invariants = shape_integrals(points)
-        Mff = 0.5 * (invariants["Mff"] + invariants["Mff"].T)
         try:
-            w2, modes = scipy.linalg.eigh(K, Mff)
-        except np.linalg.LinAlgError:
-            raise ModelError(f"{spec.label}: the modal mass matrix is not positive definite "
-                             "(the modes move no mass)") from None
-        if np.any(w2 <= 0):
-            raise ModelError(f"{spec.label}: the modal stiffness K_ff is not positive definite")
-        omega = np.sqrt(w2)
-        D = Mff @ modes @ np.diag(2.0 * spec.damping_ratio * omega) @ modes.T @ Mff
-        urdf_mass = tree.links[spec.link].mass
-        if urdf_mass > 0 and abs(own[0] - urdf_mass) > MASS_WARNING_RATIO * urdf_mass:
-            warnings.warn(f"{spec.label}: the URDF mass of '{spec.link}' ({urdf_mass:.4g} kg) "
-                          f"differs from its flexible model's ({own[0]:.4g} kg) by more than "
-                          f"{MASS_WARNING_RATIO:.0%}; the flexible model's mass properties are used",
-                          stacklevel=3)
-        bodies[body] = FlexibleBody(
-            link=spec.link, body=body, n_modes=n, frequencies=omega / (2 * np.pi), mass=own[0],
-            com=own[1], inertia=own[2], K=0.5 * (K + K.T), D=0.5 * (D + D.T), Mff=Mff, iq=nq,
-            iv=nv, shapes=shapes, link_index=index, attachments=attachments,
-            welded={link: equivalent_points(*rigid, shapes) for link, *rigid in welded})
-        bodies[body].invariants = invariants
-        bodies[body].points = points           # MassPoints in the modal coordinates q_f
-        nq += n
-        nv += n
+            bodies[body] = _flexible_body(tree, model, body, spec, index, nq, nv)
+        except ModelError:
+            raise
+        except (ArithmeticError, ValueError, np.linalg.LinAlgError, IndexError) as exc:
+            # a net under the input checks (spec.py, modal.py): degenerate data whose FE or
+            # modal eigenproblem fails
+            field = "'beam'" if spec.beam is not None else "'modal_data'"
+            raise ModelError(f"{spec.label}: field {field}: the data give no usable modal model "
+                             f"({type(exc).__name__}: {excerpt(str(exc), 160)})") from None
+        nq += bodies[body].n_modes
+        nv += bodies[body].n_modes
 
     # ---- flat arrays
     fint = -np.ones((nb + 1, F.FINT_WIDTH), dtype=np.int64)
@@ -232,6 +188,66 @@ def build_flexible(tree, model, specs):
                          elastic_v_indices=np.array(iv_list, dtype=np.int64),
                          bodies=[bodies[b] for b in sorted(bodies)], link_shapes=link_shapes,
                          tree_links=dict(tree.links), model=model)
+
+
+def _flexible_body(tree, model, body, spec, index, nq, nv):
+    """FlexibleBody of the flexible link `spec` (link `index`, body `body`), its elastic
+    coordinates from q[nq], v[nv]."""
+    attachments = attachment_points(model, index)
+    welded = welded_rigid_bodies(tree, model, attachments)
+    if spec.beam is not None:
+        fe = BeamFE(spec.beam)
+        points_full = fe.points
+        own = rigid_properties(points_full)
+        for _, *rigid in welded:     # rigid bodies at their attachments (attachment.py)
+            points_full = points_full.extend(equivalent_points(*rigid, fe.point_shapes))
+        if spec.modes > fe.n_dofs:
+            raise ModelError(f"{spec.label}: field 'modes': {spec.modes} modes requested, the "
+                             f"beam of {spec.beam.elements} elements has {fe.n_dofs}")
+        M = points_full.mass_matrix()
+        # modes exactly in one family (stretch, torsion, bending per plane): no round-off
+        # couplings in the shape integrals (mode_blocks.py)
+        w2, phi = block_pure_modes(fe.K, M, spec.modes)
+        points = points_full.in_basis(phi)
+        K = phi.T @ fe.K @ phi
+
+        def shapes(point, fe=fe, phi=phi):
+            N, Psi = fe.point_shapes(point)
+            return N @ phi, Psi @ phi
+    else:
+        data = ModalData(spec.modal_data, spec.modes, spec.label)
+        points = data.points
+        own = rigid_properties(points)
+        for _, *rigid in welded:
+            points = points.extend(equivalent_points(*rigid, data.point_shapes))
+        K = data.K
+        shapes = data.point_shapes
+    n = K.shape[0]
+    invariants = shape_integrals(points)
+    Mff = 0.5 * (invariants["Mff"] + invariants["Mff"].T)
+    try:
+        w2, modes = scipy.linalg.eigh(K, Mff)
+    except np.linalg.LinAlgError:
+        raise ModelError(f"{spec.label}: the modal mass matrix is not positive definite "
+                         "(the modes move no mass)") from None
+    if np.any(w2 <= 0):
+        raise ModelError(f"{spec.label}: the modal stiffness K_ff is not positive definite")
+    omega = np.sqrt(w2)
+    D = Mff @ modes @ np.diag(2.0 * spec.damping_ratio * omega) @ modes.T @ Mff
+    urdf_mass = tree.links[spec.link].mass
+    if urdf_mass > 0 and abs(own[0] - urdf_mass) > MASS_WARNING_RATIO * urdf_mass:
+        warnings.warn(f"{spec.label}: the URDF mass of '{spec.link}' ({urdf_mass:.4g} kg) "
+                      f"differs from its flexible model's ({own[0]:.4g} kg) by more than "
+                      f"{MASS_WARNING_RATIO:.0%}; the flexible model's mass properties are used",
+                      stacklevel=4)
+    fb = FlexibleBody(
+        link=spec.link, body=body, n_modes=n, frequencies=omega / (2 * np.pi), mass=own[0],
+        com=own[1], inertia=own[2], K=0.5 * (K + K.T), D=0.5 * (D + D.T), Mff=Mff, iq=nq,
+        iv=nv, shapes=shapes, link_index=index, attachments=attachments,
+        welded={link: equivalent_points(*rigid, shapes) for link, *rigid in welded})
+    fb.invariants = invariants
+    fb.points = points           # MassPoints in the modal coordinates q_f
+    return fb
 
 
 def gyroscopic_matrices(inv):

@@ -12,9 +12,11 @@ Arrays (names; the alternatives in brackets are accepted too):
 """
 from __future__ import annotations
 
+import zipfile
+
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, excerpt
 from .points import MassPoints, rigid_offset
 
 _NAMES = {
@@ -27,58 +29,132 @@ _NAMES = {
 }
 
 
+# Sizes a modal file may have (its arrays are checked against them, and against each other,
+# from their .npy headers before anything is read): the shape integrals cost O(nodes * modes^2)
+# and every flexible dynamics call O(modes^2); an FE export of a link is far below these.
+MAX_MODAL_NODES = 100_000
+MAX_MODAL_MODES = 200
+MAX_MODE_SHAPE_ENTRIES = 12_000_000     # n_modes * nodes * 6 float64: 96 MB
+MAX_NPZ_MEMBERS = 1000
+
+
+class _NpzMembers:
+    """The arrays of an .npz file, read lazily: only the members asked for, each after its
+    .npy header (shape, dtype) has been checked, so an unused or oversized member costs
+    nothing; no pickled objects (allow_pickle=False, object dtypes refused)."""
+
+    def __init__(self, path, where):
+        self.where = where
+        try:
+            self.zip = zipfile.ZipFile(path)
+            infos = self.zip.infolist()
+        except (OSError, zipfile.BadZipFile, ValueError, RuntimeError) as exc:
+            raise ModelError(f"{where}: cannot read the .npz file: {exc}") from None
+        if len(infos) > MAX_NPZ_MEMBERS:
+            self.zip.close()
+            raise ModelError(f"{where}: cannot read the .npz file: {len(infos)} members, more "
+                             f"than {MAX_NPZ_MEMBERS}")
+        self.members = {info.filename[:-4]: info for info in infos
+                        if info.filename.endswith(".npy")}
+
+    def close(self):
+        self.zip.close()
+
+    def header(self, key):
+        """(shape, dtype) of member `key` from its .npy header, nothing else read."""
+        try:
+            with self.zip.open(self.members[key]) as stream:
+                version = np.lib.format.read_magic(stream)
+                if version == (1, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
+                elif version == (2, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
+                else:
+                    raise ValueError(f"unsupported .npy format version {version}")
+        except (OSError, ValueError, zipfile.BadZipFile, RuntimeError, EOFError) as exc:
+            raise ModelError(f"{self.where}: array '{key}': unreadable header: {exc}") from None
+        if dtype.hasobject or dtype.kind not in "fiu" or dtype.fields is not None:
+            raise ModelError(f"{self.where}: array '{key}': must be numeric (int or float), "
+                             f"got dtype {excerpt(str(dtype), 60)}")
+        return tuple(shape), dtype
+
+    def read(self, key):
+        """The array `key` as float64 (its header checked by the caller), finite."""
+        try:
+            with self.zip.open(self.members[key]) as stream:
+                value = np.lib.format.read_array(stream, allow_pickle=False)
+        except (OSError, ValueError, zipfile.BadZipFile, RuntimeError, EOFError) as exc:
+            raise ModelError(f"{self.where}: array '{key}': cannot read it: {exc}") from None
+        value = value.astype(float)
+        if not np.all(np.isfinite(value)):
+            raise ModelError(f"{self.where}: array '{key}': contains NaN or inf")
+        return value
+
+
 class ModalData:
     """Modal points (shapes in modal coordinates) and the modal stiffness of the kept modes."""
 
     def __init__(self, path, n_modes, label):
         where = f"{label}: field 'modal_data' ({path})"
+        npz = _NpzMembers(path, where)
         try:
-            with np.load(path, allow_pickle=False) as npz:
-                arrays = {key: np.asarray(npz[key]) for key in npz.files}
-        except Exception as exc:  # noqa: BLE001 - any unreadable file is a model error
-            raise ModelError(f"{where}: cannot read the .npz file: {exc}") from None
+            self._read(npz, where, n_modes, label)
+        finally:
+            npz.close()
 
-        def get(name, required=True):
+    def _read(self, npz, where, n_modes, label):
+        def get(name, shapes=None, required=True):
+            """Member `name` (or an alternative name) if its header's shape is one of `shapes`
+            (tuples, None = any; checked before reading); None if absent and not required."""
             for key in _NAMES[name]:
-                if key in arrays:
-                    value = arrays[key]
-                    if value.dtype.kind not in "fiu":
-                        raise ModelError(f"{where}: array '{key}': must be numeric")
-                    value = value.astype(float)
-                    if not np.all(np.isfinite(value)):
-                        raise ModelError(f"{where}: array '{key}': contains NaN or inf")
-                    return value
+                if key in npz.members:
+                    shape, _ = npz.header(key)
+                    if shapes is not None and shape not in shapes:
+                        expected = " or ".join(str(s) for s in shapes)
+                        raise ModelError(f"{where}: array '{key}': must have shape {expected}, "
+                                         f"got {shape}")
+                    return npz.read(key)
             if required:
                 raise ModelError(f"{where}: missing the array '{name}'")
             return None
 
+        def shape_of(name):
+            for key in _NAMES[name]:
+                if key in npz.members:
+                    return key, npz.header(key)[0]
+            raise ModelError(f"{where}: missing the array '{name}'")
+
+        key, shape = shape_of("node_positions")
+        if len(shape) != 2 or shape[1] != 3:
+            raise ModelError(f"{where}: array '{key}': must have shape (n, 3), got {shape}")
+        n = shape[0]
+        if not 1 <= n <= MAX_MODAL_NODES:
+            raise ModelError(f"{where}: array '{key}': {n} nodes, must be 1 to {MAX_MODAL_NODES}")
+        key, shape = shape_of("mode_shapes")
+        if len(shape) != 3 or shape[1:] != (n, 6):
+            raise ModelError(f"{where}: array '{key}': must have shape (n_modes, {n}, 6), "
+                             f"got {shape}")
+        available = shape[0]
+        if available < 1:
+            raise ModelError(f"{where}: array '{key}': has no modes (shape {shape})")
+        if available > MAX_MODAL_MODES or available * n * 6 > MAX_MODE_SHAPE_ENTRIES:
+            raise ModelError(f"{where}: array '{key}': {available} modes of {n} nodes, more than "
+                             f"the {MAX_MODAL_MODES} modes and {MAX_MODE_SHAPE_ENTRIES} entries "
+                             "a modal file may have")
         position = get("node_positions")
-        if position.ndim != 2 or position.shape[1] != 3:
-            raise ModelError(f"{where}: array 'node_positions': must have shape (n, 3), "
-                             f"got {position.shape}")
-        n = position.shape[0]
-        mass = get("node_masses")
-        if mass.shape != (n,):
-            raise ModelError(f"{where}: array 'node_masses': must have shape ({n},), got {mass.shape}")
+        mass = get("node_masses", [(n,)])
         if np.any(mass < 0) or mass.sum() <= 0:
             raise ModelError(f"{where}: array 'node_masses': must be >= 0 with a positive total")
-        inertia = get("node_inertias", required=False)
+        inertia = get("node_inertias", [(n, 3, 3), (n, 3)], required=False)
         if inertia is None:
             inertia = np.zeros((n, 3, 3))
         elif inertia.shape == (n, 3):
             inertia = np.einsum("pk,kl->pkl", inertia, np.eye(3))
-        elif inertia.shape != (n, 3, 3):
-            raise ModelError(f"{where}: array 'node_inertias': must have shape ({n}, 3, 3) or "
-                             f"({n}, 3), got {inertia.shape}")
         if not np.allclose(inertia, np.swapaxes(inertia, 1, 2)) or \
                 np.any(np.linalg.eigvalsh(inertia) < -1e-12):
             raise ModelError(f"{where}: array 'node_inertias': must be symmetric positive "
                              "semi-definite")
         shapes = get("mode_shapes")
-        if shapes.ndim != 3 or shapes.shape[1:] != (n, 6):
-            raise ModelError(f"{where}: array 'mode_shapes': must have shape (n_modes, {n}, 6), "
-                             f"got {shapes.shape}")
-        available = shapes.shape[0]
         if n_modes is None:
             n_modes = available
         if n_modes > available:
@@ -92,23 +168,17 @@ class ModalData:
         if np.linalg.eigvalsh(Mff)[0] <= 1e-12 * max(np.abs(Mff).max(), 1e-300):
             raise ModelError(f"{where}: array 'mode_shapes': the modes are linearly dependent or "
                              "move no mass (singular modal mass matrix)")
-        K = get("K_ff", required=False)
+        K = get("K_ff", [(available, available)], required=False)
         if K is not None:
-            if K.shape != (available, available):
-                raise ModelError(f"{where}: array 'K_ff': must have shape ({available}, "
-                                 f"{available}), got {K.shape}")
             K = K[:n_modes, :n_modes]
             if not np.allclose(K, K.T, rtol=1e-9, atol=1e-12 * np.abs(K).max()):
                 raise ModelError(f"{where}: array 'K_ff': must be symmetric")
             if np.linalg.eigvalsh(K)[0] <= 0:
                 raise ModelError(f"{where}: array 'K_ff': must be positive definite")
         else:
-            freq = get("frequencies", required=False)
+            freq = get("frequencies", [(available,)], required=False)
             if freq is None:
                 raise ModelError(f"{where}: needs the array 'K_ff' or 'frequencies'")
-            if freq.shape != (available,):
-                raise ModelError(f"{where}: array 'frequencies': must have shape ({available},), "
-                                 f"got {freq.shape}")
             if np.any(freq <= 0):
                 raise ModelError(f"{where}: array 'frequencies': must be positive (Hz)")
             K = np.diag((2 * np.pi * freq[:n_modes]) ** 2 * np.diag(Mff))

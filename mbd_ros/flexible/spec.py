@@ -26,11 +26,12 @@ from __future__ import annotations
 import difflib
 import math
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..closures import _kind, _number, _text
 from ..errors import ModelError
+from ..yaml_input import read_yaml
 
 TOP_LEVEL_KEYS = ("flexible_links",)
 OTHER_SECTIONS = ("closures", "actuated", "independent", "forces")
@@ -38,8 +39,17 @@ ENTRY_FIELDS = ("link", "beam", "modal_data", "modes", "damping_ratio")
 BEAM_FIELDS = ("length", "density", "area", "E", "Iy", "Iz", "G", "J", "elements")
 BEAM_REQUIRED = ("length", "density", "area", "E", "Iy", "Iz")
 
-# PyYAML reads 1e-3 (no decimal point) as a string (YAML 1.1); accept such strings as numbers.
-_FLOAT_TEXT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
+# The finite-element model of a beam costs O(elements^3) at load (its dense FE matrices and the
+# shape integrals over 4 Gauss points per element): 100 elements take ~5-9 s on a loaded 2-core
+# machine, 200 about a minute. The lowest modes converge with far fewer (the sample uses 10).
+MAX_BEAM_ELEMENTS = 100
+# Each term of the element matrices (E A / le, E I / le^3, G J / le, rho A le, ...) must lie in
+# this range: beyond it the FE eigenproblem under- or overflows (a beam of length 1e-300 or
+# density 1e-300); every real beam is many decades inside.
+BEAM_TERM_RANGE = (1e-100, 1e100)
+# Modes kept by a link: an absurd count is refused here (a beam or a modal file offering fewer
+# than asked is refused later, naming both counts; neither offers more than 600).
+MAX_MODES = 10_000
 
 
 @dataclass(frozen=True)
@@ -76,12 +86,7 @@ def read_flexible(source, link_names):
     data, where, base_dir = _load(source)
     if not isinstance(data, dict):
         raise ModelError(f"{where}: expected a mapping with the key 'flexible_links', got {_kind(data)}")
-    for key in data:
-        if key not in TOP_LEVEL_KEYS + OTHER_SECTIONS:
-            close = difflib.get_close_matches(str(key), TOP_LEVEL_KEYS + OTHER_SECTIONS, n=1)
-            hint = f"did you mean '{close[0]}'? " if close else ""
-            raise ModelError(f"{where}: unknown top-level key '{key}' ({hint}expected "
-                             f"{', '.join(TOP_LEVEL_KEYS + OTHER_SECTIONS)})")
+    _check_keys(data, TOP_LEVEL_KEYS + OTHER_SECTIONS, f"{where}: unknown top-level key")
     if "flexible_links" not in data:
         raise ModelError(f"{where}: missing the 'flexible_links' list")
     entries = data["flexible_links"] or []
@@ -107,18 +112,21 @@ def _read_entry(entry, index, where, base_dir, links, link_names):
     link = entry.get("link")
     if not isinstance(link, str) or not link:
         raise ModelError(f"{label}: field 'link': missing or not a link name, got {_kind(link)}")
-    label = f"{where}: flexible link {index} ('{link}')"
+    label = f"{where}: flexible link {index} ('{_text(link)}')"
     _check_keys(entry, ENTRY_FIELDS, f"{label}: unknown field")
     if link not in links:
-        close = difflib.get_close_matches(link, list(link_names), n=1)
+        close = difflib.get_close_matches(link, list(link_names), n=1) if len(link) < 200 else []
         hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise ModelError(f"{label}: field 'link': no link '{link}' in the URDF{hint}")
+        raise ModelError(f"{label}: field 'link': no link '{_text(link)}' in the URDF{hint}")
     has_beam, has_modal = "beam" in entry, "modal_data" in entry
     if has_beam == has_modal:
         raise ModelError(f"{label}: give exactly one of the fields 'beam' and 'modal_data'")
     modes = entry.get("modes")
     if modes is not None:
         modes = _positive_int(modes, f"{label}: field 'modes'")
+        if modes > MAX_MODES:
+            raise ModelError(f"{label}: field 'modes': {_kind(modes)}, more than the {MAX_MODES} "
+                             "a flexible link may keep")
     elif has_beam:
         raise ModelError(f"{label}: field 'modes': missing (how many lowest modes to keep)")
     damping = entry.get("damping_ratio", 0.0)
@@ -137,7 +145,7 @@ def _read_entry(entry, index, where, base_dir, links, link_names):
             candidate = os.path.join(base_dir, path)
             path = candidate if os.path.isfile(candidate) or not os.path.isfile(path) else path
         if not os.path.isfile(path):
-            raise ModelError(f"{label}: field 'modal_data': file not found: {path}")
+            raise ModelError(f"{label}: field 'modal_data': file not found: {_text(path)}")
         modal = path
     return FlexibleLinkSpec(link=link, beam=beam, modal_data=modal, modes=modes,
                             damping_ratio=damping, label=label)
@@ -162,60 +170,64 @@ def _read_beam(beam, label):
         raise ModelError(f"{label}: field 'beam.{'J' if 'G' in values else 'G'}': torsion needs "
                          "both G and J")
     elements = _positive_int(beam.get("elements", 10), f"{label}: field 'beam.elements'")
+    if elements > MAX_BEAM_ELEMENTS:
+        raise ModelError(f"{label}: field 'beam.elements': {_kind(elements)}, more than the "
+                         f"{MAX_BEAM_ELEMENTS} a beam may have (the FE model costs O(elements^3) "
+                         "at load; the lowest modes converge with far fewer)")
+    _check_scales(values, elements, label)
     return BeamSpec(length=values["length"], density=values["density"], area=values["area"],
                     E=values["E"], Iy=values["Iy"], Iz=values["Iz"], G=values.get("G"),
                     J=values.get("J"), elements=elements)
 
 
+def _check_scales(values, elements, label):
+    """Every term of the beam's element matrices within BEAM_TERM_RANGE, else a ModelError
+    naming the fields it comes from."""
+    le = values["length"] / elements
+    terms = [("E * area / (length / elements)", ("E", "area", "length"),
+              lambda: values["E"] * values["area"] / le)]
+    for inertia in ("Iy", "Iz"):
+        terms.append((f"E * {inertia} / (length / elements)^3", ("E", inertia, "length"),
+                      lambda i=inertia: values["E"] * values[i] / le ** 3))
+    terms.append(("density * area * length / elements", ("density", "area", "length"),
+                  lambda: values["density"] * values["area"] * le))
+    if "G" in values:
+        terms.append(("G * J / (length / elements)", ("G", "J", "length"),
+                      lambda: values["G"] * values["J"] / le))
+        terms.append(("density * (Iy + Iz) * length / elements", ("density", "Iy", "Iz", "length"),
+                      lambda: values["density"] * (values["Iy"] + values["Iz"]) * le))
+    low, high = BEAM_TERM_RANGE
+    for what, fields, term in terms:
+        try:
+            value = term()
+        except (OverflowError, ZeroDivisionError):
+            value = math.inf
+        if not low <= value <= high:
+            names = ", ".join(f"'beam.{f}'" for f in fields)
+            raise ModelError(f"{label}: fields {names}: {what} = {value:.3g} is outside "
+                             f"[{low:g}, {high:g}]: the finite-element model would under- or "
+                             "overflow (check the units)")
+
+
 # ---- helpers -----------------------------------------------------------------------------------
 
 def _load(source):
-    """(parsed data, source name for messages, directory for relative modal_data paths)."""
-    import yaml  # PyYAML, safe loading only
-
-    if isinstance(source, dict):
-        return source, "<flexible dict>", None
-    if isinstance(source, bytes):
-        source = source.decode("utf-8")
-    if isinstance(source, Path):
-        source = str(source)
-    if not isinstance(source, str):
-        raise ModelError("flexible must be a file path, YAML text or a dict, "
-                         f"got {type(source).__name__}")
-    if "\n" not in source and os.path.isfile(source):
-        try:
-            with open(source, encoding="utf-8") as stream:
-                return yaml.safe_load(stream), source, os.path.dirname(os.path.abspath(source))
-        except yaml.YAMLError as exc:
-            raise ModelError(f"{source}: malformed YAML: {exc}") from exc
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ModelError(f"{source}: cannot read the flexible-link file: {exc}") from exc
-    try:
-        data = yaml.safe_load(source)
-    except yaml.YAMLError as exc:
-        raise ModelError(f"<flexible text>: malformed YAML: {exc}") from exc
-    if (data is None or isinstance(data, str)) and "\n" not in source:
-        raise ModelError(f"flexible-link file not found: {source}")
-    return data, "<flexible text>", None
+    """(parsed data, source name for messages, directory for relative modal_data paths):
+    yaml_input.read_yaml (safe loading, duplicate keys refused, sizes and aliases capped)."""
+    data, where = read_yaml(source, "flexible", "flexible-link file")
+    base_dir = None
+    if isinstance(source, (str, Path)) and where == str(source):
+        base_dir = os.path.dirname(os.path.abspath(where))   # read from that file
+    return data, where, base_dir
 
 
 def _check_keys(mapping, allowed, prefix):
     for key in mapping:
         if key not in allowed:
-            close = difflib.get_close_matches(str(key), allowed, n=1)
+            close = difflib.get_close_matches(key, allowed, n=1) \
+                if isinstance(key, str) and len(key) < 200 else []
             hint = f"did you mean '{close[0]}'? " if close else ""
-            raise ModelError(f"{prefix} '{key}' ({hint}expected {', '.join(allowed)})")
-
-
-def _number(value, what):
-    if isinstance(value, str) and _FLOAT_TEXT.match(value.strip()):
-        value = float(value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ModelError(f"{what}: must be a number, got {_kind(value)}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ModelError(f"{what}: must be finite, got {value}")
-    return value
+            raise ModelError(f"{prefix} '{_text(key)}' ({hint}expected {', '.join(allowed)})")
 
 
 def _positive_int(value, what):
@@ -224,13 +236,3 @@ def _positive_int(value, what):
             return int(value)
         raise ModelError(f"{what}: must be a positive integer, got {_kind(value)}")
     return value
-
-
-def _kind(value):
-    if value is None:
-        return "nothing (null)"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, (bool, int, float)):
-        return f"{type(value).__name__} {value!r}"
-    return f"a {type(value).__name__}"

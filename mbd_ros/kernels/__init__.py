@@ -12,6 +12,12 @@ import hashlib
 import os
 from pathlib import Path
 
+from .. import numba_cache
+
+# before any kernel module compiles (some load from the cache at import): broken cache entries
+# of mbd_ros are dropped and recompiled, untrusted cache directories ignored (numba_cache.py)
+numba_cache.install()
+
 
 def drop_stale_cache(folder, sources):
     """Drop the numba cache files in folder/__pycache__ unless they were written from the same

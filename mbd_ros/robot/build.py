@@ -41,7 +41,7 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
     couplings = None
     if mimic:
         from ..mimic import read_mimics
-        mimics = read_mimics(str(urdf) if hasattr(urdf, "__fspath__") else urdf, model.source)
+        mimics = read_mimics(tree_spec, model.source)   # the XML read (a .xacro: expanded once)
         if mimics:
             couplings = MimicCouplings(model, mimics, model.source)
     specs, where = None, ""
