@@ -471,11 +471,14 @@ def with_forces(robot, call, q, v, tau, f_ext, **kwargs):
 
 def batch_with_forces(robot, call, q, v, x, x_name, out):
     """The batch forms of a robot with force elements: call(q_i, v_i, x_i) state by state."""
-    from .robot import _batch, _output
+    from .robot import _batch, _output, _shares
     q = _batch(q, robot.nq, "q")
     v = _batch(v, robot.nv, "v", q.shape[0])
     x = _batch(x, robot.nv, x_name, q.shape[0])
     out = _output(out, (q.shape[0], robot.nv))
+    if _shares(out, (q, v, x)):   # rows are written in turn: compute privately, then copy
+        out[:] = batch_with_forces(robot, call, q, v, x, x_name, None)
+        return out
     for i in range(q.shape[0]):
         try:
             out[i] = call(q[i], v[i], x[i])

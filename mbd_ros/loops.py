@@ -20,6 +20,7 @@ import numpy as np
 from . import layout as L
 from .errors import ModelError, excerpt
 from .kernels import closure_kinematics as ck
+from .kernels.checked import STATUS_ALIASED as _STATUS_ALIASED
 from .kernels.closed_loop import closed_loop_forward_dynamics as _closed_loop_fd
 from .kernels.closed_loop import add_loop_loads as _add_loop_loads
 from .kernels.closed_loop import cut_rows as _cut_rows
@@ -624,6 +625,8 @@ class ClosedLoopRobot(Robot):
                 status = _closed_loop_fd(self._body_int, self._body_float, self._work, self._cut_int,
                                          self._cut_float, self._loop_float, q, v, tau, alpha, beta,
                                          out, self._info)
+                if status == _STATUS_ALIASED:   # out is a view over an input: the general path
+                    raise TypeError
             except TypeError:
                 q, v, tau, _ = self._state_arrays(q, v, tau, None, "tau")
                 requested = _output(out, (self.nv,))

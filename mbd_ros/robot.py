@@ -87,8 +87,9 @@ def _batch(x, n, name, n_states=None):
 
 
 def _output(out, shape, name="out", inputs=()):
-    """A validated output array (a new one for None). out must not overlap an input: the kernels
-    read inputs after writing outputs."""
+    """A validated output array (a new one for None). `inputs`: arrays out must not share memory
+    with (ValueError); the methods that take out= instead compute privately when it does
+    (_shares), since the kernels read inputs after writing outputs."""
     if out is None:
         return np.empty(shape)
     if type(out) is not np.ndarray or out.dtype != _FLOAT or out.shape != shape \
@@ -98,6 +99,14 @@ def _output(out, shape, name="out", inputs=()):
         if x is out or (isinstance(x, np.ndarray) and np.may_share_memory(out, x)):
             raise ValueError(f"{name} must not share memory with an input")
     return out
+
+
+def _shares(out, inputs):
+    """True when the array out may share memory with one of `inputs` (arrays; other objects are
+    ignored): the caller then computes into a private array and copies (out= may overlap any
+    input, README "Threads and numeric inputs")."""
+    return out is not None and any(isinstance(x, np.ndarray) and np.may_share_memory(out, x)
+                                   for x in inputs)
 
 
 def _aliased(out, a, b, c):
@@ -302,11 +311,10 @@ class Robot:
         if not np.isfinite(dt):
             raise ValueError(f"dt must be finite, got {dt}")
         self._check_state(q, v, _EMPTY, "")
-        if out is not None and (out is q or np.may_share_memory(out, q)):
-            result = self.integrate(q, v, dt)   # q is read while out is written
-            _output(out, (self.nq,), inputs=(v,))[:] = result
+        out = _output(out, (self.nq,))
+        if _shares(out, (q, v)):   # q and v are read while out is written: compute privately
+            out[:] = self.integrate(q, v, dt)
             return out
-        out = _output(out, (self.nq,), inputs=(v,))
         _integrate(self._body_int, q, v, dt, out)
         if not _all_finite(out):
             raise ValueError("integrate: the result is not finite (v * dt overflows)")
@@ -423,6 +431,9 @@ class Robot:
             out = _output(out, (self.nv, self.nv))
             status = _mass_matrix(self._body_int, self._body_float, self._fast_work, q, out)
         if status:
+            if status == _STATUS_ALIASED:   # out overlaps q: compute privately, then copy
+                out[...] = Robot.mass_matrix(self, np.array(q, dtype=_FLOAT))
+                return out
             self._raise(status, q, _EMPTY, _EMPTY, out, "")
         if "mass_matrix" in self._c_pending:
             self._promote_c_call("mass_matrix")
@@ -432,8 +443,9 @@ class Robot:
         """b(q, v) (nv,): Coriolis, centrifugal and gravity forces of the tree (M qdd + b = tau
         + tau_passive), = the tree's inverse dynamics at qdd = 0 without the passive forces.
         For a closed-loop robot this is still the open tree's bias (docs/theory.md §2: k^c + k^t)."""
-        out = Robot.inverse_dynamics(self, q, v, np.zeros(self.nv), out=out)
-        out -= self.damping_forces(v) if self.model.passive_forces else 0.0
+        passive = self.damping_forces(v) if self.model.passive_forces else 0.0   # before out
+        out = Robot.inverse_dynamics(self, q, v, np.zeros(self.nv), out=out)   # is written
+        out -= passive
         return out
 
     def gravity_forces(self, q, out=None):
@@ -488,6 +500,9 @@ class Robot:
         v = _batch(v, self.nv, "v", q.shape[0])
         x = _batch(x, self.nv, x_name, q.shape[0])
         out = _output(out, (q.shape[0], self.nv))
+        if _shares(out, (q, v, x)):   # the rows are computed in turn: compute privately
+            out[:] = self._run_batch(kernel, q, v, x, x_name, None)
+            return out
         status = np.zeros(q.shape[0], dtype=np.int64)
         n_threads = max(1, min(self.batch_threads, q.shape[0] // 64))
         if self._batch_works is None or len(self._batch_works) < n_threads:

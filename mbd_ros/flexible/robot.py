@@ -12,7 +12,7 @@ import numpy as np
 from .. import layout as L
 from ..errors import ModelError
 from ..kernels import flexible_dynamics as K
-from ..robot import Robot, _batch, _output, _vector
+from ..robot import Robot, _batch, _output, _shares, _vector
 from . import layout as F
 from .build import FlexibleModel
 
@@ -96,6 +96,9 @@ class FlexibleRobot(Robot):
         v = _vector(v, self.nv, "v")
         out = _output(out, (self.nq,))
         self._check_state(q, v, _EMPTY, "")
+        if _shares(out, (q, v)):   # q and v are read while out is written: compute privately
+            out[:] = FlexibleRobot.integrate(self, q, v, dt)
+            return out
         nq, nv = self.model.nq, self.model.nv
         if any(t not in ("revolute", "prismatic") for t in self.joint_types):
             out[:nq] = Robot.integrate(self._rigid_view(), q[:nq], v[:nv], dt)
@@ -239,6 +242,9 @@ class FlexibleRobot(Robot):
         yet (ValueError)."""
         q, v, qdd, _ = self._state_arrays(q, v, qdd, self._tau_scratch, "qdd")
         out = _output(out, (len(self.wrench_joint_names), 6))
+        if _shares(out, (q, v, qdd, f_ext)):   # the rows are written while q, v, qdd, f_ext are
+            out[:] = FlexibleRobot.joint_wrenches(self, q, v, qdd, f_ext=f_ext)   # read: privately
+            return out
         if self._applied is not None and not self._applying:   # force elements load the bodies
             self._applied.load(q, v, np.zeros(self.nv), f_ext, self.time)
             self._link_fext = self._link_fext + self._applied.link_loads()
@@ -286,6 +292,9 @@ class FlexibleRobot(Robot):
         v = _batch(v, self.nv, "v", q.shape[0])
         x = _batch(x, self.nv, x_name, q.shape[0])
         out = _output(out, (q.shape[0], self.nv))
+        if _shares(out, (q, v, x)):   # the rows are computed in turn: compute privately
+            out[:] = self._batch_call(kernel, q, v, x, x_name, None)
+            return out
         status = np.zeros(q.shape[0], dtype=np.int64)
         n_threads = max(1, min(self.batch_threads, q.shape[0] // 64))
         if self._flex_batch_works is None or len(self._flex_batch_works) < n_threads:
