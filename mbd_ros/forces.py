@@ -461,12 +461,13 @@ def inverse_dynamics_with_forces(robot, q, v, qdd, f_ext, out):
 def with_forces(robot, call, q, v, tau, f_ext, **kwargs):
     """Call call(q, v, tau + joint forces, f_ext=f_ext + element wrenches, **kwargs) with the
     robot's forces added once (nested dynamics calls then do not add them again)."""
-    tau_total, f_total = robot._applied.combine(q, v, tau, f_ext, robot.time)
-    robot._applying = True
-    try:
-        return call(q, v, tau_total, f_ext=f_total, **kwargs)
-    finally:
-        robot._applying = False
+    with robot._lock:   # combine() fills the robot's workspace and the elements' buffers
+        tau_total, f_total = robot._applied.combine(q, v, tau, f_ext, robot.time)
+        robot._applying = True
+        try:
+            return call(q, v, tau_total, f_ext=f_total, **kwargs)
+        finally:
+            robot._applying = False
 
 
 def batch_with_forces(robot, call, q, v, x, x_name, out):

@@ -153,8 +153,10 @@ def forward_dynamics_prescribed(robot, q, v, tau, prescribed, f_ext=None):
 
 
 def dispatch(robot, q, v, tau, f_ext, out, prescribed, return_torques):
-    """robot.forward_dynamics(..., prescribed=...): solve, keep u in robot.last_prescribed_torques."""
-    qdd, u = forward_dynamics_prescribed(robot, q, v, tau, prescribed, f_ext)
+    """robot.forward_dynamics(..., prescribed=...): solve, keep u in robot.last_prescribed_torques.
+    Under the robot's lock: the constraint rows and the tree solve use its workspaces."""
+    with robot._lock:
+        qdd, u = forward_dynamics_prescribed(robot, q, v, tau, prescribed, f_ext)
     robot.last_prescribed_torques = u
     if out is not None:
         out[:] = qdd

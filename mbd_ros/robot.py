@@ -185,7 +185,7 @@ class Robot:
         # ---- force elements and user forces (mbd_ros/forces.py) ----
         self.time = 0.0          # clock of force callbacks fn(t, q, v); step() advances it
         self._applied = None     # AppliedForces, or None: no force elements or callbacks
-        self._applying = False   # True while the dynamics run with the forces already added
+        self._thread_flags = threading.local()   # per thread: _applying
         self._simulators = {}
         self.last_prescribed_torques = np.zeros(self.nv)   # mbd_ros/prescribed.py
         # ---- end force elements ----
@@ -195,6 +195,17 @@ class Robot:
         # KernelCall.entry once installed: the Python methods' fast path too (for callers that
         # hold the bound method from before)
         self._c_forward_dynamics = self._c_inverse_dynamics = self._c_mass_matrix = None
+
+    @property
+    def _applying(self):
+        """True while this thread runs the dynamics with the force elements and callbacks
+        already added (nested dynamics calls must not add them again). Per thread: another
+        thread's call in that window must still add its own (mbd_ros/forces.py with_forces)."""
+        return getattr(self._thread_flags, "applying", False)
+
+    @_applying.setter
+    def _applying(self, value):
+        self._thread_flags.applying = value
 
     def _c_call_names(self):
         """Methods that get a KernelCall (mbd_ros/fastcall): the generic FD and ID, unless a
@@ -223,7 +234,8 @@ class Robot:
         if calls < 1 and not now:
             self._c_pending[name] = calls + 1
             return
-        del self._c_pending[name]
+        if self._c_pending.pop(name, None) is None:   # another thread is installing it
+            return
         # the class may have changed since __init__ (mimic.attach swaps in a subclass whose
         # methods must not be shadowed), and force elements may have been attached
         if self._applied is not None or name not in self._c_call_names():

@@ -20,6 +20,8 @@ recursive closed-loop formalism of seed [000] is not extended to flexible bodies
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from .. import layout as L
@@ -30,7 +32,7 @@ from ..kernels import flexible_frames as fr
 from ..kernels.linalg import RANK_TOLERANCE
 from ..loops import ASSEMBLY_TOLERANCE, LOOP_RESIDUAL_WARNING, PROJECTION_TOLERANCE, \
     LoopResidualWarning
-from ..robot import _EMPTY, _vector
+from ..robot import _EMPTY, _locked, _vector
 from .forces import frame_ends
 from ..kernels import flexible_dynamics as K
 from . import layout as F
@@ -92,8 +94,19 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
         self._frame_twist = np.zeros((n_ends, 6, 1))
         self._unit_v = np.zeros(self.nv)
         self._baumgarte = (0.0, 0.0)
-        self._multipliers = np.zeros(n_rows)
+        self._thread_multipliers = threading.local()   # per thread: multipliers()
         self.last_rank = n_rows
+
+    @property
+    def _multipliers(self):
+        """(b,) the loop multipliers of this thread's last forward or inverse dynamics (zeros
+        before its first): per thread, as ClosedLoopRobot.multipliers()."""
+        lam = getattr(self._thread_multipliers, "value", None)
+        return np.zeros(self.n_constraints) if lam is None else lam
+
+    @_multipliers.setter
+    def _multipliers(self, lam):
+        self._thread_multipliers.value = lam
 
     # ------------------------------------------------------------------ loop kinematics
     @property
@@ -146,6 +159,7 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
                            self._frame_state, self._frame_jac)
         return self._frame_jac.copy()
 
+    @_locked
     def loop_state(self, q, v=None):
         """(g (b,), G_l (b, nv), G_l v (b,)) at (q, v): position residuals, closure Jacobian
         (elastic columns included) and velocity residual (zeros when v is None)."""
@@ -169,6 +183,7 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
         g, _, gv = self.loop_state(q, v)
         return float(np.abs(g).max(initial=0.0)), float(np.abs(gv).max(initial=0.0))
 
+    @_locked
     def _acceleration_bias(self, q, v):
         """gamma (b,) with G_l qdd + gamma = 0: G_A a_A + G_B a_B + gamma2, the frames'
         velocity-product accelerations a = d/dt (J(q) v) by a central difference along q (+) h v."""
@@ -188,6 +203,7 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
             self, q, v, np.zeros(self.nv), f_ext=f_ext)
         return self.mass_matrix(q), rhs
 
+    @_locked
     def forward_dynamics(self, q, v, tau, f_ext=None, out=None):
         """Accelerations (nv,) of the closed-loop flexible robot: M qdd + b = tau + G_l^T lambda,
         G_l qdd = -gamma - 2 alpha G_l v - beta^2 g (module docstring); the multipliers are kept
@@ -202,7 +218,7 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
             import warnings
             warnings.warn(f"forward_dynamics: the loops are open by {np.abs(g).max():.3g} (m or "
                           f"rad) at this q, more than {LOOP_RESIDUAL_WARNING:g}", LoopResidualWarning,
-                          stacklevel=2)
+                          stacklevel=3)
         alpha, beta = self._baumgarte
         target = -self._acceleration_bias(q, v) - 2.0 * alpha * Gv - beta * beta * g
         chol = np.linalg.cholesky(M)
@@ -225,9 +241,10 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
         return out
 
     def multipliers(self):
-        """(b,) loop multipliers of the last forward_dynamics call."""
+        """(b,) loop multipliers of this thread's last forward_dynamics call."""
         return self._multipliers.copy()
 
+    @_locked
     def inverse_dynamics(self, q, v, qdd, f_ext=None, out=None):
         """Drive forces (nv,) of the actuated joints (zeros elsewhere; the elastic rows are not
         actuated) that produce qdd on the loops: ID_tree(q, v, qdd) = tau + G_l^T lambda, least
@@ -245,6 +262,7 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
         out[:] = tau
         return out
 
+    @_locked
     def closure_wrenches(self, q, v, tau, f_ext=None, multipliers=None):
         """(n_closures, 6): wrench each cut joint exerts on its child-side link, in the (deformed)
         child-side cut frame about its origin: G_B^T lambda of the cut's rows. multipliers: those
@@ -263,6 +281,7 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
             out[s] = jac_b.T @ lam[rows]
         return out
 
+    @_locked
     def joint_wrenches(self, q, v, qdd, f_ext=None, out=None, multipliers=None):
         """Joint wrenches (FlexibleRobot.joint_wrenches) including the loop forces, for a
         loop-consistent (q, v, qdd). multipliers: robot.multipliers() of the forward_dynamics
@@ -317,6 +336,7 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
         return batch_with_forces(self, self.inverse_dynamics, q, v, qdd, "qdd", out)
 
     # ------------------------------------------------------------------ assembly, simulation
+    @_locked
     def assemble(self, q, max_iterations=50):
         """q moved onto the loops (g = 0) by Gauss-Newton with minimum-norm steps."""
         q = np.array(_vector(q, self.nq, "q"), dtype=float)
@@ -327,6 +347,7 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
             q = self.integrate(q, -np.linalg.lstsq(G, g, rcond=RANK_TOLERANCE)[0], 1.0)
         raise ValueError(f"assemble: the loops did not close (residual {np.abs(g).max():.3g})")
 
+    @_locked
     def project_velocity(self, q, v):
         """v with G_l v = 0 by the correction of least kinetic energy,
         v - M^-1 G^T (G M^-1 G^T)^+ G v (q on the loops)."""
@@ -337,11 +358,13 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
             v = v - Minv_Gt @ (np.linalg.pinv(G @ Minv_Gt, rcond=RANK_TOLERANCE) @ Gv)
         return v
 
+    @_locked
     def project_state(self, q, v):
         """(q, v) back on the loops: assemble q, then project_velocity."""
         q = self.assemble(q)
         return q, self.project_velocity(q, v)
 
+    @_locked
     def step(self, q, v, tau, dt, integrator=None, project=True):
         """One simulation step (RK4 by default) -> (q, v); afterwards the loops are re-closed
         (project_state) when the residuals exceed PROJECTION_TOLERANCE."""
