@@ -936,14 +936,19 @@ class ClosedLoopRobot(Robot):
         mechanical energy after the step.
         """
         from .simulation import step_robot
+        start = self.time
         q_next, v_next = step_robot(self, q, v, tau, dt, integrator, options, prescribed)
-        position, velocity = self.closure_residual(q_next, v_next)
-        # project once the residuals pass PROJECTION_TOLERANCE (an RK4 step adds ~1e-13): the
-        # loops stay closed to that tolerance at a fraction of the cost of projecting every step
-        if project and (position > PROJECTION_TOLERANCE or velocity > PROJECTION_TOLERANCE):
-            fixed = self._dofs(list(prescribed)) if prescribed else None
-            q_next, v_next = self.project_state(q_next, v_next, fixed=fixed)
+        try:   # a failed projection leaves robot.time unchanged, as a failed step does
             position, velocity = self.closure_residual(q_next, v_next)
+            # project once the residuals pass PROJECTION_TOLERANCE (an RK4 step adds ~1e-13): the
+            # loops stay closed to that tolerance at a fraction of the cost of projecting each step
+            if project and (position > PROJECTION_TOLERANCE or velocity > PROJECTION_TOLERANCE):
+                fixed = self._dofs(list(prescribed)) if prescribed else None
+                q_next, v_next = self.project_state(q_next, v_next, fixed=fixed)
+                position, velocity = self.closure_residual(q_next, v_next)
+        except BaseException:
+            self.time = start
+            raise
         self.last_step = _StepReport(self, q_next, v_next, position, velocity)
         return q_next, v_next
 

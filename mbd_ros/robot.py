@@ -612,8 +612,11 @@ class Robot:
     @_locked
     def step(self, q, v, tau, dt, integrator=None, prescribed=None, **options):
         """One simulation step from (q, v) at t = self.time; returns (q, v) and advances
-        self.time by dt. tau: (nv,) held over the step or a callable tau(t). integrator: None
-        (the default: rk4 in substeps of at most mbd_ros.simulation.DEFAULT_MAX_STEP = 1 ms),
+        self.time by dt (a failed step, ValueError or SimulationDiverged, leaves it unchanged).
+        dt: a positive finite number of seconds (else ValueError naming dt). tau: (nv,) held
+        over the step or a callable tau(t). integrator: None (the default: rk4 in substeps of at
+        most mbd_ros.simulation.DEFAULT_MAX_STEP = 1 ms, at most MAX_DEFAULT_SUBSTEPS = 10 000 of
+        them: a dt over 10 s is a ValueError),
         "rk4" (one step of dt), "semi_implicit_euler",
         "implicit_euler" (stiff springs and dampers) or "symplectic_euler" (trees; bounded energy
         error). prescribed: {joint: trajectory(t) -> (q, qd, qdd)} rheonomic joints. options:

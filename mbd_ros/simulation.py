@@ -72,10 +72,35 @@ DEFAULT_INTEGRATOR = "rk4"
 # measured over 20 s of undamped motion, RK4's energy error relative to the peak kinetic energy
 # is 6.7e-6 (arm7) and 1e-7 (four-bar) at 1 ms, but 0.14 and 3.4e-3 at 10 ms
 DEFAULT_MAX_STEP = 1e-3
+# ... and takes at most this many substeps: robot.step(integrator=None) refuses a dt longer than
+# MAX_DEFAULT_SUBSTEPS * DEFAULT_MAX_STEP = 10 s (ValueError) instead of running unboundedly long
+MAX_DEFAULT_SUBSTEPS = 10_000
 # default divergence bound on every velocity coordinate (rad/s, m/s): no robot joint moves
 # this fast, and a diverging explicit integration passes it long before overflowing
 MAX_VELOCITY = 1e4
 _VECTOR_SPACE_JOINTS = ("revolute", "prismatic", "helical", "cylindrical", "universal")
+
+
+def step_size(dt, name="dt"):
+    """dt as a positive finite float (s); ValueError naming `name` for anything else: None, a
+    sequence or array of more than zero dimensions, a string, a bool, a complex number,
+    NaN/inf, zero or a negative number."""
+    kind = np.asarray(dt).dtype.kind if isinstance(dt, (np.ndarray, np.generic)) else None
+    if isinstance(dt, (bool, str, bytes, complex)) or dt is None \
+            or (kind is not None and (kind not in "fiu" or np.ndim(dt) != 0)):
+        raise ValueError(f"{name} must be a positive number of seconds, got {_shown(dt)}")
+    try:
+        value = float(dt)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be a positive number of seconds, got {_shown(dt)}") from None
+    if not (np.isfinite(value) and value > 0.0):
+        raise ValueError(f"{name} must be a positive finite number of seconds, got {value}")
+    return value
+
+
+def _shown(value):
+    from .errors import excerpt
+    return excerpt(repr(value), 60)
 
 
 class SimulationDiverged(FloatingPointError):
@@ -108,9 +133,7 @@ class Simulator:
         if integrator not in INTEGRATORS:
             raise ValueError(f"integrator must be one of {INTEGRATORS} (or None for "
                              f"{DEFAULT_INTEGRATOR}), got {integrator!r}")
-        dt = float(dt)
-        if not (np.isfinite(dt) and dt > 0.0):
-            raise ValueError(f"dt must be a positive number, got {dt}")
+        dt = step_size(dt)
         max_velocity = float(max_velocity)
         if not max_velocity > 0.0:
             raise ValueError(f"max_velocity must be positive, got {max_velocity}")
@@ -434,21 +457,32 @@ def step_robot(robot, q, v, tau, dt, integrator=None, options=None, prescribed=N
     (dt, integrator, options) on the robot; returns copies of (q, v), advances robot.time.
     prescribed: {joint: trajectory(t) -> (q, qd, qdd)} (see Simulator)."""
     options = dict(options or {})
-    dt = float(dt)
+    dt = step_size(dt)
     substeps = 1
     if integrator is None and dt > DEFAULT_MAX_STEP * (1.0 + 1e-9):   # the accurate default
         substeps = int(np.ceil(dt / DEFAULT_MAX_STEP - 1e-9))
+        if substeps > MAX_DEFAULT_SUBSTEPS:
+            largest = MAX_DEFAULT_SUBSTEPS * DEFAULT_MAX_STEP
+            raise ValueError(f"dt = {dt:g} s needs {substeps:.3g} substeps of at most "
+                             f"{DEFAULT_MAX_STEP:g} s with the default integrator, more than "
+                             f"MAX_DEFAULT_SUBSTEPS = {MAX_DEFAULT_SUBSTEPS}: the largest dt "
+                             f"allowed is {largest:g} s (take several steps, or name an integrator "
+                             "for one step of dt)")
     key = (dt, substeps, integrator or DEFAULT_INTEGRATOR, tuple(sorted(options.items())))
     simulator = robot._simulators.get(key)
-    if simulator is None:
-        if len(robot._simulators) >= 8:   # a caller varying dt: keep the cache bounded
-            robot._simulators.clear()
-        simulator = robot._simulators[key] = Simulator(robot, dt / substeps, integrator, q=q, v=v,
-                                                       **options)
     start = robot.time
-    simulator.reset(q, v, time=start)
-    simulator.prescribed = dict(prescribed) if prescribed else {}
-    for _ in range(substeps):
-        simulator.step(tau)
+    try:   # robot.time (which the stages set) is back at start when the step fails
+        if simulator is None:
+            if len(robot._simulators) >= 8:   # a caller varying dt: keep the cache bounded
+                robot._simulators.clear()
+            simulator = robot._simulators[key] = Simulator(robot, dt / substeps, integrator, q=q,
+                                                           v=v, **options)
+        simulator.reset(q, v, time=start)
+        simulator.prescribed = dict(prescribed) if prescribed else {}
+        for _ in range(substeps):
+            simulator.step(tau)
+    except BaseException:
+        robot.time = start
+        raise
     robot.time = start + dt
     return simulator.q.copy(), simulator.v.copy()

@@ -365,12 +365,18 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
         return q, self.project_velocity(q, v)
 
     @_locked
-    def step(self, q, v, tau, dt, integrator=None, project=True):
-        """One simulation step (RK4 by default) -> (q, v); afterwards the loops are re-closed
-        (project_state) when the residuals exceed PROJECTION_TOLERANCE."""
-        q_next, v_next = FlexibleRobot.step(self, q, v, tau, dt, integrator)
-        if project:
-            position, velocity = self.closure_residual(q_next, v_next)
-            if position > PROJECTION_TOLERANCE or velocity > PROJECTION_TOLERANCE:
-                q_next, v_next = self.project_state(q_next, v_next)
+    def step(self, q, v, tau, dt, integrator=None, project=True, **options):
+        """One simulation step (FlexibleRobot.step) -> (q, v); afterwards the loops are re-closed
+        (project_state) when the residuals exceed PROJECTION_TOLERANCE. self.time advances by dt,
+        and is unchanged when the step or the projection fails."""
+        start = self.time
+        q_next, v_next = FlexibleRobot.step(self, q, v, tau, dt, integrator, **options)
+        try:
+            if project:
+                position, velocity = self.closure_residual(q_next, v_next)
+                if position > PROJECTION_TOLERANCE or velocity > PROJECTION_TOLERANCE:
+                    q_next, v_next = self.project_state(q_next, v_next)
+        except BaseException:
+            self.time = start
+            raise
         return q_next, v_next

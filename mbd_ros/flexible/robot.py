@@ -311,13 +311,15 @@ class FlexibleRobot(Robot):
         return out
 
     @_locked
-    def step(self, q, v, tau, dt, integrator=None):
-        """One simulation step -> (q, v); integrator None = 'rk4' (the elastic modes are stiff:
-        keep dt well below 1 / highest kept frequency)."""
-        from ..simulation import Simulator
-        sim = Simulator(self, dt, integrator or self.default_integrator, q=q, v=v)
-        sim.step(tau)
-        return sim.q.copy(), sim.v.copy()
+    def step(self, q, v, tau, dt, integrator=None, **options):
+        """One simulation step from (q, v) at t = self.time -> (q, v), advancing self.time by dt
+        (unchanged when the step fails), as Robot.step: integrator None = RK4 in substeps of at
+        most 1 ms (the elastic modes are stiff: keep the step well below 1 / (2 pi
+        highest_frequency())); options: Simulator options (max_velocity, max_kinetic_energy)."""
+        from ..simulation import DEFAULT_INTEGRATOR, step_robot
+        if integrator is None and self.default_integrator != DEFAULT_INTEGRATOR:
+            integrator = self.default_integrator
+        return step_robot(self, q, v, tau, dt, integrator, options)
 
     # ------------------------------------------------------------------ kinematics, energy
     @_locked
