@@ -46,6 +46,7 @@ from .closures import _check_keys, _kind, _load, _number, _numbers, _origin, _su
 from .errors import ModelError
 from .kernels import force_elements as fk
 from .kernels.wrenches import load_link_wrenches as _load_link_wrenches
+from .robot import _real_array
 
 _FLOAT = np.dtype(np.float64)
 
@@ -321,12 +322,12 @@ class AppliedForces:
         self._total_wrench[:] = self.link_wrench
         if isinstance(f_ext, dict):
             for link, w in f_ext.items():
-                w = np.asarray(w, dtype=float)
+                w = _real_array(w, f"f_ext['{link}']", "a wrench of 6 numbers")
                 if w.shape != (6,):
                     raise ValueError(f"f_ext['{link}'] must have shape (6,), got {w.shape}")
                 self._total_wrench[robot._link(link)] += w
         else:
-            w = np.asarray(f_ext, dtype=float)
+            w = _real_array(f_ext, "f_ext", "an array (n_links, 6) or a dict {link: wrench}")
             if w.shape != self._total_wrench.shape:
                 raise ValueError(f"f_ext must have shape {self._total_wrench.shape} or be a "
                                  f"dict {{link: wrench}}, got {w.shape}")
@@ -394,13 +395,15 @@ def add_callback_loads(robot, callbacks, t, q, v, link_wrench, joint_force):
         result = fn(t, q, v)
         if isinstance(result, dict):
             for link, wrench in result.items():
-                wrench = np.asarray(wrench, dtype=float)
+                wrench = _real_array(wrench, f"force callback {_name(fn)}: the wrench on link "
+                                     f"'{link}'", "6 numbers")
                 if wrench.shape != (6,) or not np.isfinite(wrench).all():
                     raise ValueError(f"force callback {_name(fn)}: the wrench on link "
                                      f"'{link}' must be 6 finite numbers, got {wrench!r}")
                 link_wrench[robot._link(link)] += wrench
         else:
-            tau = np.asarray(result, dtype=float)
+            tau = _real_array(result, f"force callback {_name(fn)}", f"{robot.nv} generalized "
+                              "forces or a dict {link: wrench}")
             if tau.shape != (robot.nv,) or not np.isfinite(tau).all():
                 raise ValueError(f"force callback {_name(fn)} must return {robot.nv} finite "
                                  f"generalized forces or a dict {{link: wrench}}, got {result!r}")

@@ -31,7 +31,7 @@ from .kernels.kinematics import forward_kinematics as _forward_kinematics
 from .kernels.loop_results import loop_results as _loop_results
 from .finite import all_finite as _all_finite
 from .kernels.linalg import RANK_TOLERANCE
-from .robot import _EMPTY, Robot, _aliased, _locked, _output, _vector
+from .robot import _EMPTY, Robot, _aliased, _locked, _output, _real_array, _vector
 
 # Newton assembly stops when the largest residual is below this (m or rad).
 ASSEMBLY_TOLERANCE = 1e-12
@@ -536,7 +536,7 @@ class ClosedLoopRobot(Robot):
         """qdd with its dependent components solved from G_l qdd + gamma = 0 (independent ones
         kept): the loop-consistent acceleration closest to a commanded one, e.g. for
         computed-torque control of a parallel robot."""
-        qdd = np.array(self._v(qdd), dtype=float)
+        qdd = np.array(_vector(qdd, self.nv, "qdd"), dtype=float)
         self._check_state(self._q(q), self._v(v), qdd, "qdd")
         ind, dep = self.partition(q)
         if len(dep):
@@ -692,10 +692,7 @@ class ClosedLoopRobot(Robot):
 
     def _multiplier_vector(self, multipliers):
         """multipliers as a finite float64 (n_constraints,) array, else ValueError."""
-        try:
-            lam = np.array(multipliers, dtype=float, order="C")
-        except (TypeError, ValueError, OverflowError):
-            raise ValueError("multipliers must be an array of numbers (robot.multipliers())") from None
+        lam = _real_array(multipliers, "multipliers", "an array of numbers (robot.multipliers())")
         if lam.shape != (self.n_constraints,):
             raise ValueError(f"multipliers must have shape ({self.n_constraints},) (one per "
                              f"constraint row, robot.multipliers()), got {lam.shape}")
@@ -712,6 +709,7 @@ class ClosedLoopRobot(Robot):
     def _solve_actuation(self, q, v, qdd, f_ext=None):
         """(tau (nv,) on the actuated dofs, lambda (b,)) with tau_rnea = tau + G_l^T lambda;
         tau minimum-norm (redundant actuation), lambda minimum-norm (redundant constraints)."""
+        q, v, qdd, _ = self._state_arrays(q, v, qdd, None, "qdd")
         if self._applied is not None and not self._applying:   # force elements: subtracted
             tau_tree = Robot.inverse_dynamics(self, q, v, qdd, f_ext=f_ext)
         else:

@@ -75,7 +75,8 @@ def prescribed_dofs(robot, prescribed):
             values[k] = value
             k += 1
             continue
-        value = np.atleast_1d(np.asarray(value, dtype=float))
+        from .robot import _real_array
+        value = np.atleast_1d(_real_array(value, f"prescribed['{name}']", f"{size} acceleration(s)"))
         if value.shape != (size,) or not np.isfinite(value).all():
             raise ValueError(f"prescribed['{name}']: expected {size} finite "
                              f"acceleration(s), got {value!r}")

@@ -59,27 +59,60 @@ def _thread_pool(n_threads):
     return ThreadPoolExecutor(max_workers=n_threads, thread_name_prefix="mbd_ros_batch")
 
 
+# numpy array kinds taken as numbers: float, signed and unsigned integers, and objects that
+# convert to float; complex (numpy would drop the imaginary part), bool, strings (numpy would
+# parse them), dates are refused
+_REAL_KINDS = "fiuO"
+_KIND_WORDS = {"c": "complex", "b": "boolean", "U": "string", "S": "bytes", "M": "datetime",
+               "m": "timedelta", "V": "structured"}
+
+
+def _real_array(x, name, what):
+    """x as a new C-contiguous float64 array. ValueError naming `name` (`what`: what it must be)
+    for complex, boolean, string or other non-numeric values and for ragged sequences."""
+    try:
+        array = x if isinstance(x, np.ndarray) else np.asarray(x)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{name} must be {what}: {exc}") from None
+    if array.dtype.kind not in _REAL_KINDS:
+        word = _KIND_WORDS.get(array.dtype.kind, str(array.dtype))
+        raise ValueError(f"{name} must be {what} (real numbers), got {word} values")
+    try:
+        return np.array(array, dtype=_FLOAT, order="C", copy=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{name} must be {what}: {exc}") from None
+
+
+def _real_scalar(x, name):
+    """x as a float: a real number (int, float, numpy scalar or 0-d array); ValueError naming
+    `name` for bools, complex numbers, strings, None, sequences and arrays of one or more
+    dimensions (float() would parse a string or take a one-element array)."""
+    if isinstance(x, np.ndarray):
+        ok = x.ndim == 0 and x.dtype.kind in "fiu"
+    else:
+        ok = isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+    if ok:
+        try:
+            return float(x)
+        except (TypeError, ValueError, OverflowError):
+            pass
+    raise ValueError(f"{name} must be a real number, got {excerpt(repr(x), 60)}")
+
+
 def _vector(x, n, name):
     """x as a C-contiguous float64 (n,) array (no copy when it already is one)."""
     if type(x) is not np.ndarray or x.dtype != _FLOAT or not x.flags.c_contiguous \
             or not x.flags.writeable:
-        try:
-            x = np.array(x, dtype=_FLOAT, order="C", copy=True) if isinstance(x, np.ndarray) \
-                else np.ascontiguousarray(x, dtype=_FLOAT)
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise ValueError(f"{name} must be an array of {n} numbers: {exc}") from None
+        x = _real_array(x, name, f"an array of {n} numbers")
     if x.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
     return x
 
 
 def _batch(x, n, name, n_states=None):
-    try:
-        x = np.ascontiguousarray(x, dtype=_FLOAT)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise ValueError(f"{name} must be an array of shape (N, {n}): {exc}") from None
-    if not x.flags.writeable:
-        x = x.copy()
+    if type(x) is not np.ndarray or x.dtype != _FLOAT or not x.flags.c_contiguous \
+            or not x.flags.writeable:
+        x = _real_array(x, name, f"an array of shape (N, {n})")
     if x.ndim != 2 or x.shape[1] != n or (n_states is not None and x.shape[0] != n_states):
         want = f"({n_states if n_states is not None else 'N'}, {n})"
         raise ValueError(f"{name} must have shape {want}, got {x.shape}")
@@ -316,10 +349,7 @@ class Robot:
         """(nq,) q (+) v dt, the exact exponential map on every joint (as pinocchio.integrate)."""
         q = _vector(q, self.nq, "q")
         v = _vector(v, self.nv, "v")
-        try:
-            dt = float(dt)
-        except (TypeError, ValueError, OverflowError):
-            raise ValueError(f"dt must be a number, got {type(dt).__name__}") from None
+        dt = _real_scalar(dt, "dt")
         if not np.isfinite(dt):
             raise ValueError(f"dt must be finite, got {dt}")
         self._check_state(q, v, _EMPTY, "")
@@ -672,6 +702,10 @@ class Robot:
                           UserWarning, stacklevel=3)
 
     def _link(self, link):
+        if not isinstance(link, str):
+            raise ValueError(f"link must be a link name (a string), got {excerpt(repr(link), 60)} "
+                             f"(links: {', '.join(self.link_names[:8])}"
+                             f"{', ...' if len(self.link_names) > 8 else ''})")
         try:
             return self._link_index[link]
         except KeyError:
@@ -684,12 +718,14 @@ class Robot:
         wrench = np.zeros((len(self.link_names), 6))
         if isinstance(f_ext, dict):
             for link, w in f_ext.items():
-                w = np.asarray(w, dtype=float)
+                w = _real_array(w, f"f_ext['{excerpt(str(link), 60)}']", "a wrench of 6 numbers")
                 if w.shape != (6,):
-                    raise ValueError(f"f_ext['{link}'] must have shape (6,), got {w.shape}")
+                    raise ValueError(f"f_ext['{excerpt(str(link), 60)}'] must have shape (6,), "
+                                     f"got {w.shape}")
                 wrench[self._link(link)] = w
         else:
-            wrench = np.asarray(f_ext, dtype=float)
+            wrench = _real_array(f_ext, "f_ext", f"an array ({len(self.link_names)}, 6) or a dict "
+                                 "{link: wrench}")
             if wrench.shape != (len(self.link_names), 6):
                 raise ValueError(f"f_ext must have shape ({len(self.link_names)}, 6) or be a dict "
                                  f"{{link: wrench}}, got {wrench.shape}")

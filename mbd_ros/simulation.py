@@ -63,6 +63,7 @@ import numpy as np
 from .kernels.rk4 import rk4_combine as _rk4_combine
 from .kernels.rk4 import rk4_stage as _rk4_stage
 from .kernels.rk4 import state_bound as _state_bound
+from .robot import _FLOAT, _real_array, _real_scalar, _vector
 
 INTEGRATORS = ("rk4", "semi_implicit_euler", "implicit_euler", "symplectic_euler")
 # symplectic_euler: fixed-point iterations stop when the velocity update is below this (rad/s, m/s)
@@ -85,13 +86,9 @@ def step_size(dt, name="dt"):
     """dt as a positive finite float (s); ValueError naming `name` for anything else: None, a
     sequence or array of more than zero dimensions, a string, a bool, a complex number,
     NaN/inf, zero or a negative number."""
-    kind = np.asarray(dt).dtype.kind if isinstance(dt, (np.ndarray, np.generic)) else None
-    if isinstance(dt, (bool, str, bytes, complex)) or dt is None \
-            or (kind is not None and (kind not in "fiu" or np.ndim(dt) != 0)):
-        raise ValueError(f"{name} must be a positive number of seconds, got {_shown(dt)}")
     try:
-        value = float(dt)
-    except (TypeError, ValueError, OverflowError):
+        value = _real_scalar(dt, name)
+    except ValueError:
         raise ValueError(f"{name} must be a positive number of seconds, got {_shown(dt)}") from None
     if not (np.isfinite(value) and value > 0.0):
         raise ValueError(f"{name} must be a positive finite number of seconds, got {value}")
@@ -134,10 +131,11 @@ class Simulator:
             raise ValueError(f"integrator must be one of {INTEGRATORS} (or None for "
                              f"{DEFAULT_INTEGRATOR}), got {integrator!r}")
         dt = step_size(dt)
-        max_velocity = float(max_velocity)
+        max_velocity = _real_scalar(max_velocity, "max_velocity")
         if not max_velocity > 0.0:
             raise ValueError(f"max_velocity must be positive, got {max_velocity}")
-        if max_kinetic_energy is not None and not float(max_kinetic_energy) > 0.0:
+        if max_kinetic_energy is not None \
+                and not _real_scalar(max_kinetic_energy, "max_kinetic_energy") > 0.0:
             raise ValueError(f"max_kinetic_energy must be positive, got {max_kinetic_energy}")
         self.robot = robot
         self.dt = dt
@@ -192,12 +190,12 @@ class Simulator:
     def reset(self, q=None, v=None, time=0.0):
         """Set the state (default: neutral configuration at rest) and the clock."""
         robot = self.robot
-        q = robot.neutral() if q is None else np.asarray(q, dtype=float)
-        v = np.zeros(robot.nv) if v is None else np.asarray(v, dtype=float)
+        q = robot.neutral() if q is None else _real_array(q, "q", f"{robot.nq} finite numbers")
+        v = np.zeros(robot.nv) if v is None else _real_array(v, "v", f"{robot.nv} finite numbers")
         if q.shape != (robot.nq,) or not np.isfinite(q).all():
-            raise ValueError(f"q must be {robot.nq} finite numbers, got {q!r}")
+            raise ValueError(f"q must be {robot.nq} finite numbers, got {_shown(q)}")
         if v.shape != (robot.nv,) or not np.isfinite(v).all():
-            raise ValueError(f"v must be {robot.nv} finite numbers, got {v!r}")
+            raise ValueError(f"v must be {robot.nv} finite numbers, got {_shown(v)}")
         robot.integrate(q, v, 0.0, out=self._q_next)    # validates q (quaternions) cheaply
         self.q[:] = q
         self.v[:] = v
@@ -216,6 +214,8 @@ class Simulator:
         if callable(tau):
             self._tau_source = tau
         else:
+            if type(tau) is not np.ndarray or tau.dtype != _FLOAT or tau.shape != self._tau_held.shape:
+                tau = _vector(tau, self.robot.nv, "tau")   # no broadcasting of other shapes
             self._tau_held[:] = tau
             self._tau_source = self._tau_held
         self._acceleration(self.time, self.q, self.v, self.qdd)
@@ -259,7 +259,7 @@ class Simulator:
         """out = f(t, q, v): forward dynamics with tau(t) and every force callback at (t, q, v)."""
         tau = self._tau_source
         if callable(tau):
-            value = np.asarray(tau(t), dtype=float)
+            value = _real_array(tau(t), "tau(t)", f"{self.robot.nv} drive forces")
             if value.shape != (self.robot.nv,):
                 raise ValueError(f"tau(t) must return ({self.robot.nv},) drive forces, got shape "
                                  f"{value.shape}")
@@ -267,7 +267,8 @@ class Simulator:
         else:
             self._tau_stage[:] = tau
         for fn in self.forces:
-            value = np.asarray(fn(t, q, v), dtype=float)
+            value = _real_array(fn(t, q, v), f"force {getattr(fn, '__name__', fn)!r}",
+                                f"{self.robot.nv} generalized forces")
             if value.shape != (self.robot.nv,):
                 raise ValueError(f"force {getattr(fn, '__name__', fn)!r} must return "
                                  f"({self.robot.nv},) generalized forces, got shape {value.shape}")
