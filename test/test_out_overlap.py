@@ -65,8 +65,8 @@ def _state(robot):
         q[robot.elastic_q_indices] = 1e-3 * rng.standard_normal(len(robot.elastic_q_indices))
     v = 0.3 * rng.standard_normal(robot.nv)
     tau = rng.standard_normal(robot.nv)
-    if robot.closure_names:
-        q = robot.assemble(q)
+    if robot.closure_names:   # on the loops, bent: the elastic coordinates move too
+        q = robot.assemble(q, elastic=True) if len(robot.elastic_names) else robot.assemble(q)
         v = robot.project_velocity(q, v)
     return q, v, tau
 

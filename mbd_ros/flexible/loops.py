@@ -30,9 +30,9 @@ from ..kernels import closure_kinematics as ck
 from ..kernels import flexible_forces as ff
 from ..kernels import flexible_frames as fr
 from ..kernels.linalg import RANK_TOLERANCE
-from ..loops import ASSEMBLY_TOLERANCE, LOOP_RESIDUAL_WARNING, PROJECTION_TOLERANCE, \
-    LoopResidualWarning
-from ..robot import _EMPTY, _locked, _vector
+from ..loops import ASSEMBLY_STARTS, ASSEMBLY_TOLERANCE, LOOP_RESIDUAL_WARNING, \
+    PROJECTION_TOLERANCE, LoopResidualWarning
+from ..robot import _EMPTY, _locked, _output, _real_array, _vector
 from .forces import frame_ends
 from ..kernels import flexible_dynamics as K
 from . import layout as F
@@ -211,6 +211,8 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
         q = _vector(q, self.nq, "q")
         v = _vector(v, self.nv, "v")
         tau = _vector(tau, self.nv, "tau")
+        if out is not None:
+            _output(out, (self.nv,))
         self._check_state(q, v, tau, "tau")
         M, rhs = self._tree_terms(q, v, tau, f_ext)
         g, G, Gv = self.loop_state(q, v)
@@ -249,6 +251,8 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
         """Drive forces (nv,) of the actuated joints (zeros elsewhere; the elastic rows are not
         actuated) that produce qdd on the loops: ID_tree(q, v, qdd) = tau + G_l^T lambda, least
         squares with minimum norm (redundant actuation or constraints)."""
+        if out is not None:
+            _output(out, (self.nv,))
         tau_tree = FlexibleRobot.inverse_dynamics(self, q, v, qdd, f_ext=f_ext)
         _, G, _ = self.loop_state(q)
         act = self._actuated_dofs
@@ -271,7 +275,7 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
             self.forward_dynamics(q, v, tau, f_ext=f_ext)
             lam = self._multipliers
         else:
-            lam = np.asarray(multipliers, dtype=float)
+            lam = _real_array(multipliers, "multipliers", "an array of numbers (robot.multipliers())")
             if lam.shape != (self.n_constraints,) or not np.all(np.isfinite(lam)):
                 raise ValueError(f"multipliers must be {self.n_constraints} finite numbers "
                                  "(robot.multipliers())")
@@ -292,7 +296,7 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
             self.inverse_dynamics(q, v, qdd, f_ext=f_ext)
             lam = self._multipliers.copy()
         else:
-            lam = np.asarray(multipliers, dtype=float)
+            lam = _real_array(multipliers, "multipliers", "an array of numbers (robot.multipliers())")
             if lam.shape != (self.n_constraints,) or not np.all(np.isfinite(lam)):
                 raise ValueError(f"multipliers must be {self.n_constraints} finite numbers "
                                  "(robot.multipliers())")
@@ -337,15 +341,60 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
 
     # ------------------------------------------------------------------ assembly, simulation
     @_locked
-    def assemble(self, q, max_iterations=50):
-        """q moved onto the loops (g = 0) by Gauss-Newton with minimum-norm steps."""
+    def assemble(self, q, max_iterations=50, elastic=False):
+        """q moved onto the loops (g = 0) by Gauss-Newton with minimum-norm steps and a
+        backtracking line search on |g|, moving the joint coordinates only: the elastic
+        coordinates keep their values in q (at rest for q from neutral() or a node's initial
+        positions), so the loop is not closed by pre-stressing the structure. elastic=True moves
+        them too (the minimum-norm correction of every coordinate, as project_state after a
+        step). When Newton from q stalls (e.g. at the stretched, singular configuration) it
+        restarts from ASSEMBLY_STARTS guesses with the joint coordinates perturbed (fixed seed).
+        Raises ValueError when none closes the loops."""
         q = np.array(_vector(q, self.nq, "q"), dtype=float)
+        self._check_state(q, _EMPTY, _EMPTY, "")
+        joints = np.setdiff1d(np.arange(self.nv), self.elastic_v_indices)
+        moved = np.arange(self.nv) if elastic else joints
+        result, residual = self._newton(q, moved, max_iterations)
+        best = residual
+        rng = np.random.default_rng(0)
+        for _ in range(ASSEMBLY_STARTS):
+            if residual < ASSEMBLY_TOLERANCE:
+                return result
+            step = np.zeros(self.nv)
+            step[joints] = rng.normal(scale=0.3, size=len(joints))
+            result, residual = self._newton(self.integrate(q, step, 1.0), moved, max_iterations)
+            best = min(best, residual)
+        if residual < ASSEMBLY_TOLERANCE:
+            return result
+        held = "" if elastic else " with the elastic coordinates held (elastic=True moves them too)"
+        raise ValueError(f"assemble: the loops did not close{held}: Newton from q and "
+                         f"{ASSEMBLY_STARTS} other starts leave a residual of at least {best:.3g}")
+
+    def _newton(self, q, moved, max_iterations):
+        """Gauss-Newton on g(q) = 0 moving the v indices `moved` (minimum-norm steps, halved
+        while |g| does not decrease). Returns (q, max |g|)."""
+        g, jac, _ = self.loop_state(q)
+        norm = np.linalg.norm(g)
+        step = np.zeros(self.nv)
         for _ in range(max_iterations):
-            g, G, _ = self.loop_state(q)
             if np.abs(g).max(initial=0.0) < ASSEMBLY_TOLERANCE:
-                return q
-            q = self.integrate(q, -np.linalg.lstsq(G, g, rcond=RANK_TOLERANCE)[0], 1.0)
-        raise ValueError(f"assemble: the loops did not close (residual {np.abs(g).max():.3g})")
+                break
+            step[:] = 0.0
+            step[moved] = -np.linalg.lstsq(jac[:, moved], g, rcond=RANK_TOLERANCE)[0]
+            if not np.all(np.isfinite(step)):
+                break
+            scale = 1.0
+            while True:
+                q_try = self.integrate(q, step, scale)
+                g_try, jac_try, _ = self.loop_state(q_try)
+                norm_try = np.linalg.norm(g_try)
+                if norm_try < norm or scale < 1.0 / 64:
+                    break
+                scale *= 0.5
+            if not norm_try < norm:   # no descent even for a small step: a local minimum of |g|
+                break
+            q, g, jac, norm = q_try, g_try, jac_try, norm_try
+        return q, float(np.abs(g).max(initial=0.0))
 
     @_locked
     def project_velocity(self, q, v):
@@ -360,8 +409,9 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
 
     @_locked
     def project_state(self, q, v):
-        """(q, v) back on the loops: assemble q, then project_velocity."""
-        q = self.assemble(q)
+        """(q, v) back on the loops after a step: q by the minimum-norm correction of every
+        coordinate (assemble(q, elastic=True)), then project_velocity."""
+        q = self.assemble(q, elastic=True)
         return q, self.project_velocity(q, v)
 
     @_locked
