@@ -18,6 +18,9 @@ on the lock-free workspace and a loop workspace of its own: mbd_ros/fastcall/clo
 Per-call results are private; ClosedLoopRobot.multipliers() are those of the calling thread's
 last forward dynamics (closure_wrenches / joint_wrenches with multipliers= recompute the cut
 frames at their own q); last_rank and last_step are those of the last call from any thread.
+Force elements and callbacks are added once per call, with a per-thread "already added" flag
+(_applying) that nested calls read. FlexibleRobot follows the same rules (flexible/robot.py,
+flexible/loops.py).
 """
 from __future__ import annotations
 
