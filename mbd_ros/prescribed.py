@@ -160,7 +160,8 @@ def dispatch(robot, q, v, tau, f_ext, out, prescribed, return_torques):
         qdd, u = forward_dynamics_prescribed(robot, q, v, tau, prescribed, f_ext)
     robot.last_prescribed_torques = u
     if out is not None:
-        out[:] = qdd
+        from .robot import _output
+        _output(out, (robot.nv,))[:] = qdd   # written after every input was read
         qdd = out
     return (qdd, u) if return_torques else qdd
 

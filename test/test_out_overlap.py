@@ -44,9 +44,10 @@ def _load(kind):
         if kind == "codegen_closed_loop":
             return mbd_ros.load(str(urdf / "fourbar.urdf"), codegen=True,
                                 closures=str(config / "fourbar_closures.yaml"))
-        if kind == "flexible":
-            return mbd_ros.load(str(urdf / "flexible_arm.urdf"),
-                                flexible=str(config / "flexible_arm.yaml"))
+        if kind == "flexible":   # with joint damping and friction (bias_forces subtracts them)
+            text = (urdf / "flexible_arm.urdf").read_text().replace(
+                '<axis xyz="0 1 0"/>', '<axis xyz="0 1 0"/><dynamics damping="0.7" friction="0.05"/>')
+            return mbd_ros.load(text, flexible=str(config / "flexible_arm.yaml"))
         if kind == "flexible_closed_loop":
             path = str(config / "flexible_fourbar.yaml")
             return mbd_ros.load(str(urdf / "flexible_fourbar.urdf"), flexible=path, closures=path)

@@ -12,6 +12,7 @@ import numpy as np
 from .. import layout as L
 from ..errors import ModelError
 from ..kernels import flexible_dynamics as K
+from ..kernels.output_checks import STATUS_ALIASED as _STATUS_ALIASED
 from ..robot import Robot, _batch, _locked, _output, _shares, _vector
 from . import layout as F
 from .build import FlexibleModel
@@ -141,6 +142,9 @@ class FlexibleRobot(Robot):
             out = _output(out, (self.nv,))
             status = kernel(self._fint, self._ffloat, self._fdata, self._work, self._fwork,
                             q, v, x, out)
+        if status == _STATUS_ALIASED:   # out overlaps an input: compute privately, then copy
+            out[:] = self._loaded_call(kernel, q.copy(), v.copy(), x.copy(), None, x_name)
+            return out
         if status:
             self._raise(status, q, v, x, out, x_name)
         return out
@@ -183,8 +187,8 @@ class FlexibleRobot(Robot):
             q, v, x, out = self._state_arrays(q, v, x, out, x_name)
             status = kernel(self._fint, self._ffloat, self._fdata, self._free_work,
                             self._free_fwork, q, v, x, out)
-            if status:
-                self._raise(status, q, v, x, out, x_name)
+        if status == _STATUS_ALIASED:   # out overlaps an input: compute privately, then copy
+            out[:] = self._free_call(name, kernel, q.copy(), v.copy(), x.copy(), None, x_name)
             return out
         if status:
             self._raise(status, q, v, x, out, x_name)
@@ -213,6 +217,9 @@ class FlexibleRobot(Robot):
         out = _output(out, (self.nv, self.nv))
         status = K.mass_matrix(self._fint, self._ffloat, self._fdata, self._free_work,
                                self._free_fwork, q, self._unit, self._column, out)
+        if status == _STATUS_ALIASED:   # out overlaps q: compute privately, then copy
+            out[...] = FlexibleRobot.mass_matrix(self, q.copy())
+            return out
         if status:
             self._raise(status, q, _EMPTY, _EMPTY, out, "")
         return out
@@ -220,9 +227,9 @@ class FlexibleRobot(Robot):
     def bias_forces(self, q, v, out=None):
         """b (nv,): velocity terms, gravity and the elastic forces K_ff q_f + D_ff qd_f
         (M qdd + b = tau + tau_passive)."""
-        out = FlexibleRobot.inverse_dynamics(self, q, v, np.zeros(self.nv), out=out)
-        if self.model.passive_forces:
-            out -= self.damping_forces(v)
+        passive = self.damping_forces(v) if self.model.passive_forces else 0.0   # before out
+        out = FlexibleRobot.inverse_dynamics(self, q, v, np.zeros(self.nv), out=out)   # is written
+        out -= passive
         return out
 
     def gravity_forces(self, q, out=None):
