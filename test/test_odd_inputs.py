@@ -12,7 +12,8 @@ ValueError naming the argument, never a silently different result, another excep
 - out= of another dtype, Fortran order, read-only or the wrong shape is refused naming out (the
   flexible closed-loop robot wrote into it: a complex, integer or list out was accepted);
 - step: tau of the wrong shape (broadcast before), complex f_ext, multipliers, callback results and
-  prescribed accelerations are refused naming them.
+  prescribed accelerations are refused naming them, and so is an integer out= of the prescribed
+  forward dynamics (it was truncated).
 """
 from __future__ import annotations
 
@@ -162,6 +163,9 @@ def test_simulation_and_load_inputs_are_validated():
         robot.joint_wrenches(q, v, tau, f_ext=np.ones((len(robot.link_names), 6), dtype=complex))
     with pytest.raises(ValueError, match="prescribed"):
         robot.forward_dynamics(q, v, tau, prescribed={robot.joint_names[0]: 1j})
+    for out in (np.zeros(robot.nv, dtype=np.int64), np.zeros(robot.nv + 1)):   # was truncated
+        with pytest.raises(ValueError, match="out"):
+            robot.forward_dynamics(q, v, tau, prescribed={robot.joint_names[0]: 0.5}, out=out)
     loop = robot_of("closed_loop")
     ql, vl, taul = _state(loop)
     loop.forward_dynamics(ql, vl, taul)
