@@ -58,6 +58,8 @@ Every buffer is allocated at construction: a step with a held tau allocates noth
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .kernels.rk4 import rk4_combine as _rk4_combine
@@ -86,11 +88,15 @@ def step_size(dt, name="dt"):
     """dt as a positive finite float (s); ValueError naming `name` for anything else: None, a
     sequence or array of more than zero dimensions, a string, a bool, a complex number,
     NaN/inf, zero or a negative number."""
-    try:
-        value = _real_scalar(dt, name)
-    except ValueError:
-        raise ValueError(f"{name} must be a positive number of seconds, got {_shown(dt)}") from None
-    if not (np.isfinite(value) and value > 0.0):
+    if type(dt) is float:   # the common case, without the checks of _real_scalar
+        value = dt
+    else:
+        try:
+            value = _real_scalar(dt, name)
+        except ValueError:
+            raise ValueError(f"{name} must be a positive number of seconds, got {_shown(dt)}") \
+                from None
+    if not (math.isfinite(value) and value > 0.0):
         raise ValueError(f"{name} must be a positive finite number of seconds, got {value}")
     return value
 
@@ -190,8 +196,14 @@ class Simulator:
     def reset(self, q=None, v=None, time=0.0):
         """Set the state (default: neutral configuration at rest) and the clock."""
         robot = self.robot
-        q = robot.neutral() if q is None else _real_array(q, "q", f"{robot.nq} finite numbers")
-        v = np.zeros(robot.nv) if v is None else _real_array(v, "v", f"{robot.nv} finite numbers")
+        if q is None:
+            q = robot.neutral()
+        elif type(q) is not np.ndarray or q.dtype is not _FLOAT:   # (float64: used as it is)
+            q = _real_array(q, "q", f"{robot.nq} finite numbers")
+        if v is None:
+            v = np.zeros(robot.nv)
+        elif type(v) is not np.ndarray or v.dtype is not _FLOAT:
+            v = _real_array(v, "v", f"{robot.nv} finite numbers")
         if q.shape != (robot.nq,) or not np.isfinite(q).all():
             raise ValueError(f"q must be {robot.nq} finite numbers, got {_shown(q)}")
         if v.shape != (robot.nv,) or not np.isfinite(v).all():
@@ -214,9 +226,13 @@ class Simulator:
         if callable(tau):
             self._tau_source = tau
         else:
-            if type(tau) is not np.ndarray or tau.dtype != _FLOAT or tau.shape != self._tau_held.shape:
-                tau = _vector(tau, self.robot.nv, "tau")   # no broadcasting of other shapes
-            self._tau_held[:] = tau
+            if type(tau) is not np.ndarray or tau.dtype is not _FLOAT or tau.ndim != 1:
+                tau = _vector(tau, self.robot.nv, "tau")   # (no broadcasting of a 0-d or 2-d tau)
+            try:
+                self._tau_held[:] = tau
+            except ValueError:                             # another length: the error names tau
+                _vector(tau, self.robot.nv, "tau")
+                raise
             self._tau_source = self._tau_held
         self._acceleration(self.time, self.q, self.v, self.qdd)
         self.tau[:] = self._tau_stage
