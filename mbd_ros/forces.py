@@ -47,6 +47,7 @@ from .errors import ModelError, excerpt
 from .yaml_input import read_yaml
 from .kernels import force_elements as fk
 from .kernels.wrenches import load_link_wrenches as _load_link_wrenches
+from .robot import _real_array
 
 _FLOAT = np.dtype(np.float64)
 
@@ -335,12 +336,12 @@ class AppliedForces:
         self._total_wrench[:] = self.link_wrench
         if isinstance(f_ext, dict):
             for link, w in f_ext.items():
-                w = np.asarray(w, dtype=float)
+                w = _real_array(w, f"f_ext['{link}']", "a wrench of 6 numbers")
                 if w.shape != (6,):
                     raise ValueError(f"f_ext['{link}'] must have shape (6,), got {w.shape}")
                 self._total_wrench[robot._link(link)] += w
         else:
-            w = np.asarray(f_ext, dtype=float)
+            w = _real_array(f_ext, "f_ext", "an array (n_links, 6) or a dict {link: wrench}")
             if w.shape != self._total_wrench.shape:
                 raise ValueError(f"f_ext must have shape {self._total_wrench.shape} or be a "
                                  f"dict {{link: wrench}}, got {w.shape}")
@@ -426,14 +427,16 @@ def add_callback_loads(robot, callbacks, t, q, v, link_wrench, joint_force):
         result = fn(t, q, v)
         if isinstance(result, dict):
             for link, wrench in result.items():
-                wrench = _as_floats(wrench, fn, f"the wrench on link '{excerpt(link, 80)}'")
+                wrench = _real_array(wrench, f"force callback {_name(fn)}: the wrench on link "
+                                     f"'{excerpt(link, 80)}'", "6 numbers")
                 if wrench.shape != (6,) or not np.isfinite(wrench).all():
                     raise ValueError(f"force callback {_name(fn)}: the wrench on link "
                                      f"'{excerpt(link, 80)}' must be 6 finite numbers, got "
                                      f"{_returned(wrench)}")
                 link_wrench[robot._link(link)] += wrench
         else:
-            tau = _as_floats(result, fn, "its result")
+            tau = _real_array(result, f"force callback {_name(fn)}", f"{robot.nv} generalized "
+                              "forces or a dict {link: wrench}")
             if tau.shape != (robot.nv,) or not np.isfinite(tau).all():
                 raise ValueError(f"force callback {_name(fn)} must return {robot.nv} finite "
                                  f"generalized forces or a dict {{link: wrench}}, got "
@@ -492,21 +495,25 @@ def inverse_dynamics_with_forces(robot, q, v, qdd, f_ext, out):
 def with_forces(robot, call, q, v, tau, f_ext, **kwargs):
     """Call call(q, v, tau + joint forces, f_ext=f_ext + element wrenches, **kwargs) with the
     robot's forces added once (nested dynamics calls then do not add them again)."""
-    tau_total, f_total = robot._applied.combine(q, v, tau, f_ext, robot.time)
-    robot._applying = True
-    try:
-        return call(q, v, tau_total, f_ext=f_total, **kwargs)
-    finally:
-        robot._applying = False
+    with robot._lock:   # combine() fills the robot's workspace and the elements' buffers
+        tau_total, f_total = robot._applied.combine(q, v, tau, f_ext, robot.time)
+        robot._applying = True
+        try:
+            return call(q, v, tau_total, f_ext=f_total, **kwargs)
+        finally:
+            robot._applying = False
 
 
 def batch_with_forces(robot, call, q, v, x, x_name, out):
     """The batch forms of a robot with force elements: call(q_i, v_i, x_i) state by state."""
-    from .robot import _batch, _output
+    from .robot import _batch, _output, _shares
     q = _batch(q, robot.nq, "q")
     v = _batch(v, robot.nv, "v", q.shape[0])
     x = _batch(x, robot.nv, x_name, q.shape[0])
     out = _output(out, (q.shape[0], robot.nv))
+    if _shares(out, (q, v, x)):   # rows are written in turn: compute privately, then copy
+        out[:] = batch_with_forces(robot, call, q, v, x, x_name, None)
+        return out
     for i in range(q.shape[0]):
         try:
             out[i] = call(q[i], v[i], x[i])

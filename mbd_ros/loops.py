@@ -20,6 +20,7 @@ import numpy as np
 from . import layout as L
 from .errors import ModelError, excerpt
 from .kernels import closure_kinematics as ck
+from .kernels.checked import STATUS_ALIASED as _STATUS_ALIASED
 from .kernels.closed_loop import closed_loop_forward_dynamics as _closed_loop_fd
 from .kernels.closed_loop import add_loop_loads as _add_loop_loads
 from .kernels.closed_loop import cut_rows as _cut_rows
@@ -30,7 +31,7 @@ from .kernels.kinematics import forward_kinematics as _forward_kinematics
 from .kernels.loop_results import loop_results as _loop_results
 from .finite import all_finite as _all_finite
 from .kernels.linalg import RANK_TOLERANCE
-from .robot import _EMPTY, Robot, _aliased, _locked, _output, _vector
+from .robot import _EMPTY, Robot, _aliased, _locked, _output, _real_array, _vector
 
 # Newton assembly stops when the largest residual is below this (m or rad).
 ASSEMBLY_TOLERANCE = 1e-12
@@ -535,7 +536,7 @@ class ClosedLoopRobot(Robot):
         """qdd with its dependent components solved from G_l qdd + gamma = 0 (independent ones
         kept): the loop-consistent acceleration closest to a commanded one, e.g. for
         computed-torque control of a parallel robot."""
-        qdd = np.array(self._v(qdd), dtype=float)
+        qdd = np.array(_vector(qdd, self.nv, "qdd"), dtype=float)
         self._check_state(self._q(q), self._v(v), qdd, "qdd")
         ind, dep = self.partition(q)
         if len(dep):
@@ -624,6 +625,8 @@ class ClosedLoopRobot(Robot):
                 status = _closed_loop_fd(self._body_int, self._body_float, self._work, self._cut_int,
                                          self._cut_float, self._loop_float, q, v, tau, alpha, beta,
                                          out, self._info)
+                if status == _STATUS_ALIASED:   # out is a view over an input: the general path
+                    raise TypeError
             except TypeError:
                 q, v, tau, _ = self._state_arrays(q, v, tau, None, "tau")
                 requested = _output(out, (self.nv,))
@@ -689,10 +692,7 @@ class ClosedLoopRobot(Robot):
 
     def _multiplier_vector(self, multipliers):
         """multipliers as a finite float64 (n_constraints,) array, else ValueError."""
-        try:
-            lam = np.array(multipliers, dtype=float, order="C")
-        except (TypeError, ValueError, OverflowError):
-            raise ValueError("multipliers must be an array of numbers (robot.multipliers())") from None
+        lam = _real_array(multipliers, "multipliers", "an array of numbers (robot.multipliers())")
         if lam.shape != (self.n_constraints,):
             raise ValueError(f"multipliers must have shape ({self.n_constraints},) (one per "
                              f"constraint row, robot.multipliers()), got {lam.shape}")
@@ -709,6 +709,7 @@ class ClosedLoopRobot(Robot):
     def _solve_actuation(self, q, v, qdd, f_ext=None):
         """(tau (nv,) on the actuated dofs, lambda (b,)) with tau_rnea = tau + G_l^T lambda;
         tau minimum-norm (redundant actuation), lambda minimum-norm (redundant constraints)."""
+        q, v, qdd, _ = self._state_arrays(q, v, qdd, None, "qdd")
         if self._applied is not None and not self._applying:   # force elements: subtracted
             tau_tree = Robot.inverse_dynamics(self, q, v, qdd, f_ext=f_ext)
         else:
@@ -933,14 +934,19 @@ class ClosedLoopRobot(Robot):
         mechanical energy after the step.
         """
         from .simulation import step_robot
+        start = self.time
         q_next, v_next = step_robot(self, q, v, tau, dt, integrator, options, prescribed)
-        position, velocity = self.closure_residual(q_next, v_next)
-        # project once the residuals pass PROJECTION_TOLERANCE (an RK4 step adds ~1e-13): the
-        # loops stay closed to that tolerance at a fraction of the cost of projecting every step
-        if project and (position > PROJECTION_TOLERANCE or velocity > PROJECTION_TOLERANCE):
-            fixed = self._dofs(list(prescribed)) if prescribed else None
-            q_next, v_next = self.project_state(q_next, v_next, fixed=fixed)
+        try:   # a failed projection leaves robot.time unchanged, as a failed step does
             position, velocity = self.closure_residual(q_next, v_next)
+            # project once the residuals pass PROJECTION_TOLERANCE (an RK4 step adds ~1e-13): the
+            # loops stay closed to that tolerance at a fraction of the cost of projecting each step
+            if project and (position > PROJECTION_TOLERANCE or velocity > PROJECTION_TOLERANCE):
+                fixed = self._dofs(list(prescribed)) if prescribed else None
+                q_next, v_next = self.project_state(q_next, v_next, fixed=fixed)
+                position, velocity = self.closure_residual(q_next, v_next)
+        except BaseException:
+            self.time = start
+            raise
         self.last_step = _StepReport(self, q_next, v_next, position, velocity)
         return q_next, v_next
 

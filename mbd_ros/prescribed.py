@@ -75,7 +75,8 @@ def prescribed_dofs(robot, prescribed):
             values[k] = value
             k += 1
             continue
-        value = np.atleast_1d(np.asarray(value, dtype=float))
+        from .robot import _real_array
+        value = np.atleast_1d(_real_array(value, f"prescribed['{name}']", f"{size} acceleration(s)"))
         if value.shape != (size,) or not np.isfinite(value).all():
             raise ValueError(f"prescribed['{name}']: expected {size} finite "
                              f"acceleration(s), got {value!r}")
@@ -153,11 +154,14 @@ def forward_dynamics_prescribed(robot, q, v, tau, prescribed, f_ext=None):
 
 
 def dispatch(robot, q, v, tau, f_ext, out, prescribed, return_torques):
-    """robot.forward_dynamics(..., prescribed=...): solve, keep u in robot.last_prescribed_torques."""
-    qdd, u = forward_dynamics_prescribed(robot, q, v, tau, prescribed, f_ext)
+    """robot.forward_dynamics(..., prescribed=...): solve, keep u in robot.last_prescribed_torques.
+    Under the robot's lock: the constraint rows and the tree solve use its workspaces."""
+    with robot._lock:
+        qdd, u = forward_dynamics_prescribed(robot, q, v, tau, prescribed, f_ext)
     robot.last_prescribed_torques = u
     if out is not None:
-        out[:] = qdd
+        from .robot import _output
+        _output(out, (robot.nv,))[:] = qdd   # written after every input was read
         qdd = out
     return (qdd, u) if return_torques else qdd
 

@@ -18,6 +18,9 @@ on the lock-free workspace and a loop workspace of its own: mbd_ros/fastcall/clo
 Per-call results are private; ClosedLoopRobot.multipliers() are those of the calling thread's
 last forward dynamics (closure_wrenches / joint_wrenches with multipliers= recompute the cut
 frames at their own q); last_rank and last_step are those of the last call from any thread.
+Force elements and callbacks are added once per call, with a per-thread "already added" flag
+(_applying) that nested calls read. FlexibleRobot follows the same rules (flexible/robot.py,
+flexible/loops.py).
 """
 from __future__ import annotations
 
@@ -59,27 +62,60 @@ def _thread_pool(n_threads):
     return ThreadPoolExecutor(max_workers=n_threads, thread_name_prefix="mbd_ros_batch")
 
 
+# numpy array kinds taken as numbers: float, signed and unsigned integers, and objects that
+# convert to float; complex (numpy would drop the imaginary part), bool, strings (numpy would
+# parse them), dates are refused
+_REAL_KINDS = "fiuO"
+_KIND_WORDS = {"c": "complex", "b": "boolean", "U": "string", "S": "bytes", "M": "datetime",
+               "m": "timedelta", "V": "structured"}
+
+
+def _real_array(x, name, what):
+    """x as a new C-contiguous float64 array. ValueError naming `name` (`what`: what it must be)
+    for complex, boolean, string or other non-numeric values and for ragged sequences."""
+    try:
+        array = x if isinstance(x, np.ndarray) else np.asarray(x)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{name} must be {what}: {exc}") from None
+    if array.dtype.kind not in _REAL_KINDS:
+        word = _KIND_WORDS.get(array.dtype.kind, str(array.dtype))
+        raise ValueError(f"{name} must be {what} (real numbers), got {word} values")
+    try:
+        return np.array(array, dtype=_FLOAT, order="C", copy=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{name} must be {what}: {exc}") from None
+
+
+def _real_scalar(x, name):
+    """x as a float: a real number (int, float, numpy scalar or 0-d array); ValueError naming
+    `name` for bools, complex numbers, strings, None, sequences and arrays of one or more
+    dimensions (float() would parse a string or take a one-element array)."""
+    if isinstance(x, np.ndarray):
+        ok = x.ndim == 0 and x.dtype.kind in "fiu"
+    else:
+        ok = isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+    if ok:
+        try:
+            return float(x)
+        except (TypeError, ValueError, OverflowError):
+            pass
+    raise ValueError(f"{name} must be a real number, got {excerpt(repr(x), 60)}")
+
+
 def _vector(x, n, name):
     """x as a C-contiguous float64 (n,) array (no copy when it already is one)."""
     if type(x) is not np.ndarray or x.dtype != _FLOAT or not x.flags.c_contiguous \
             or not x.flags.writeable:
-        try:
-            x = np.array(x, dtype=_FLOAT, order="C", copy=True) if isinstance(x, np.ndarray) \
-                else np.ascontiguousarray(x, dtype=_FLOAT)
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise ValueError(f"{name} must be an array of {n} numbers: {exc}") from None
+        x = _real_array(x, name, f"an array of {n} numbers")
     if x.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
     return x
 
 
 def _batch(x, n, name, n_states=None):
-    try:
-        x = np.ascontiguousarray(x, dtype=_FLOAT)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise ValueError(f"{name} must be an array of shape (N, {n}): {exc}") from None
-    if not x.flags.writeable:
-        x = x.copy()
+    if type(x) is not np.ndarray or x.dtype != _FLOAT or not x.flags.c_contiguous \
+            or not x.flags.writeable:
+        x = _real_array(x, name, f"an array of shape (N, {n})")
     if x.ndim != 2 or x.shape[1] != n or (n_states is not None and x.shape[0] != n_states):
         want = f"({n_states if n_states is not None else 'N'}, {n})"
         raise ValueError(f"{name} must have shape {want}, got {x.shape}")
@@ -87,8 +123,9 @@ def _batch(x, n, name, n_states=None):
 
 
 def _output(out, shape, name="out", inputs=()):
-    """A validated output array (a new one for None). out must not overlap an input: the kernels
-    read inputs after writing outputs."""
+    """A validated output array (a new one for None). `inputs`: arrays out must not share memory
+    with (ValueError); the methods that take out= instead compute privately when it does
+    (_shares), since the kernels read inputs after writing outputs."""
     if out is None:
         return np.empty(shape)
     if type(out) is not np.ndarray or out.dtype != _FLOAT or out.shape != shape \
@@ -98,6 +135,26 @@ def _output(out, shape, name="out", inputs=()):
         if x is out or (isinstance(x, np.ndarray) and np.may_share_memory(out, x)):
             raise ValueError(f"{name} must not share memory with an input")
     return out
+
+
+def _shares(out, inputs):
+    """True when the array out may share memory with one of `inputs` (arrays; other objects are
+    ignored): the caller then computes into a private array and copies (out= may overlap any
+    input, README "Threads and numeric inputs")."""
+    if out is None:
+        return False
+    owners = out.base is None   # arrays that own their memory never overlap: skip
+    for x in inputs:            # np.may_share_memory (~1 us each) when all of them do
+        if x is out:
+            return True
+        if owners and isinstance(x, np.ndarray) and x.base is not None:
+            owners = False
+    if owners:
+        return False
+    for x in inputs:
+        if isinstance(x, np.ndarray) and np.may_share_memory(out, x):
+            return True
+    return False
 
 
 def _aliased(out, a, b, c):
@@ -176,7 +233,7 @@ class Robot:
         # ---- force elements and user forces (mbd_ros/forces.py) ----
         self.time = 0.0          # clock of force callbacks fn(t, q, v); step() advances it
         self._applied = None     # AppliedForces, or None: no force elements or callbacks
-        self._applying = False   # True while the dynamics run with the forces already added
+        self._thread_flags = threading.local()   # per thread: _applying
         self._simulators = {}
         self.last_prescribed_torques = np.zeros(self.nv)   # mbd_ros/prescribed.py
         # ---- end force elements ----
@@ -186,6 +243,17 @@ class Robot:
         # KernelCall.entry once installed: the Python methods' fast path too (for callers that
         # hold the bound method from before)
         self._c_forward_dynamics = self._c_inverse_dynamics = self._c_mass_matrix = None
+
+    @property
+    def _applying(self):
+        """True while this thread runs the dynamics with the force elements and callbacks
+        already added (nested dynamics calls must not add them again). Per thread: another
+        thread's call in that window must still add its own (mbd_ros/forces.py with_forces)."""
+        return getattr(self._thread_flags, "applying", False)
+
+    @_applying.setter
+    def _applying(self, value):
+        self._thread_flags.applying = value
 
     def _c_call_names(self):
         """Methods that get a KernelCall (mbd_ros/fastcall): the generic FD and ID, unless a
@@ -214,7 +282,8 @@ class Robot:
         if calls < 1 and not now:
             self._c_pending[name] = calls + 1
             return
-        del self._c_pending[name]
+        if self._c_pending.pop(name, None) is None:   # another thread is installing it
+            return
         # the class may have changed since __init__ (mimic.attach swaps in a subclass whose
         # methods must not be shadowed), and force elements may have been attached
         if self._applied is not None or name not in self._c_call_names():
@@ -295,18 +364,14 @@ class Robot:
         """(nq,) q (+) v dt, the exact exponential map on every joint (as pinocchio.integrate)."""
         q = _vector(q, self.nq, "q")
         v = _vector(v, self.nv, "v")
-        try:
-            dt = float(dt)
-        except (TypeError, ValueError, OverflowError):
-            raise ValueError(f"dt must be a number, got {type(dt).__name__}") from None
+        dt = _real_scalar(dt, "dt")
         if not np.isfinite(dt):
             raise ValueError(f"dt must be finite, got {dt}")
         self._check_state(q, v, _EMPTY, "")
-        if out is not None and (out is q or np.may_share_memory(out, q)):
-            result = self.integrate(q, v, dt)   # q is read while out is written
-            _output(out, (self.nq,), inputs=(v,))[:] = result
+        out = _output(out, (self.nq,))
+        if _shares(out, (q, v)):   # q and v are read while out is written: compute privately
+            out[:] = self.integrate(q, v, dt)
             return out
-        out = _output(out, (self.nq,), inputs=(v,))
         _integrate(self._body_int, q, v, dt, out)
         if not _all_finite(out):
             raise ValueError("integrate: the result is not finite (v * dt overflows)")
@@ -423,6 +488,9 @@ class Robot:
             out = _output(out, (self.nv, self.nv))
             status = _mass_matrix(self._body_int, self._body_float, self._fast_work, q, out)
         if status:
+            if status == _STATUS_ALIASED:   # out overlaps q: compute privately, then copy
+                out[...] = Robot.mass_matrix(self, np.array(q, dtype=_FLOAT))
+                return out
             self._raise(status, q, _EMPTY, _EMPTY, out, "")
         if "mass_matrix" in self._c_pending:
             self._promote_c_call("mass_matrix")
@@ -432,8 +500,9 @@ class Robot:
         """b(q, v) (nv,): Coriolis, centrifugal and gravity forces of the tree (M qdd + b = tau
         + tau_passive), = the tree's inverse dynamics at qdd = 0 without the passive forces.
         For a closed-loop robot this is still the open tree's bias (docs/theory.md §2: k^c + k^t)."""
-        out = Robot.inverse_dynamics(self, q, v, np.zeros(self.nv), out=out)
-        out -= self.damping_forces(v) if self.model.passive_forces else 0.0
+        passive = self.damping_forces(v) if self.model.passive_forces else 0.0   # before out
+        out = Robot.inverse_dynamics(self, q, v, np.zeros(self.nv), out=out)   # is written
+        out -= passive
         return out
 
     def gravity_forces(self, q, out=None):
@@ -488,6 +557,9 @@ class Robot:
         v = _batch(v, self.nv, "v", q.shape[0])
         x = _batch(x, self.nv, x_name, q.shape[0])
         out = _output(out, (q.shape[0], self.nv))
+        if _shares(out, (q, v, x)):   # the rows are computed in turn: compute privately
+            out[:] = self._run_batch(kernel, q, v, x, x_name, None)
+            return out
         status = np.zeros(q.shape[0], dtype=np.int64)
         n_threads = max(1, min(self.batch_threads, q.shape[0] // 64))
         if self._batch_works is None or len(self._batch_works) < n_threads:
@@ -585,8 +657,11 @@ class Robot:
     @_locked
     def step(self, q, v, tau, dt, integrator=None, prescribed=None, **options):
         """One simulation step from (q, v) at t = self.time; returns (q, v) and advances
-        self.time by dt. tau: (nv,) held over the step or a callable tau(t). integrator: None
-        (the default: rk4 in substeps of at most mbd_ros.simulation.DEFAULT_MAX_STEP = 1 ms),
+        self.time by dt (a failed step, ValueError or SimulationDiverged, leaves it unchanged).
+        dt: a positive finite number of seconds (else ValueError naming dt). tau: (nv,) held
+        over the step or a callable tau(t). integrator: None (the default: rk4 in substeps of at
+        most mbd_ros.simulation.DEFAULT_MAX_STEP = 1 ms, at most MAX_DEFAULT_SUBSTEPS = 10 000 of
+        them: a dt over 10 s is a ValueError),
         "rk4" (one step of dt), "semi_implicit_euler",
         "implicit_euler" (stiff springs and dampers) or "symplectic_euler" (trees; bounded energy
         error). prescribed: {joint: trajectory(t) -> (q, qd, qdd)} rheonomic joints. options:
@@ -642,6 +717,10 @@ class Robot:
                           UserWarning, stacklevel=3)
 
     def _link(self, link):
+        if not isinstance(link, str):
+            raise ValueError(f"link must be a link name (a string), got {excerpt(repr(link), 60)} "
+                             f"(links: {', '.join(self.link_names[:8])}"
+                             f"{', ...' if len(self.link_names) > 8 else ''})")
         try:
             return self._link_index[link]
         except KeyError:
@@ -654,12 +733,14 @@ class Robot:
         wrench = np.zeros((len(self.link_names), 6))
         if isinstance(f_ext, dict):
             for link, w in f_ext.items():
-                w = np.asarray(w, dtype=float)
+                w = _real_array(w, f"f_ext['{excerpt(str(link), 60)}']", "a wrench of 6 numbers")
                 if w.shape != (6,):
-                    raise ValueError(f"f_ext['{link}'] must have shape (6,), got {w.shape}")
+                    raise ValueError(f"f_ext['{excerpt(str(link), 60)}'] must have shape (6,), "
+                                     f"got {w.shape}")
                 wrench[self._link(link)] = w
         else:
-            wrench = np.asarray(f_ext, dtype=float)
+            wrench = _real_array(f_ext, "f_ext", f"an array ({len(self.link_names)}, 6) or a dict "
+                                 "{link: wrench}")
             if wrench.shape != (len(self.link_names), 6):
                 raise ValueError(f"f_ext must have shape ({len(self.link_names)}, 6) or be a dict "
                                  f"{{link: wrench}}, got {wrench.shape}")

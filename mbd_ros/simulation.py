@@ -58,11 +58,14 @@ Every buffer is allocated at construction: a step with a held tau allocates noth
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .kernels.rk4 import rk4_combine as _rk4_combine
 from .kernels.rk4 import rk4_stage as _rk4_stage
 from .kernels.rk4 import state_bound as _state_bound
+from .robot import _FLOAT, _real_array, _real_scalar, _vector
 
 INTEGRATORS = ("rk4", "semi_implicit_euler", "implicit_euler", "symplectic_euler")
 # symplectic_euler: fixed-point iterations stop when the velocity update is below this (rad/s, m/s)
@@ -72,10 +75,35 @@ DEFAULT_INTEGRATOR = "rk4"
 # measured over 20 s of undamped motion, RK4's energy error relative to the peak kinetic energy
 # is 6.7e-6 (arm7) and 1e-7 (four-bar) at 1 ms, but 0.14 and 3.4e-3 at 10 ms
 DEFAULT_MAX_STEP = 1e-3
+# ... and takes at most this many substeps: robot.step(integrator=None) refuses a dt longer than
+# MAX_DEFAULT_SUBSTEPS * DEFAULT_MAX_STEP = 10 s (ValueError) instead of running unboundedly long
+MAX_DEFAULT_SUBSTEPS = 10_000
 # default divergence bound on every velocity coordinate (rad/s, m/s): no robot joint moves
 # this fast, and a diverging explicit integration passes it long before overflowing
 MAX_VELOCITY = 1e4
 _VECTOR_SPACE_JOINTS = ("revolute", "prismatic", "helical", "cylindrical", "universal")
+
+
+def step_size(dt, name="dt"):
+    """dt as a positive finite float (s); ValueError naming `name` for anything else: None, a
+    sequence or array of more than zero dimensions, a string, a bool, a complex number,
+    NaN/inf, zero or a negative number."""
+    if type(dt) is float:   # the common case, without the checks of _real_scalar
+        value = dt
+    else:
+        try:
+            value = _real_scalar(dt, name)
+        except ValueError:
+            raise ValueError(f"{name} must be a positive number of seconds, got {_shown(dt)}") \
+                from None
+    if not (math.isfinite(value) and value > 0.0):
+        raise ValueError(f"{name} must be a positive finite number of seconds, got {value}")
+    return value
+
+
+def _shown(value):
+    from .errors import excerpt
+    return excerpt(repr(value), 60)
 
 
 class SimulationDiverged(FloatingPointError):
@@ -108,13 +136,12 @@ class Simulator:
         if integrator not in INTEGRATORS:
             raise ValueError(f"integrator must be one of {INTEGRATORS} (or None for "
                              f"{DEFAULT_INTEGRATOR}), got {integrator!r}")
-        dt = float(dt)
-        if not (np.isfinite(dt) and dt > 0.0):
-            raise ValueError(f"dt must be a positive number, got {dt}")
-        max_velocity = float(max_velocity)
+        dt = step_size(dt)
+        max_velocity = _real_scalar(max_velocity, "max_velocity")
         if not max_velocity > 0.0:
             raise ValueError(f"max_velocity must be positive, got {max_velocity}")
-        if max_kinetic_energy is not None and not float(max_kinetic_energy) > 0.0:
+        if max_kinetic_energy is not None \
+                and not _real_scalar(max_kinetic_energy, "max_kinetic_energy") > 0.0:
             raise ValueError(f"max_kinetic_energy must be positive, got {max_kinetic_energy}")
         self.robot = robot
         self.dt = dt
@@ -169,12 +196,18 @@ class Simulator:
     def reset(self, q=None, v=None, time=0.0):
         """Set the state (default: neutral configuration at rest) and the clock."""
         robot = self.robot
-        q = robot.neutral() if q is None else np.asarray(q, dtype=float)
-        v = np.zeros(robot.nv) if v is None else np.asarray(v, dtype=float)
+        if q is None:
+            q = robot.neutral()
+        elif type(q) is not np.ndarray or q.dtype is not _FLOAT:   # (float64: used as it is)
+            q = _real_array(q, "q", f"{robot.nq} finite numbers")
+        if v is None:
+            v = np.zeros(robot.nv)
+        elif type(v) is not np.ndarray or v.dtype is not _FLOAT:
+            v = _real_array(v, "v", f"{robot.nv} finite numbers")
         if q.shape != (robot.nq,) or not np.isfinite(q).all():
-            raise ValueError(f"q must be {robot.nq} finite numbers, got {q!r}")
+            raise ValueError(f"q must be {robot.nq} finite numbers, got {_shown(q)}")
         if v.shape != (robot.nv,) or not np.isfinite(v).all():
-            raise ValueError(f"v must be {robot.nv} finite numbers, got {v!r}")
+            raise ValueError(f"v must be {robot.nv} finite numbers, got {_shown(v)}")
         robot.integrate(q, v, 0.0, out=self._q_next)    # validates q (quaternions) cheaply
         self.q[:] = q
         self.v[:] = v
@@ -193,7 +226,13 @@ class Simulator:
         if callable(tau):
             self._tau_source = tau
         else:
-            self._tau_held[:] = tau
+            if type(tau) is not np.ndarray or tau.dtype is not _FLOAT or tau.ndim != 1:
+                tau = _vector(tau, self.robot.nv, "tau")   # (no broadcasting of a 0-d or 2-d tau)
+            try:
+                self._tau_held[:] = tau
+            except ValueError:                             # another length: the error names tau
+                _vector(tau, self.robot.nv, "tau")
+                raise
             self._tau_source = self._tau_held
         self._acceleration(self.time, self.q, self.v, self.qdd)
         self.tau[:] = self._tau_stage
@@ -236,7 +275,7 @@ class Simulator:
         """out = f(t, q, v): forward dynamics with tau(t) and every force callback at (t, q, v)."""
         tau = self._tau_source
         if callable(tau):
-            value = np.asarray(tau(t), dtype=float)
+            value = _real_array(tau(t), "tau(t)", f"{self.robot.nv} drive forces")
             if value.shape != (self.robot.nv,):
                 raise ValueError(f"tau(t) must return ({self.robot.nv},) drive forces, got shape "
                                  f"{value.shape}")
@@ -244,7 +283,8 @@ class Simulator:
         else:
             self._tau_stage[:] = tau
         for fn in self.forces:
-            value = np.asarray(fn(t, q, v), dtype=float)
+            value = _real_array(fn(t, q, v), f"force {getattr(fn, '__name__', fn)!r}",
+                                f"{self.robot.nv} generalized forces")
             if value.shape != (self.robot.nv,):
                 raise ValueError(f"force {getattr(fn, '__name__', fn)!r} must return "
                                  f"({self.robot.nv},) generalized forces, got shape {value.shape}")
@@ -434,21 +474,32 @@ def step_robot(robot, q, v, tau, dt, integrator=None, options=None, prescribed=N
     (dt, integrator, options) on the robot; returns copies of (q, v), advances robot.time.
     prescribed: {joint: trajectory(t) -> (q, qd, qdd)} (see Simulator)."""
     options = dict(options or {})
-    dt = float(dt)
+    dt = step_size(dt)
     substeps = 1
     if integrator is None and dt > DEFAULT_MAX_STEP * (1.0 + 1e-9):   # the accurate default
         substeps = int(np.ceil(dt / DEFAULT_MAX_STEP - 1e-9))
+        if substeps > MAX_DEFAULT_SUBSTEPS:
+            largest = MAX_DEFAULT_SUBSTEPS * DEFAULT_MAX_STEP
+            raise ValueError(f"dt = {dt:g} s needs {substeps:.3g} substeps of at most "
+                             f"{DEFAULT_MAX_STEP:g} s with the default integrator, more than "
+                             f"MAX_DEFAULT_SUBSTEPS = {MAX_DEFAULT_SUBSTEPS}: the largest dt "
+                             f"allowed is {largest:g} s (take several steps, or name an integrator "
+                             "for one step of dt)")
     key = (dt, substeps, integrator or DEFAULT_INTEGRATOR, tuple(sorted(options.items())))
     simulator = robot._simulators.get(key)
-    if simulator is None:
-        if len(robot._simulators) >= 8:   # a caller varying dt: keep the cache bounded
-            robot._simulators.clear()
-        simulator = robot._simulators[key] = Simulator(robot, dt / substeps, integrator, q=q, v=v,
-                                                       **options)
     start = robot.time
-    simulator.reset(q, v, time=start)
-    simulator.prescribed = dict(prescribed) if prescribed else {}
-    for _ in range(substeps):
-        simulator.step(tau)
+    try:   # robot.time (which the stages set) is back at start when the step fails
+        if simulator is None:
+            if len(robot._simulators) >= 8:   # a caller varying dt: keep the cache bounded
+                robot._simulators.clear()
+            simulator = robot._simulators[key] = Simulator(robot, dt / substeps, integrator, q=q,
+                                                           v=v, **options)
+        simulator.reset(q, v, time=start)
+        simulator.prescribed = dict(prescribed) if prescribed else {}
+        for _ in range(substeps):
+            simulator.step(tau)
+    except BaseException:
+        robot.time = start
+        raise
     robot.time = start + dt
     return simulator.q.copy(), simulator.v.copy()

@@ -20,6 +20,8 @@ recursive closed-loop formalism of seed [000] is not extended to flexible bodies
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from .. import layout as L
@@ -28,9 +30,9 @@ from ..kernels import closure_kinematics as ck
 from ..kernels import flexible_forces as ff
 from ..kernels import flexible_frames as fr
 from ..kernels.linalg import RANK_TOLERANCE
-from ..loops import ASSEMBLY_TOLERANCE, LOOP_RESIDUAL_WARNING, PROJECTION_TOLERANCE, \
-    LoopResidualWarning
-from ..robot import _EMPTY, _vector
+from ..loops import ASSEMBLY_STARTS, ASSEMBLY_TOLERANCE, LOOP_RESIDUAL_WARNING, \
+    PROJECTION_TOLERANCE, LoopResidualWarning
+from ..robot import _EMPTY, _locked, _output, _real_array, _vector
 from .forces import frame_ends
 from ..kernels import flexible_dynamics as K
 from . import layout as F
@@ -92,8 +94,19 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
         self._frame_twist = np.zeros((n_ends, 6, 1))
         self._unit_v = np.zeros(self.nv)
         self._baumgarte = (0.0, 0.0)
-        self._multipliers = np.zeros(n_rows)
+        self._thread_multipliers = threading.local()   # per thread: multipliers()
         self.last_rank = n_rows
+
+    @property
+    def _multipliers(self):
+        """(b,) the loop multipliers of this thread's last forward or inverse dynamics (zeros
+        before its first): per thread, as ClosedLoopRobot.multipliers()."""
+        lam = getattr(self._thread_multipliers, "value", None)
+        return np.zeros(self.n_constraints) if lam is None else lam
+
+    @_multipliers.setter
+    def _multipliers(self, lam):
+        self._thread_multipliers.value = lam
 
     # ------------------------------------------------------------------ loop kinematics
     @property
@@ -146,6 +159,7 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
                            self._frame_state, self._frame_jac)
         return self._frame_jac.copy()
 
+    @_locked
     def loop_state(self, q, v=None):
         """(g (b,), G_l (b, nv), G_l v (b,)) at (q, v): position residuals, closure Jacobian
         (elastic columns included) and velocity residual (zeros when v is None)."""
@@ -169,6 +183,7 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
         g, _, gv = self.loop_state(q, v)
         return float(np.abs(g).max(initial=0.0)), float(np.abs(gv).max(initial=0.0))
 
+    @_locked
     def _acceleration_bias(self, q, v):
         """gamma (b,) with G_l qdd + gamma = 0: G_A a_A + G_B a_B + gamma2, the frames'
         velocity-product accelerations a = d/dt (J(q) v) by a central difference along q (+) h v."""
@@ -188,6 +203,7 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
             self, q, v, np.zeros(self.nv), f_ext=f_ext)
         return self.mass_matrix(q), rhs
 
+    @_locked
     def forward_dynamics(self, q, v, tau, f_ext=None, out=None):
         """Accelerations (nv,) of the closed-loop flexible robot: M qdd + b = tau + G_l^T lambda,
         G_l qdd = -gamma - 2 alpha G_l v - beta^2 g (module docstring); the multipliers are kept
@@ -195,6 +211,8 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
         q = _vector(q, self.nq, "q")
         v = _vector(v, self.nv, "v")
         tau = _vector(tau, self.nv, "tau")
+        if out is not None:
+            _output(out, (self.nv,))
         self._check_state(q, v, tau, "tau")
         M, rhs = self._tree_terms(q, v, tau, f_ext)
         g, G, Gv = self.loop_state(q, v)
@@ -202,7 +220,7 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
             import warnings
             warnings.warn(f"forward_dynamics: the loops are open by {np.abs(g).max():.3g} (m or "
                           f"rad) at this q, more than {LOOP_RESIDUAL_WARNING:g}", LoopResidualWarning,
-                          stacklevel=2)
+                          stacklevel=3)
         alpha, beta = self._baumgarte
         target = -self._acceleration_bias(q, v) - 2.0 * alpha * Gv - beta * beta * g
         chol = np.linalg.cholesky(M)
@@ -225,13 +243,16 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
         return out
 
     def multipliers(self):
-        """(b,) loop multipliers of the last forward_dynamics call."""
+        """(b,) loop multipliers of this thread's last forward_dynamics call."""
         return self._multipliers.copy()
 
+    @_locked
     def inverse_dynamics(self, q, v, qdd, f_ext=None, out=None):
         """Drive forces (nv,) of the actuated joints (zeros elsewhere; the elastic rows are not
         actuated) that produce qdd on the loops: ID_tree(q, v, qdd) = tau + G_l^T lambda, least
         squares with minimum norm (redundant actuation or constraints)."""
+        if out is not None:
+            _output(out, (self.nv,))
         tau_tree = FlexibleRobot.inverse_dynamics(self, q, v, qdd, f_ext=f_ext)
         _, G, _ = self.loop_state(q)
         act = self._actuated_dofs
@@ -245,6 +266,7 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
         out[:] = tau
         return out
 
+    @_locked
     def closure_wrenches(self, q, v, tau, f_ext=None, multipliers=None):
         """(n_closures, 6): wrench each cut joint exerts on its child-side link, in the (deformed)
         child-side cut frame about its origin: G_B^T lambda of the cut's rows. multipliers: those
@@ -253,7 +275,7 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
             self.forward_dynamics(q, v, tau, f_ext=f_ext)
             lam = self._multipliers
         else:
-            lam = np.asarray(multipliers, dtype=float)
+            lam = _real_array(multipliers, "multipliers", "an array of numbers (robot.multipliers())")
             if lam.shape != (self.n_constraints,) or not np.all(np.isfinite(lam)):
                 raise ValueError(f"multipliers must be {self.n_constraints} finite numbers "
                                  "(robot.multipliers())")
@@ -263,6 +285,7 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
             out[s] = jac_b.T @ lam[rows]
         return out
 
+    @_locked
     def joint_wrenches(self, q, v, qdd, f_ext=None, out=None, multipliers=None):
         """Joint wrenches (FlexibleRobot.joint_wrenches) including the loop forces, for a
         loop-consistent (q, v, qdd). multipliers: robot.multipliers() of the forward_dynamics
@@ -273,7 +296,7 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
             self.inverse_dynamics(q, v, qdd, f_ext=f_ext)
             lam = self._multipliers.copy()
         else:
-            lam = np.asarray(multipliers, dtype=float)
+            lam = _real_array(multipliers, "multipliers", "an array of numbers (robot.multipliers())")
             if lam.shape != (self.n_constraints,) or not np.all(np.isfinite(lam)):
                 raise ValueError(f"multipliers must be {self.n_constraints} finite numbers "
                                  "(robot.multipliers())")
@@ -317,16 +340,63 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
         return batch_with_forces(self, self.inverse_dynamics, q, v, qdd, "qdd", out)
 
     # ------------------------------------------------------------------ assembly, simulation
-    def assemble(self, q, max_iterations=50):
-        """q moved onto the loops (g = 0) by Gauss-Newton with minimum-norm steps."""
+    @_locked
+    def assemble(self, q, max_iterations=50, elastic=False):
+        """q moved onto the loops (g = 0) by Gauss-Newton with minimum-norm steps and a
+        backtracking line search on |g|, moving the joint coordinates only: the elastic
+        coordinates keep their values in q (at rest for q from neutral() or a node's initial
+        positions), so the loop is not closed by pre-stressing the structure. elastic=True moves
+        them too (the minimum-norm correction of every coordinate, as project_state after a
+        step). When Newton from q stalls (e.g. at the stretched, singular configuration) it
+        restarts from ASSEMBLY_STARTS guesses with the joint coordinates perturbed (fixed seed).
+        Raises ValueError when none closes the loops."""
         q = np.array(_vector(q, self.nq, "q"), dtype=float)
-        for _ in range(max_iterations):
-            g, G, _ = self.loop_state(q)
-            if np.abs(g).max(initial=0.0) < ASSEMBLY_TOLERANCE:
-                return q
-            q = self.integrate(q, -np.linalg.lstsq(G, g, rcond=RANK_TOLERANCE)[0], 1.0)
-        raise ValueError(f"assemble: the loops did not close (residual {np.abs(g).max():.3g})")
+        self._check_state(q, _EMPTY, _EMPTY, "")
+        joints = np.setdiff1d(np.arange(self.nv), self.elastic_v_indices)
+        moved = np.arange(self.nv) if elastic else joints
+        result, residual = self._newton(q, moved, max_iterations)
+        best = residual
+        rng = np.random.default_rng(0)
+        for _ in range(ASSEMBLY_STARTS):
+            if residual < ASSEMBLY_TOLERANCE:
+                return result
+            step = np.zeros(self.nv)
+            step[joints] = rng.normal(scale=0.3, size=len(joints))
+            result, residual = self._newton(self.integrate(q, step, 1.0), moved, max_iterations)
+            best = min(best, residual)
+        if residual < ASSEMBLY_TOLERANCE:
+            return result
+        held = "" if elastic else " with the elastic coordinates held (elastic=True moves them too)"
+        raise ValueError(f"assemble: the loops did not close{held}: Newton from q and "
+                         f"{ASSEMBLY_STARTS} other starts leave a residual of at least {best:.3g}")
 
+    def _newton(self, q, moved, max_iterations):
+        """Gauss-Newton on g(q) = 0 moving the v indices `moved` (minimum-norm steps, halved
+        while |g| does not decrease). Returns (q, max |g|)."""
+        g, jac, _ = self.loop_state(q)
+        norm = np.linalg.norm(g)
+        step = np.zeros(self.nv)
+        for _ in range(max_iterations):
+            if np.abs(g).max(initial=0.0) < ASSEMBLY_TOLERANCE:
+                break
+            step[:] = 0.0
+            step[moved] = -np.linalg.lstsq(jac[:, moved], g, rcond=RANK_TOLERANCE)[0]
+            if not np.all(np.isfinite(step)):
+                break
+            scale = 1.0
+            while True:
+                q_try = self.integrate(q, step, scale)
+                g_try, jac_try, _ = self.loop_state(q_try)
+                norm_try = np.linalg.norm(g_try)
+                if norm_try < norm or scale < 1.0 / 64:
+                    break
+                scale *= 0.5
+            if not norm_try < norm:   # no descent even for a small step: a local minimum of |g|
+                break
+            q, g, jac, norm = q_try, g_try, jac_try, norm_try
+        return q, float(np.abs(g).max(initial=0.0))
+
+    @_locked
     def project_velocity(self, q, v):
         """v with G_l v = 0 by the correction of least kinetic energy,
         v - M^-1 G^T (G M^-1 G^T)^+ G v (q on the loops)."""
@@ -337,17 +407,26 @@ class FlexibleClosedLoopRobot(FlexibleRobot):
             v = v - Minv_Gt @ (np.linalg.pinv(G @ Minv_Gt, rcond=RANK_TOLERANCE) @ Gv)
         return v
 
+    @_locked
     def project_state(self, q, v):
-        """(q, v) back on the loops: assemble q, then project_velocity."""
-        q = self.assemble(q)
+        """(q, v) back on the loops after a step: q by the minimum-norm correction of every
+        coordinate (assemble(q, elastic=True)), then project_velocity."""
+        q = self.assemble(q, elastic=True)
         return q, self.project_velocity(q, v)
 
-    def step(self, q, v, tau, dt, integrator=None, project=True):
-        """One simulation step (RK4 by default) -> (q, v); afterwards the loops are re-closed
-        (project_state) when the residuals exceed PROJECTION_TOLERANCE."""
-        q_next, v_next = FlexibleRobot.step(self, q, v, tau, dt, integrator)
-        if project:
-            position, velocity = self.closure_residual(q_next, v_next)
-            if position > PROJECTION_TOLERANCE or velocity > PROJECTION_TOLERANCE:
-                q_next, v_next = self.project_state(q_next, v_next)
+    @_locked
+    def step(self, q, v, tau, dt, integrator=None, project=True, **options):
+        """One simulation step (FlexibleRobot.step) -> (q, v); afterwards the loops are re-closed
+        (project_state) when the residuals exceed PROJECTION_TOLERANCE. self.time advances by dt,
+        and is unchanged when the step or the projection fails."""
+        start = self.time
+        q_next, v_next = FlexibleRobot.step(self, q, v, tau, dt, integrator, **options)
+        try:
+            if project:
+                position, velocity = self.closure_residual(q_next, v_next)
+                if position > PROJECTION_TOLERANCE or velocity > PROJECTION_TOLERANCE:
+                    q_next, v_next = self.project_state(q_next, v_next)
+        except BaseException:
+            self.time = start
+            raise
         return q_next, v_next

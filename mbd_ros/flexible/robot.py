@@ -12,7 +12,8 @@ import numpy as np
 from .. import layout as L
 from ..errors import ModelError
 from ..kernels import flexible_dynamics as K
-from ..robot import Robot, _batch, _output, _vector
+from ..kernels.output_checks import STATUS_ALIASED as _STATUS_ALIASED
+from ..robot import Robot, _batch, _locked, _output, _shares, _vector
 from . import layout as F
 from .build import FlexibleModel
 
@@ -96,6 +97,9 @@ class FlexibleRobot(Robot):
         v = _vector(v, self.nv, "v")
         out = _output(out, (self.nq,))
         self._check_state(q, v, _EMPTY, "")
+        if _shares(out, (q, v)):   # q and v are read while out is written: compute privately
+            out[:] = FlexibleRobot.integrate(self, q, v, dt)
+            return out
         nq, nv = self.model.nq, self.model.nv
         if any(t not in ("revolute", "prismatic") for t in self.joint_types):
             out[:nq] = Robot.integrate(self._rigid_view(), q[:nq], v[:nv], dt)
@@ -118,21 +122,31 @@ class FlexibleRobot(Robot):
         t = self.time) are added (flexible/forces.py)."""
         if self._applied is None and f_ext is None:   # no loads: the lock-free workspace
             return self._free_call("forward_dynamics", K.forward_dynamics, q, v, tau, out, "tau")
-        if self._applied is not None and not self._applying:   # force elements: FEXT and tau
-            tau = self._applied.load(q, v, tau, f_ext, self.time)
-        elif f_ext is not None or self._fext_dirty:
-            self._set_external_wrenches(f_ext)
+        with self._lock:   # loads: the locked workspace (FEXT) and the elements' buffers
+            if self._applied is not None and not self._applying:   # force elements: FEXT, tau
+                tau = self._applied.load(q, v, tau, f_ext, self.time)
+            elif f_ext is not None or self._fext_dirty:
+                self._set_external_wrenches(f_ext)
+            return self._loaded_call(K.forward_dynamics, q, v, tau, out, "tau")
+
+    def _loaded_call(self, kernel, q, v, x, out, x_name):
+        """forward/inverse dynamics on the locked workspace with its loads (FEXT) in place; the
+        caller holds the lock. out may overlap an input (computed privately, then copied)."""
         if out is None:
             out = np.empty(self.nv)
         try:
-            status = K.forward_dynamics(self._fint, self._ffloat, self._fdata, self._work,
-                                        self._fwork, q, v, tau, out)
+            status = kernel(self._fint, self._ffloat, self._fdata, self._work, self._fwork,
+                            q, v, x, out)
         except TypeError:
-            q, v, tau, out = self._state_arrays(q, v, tau, out, "tau")
-            status = K.forward_dynamics(self._fint, self._ffloat, self._fdata, self._work,
-                                        self._fwork, q, v, tau, out)
+            q, v, x, _ = self._state_arrays(q, v, x, None, x_name)
+            out = _output(out, (self.nv,))
+            status = kernel(self._fint, self._ffloat, self._fdata, self._work, self._fwork,
+                            q, v, x, out)
+        if status == _STATUS_ALIASED:   # out overlaps an input: compute privately, then copy
+            out[:] = self._loaded_call(kernel, q.copy(), v.copy(), x.copy(), None, x_name)
+            return out
         if status:
-            self._raise(status, q, v, tau, out, "tau")
+            self._raise(status, q, v, x, out, x_name)
         return out
 
     def inverse_dynamics(self, q, v, qdd, f_ext=None, out=None, _loaded=False):
@@ -140,33 +154,21 @@ class FlexibleRobot(Robot):
         the joints, and in the elastic rows the generalized forces the elastic coordinates need
         (zero when qdd is the free motion of the structure). Force elements and callbacks act as
         loads: their generalized forces are subtracted (the drives needed while they act)."""
-        if self._applied is not None and not self._applying:   # force elements
-            zero = self._applied.load(q, v, np.zeros(self.nv), f_ext, self.time)
-            joint_force = zero.copy()
-            self._applying = True
-            try:
-                out = FlexibleRobot.inverse_dynamics(self, q, v, qdd, out=out, f_ext=None,
-                                                     _loaded=True)
-            finally:
-                self._applying = False
-            out -= joint_force
-            return out
         if self._applied is None and f_ext is None:   # no loads: the lock-free workspace
             return self._free_call("inverse_dynamics", K.inverse_dynamics, q, v, qdd, out, "qdd")
-        if not _loaded and (f_ext is not None or self._fext_dirty):
-            self._set_external_wrenches(f_ext)
-        if out is None:
-            out = np.empty(self.nv)
-        try:
-            status = K.inverse_dynamics(self._fint, self._ffloat, self._fdata, self._work,
-                                        self._fwork, q, v, qdd, out)
-        except TypeError:
-            q, v, qdd, out = self._state_arrays(q, v, qdd, out, "qdd")
-            status = K.inverse_dynamics(self._fint, self._ffloat, self._fdata, self._work,
-                                        self._fwork, q, v, qdd, out)
-        if status:
-            self._raise(status, q, v, qdd, out, "qdd")
-        return out
+        with self._lock:   # loads: the locked workspace (FEXT) and the elements' buffers
+            if self._applied is not None and not self._applying:   # force elements
+                joint_force = self._applied.load(q, v, np.zeros(self.nv), f_ext, self.time).copy()
+                self._applying = True
+                try:
+                    out = self._loaded_call(K.inverse_dynamics, q, v, qdd, out, "qdd")
+                finally:
+                    self._applying = False
+                out -= joint_force
+                return out
+            if not _loaded and (f_ext is not None or self._fext_dirty):
+                self._set_external_wrenches(f_ext)
+            return self._loaded_call(K.inverse_dynamics, q, v, qdd, out, "qdd")
 
     def _free_call(self, name, kernel, q, v, x, out, x_name):
         """Fast path of forward/inverse dynamics without loads: one kernel call (its C entry once
@@ -185,8 +187,8 @@ class FlexibleRobot(Robot):
             q, v, x, out = self._state_arrays(q, v, x, out, x_name)
             status = kernel(self._fint, self._ffloat, self._fdata, self._free_work,
                             self._free_fwork, q, v, x, out)
-            if status:
-                self._raise(status, q, v, x, out, x_name)
+        if status == _STATUS_ALIASED:   # out overlaps an input: compute privately, then copy
+            out[:] = self._free_call(name, kernel, q.copy(), v.copy(), x.copy(), None, x_name)
             return out
         if status:
             self._raise(status, q, v, x, out, x_name)
@@ -215,6 +217,9 @@ class FlexibleRobot(Robot):
         out = _output(out, (self.nv, self.nv))
         status = K.mass_matrix(self._fint, self._ffloat, self._fdata, self._free_work,
                                self._free_fwork, q, self._unit, self._column, out)
+        if status == _STATUS_ALIASED:   # out overlaps q: compute privately, then copy
+            out[...] = FlexibleRobot.mass_matrix(self, q.copy())
+            return out
         if status:
             self._raise(status, q, _EMPTY, _EMPTY, out, "")
         return out
@@ -222,9 +227,9 @@ class FlexibleRobot(Robot):
     def bias_forces(self, q, v, out=None):
         """b (nv,): velocity terms, gravity and the elastic forces K_ff q_f + D_ff qd_f
         (M qdd + b = tau + tau_passive)."""
-        out = FlexibleRobot.inverse_dynamics(self, q, v, np.zeros(self.nv), out=out)
-        if self.model.passive_forces:
-            out -= self.damping_forces(v)
+        passive = self.damping_forces(v) if self.model.passive_forces else 0.0   # before out
+        out = FlexibleRobot.inverse_dynamics(self, q, v, np.zeros(self.nv), out=out)   # is written
+        out -= passive
         return out
 
     def gravity_forces(self, q, out=None):
@@ -232,6 +237,7 @@ class FlexibleRobot(Robot):
         K_ff q_f - Q_gravity on the elastic coordinates (zero at the static deflection)."""
         return self.inverse_dynamics(q, np.zeros(self.nv), np.zeros(self.nv), out=out)
 
+    @_locked
     def joint_wrenches(self, q, v, qdd, f_ext=None, out=None):
         """Wrench each URDF joint transmits (len(wrench_joint_names), 6), in the child link
         frame (see Robot.joint_wrenches). Movable joints from the flexible RNEA; fixed joints of
@@ -239,6 +245,9 @@ class FlexibleRobot(Robot):
         yet (ValueError)."""
         q, v, qdd, _ = self._state_arrays(q, v, qdd, self._tau_scratch, "qdd")
         out = _output(out, (len(self.wrench_joint_names), 6))
+        if _shares(out, (q, v, qdd, f_ext)):   # the rows are written while q, v, qdd, f_ext are
+            out[:] = FlexibleRobot.joint_wrenches(self, q, v, qdd, f_ext=f_ext)   # read: privately
+            return out
         if self._applied is not None and not self._applying:   # force elements load the bodies
             self._applied.load(q, v, np.zeros(self.nv), f_ext, self.time)
             self._link_fext = self._link_fext + self._applied.link_loads()
@@ -258,10 +267,12 @@ class FlexibleRobot(Robot):
     def _add_extra_loads(self, q, v):
         """Hook of joint_wrenches: loads added to FEXT after f_ext (none for a tree)."""
 
+    @_locked
     def closure_wrenches(self, q, v, tau):
         self._check_state(*self._state_arrays(q, v, tau, None, "tau")[:3], "tau")
         return np.zeros((0, 6))
 
+    @_locked
     def forward_dynamics_batch(self, q, v, tau, out=None):
         """(N, nv) accelerations for N states q (N, nq), v (N, nv), tau (N, nv), on
         `batch_threads` threads (external wrenches are not applied in batches; force elements
@@ -271,6 +282,7 @@ class FlexibleRobot(Robot):
             return batch_with_forces(self, self.forward_dynamics, q, v, tau, "tau", out)
         return self._batch_call(K.forward_dynamics_batch, q, v, tau, "tau", out)
 
+    @_locked
     def inverse_dynamics_batch(self, q, v, qdd, out=None):
         """(N, nv) generalized forces for N states, on `batch_threads` threads."""
         if self._applied is not None:   # force elements: per state
@@ -286,6 +298,9 @@ class FlexibleRobot(Robot):
         v = _batch(v, self.nv, "v", q.shape[0])
         x = _batch(x, self.nv, x_name, q.shape[0])
         out = _output(out, (q.shape[0], self.nv))
+        if _shares(out, (q, v, x)):   # the rows are computed in turn: compute privately
+            out[:] = self._batch_call(kernel, q, v, x, x_name, None)
+            return out
         status = np.zeros(q.shape[0], dtype=np.int64)
         n_threads = max(1, min(self.batch_threads, q.shape[0] // 64))
         if self._flex_batch_works is None or len(self._flex_batch_works) < n_threads:
@@ -302,15 +317,19 @@ class FlexibleRobot(Robot):
         self._raise_batch(status, q, v, x, x_name, out)
         return out
 
-    def step(self, q, v, tau, dt, integrator=None):
-        """One simulation step -> (q, v); integrator None = 'rk4' (the elastic modes are stiff:
-        keep dt well below 1 / highest kept frequency)."""
-        from ..simulation import Simulator
-        sim = Simulator(self, dt, integrator or self.default_integrator, q=q, v=v)
-        sim.step(tau)
-        return sim.q.copy(), sim.v.copy()
+    @_locked
+    def step(self, q, v, tau, dt, integrator=None, **options):
+        """One simulation step from (q, v) at t = self.time -> (q, v), advancing self.time by dt
+        (unchanged when the step fails), as Robot.step: integrator None = RK4 in substeps of at
+        most 1 ms (the elastic modes are stiff: keep the step well below 1 / (2 pi
+        highest_frequency())); options: Simulator options (max_velocity, max_kinetic_energy)."""
+        from ..simulation import DEFAULT_INTEGRATOR, step_robot
+        if integrator is None and self.default_integrator != DEFAULT_INTEGRATOR:
+            integrator = self.default_integrator
+        return step_robot(self, q, v, tau, dt, integrator, options)
 
     # ------------------------------------------------------------------ kinematics, energy
+    @_locked
     def link_pose(self, q, link):
         """(4, 4) pose of `link` in the root frame at q, deformed: links beyond a flexible link
         follow its deformed joint origins; links welded to a flexible link sit at the deformed
@@ -334,6 +353,7 @@ class FlexibleRobot(Robot):
         pose[:3, 3] = body_pos + body_rot @ link_pos
         return pose
 
+    @_locked
     def kinetic_energy(self, q, v):
         """1/2 v^T M(q) v (J), elastic velocities included."""
         q = _vector(q, self.nq, "q")
@@ -343,6 +363,7 @@ class FlexibleRobot(Robot):
                             True, self._energy3)
         return float(self._energy3[0])
 
+    @_locked
     def potential_energy(self, q):
         """Gravitational (zero at the root origin) plus elastic 1/2 q_f^T K_ff q_f energy, plus the
         force elements' springs (J)."""
@@ -354,17 +375,20 @@ class FlexibleRobot(Robot):
             return float(self._energy3[1] + self._energy3[2]) + self._applied.potential_energy(q)
         return float(self._energy3[1] + self._energy3[2])
 
+    @_locked
     def elastic_energy(self, q):
         """1/2 sum q_f^T K_ff q_f (J)."""
         self.potential_energy(q)
         return float(self._energy3[2])
 
+    @_locked
     def add_force(self, fn):
         """Force callback fn(t, q, v) -> (nv,) generalized forces (elastic rows included) or
         {link: wrench}, as Robot.add_force (a wrench on a flexible link acts at its clamp)."""
         from .forces import add_force
         return add_force(self, fn)
 
+    @_locked
     def force_element_values(self, q, v):
         """ForceElementValues at (q, v) with the ends at their deformed points (Robot's)."""
         from .forces import FlexibleAppliedForces
