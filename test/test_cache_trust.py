@@ -62,7 +62,7 @@ CHILD = textwrap.dedent("""
         "results": results,
         "mass_matrix": mass,
         "warnings": [f"{w.category.__name__}: {w.message}" for w in seen],
-        "generated": getattr(getattr(robot, "_kernels", None), "generated", None),
+        "generated": getattr(getattr(robot.tree, "kernels", None), "generated", None),
         "path": str(getattr(robot, "codegen_path", "")),
         "kernel_call": fastcall.installed(robot, "forward_dynamics"),
         "fastcall": fastcall.AVAILABLE,
@@ -234,14 +234,14 @@ def test_broken_numba_cache_of_the_generic_forward_dynamics_is_recompiled(tmp_pa
     first = child.run()
     check_results(first, expected, "fresh numba cache")
     damage_index, damage_data = damage
-    for function in ("aba.forward_dynamics", "generic.forward_dynamics_c")[:2 if fastcall.AVAILABLE else 1]:
+    for function in ("aba.forward_dynamics", "rigid_entries.forward_dynamics_c")[:2 if fastcall.AVAILABLE else 1]:
         index, data = numba_files(numba_dir, function)
         damage_index(index)
         damage_data(data)
     broken = child.run()
     warnings_ = cache_warnings(broken)
     for function in ("mbd_ros.kernels.aba.forward_dynamics",
-                     "mbd_ros.fastcall.generic.forward_dynamics_c")[:2 if broken["fastcall"] else 1]:
+                     "mbd_ros.fastcall.rigid_entries.forward_dynamics_c")[:2 if broken["fastcall"] else 1]:
         assert any(f"numba cache of {function} in" in w and "recompiling" in w for w in warnings_), \
             (function, warnings_)
     check_results(broken, expected, "after numba's cache was broken")

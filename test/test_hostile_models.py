@@ -122,8 +122,9 @@ def test_aliases_below_the_cap_still_work():
     """)
     robot = mbd_ros.load(FOURBAR, forces={"forces": yaml.safe_load(text)["forces"]})
     from_text = mbd_ros.load(FOURBAR, forces="\n".join(l for l in text.splitlines()))
-    assert from_text._applied.names == robot._applied.names == ("a", "b")
-    assert [s.stiffness for s in from_text._applied.specs] == [3.0, 5.0]
+    assert from_text.force_element_names == robot.force_element_names == ["a", "b"]
+    values = from_text.force_element_values(from_text.neutral(), np.zeros(from_text.nv))
+    assert np.allclose(-values.force, [3.0, 5.0] * values.length)   # joint springs at q0 = 0
 
 
 def test_a_dict_with_shared_references_is_quoted_in_bounded_time():

@@ -99,7 +99,7 @@ def initial_state(robot, seed, bend=1e-3):
     q[j["coupler_joint"]] = -2.04         # near the closed configuration (-2.0366, -1.9994)
     q[j["rocker_joint"]] = -2.0
     q[robot.elastic_q_indices] = rng.normal(size=len(robot.elastic_q_indices)) * bend
-    q = robot.assemble(q)
+    q = robot.assemble(q, elastic=bend > 0.0)   # a random bend is out of the joints' reach
     v = robot.constraint_basis(q) @ rng.normal(size=robot.nv - robot.constraint_jacobian(q)
                                                .shape[0])
     return q, robot.project_velocity(q, v)

@@ -240,3 +240,89 @@ def test_steps_allocate_nothing(integrator, urdf, floating):
     finally:
         tracemalloc.stop()
     assert after_2000 - after_200 < 1024, (after_200, after_2000)
+
+
+# ---- robot.step: dt, bounded substeps and robot.time on every robot kind --------------------------
+
+def _robot_of_kind(kind):
+    """(robot, q, v) of each kind, at a valid state (on the loops for closed-loop robots)."""
+    config = URDF.parent / "config"
+    if kind == "tree":
+        robot = mbd_ros.load(str(URDF / "arm7.urdf"))
+    elif kind == "codegen":
+        robot = mbd_ros.load(str(URDF / "arm7.urdf"), codegen=True)
+    elif kind == "closed_loop":
+        robot = mbd_ros.load(str(URDF / "fourbar.urdf"), closures=str(config / "fourbar_closures.yaml"))
+    elif kind == "flexible":
+        robot = mbd_ros.load(str(URDF / "flexible_arm.urdf"), flexible=str(config / "flexible_arm.yaml"))
+    else:
+        path = str(config / "flexible_fourbar.yaml")
+        robot = mbd_ros.load(str(URDF / "flexible_fourbar.urdf"), flexible=path, closures=path)
+    q = robot.neutral()
+    q[0] = 0.3
+    if robot.closure_names:
+        q = robot.assemble(q)
+    return robot, q, np.zeros(robot.nv)
+
+
+ROBOT_KINDS = ["tree", "codegen", "closed_loop", "flexible", "flexible_closed_loop"]
+
+
+@pytest.mark.parametrize("kind", ROBOT_KINDS)
+def test_step_refuses_a_bad_dt_naming_it(kind):
+    """dt must be one positive finite number of seconds: anything else is a ValueError naming dt
+    (before: a list gave TypeError, inf OverflowError, a string was parsed) and robot.time is
+    unchanged."""
+    robot, q, v = _robot_of_kind(kind)
+    tau = np.zeros(robot.nv)
+    robot.time = 0.5
+    for dt in (None, [1e-3], np.array([1e-3]), np.inf, -np.inf, np.nan, 0.0, -1e-3, "0.001",
+               1e-3 + 0j, True):
+        with pytest.raises(ValueError, match="dt"):
+            robot.step(q, v, tau, dt)
+        assert robot.time == 0.5, dt
+
+
+@pytest.mark.parametrize("kind", ["tree", "flexible"])
+def test_default_integrator_substeps_are_bounded(kind):
+    """The default integrator splits dt into substeps of at most DEFAULT_MAX_STEP (1 ms), at most
+    MAX_DEFAULT_SUBSTEPS (10 000) of them: a dt past 10 s is a ValueError naming dt and the
+    largest dt allowed, at once (before: 20 s ran 20 000 substeps, 1e6 s never returned); 10 s
+    itself is allowed; an explicit integrator takes one step of any finite dt."""
+    from mbd_ros.simulation import DEFAULT_MAX_STEP, MAX_DEFAULT_SUBSTEPS
+    robot, q, v = _robot_of_kind(kind)
+    tau = robot.gravity_forces(q)
+    largest = MAX_DEFAULT_SUBSTEPS * DEFAULT_MAX_STEP
+    assert largest == 10.0
+    for dt in (largest * (1 + 1e-6), 20.0, 1e6, 1e300):
+        with pytest.raises(ValueError, match=r"dt.*10 s"):
+            robot.step(q, v, tau, dt)
+        assert robot.time == 0.0
+    if kind == "tree":   # 10 000 substeps of the C-level RK4 step: well under a second
+        q_next, v_next = robot.step(q, v, tau, largest)
+        assert robot.time == largest
+        np.testing.assert_allclose(q_next, q, rtol=0, atol=1e-6)   # gravity held: it stays
+    with pytest.raises(mbd_ros.simulation.SimulationDiverged):    # one RK4 step of 1e6 s
+        robot.step(q, v, tau + 1.0, 1e6, integrator="rk4")
+
+
+@pytest.mark.parametrize("kind", ROBOT_KINDS)
+def test_robot_time_advances_and_is_kept_by_a_failed_step(kind):
+    """robot.step advances robot.time by dt on every robot kind (the flexible robots' did not
+    move), and a step that diverges (SimulationDiverged) or raises ValueError (non-finite tau, a
+    tau(t) of the wrong shape) leaves robot.time where it was."""
+    from mbd_ros.simulation import SimulationDiverged
+    robot, q, v = _robot_of_kind(kind)
+    dt = 1e-4
+    tau = np.zeros(robot.nv)
+    robot.time = 1.25
+    q1, v1 = robot.step(q, v, tau, dt)
+    assert robot.time == 1.25 + dt
+    start = robot.time
+    with pytest.raises(SimulationDiverged):
+        robot.step(q1, v1, tau, dt, max_velocity=1e-9)    # gravity moves it at once
+    assert robot.time == start
+    for bad in (np.full(robot.nv, np.nan), lambda t: np.zeros(robot.nv + 1)):
+        with pytest.raises(ValueError, match="tau"):
+            robot.step(q1, v1, bad, dt)
+        assert robot.time == start

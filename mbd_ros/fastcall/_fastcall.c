@@ -63,11 +63,12 @@ static inline double *array_data(PyObject *obj, npy_intp n, npy_intp cols, int w
     if (!PyArray_CheckExact(obj))
         return NULL;
     PyArrayObject *array = (PyArrayObject *)obj;
-    if (PyArray_TYPE(array) != NPY_DOUBLE || !PyArray_ISCARRAY_RO(array)
-            || !PyArray_ISNOTSWAPPED(array) || PyArray_DIM(array, 0) != n)
-        return NULL;
+    /* the number of dimensions first: a 0-d array has no dimension 0 to read */
     if (cols == 0 ? PyArray_NDIM(array) != 1
                   : (PyArray_NDIM(array) != 2 || PyArray_DIM(array, 1) != cols))
+        return NULL;
+    if (PyArray_TYPE(array) != NPY_DOUBLE || !PyArray_ISCARRAY_RO(array)
+            || !PyArray_ISNOTSWAPPED(array) || PyArray_DIM(array, 0) != n)
         return NULL;
     if (writable && !PyArray_ISWRITEABLE(array))
         return NULL;

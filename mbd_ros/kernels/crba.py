@@ -5,6 +5,7 @@ from .entry import entry_point
 from ..layout import (JOINT_PRISMATIC, AXIS, JOINT_REVOLUTE, STATUS_SHAPE_OUT, ART_INERTIA, IDX_Q, IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT,
                       ROT, SCRATCH, SPATIAL_INERTIA, STATUS_OK, TRANSFORM_SCRATCH)
 from .kinematics import revolute_pose, joint_pose, state_status
+from .output_checks import STATUS_ALIASED, overlaps
 from .spatial import (add_rigid_inertia_to_parent, force_to_parent, rigid_parameters,
                       rigid_parameters_times)
 
@@ -15,7 +16,11 @@ COMPOSITE = ART_INERTIA
 
 @entry_point(signatures.MASS_MATRIX)
 def mass_matrix(body_int, body_float, work, q, mass_out):
-    """Joint-space mass matrix mass_out (nv, nv), symmetric, both triangles filled."""
+    """Joint-space mass matrix mass_out (nv, nv), symmetric, both triangles filled.
+    output_checks.STATUS_ALIASED when mass_out overlaps q, before anything is written (the
+    forward pass reads q after mass_out is cleared)."""
+    if overlaps(mass_out, q):
+        return STATUS_ALIASED
     status = state_status(body_int, q, q, q, False, False)
     if status != STATUS_OK:
         return status

@@ -63,6 +63,7 @@ from ..layout import (JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, 
 from .flexible_articulated import (_U, _U1, _U2, _U3, _U4, _U5, articulated_constant_body,
                                    flex_offsets as _flex_offsets, fwork_offsets as _fwork_offsets)
 from .kinematics import joint_pose, revolute_pose
+from .output_checks import STATUS_ALIASED, overlaps, overlaps_any
 from .spatial import (add_cross_force, add_force_to_parent, add_inertia_to_parent, invert_spd,
                       motion_to_child, rigid_inertia_times)
 
@@ -800,6 +801,8 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
     """Accelerations qdd_out (nv,) (joint and elastic) for generalized forces tau (nv,) at (q, v).
 
     Model: fint (nq, nv in row 0), ffloat, fdata. Data: work, fwork (FEXT read). Returns a status.
+    qdd_out may overlap q, v or tau: they are read in passes 1-2 only, qdd_out written in pass 3
+    (test/test_out_overlap.py), so no overlap check here (it cost ~10% of this call).
     """
     nq = fint[0, IDX_Q]
     nv = fint[0, IDX_V]
@@ -1124,7 +1127,10 @@ def _rnea_backward(fint, ffloat, work, fwork, v, tau_out, forces):
 def inverse_dynamics(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out):
     """Generalized forces tau_out (nv,) for accelerations qdd (nv,) at (q, v): the rigid rows are
     the drive forces, the elastic rows the generalized forces on the elastic coordinates (zero
-    for a free motion). Returns a status code."""
+    for a free motion). Returns a status code (output_checks.STATUS_ALIASED when tau_out overlaps
+    q, v or qdd, before anything is written: the backward pass reads v and q after writing it)."""
+    if overlaps_any(tau_out, q, v, qdd):
+        return STATUS_ALIASED
     nq = fint[0, IDX_Q]
     nv = fint[0, IDX_V]
     status = check_inputs(nq, nv, q, v, qdd, True, True)
@@ -1141,7 +1147,10 @@ def inverse_dynamics(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out):
 @njit(MASS_KERNEL, cache=True)
 def mass_matrix(fint, ffloat, fdata, work, fwork, q, unit, column, out):
     """M(q) (nv, nv), column by column from the RNEA with unit accelerations (O(n nv)), the
-    position terms computed once. unit, column: (nv,) scratch."""
+    position terms computed once. unit, column: (nv,) scratch. output_checks.STATUS_ALIASED when
+    out overlaps q (read column by column while out is written)."""
+    if overlaps(out, q):
+        return STATUS_ALIASED
     nq = fint[0, IDX_Q]
     nv = fint[0, IDX_V]
     if out.shape[0] != nv:

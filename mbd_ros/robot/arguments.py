@@ -10,29 +10,57 @@ import math
 
 import numpy as np
 
+from ..errors import excerpt
+
 FLOAT = np.dtype(np.float64)
 EMPTY = np.zeros(0)   # writable: the kernels' explicit signatures take writable arrays only
 
 
-def _as_float_array(x, name, what):
-    """x as a float64 ndarray (a copy when it is not one); complex input is refused."""
-    if isinstance(x, np.ndarray) and np.iscomplexobj(x):
-        raise ValueError(f"{name} must be real numbers, got a complex array")
+# numpy array kinds taken as numbers: float, signed and unsigned integers, and objects that
+# convert to float; complex (numpy would drop the imaginary part), bool, strings (numpy would
+# parse them), dates are refused
+REAL_KINDS = "fiuO"
+KIND_WORDS = {"c": "complex", "b": "boolean", "U": "string", "S": "bytes", "M": "datetime",
+              "m": "timedelta", "V": "structured"}
+
+
+def real_array(x, name, what):
+    """x as a new C-contiguous float64 array. ValueError naming `name` (`what`: what it must be)
+    for complex, boolean, string or other non-numeric values and for ragged sequences."""
     try:
-        array = np.array(x, dtype=FLOAT, order="C", copy=True) if isinstance(x, np.ndarray) \
-            else np.ascontiguousarray(x, dtype=FLOAT)
+        array = x if isinstance(x, np.ndarray) else np.asarray(x)
     except (TypeError, ValueError, OverflowError) as exc:
-        if "complex" in str(exc):
-            raise ValueError(f"{name} must be real numbers, got complex values") from None
-        raise ValueError(f"{name} must be {what}: {exc}") from None
-    return array
+        raise ValueError(f"{name} must be {what}: {excerpt(str(exc), 120)}") from None
+    if array.dtype.kind not in REAL_KINDS:
+        word = KIND_WORDS.get(array.dtype.kind, str(array.dtype))
+        raise ValueError(f"{name} must be {what} (real numbers), got {word} values")
+    try:
+        return np.array(array, dtype=FLOAT, order="C", copy=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{name} must be {what}: {excerpt(str(exc), 120)}") from None
+
+
+def real_scalar(x, name):
+    """x as a float: a real number (int, float, numpy scalar or 0-d array); ValueError naming
+    `name` for bools, complex numbers, strings, None, sequences and arrays of one or more
+    dimensions (float() would parse a string or take a one-element array)."""
+    if isinstance(x, np.ndarray):
+        ok = x.ndim == 0 and x.dtype.kind in "fiu"
+    else:
+        ok = isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+    if ok:
+        try:
+            return float(x)
+        except (TypeError, ValueError, OverflowError):
+            pass
+    raise ValueError(f"{name} must be a real number, got {excerpt(x, 60)}")
 
 
 def vector(x, n, name):
     """x as a C-contiguous, writable float64 (n,) array (no copy when it already is one)."""
     if type(x) is not np.ndarray or x.dtype != FLOAT or not x.flags.c_contiguous \
             or not x.flags.writeable:
-        x = _as_float_array(x, name, f"an array of {n} numbers")
+        x = real_array(x, name, f"an array of {n} numbers")
     if x.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
     return x
@@ -42,7 +70,7 @@ def batch(x, n, name, n_states=None):
     """x as a C-contiguous, writable float64 (N, n) array (N = n_states when given)."""
     if type(x) is not np.ndarray or x.dtype != FLOAT or not x.flags.c_contiguous \
             or not x.flags.writeable:
-        x = _as_float_array(x, name, f"an array of shape (N, {n})")
+        x = real_array(x, name, f"an array of shape (N, {n})")
     if x.ndim != 2 or x.shape[1] != n or (n_states is not None and x.shape[0] != n_states):
         want = f"({n_states if n_states is not None else 'N'}, {n})"
         raise ValueError(f"{name} must have shape {want}, got {x.shape}")
@@ -71,20 +99,28 @@ def shares_memory(out, *inputs):
     return any(isinstance(x, np.ndarray) and np.may_share_memory(out, x) for x in inputs)
 
 
-def time_step(dt):
-    """dt as a finite positive float; ValueError naming dt otherwise (None, a list, a string,
-    nan, inf, zero or negative)."""
-    if isinstance(dt, (bool, np.bool_)) or not isinstance(dt, (int, float, np.integer,
-                                                               np.floating)):
-        raise ValueError(f"dt must be a number of seconds, got {type(dt).__name__}")
-    dt = float(dt)
-    if not (math.isfinite(dt) and dt > 0.0):
-        raise ValueError(f"dt must be a finite positive number of seconds, got {dt}")
-    return dt
+def time_step(dt, name="dt"):
+    """dt as a positive finite float (s); ValueError naming `name` for anything else: None, a
+    sequence or array of more than zero dimensions, a string, a bool, a complex number,
+    NaN/inf, zero or a negative number."""
+    if type(dt) is float:   # the common case, without the checks of real_scalar
+        value = dt
+    else:
+        try:
+            value = real_scalar(dt, name)
+        except ValueError:
+            raise ValueError(f"{name} must be a positive number of seconds, got "
+                             f"{excerpt(dt, 60)}") from None
+    if not (math.isfinite(value) and value > 0.0):
+        raise ValueError(f"{name} must be a positive finite number of seconds, got {value}")
+    return value
 
 
-def link_name(link):
-    """link as a str (a link is named, not given as a list or an index)."""
+def link_name(link, link_names):
+    """link as a str (a link is named, not given as a list or an index); ValueError listing
+    a few of `link_names` otherwise."""
     if not isinstance(link, str):
-        raise ValueError(f"link must be a link name (str), got {type(link).__name__}")
+        raise ValueError(f"link must be a link name (a string), got {excerpt(link, 60)} "
+                         f"(links: {', '.join(link_names[:8])}"
+                         f"{', ...' if len(link_names) > 8 else ''})")
     return link

@@ -317,32 +317,40 @@ class Constraints:
         the independent coordinates held, minimum-norm steps, docs/theory.md §4).
 
         independent: joint names to hold (default: the closure file's `independent`, else a
-        partition chosen at q). Elastic coordinates are held (at the values in q) unless
-        `elastic` is True. When Newton from q (with a backtracking line search on |g|) fails, the
-        independent coordinates are reached by continuation from the last assembled configuration
-        and from the assembled neutral one, then from ASSEMBLY_STARTS other guesses of the
-        dependent coordinates; when the elastic coordinates as given keep the loops open, they
-        are moved too. Raises ValueError naming the held coordinates and the worst closure when
-        none closes the rows: the configuration is then out of the mechanism's reach."""
+        partition chosen at q). Elastic coordinates are held (at the values in q: at rest, zero)
+        unless `elastic` is True, which closes the loops with the joints at rest first, then
+        gives the deformation back and corrects every coordinate by minimum-norm steps. When
+        Newton from q (with a backtracking line search on |g|) fails, the independent
+        coordinates are reached by continuation from the last assembled configuration and from
+        the assembled neutral one, then from ASSEMBLY_STARTS other guesses of the dependent
+        coordinates. Raises ValueError naming the held coordinates and the worst closure when
+        none closes the rows: the configuration is then out of the mechanism's reach (with the
+        elastic coordinates held: say so, elastic=True moves them)."""
         q = np.array(q, dtype=float)
         if self.empty:
             return q
-        if not elastic and len(self.rigid_dofs) < self.nv:
+        if len(self.rigid_dofs) == self.nv:      # no elastic coordinates
+            return self._assemble(q, independent, max_iterations, self.rigid_dofs)
+        if not elastic:
             try:
                 return self._assemble(q, independent, max_iterations, self.rigid_dofs)
-            except ValueError:
-                pass
-            # a given deformation can put the cut out of the joints' reach: close the loops with
-            # the structure at rest, then give it the deformation back and correct every
-            # coordinate by minimum-norm steps (a small change, not a stiff mode driven far)
-            model = self.robot.model
-            at_rest = q.copy()
-            at_rest[model.nq:] = 0.0
+            except ValueError as exc:
+                raise ValueError(f"{exc}; the elastic coordinates were held as q gives them: "
+                                 "assemble(q, elastic=True) moves them too") from None
+        # elastic=True: the loops closed by the joints with the structure at rest (the branch
+        # of q's joint angles), then the deformation given back and every coordinate corrected by
+        # minimum-norm steps (a small change, not a stiff mode driven far)
+        model = self.robot.model
+        at_rest = q.copy()
+        at_rest[model.nq:] = 0.0
+        try:
             closed = self._assemble(at_rest, independent, max_iterations, self.rigid_dofs)
             closed[model.nq:] = q[model.nq:]
-            closed, residual = self._close_min_norm(closed, np.arange(self.nv), max_iterations)
-            if residual < ASSEMBLY_TOLERANCE:
-                return closed
+        except ValueError:
+            closed = q
+        closed, residual = self._close_min_norm(closed, np.arange(self.nv), max_iterations)
+        if residual < ASSEMBLY_TOLERANCE:
+            return closed
         return self._assemble(q, independent, max_iterations, np.arange(self.nv))
 
     def _assemble(self, q, independent, max_iterations, movable):

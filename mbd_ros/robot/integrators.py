@@ -71,7 +71,8 @@ import numpy as np
 from ..kernels.rk4 import rk4_combine as _rk4_combine
 from ..kernels.rk4 import rk4_stage as _rk4_stage
 from ..kernels.rk4 import state_bound as _state_bound
-from .arguments import time_step
+from .arguments import FLOAT, real_array, real_scalar, time_step, vector
+from ..errors import excerpt
 
 INTEGRATORS = ("rk4", "semi_implicit_euler", "implicit_euler", "symplectic_euler")
 # symplectic_euler: fixed-point iterations stop when the velocity update is below this (rad/s, m/s)
@@ -87,9 +88,10 @@ DEFAULT_MAX_STEP = 1e-3
 # (least resolved) mode keeps its energy over tens of periods and the lower modes are accurate
 # (the sample flexible arm: 835 Hz, 6 substeps per ms)
 RK4_OMEGA_STEP = 1.0
-# robot.step refuses a dt that would need more default substeps than this (a dt of seconds would
-# otherwise block for minutes): step in pieces, or pass an integrator and a step of your own
-MAX_SUBSTEPS = 10_000
+# robot.step refuses a dt that would need more default substeps than this (MAX_DEFAULT_SUBSTEPS *
+# DEFAULT_MAX_STEP = 10 s for a rigid robot: a dt of hours would block for minutes), with a
+# ValueError naming the largest dt: step in pieces, or pass an integrator and a step of your own
+MAX_DEFAULT_SUBSTEPS = 10_000
 # default divergence bound on every velocity coordinate (rad/s, m/s): no robot joint moves
 # this fast, and a diverging explicit integration passes it long before overflowing
 MAX_VELOCITY = 1e4
@@ -126,13 +128,12 @@ class Simulator:
         if integrator not in INTEGRATORS:
             raise ValueError(f"integrator must be one of {INTEGRATORS} (or None for "
                              f"{DEFAULT_INTEGRATOR}), got {integrator!r}")
-        dt = float(dt)
-        if not (np.isfinite(dt) and dt > 0.0):
-            raise ValueError(f"dt must be a positive number, got {dt}")
-        max_velocity = float(max_velocity)
+        dt = time_step(dt)
+        max_velocity = real_scalar(max_velocity, "max_velocity")
         if not max_velocity > 0.0:
             raise ValueError(f"max_velocity must be positive, got {max_velocity}")
-        if max_kinetic_energy is not None and not float(max_kinetic_energy) > 0.0:
+        if max_kinetic_energy is not None \
+                and not real_scalar(max_kinetic_energy, "max_kinetic_energy") > 0.0:
             raise ValueError(f"max_kinetic_energy must be positive, got {max_kinetic_energy}")
         self.robot = robot
         self.dt = dt
@@ -184,12 +185,18 @@ class Simulator:
     def reset(self, q=None, v=None, time=0.0):
         """Set the state (default: neutral configuration at rest) and the clock."""
         robot = self.robot
-        q = robot.neutral() if q is None else np.asarray(q, dtype=float)
-        v = np.zeros(robot.nv) if v is None else np.asarray(v, dtype=float)
+        if q is None:
+            q = robot.neutral()
+        elif type(q) is not np.ndarray or q.dtype is not FLOAT:   # (float64: used as it is)
+            q = real_array(q, "q", f"{robot.nq} finite numbers")
+        if v is None:
+            v = np.zeros(robot.nv)
+        elif type(v) is not np.ndarray or v.dtype is not FLOAT:
+            v = real_array(v, "v", f"{robot.nv} finite numbers")
         if q.shape != (robot.nq,) or not np.isfinite(q).all():
-            raise ValueError(f"q must be {robot.nq} finite numbers, got {q!r}")
+            raise ValueError(f"q must be {robot.nq} finite numbers, got {excerpt(q, 60)}")
         if v.shape != (robot.nv,) or not np.isfinite(v).all():
-            raise ValueError(f"v must be {robot.nv} finite numbers, got {v!r}")
+            raise ValueError(f"v must be {robot.nv} finite numbers, got {excerpt(v, 60)}")
         robot.integrate(q, v, 0.0, out=self._q_next)    # validates q (quaternions) cheaply
         self.q[:] = q
         self.v[:] = v
@@ -208,7 +215,13 @@ class Simulator:
         if callable(tau):
             self._tau_source = tau
         else:
-            self._tau_held[:] = tau
+            if type(tau) is not np.ndarray or tau.dtype is not FLOAT or tau.ndim != 1:
+                tau = vector(tau, self.robot.nv, "tau")   # (no broadcasting of a 0-d or 2-d tau)
+            try:
+                self._tau_held[:] = tau
+            except ValueError:                            # another length: the error names tau
+                vector(tau, self.robot.nv, "tau")
+                raise
             self._tau_source = self._tau_held
         self._acceleration(self.time, self.q, self.v, self.qdd)
         self.tau[:] = self._tau_stage
@@ -251,7 +264,7 @@ class Simulator:
         plus the generalized forces `extra` (nv,) when given."""
         tau = self._tau_source
         if callable(tau):
-            value = np.asarray(tau(t), dtype=float)
+            value = real_array(tau(t), "tau(t)", f"{self.robot.nv} drive forces")
             if value.shape != (self.robot.nv,):
                 raise ValueError(f"tau(t) must return ({self.robot.nv},) drive forces, got shape "
                                  f"{value.shape}")
@@ -259,7 +272,8 @@ class Simulator:
         else:
             self._tau_stage[:] = tau
         for fn in self.forces:
-            value = np.asarray(fn(t, q, v), dtype=float)
+            value = real_array(fn(t, q, v), f"force {excerpt(getattr(fn, '__name__', fn), 60)}",
+                               f"{self.robot.nv} generalized forces")
             if value.shape != (self.robot.nv,):
                 raise ValueError(f"force {getattr(fn, '__name__', fn)!r} must return "
                                  f"({self.robot.nv},) generalized forces, got shape {value.shape}")
@@ -454,26 +468,28 @@ def step_robot(robot, q, v, tau, dt, integrator=None, options=None, prescribed=N
     if integrator is None:   # the accurate default: substeps of at most default_max_step
         max_step = default_max_step(robot)
         substeps = int(np.ceil(dt / max_step - 1e-9))
-        if substeps > MAX_SUBSTEPS:
-            raise ValueError(f"dt = {dt:g} s needs {substeps} substeps of the default integrator "
-                             f"(at most {max_step:.3g} s each); at most {MAX_SUBSTEPS} are taken "
-                             f"per step (dt <= {MAX_SUBSTEPS * max_step:g} s): call step in "
-                             "pieces, or choose an integrator")
+        if substeps > MAX_DEFAULT_SUBSTEPS:
+            largest = MAX_DEFAULT_SUBSTEPS * max_step
+            raise ValueError(f"dt = {dt:g} s needs {substeps:.3g} substeps of at most "
+                             f"{max_step:.3g} s with the default integrator, more than "
+                             f"MAX_DEFAULT_SUBSTEPS = {MAX_DEFAULT_SUBSTEPS}: the largest dt "
+                             f"allowed is {largest:g} s (take several steps, or name an "
+                             "integrator for one step of dt)")
     key = (dt, substeps, integrator or DEFAULT_INTEGRATOR, tuple(sorted(options.items())))
     simulator = robot._simulators.get(key)
-    if simulator is None:
-        if len(robot._simulators) >= 8:   # a caller varying dt: keep the cache bounded
-            robot._simulators.clear()
-        simulator = robot._simulators[key] = Simulator(robot, dt / substeps, integrator, q=q, v=v,
-                                                       **options)
     start = robot.time
-    try:
+    try:   # robot.time (which the stages set) is back at start when the step fails
+        if simulator is None:
+            if len(robot._simulators) >= 8:   # a caller varying dt: keep the cache bounded
+                robot._simulators.clear()
+            simulator = robot._simulators[key] = Simulator(robot, dt / substeps, integrator, q=q,
+                                                           v=v, **options)
         simulator.reset(q, v, time=start)
         simulator.prescribed = dict(prescribed) if prescribed else {}
         for _ in range(substeps):
             simulator.step(tau)
     except BaseException:
-        robot.time = start            # a failed step did not happen
+        robot.time = start
         raise
     robot.time = start + dt
     return simulator.q.copy(), simulator.v.copy()

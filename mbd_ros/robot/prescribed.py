@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from ..errors import excerpt
+from .arguments import real_array
 from ..kernels.hybrid import hybrid_tree_solve as _hybrid_tree_solve
 
 
@@ -80,11 +81,9 @@ def prescribed_dofs(plans, prescribed):
             values[k] = value
             k += 1
             continue
-        try:
-            value = np.atleast_1d(np.asarray(value, dtype=float))
-        except (TypeError, ValueError, OverflowError):
-            value = None
-        if value is None or value.shape != (size,) or not np.isfinite(value).all():
+        value = np.atleast_1d(real_array(value, f"prescribed['{excerpt(str(name), 80)}']",
+                                         f"{size} acceleration(s)"))
+        if value.shape != (size,) or not np.isfinite(value).all():
             raise ValueError(f"prescribed['{excerpt(str(name), 80)}']: expected {size} finite "
                              f"acceleration(s), got {excerpt(prescribed[name], 80)}")
         values[k:k + size] = value

@@ -291,10 +291,7 @@ class Robot:
         elastic coordinates q_f + v_f dt. out may overlap q or v."""
         q = A.vector(q, self.nq, "q")
         v = A.vector(v, self.nv, "v")
-        if isinstance(dt, (bool, np.bool_)) or not isinstance(dt, (int, float, np.integer,
-                                                                   np.floating)):
-            raise ValueError(f"dt must be a number, got {type(dt).__name__}")
-        dt = float(dt)
+        dt = A.real_scalar(dt, "dt")
         if not np.isfinite(dt):
             raise ValueError(f"dt must be finite, got {dt}")
         self._check_state(q, v, _EMPTY, "")
@@ -607,7 +604,7 @@ class Robot:
             wrench = np.zeros((n_links, 6))
             for link, w in f_ext.items():
                 index = self._link(link)
-                w = A.vector(w, 6, f"f_ext['{excerpt(str(link), 80)}']")
+                w = A.vector(w, 6, f"f_ext['{excerpt(str(link), 60)}']")
                 wrench[index] = w
         else:
             try:
@@ -637,8 +634,9 @@ class Robot:
         v = A.batch(v, self.nv, "v", q.shape[0])
         x = A.batch(x, self.nv, x_name, q.shape[0])
         out = A.output(out, (q.shape[0], self.nv))
-        if A.shares_memory(out, q, v, x):
-            raise ValueError("out must not share memory with an input")
+        if A.shares_memory(out, q, v, x):   # the rows are computed in turn: compute privately
+            out[:] = self._batch(name, method, q, v, x, x_name, None)
+            return out
         if not self._plain:   # parts: state by state through the method
             for i in range(q.shape[0]):
                 try:
@@ -663,7 +661,7 @@ class Robot:
     def link_pose(self, q, link):
         """(4, 4) homogeneous pose of `link`'s frame in the root (world) frame at q; deformed for
         links on or beyond a flexible link."""
-        index = self._link(A.link_name(link))
+        index = self._link(link)
         q = A.vector(q, self.nq, "q")
         self._check_state(q, _EMPTY, _EMPTY, "")
         return self._tree.link_pose(q, index)
@@ -867,7 +865,7 @@ class Robot:
         afterwards re-close the constraints and project v onto them (docs/theory.md §6).
         options: Simulator options (max_velocity, max_kinetic_energy). Raises
         SimulationDiverged naming the time, ValueError for bad arguments (dt: a finite positive
-        number; at most MAX_SUBSTEPS default substeps)."""
+        number; at most MAX_DEFAULT_SUBSTEPS default substeps)."""
         from .integrators import step_robot
         q_next, v_next = step_robot(self, q, v, tau, dt, integrator, options, prescribed)
         constraints = self._constraints
@@ -998,6 +996,7 @@ class Robot:
                           UserWarning, stacklevel=3)
 
     def _link(self, link):
+        A.link_name(link, self.link_names)
         try:
             return self._tree.link_index[link]
         except (KeyError, TypeError):
