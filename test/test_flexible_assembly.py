@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import mbd_ros
-from mbd_ros.loops import ASSEMBLY_TOLERANCE
+from mbd_ros.robot.constraints import ASSEMBLY_TOLERANCE
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = str(ROOT / "config" / "flexible_fourbar.yaml")

@@ -31,6 +31,7 @@ from .. import layout as L
 from ..errors import ModelError, excerpt, user_stacklevel
 from ..kernels.linalg import RANK_TOLERANCE
 from ..kernels.loop_results import loop_results as _loop_results
+from .arguments import real_array
 
 # Newton assembly stops when the largest residual is below this (m or rad).
 ASSEMBLY_TOLERANCE = 1e-12
@@ -382,6 +383,22 @@ class Constraints:
                 return result
             if residual < best_residual:
                 best_residual, best_q, best_ind = residual, closest, ind
+        # last resort (a singular start, e.g. a stretched four-bar, whose partition moves too few
+        # coordinates): minimum-norm Newton on every movable coordinate, from q and from
+        # ASSEMBLY_STARTS guesses with the movable joint coordinates perturbed (fixed seed)
+        rng = np.random.default_rng(0)
+        joints = movable[movable < self.robot.model.nv]
+        start = q
+        for _ in range(ASSEMBLY_STARTS + 1):
+            result, residual = self._newton(start, movable, max_iterations)
+            if residual < ASSEMBLY_TOLERANCE:
+                self._last_assembled = result.copy()
+                return result
+            if residual < best_residual:
+                best_residual, best_q = residual, result
+            step = np.zeros(self.nv)
+            step[joints] = rng.normal(scale=0.3, size=len(joints))
+            start = self.robot.integrate(q, step, 1.0)
         g = self.state(best_q, np.zeros(self.nv))[0]
         held = ", ".join(self.dof_name(i) for i in best_ind if i < self.robot.model.nv)
         raise ValueError(f"the loops cannot be closed with the independent coordinates ({held}) "
@@ -494,8 +511,17 @@ class Constraints:
         return self._reference_assemblies[key]
 
     def project_velocity(self, q, v):
-        """v with its dependent components solved from G v = 0 (independent ones kept)."""
+        """v with its dependent components solved from G v = 0 (independent ones kept). With
+        elastic coordinates: the correction of least kinetic energy, v - M^-1 G^T (G M^-1 G^T)^+
+        G v (a partition would let stiff elastic coordinates absorb the violation)."""
         v = np.array(v, dtype=float)
+        if len(self.rigid_dofs) < self.nv:
+            _, jacobian, gv = self.state(q, v)
+            if jacobian.shape[0]:
+                m_inv_gt = np.linalg.solve(self.robot.mass_matrix(q), jacobian.T)
+                v = v - m_inv_gt @ (np.linalg.pinv(jacobian @ m_inv_gt, rcond=RANK_TOLERANCE)
+                                    @ gv)
+            return v
         ind, dep = self.partition(q)
         if len(dep):
             jacobian = self.state(q, np.zeros(self.nv))[1]
@@ -621,10 +647,7 @@ class Constraints:
 
     def multiplier_vector(self, multipliers):
         """multipliers as a finite float64 (b,) array, else ValueError."""
-        try:
-            lam = np.array(multipliers, dtype=float, order="C")
-        except (TypeError, ValueError, OverflowError):
-            raise ValueError("multipliers must be an array of numbers (robot.multipliers())") from None
+        lam = real_array(multipliers, "multipliers", "an array of numbers (robot.multipliers())")
         if lam.shape != (self.n_loop_rows,):
             raise ValueError(f"multipliers must have shape ({self.n_loop_rows},) (one per "
                              f"constraint row, robot.multipliers()), got {lam.shape}")
@@ -782,7 +805,9 @@ class Constraints:
         target = null.T @ tau_tree
         actuation, *_ = np.linalg.lstsq(reduced, target, rcond=RANK_TOLERANCE)
         if np.abs(reduced @ actuation - target).max(initial=0.0) > \
-                1e-8 * max(1.0, np.abs(target).max(initial=0.0)):
+                1e-8 * max(1.0, np.abs(target).max(initial=0.0)) and self.nv == self.robot.model.nv:
+            # (with elastic coordinates, which no drive moves, a qdd their dynamics do not
+            # produce has no exact actuation: the least-squares torques are returned)
             raise ValueError("the actuated joints cannot produce this motion (the mechanism is "
                              "under-actuated here or at a singular configuration); actuated: "
                              f"{self.actuated_joints}")

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import excerpt
 from ..kernels import force_elements as fk
+from .arguments import real_array
 from .force_loads import force_loads
 
 
@@ -103,14 +104,18 @@ class ForceElements:
             if isinstance(result, dict):
                 for link, wrench in result.items():
                     index = link_index(tree, link)
-                    wrench = np.asarray(wrench, dtype=float) if _small(wrench) else None
+                    name = (f"force callback {callback_name(fn)}: the wrench on link "
+                            f"'{excerpt(str(link), 80)}'")
+                    wrench = real_array(wrench, name, "6 numbers") if _small(wrench) else None
                     if wrench is None or wrench.shape != (6,) or not np.isfinite(wrench).all():
                         raise ValueError(f"force callback {callback_name(fn)}: the wrench on link "
                                          f"'{excerpt(str(link), 80)}' must be 6 finite numbers, "
                                          f"got {_quote(result[link])}")
                     self.link_wrench[index] += wrench
             else:
-                value = np.asarray(result, dtype=float) if _small(result, tree.nv) else None
+                value = real_array(result, f"force callback {callback_name(fn)}",
+                                   f"{tree.nv} generalized forces or a dict {{link: wrench}}") \
+                    if _small(result, tree.nv) else None
                 if value is None or value.shape != (tree.nv,) or not np.isfinite(value).all():
                     raise ValueError(f"force callback {callback_name(fn)} must return {tree.nv} "
                                      "finite generalized forces or a dict {link: wrench}, got "

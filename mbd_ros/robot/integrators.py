@@ -88,10 +88,12 @@ DEFAULT_MAX_STEP = 1e-3
 # (least resolved) mode keeps its energy over tens of periods and the lower modes are accurate
 # (the sample flexible arm: 835 Hz, 6 substeps per ms)
 RK4_OMEGA_STEP = 1.0
-# robot.step refuses a dt that would need more default substeps than this (MAX_DEFAULT_SUBSTEPS *
-# DEFAULT_MAX_STEP = 10 s for a rigid robot: a dt of hours would block for minutes), with a
-# ValueError naming the largest dt: step in pieces, or pass an integrator and a step of your own
+# robot.step with the default integrator refuses a dt longer than MAX_DEFAULT_SUBSTEPS *
+# DEFAULT_MAX_STEP = 10 s (ValueError naming the largest dt: a dt of hours would block for
+# minutes): step in pieces, or name an integrator for one step of dt. (A flexible robot's shorter
+# substeps make more of them in those 10 s: the cost stays bounded by 10 s / default_max_step.)
 MAX_DEFAULT_SUBSTEPS = 10_000
+MAX_DEFAULT_DT = MAX_DEFAULT_SUBSTEPS * DEFAULT_MAX_STEP
 # default divergence bound on every velocity coordinate (rad/s, m/s): no robot joint moves
 # this fast, and a diverging explicit integration passes it long before overflowing
 MAX_VELOCITY = 1e4
@@ -466,15 +468,13 @@ def step_robot(robot, q, v, tau, dt, integrator=None, options=None, prescribed=N
     dt = time_step(dt)
     substeps = 1
     if integrator is None:   # the accurate default: substeps of at most default_max_step
-        max_step = default_max_step(robot)
-        substeps = int(np.ceil(dt / max_step - 1e-9))
-        if substeps > MAX_DEFAULT_SUBSTEPS:
-            largest = MAX_DEFAULT_SUBSTEPS * max_step
-            raise ValueError(f"dt = {dt:g} s needs {substeps:.3g} substeps of at most "
-                             f"{max_step:.3g} s with the default integrator, more than "
-                             f"MAX_DEFAULT_SUBSTEPS = {MAX_DEFAULT_SUBSTEPS}: the largest dt "
-                             f"allowed is {largest:g} s (take several steps, or name an "
-                             "integrator for one step of dt)")
+        if dt > MAX_DEFAULT_DT * (1.0 + 1e-12):
+            raise ValueError(f"dt = {dt:g} s is longer than the default integrator takes in one "
+                             f"step (MAX_DEFAULT_SUBSTEPS = {MAX_DEFAULT_SUBSTEPS} substeps of "
+                             f"{DEFAULT_MAX_STEP:g} s): the largest dt allowed is "
+                             f"{MAX_DEFAULT_DT:g} s (take several steps, or name an integrator "
+                             "for one step of dt)")
+        substeps = int(np.ceil(dt / default_max_step(robot) - 1e-9))
     key = (dt, substeps, integrator or DEFAULT_INTEGRATOR, tuple(sorted(options.items())))
     simulator = robot._simulators.get(key)
     start = robot.time

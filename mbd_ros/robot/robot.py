@@ -540,7 +540,8 @@ class Robot:
     @locked
     def _joint_wrenches_general(self, q, v, qdd, f_ext, out, multipliers):
         q, v, qdd = self._checked(q, v, qdd, "qdd")
-        out = A.output(out, (len(self.wrench_joint_names), 6))
+        requested = out
+        out = self._result(out, (len(self.wrench_joint_names), 6), q, v, qdd)
         constraints = self._constraints
         lam = None
         if constraints.loops is not None:
@@ -561,6 +562,9 @@ class Robot:
         status = self._tree.joint_wrenches(q, v, qdd, out)
         if status:
             self._raise(status, q, v, qdd, out, "qdd")
+        if requested is not None and requested is not out:
+            requested[:] = out
+            return requested
         return out
 
     @locked
