@@ -383,13 +383,14 @@ class Constraints:
                 return result
             if residual < best_residual:
                 best_residual, best_q, best_ind = residual, closest, ind
-        # last resort (a singular start, e.g. a stretched four-bar, whose partition moves too few
-        # coordinates): minimum-norm Newton on every movable coordinate, from q and from
-        # ASSEMBLY_STARTS guesses with the movable joint coordinates perturbed (fixed seed)
+        # last resort when no coordinate is held by name (a singular start, e.g. a stretched
+        # four-bar, whose partition moves too few coordinates): minimum-norm Newton on every
+        # movable coordinate, from q and from ASSEMBLY_STARTS guesses with the movable joint
+        # coordinates perturbed (fixed seed)
         rng = np.random.default_rng(0)
         joints = movable[movable < self.robot.model.nv]
         start = q
-        for _ in range(ASSEMBLY_STARTS + 1):
+        for _ in range(ASSEMBLY_STARTS + 1 if independent is None else 0):
             result, residual = self._newton(start, movable, max_iterations)
             if residual < ASSEMBLY_TOLERANCE:
                 self._last_assembled = result.copy()
