@@ -67,10 +67,11 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from ..finite import all_finite
-from ..joint_map import JointMap, JointMapError
+from ..joint_map import JointMap, JointMapError, duplicates
 from ..simulation import INTEGRATORS
 from . import diagnostics as diag
 from .base import DynamicsNode, finite_vector, one_of, run
+from .clock_guard import ClockGuard
 from .messages import (AccelerationsOut, JointStateOut, Listeners, WrenchOut, time_msg,
                        topic_token, unique_topic_tokens)
 from .plant_interface import PlantInterface
@@ -215,11 +216,16 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
             return list(range(len(names)))
         if wanted in (["none"], []):
             return []
-        unknown = [n for n in wanted if n not in names]
+        row = {n: k for k, n in enumerate(names)}   # (dicts and sets: O(n) for big robots)
+        unknown = [n for n in wanted if n not in row]
         if unknown:
-            raise ValueError(f"wrench_joints: unknown joints {unknown}; the robot's joints are "
-                             f"{names} (or use ['all'] / ['none'])")
-        return [names.index(n) for n in wanted]
+            raise ValueError(f"wrench_joints: unknown joints {unknown[:10]}; the robot's joints "
+                             f"are {names[:20]}{' ...' if len(names) > 20 else ''} (or use "
+                             "['all'] / ['none'])")
+        dup = duplicates(wanted)
+        if dup:
+            raise ValueError(f"wrench_joints: duplicate names {dup}")
+        return [row[n] for n in wanted]
 
     def _set_baumgarte_gains(self):
         """Closed loops, simulate mode: the constraint drift is stabilized by adding
@@ -360,6 +366,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         follow = self.use_sim_time and not self.publish_clock
         if follow and self._clock_sub is None:
             self._clock_base_ns = None   # re-anchored on the next /clock message
+            self._plant_clock = ClockGuard()
             self._clock_sub = self.create_subscription(Clock, "/clock", self._on_clock,
                                                        CLOCK_SUBSCRIBE_QOS)
             self.get_logger().info("use_sim_time: stepping in lockstep with /clock (waiting "
@@ -382,12 +389,13 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         if not self.active or not self._follow_clock:
             return
         t0 = time.perf_counter_ns()
-        now = msg.clock.sec * 1_000_000_000 + msg.clock.nanosec
+        # negative, malformed or backwards /clock: ignored (the node's ROS clock guard,
+        # base._guard_time_source, counts it as "rejected /clock")
+        now, _ = self._plant_clock.check(msg)
+        if now is None:
+            return
         period = self.period_ns
-        if self._clock_base_ns is None or now < self._clock_base_ns + (self.cycles - 1) * period:
-            if self._clock_base_ns is not None:
-                self.warn_throttled("clock", "/clock jumped back: re-anchoring the simulation "
-                                    "at the new time")
+        if self._clock_base_ns is None:
             self._clock_base_ns = now - self.cycles * period   # the state now is at `now`
             self._base_stamp_ns = self._clock_base_ns
         due = (now - self._clock_base_ns) // period + 1 - self.cycles

@@ -43,7 +43,7 @@ from rcl_interfaces.msg import ParameterType
 from std_msgs.msg import Float64MultiArray
 
 from ..drives import EFFORT, MODE_NAMES, gain_vector
-from ..joint_map import JointMapError
+from ..joint_map import JointMapError, duplicates
 from ..limits import JointLimits
 from ..plant import MAX_SPEED, Plant
 from .base import WARNING_PERIOD, finite_vector, gains
@@ -143,12 +143,15 @@ class PlantInterface:
     def _drive_indices(self, names):
         """(indices in `joints` of the known names, positions of those names in the message or
         None when all are known). Raises JointMapError (duplicates, joints without a drive)."""
+        if len(names) > self.jmap.max_names:
+            raise JointMapError(f"{len(names)} joint names: more than {self.jmap.max_names} "
+                                "(the most a message may carry)")
         key = tuple(names)
         hit = self._drive_lookup.get(key)
         if hit is not None:
             return hit
         if len(set(key)) != len(key):
-            raise JointMapError(f"duplicate joint names {sorted({n for n in key if key.count(n) > 1})}")
+            raise JointMapError(f"duplicate joint names {duplicates(key)}")
         known = [k for k, n in enumerate(key) if n in self._drive_index]
         if len(known) != len(key) and not self.param("ignore_unknown_joints"):
             unknown = [n for n in key if n not in self._drive_index]

@@ -30,6 +30,7 @@ import numpy as np
 from rcl_interfaces.msg import ParameterType
 from trajectory_msgs.msg import JointTrajectory
 
+from ..joint_map import duplicates
 from ..point_trajectory import PointTrajectory
 from .qos import SUBSCRIBE_QOS
 
@@ -56,13 +57,15 @@ class PrescribedInterface:
         self.prescribed_sub = None
         if not names:
             return
-        if len(set(names)) != len(names):
-            raise ValueError(f"prescribed_joints: duplicate names {names}")
+        dup = duplicates(names)
+        if dup:
+            raise ValueError(f"prescribed_joints: duplicate names {dup}")
+        joint_index = {n: j for j, n in enumerate(robot.joint_names)}
         for name in names:
-            if name not in robot.joint_names:
+            if name not in joint_index:
                 raise ValueError(f"prescribed_joints: '{name}' is not a movable joint of the "
                                  f"robot (joints: {list(robot.joint_names)[:10]})")
-            kind = robot.joint_types[robot.joint_names.index(name)]
+            kind = robot.joint_types[joint_index[name]]
             if kind not in PRESCRIBED_TYPES:
                 raise ValueError(f"prescribed_joints: '{name}' is {kind}; only one-dof joints "
                                  "(revolute, prismatic, helical) can be prescribed")
@@ -70,11 +73,11 @@ class PrescribedInterface:
         if set(mimic) & set(names):
             raise ValueError(f"prescribed_joints: {sorted(set(mimic) & set(names))} mimic other "
                              "joints: prescribe their leaders")
-        index = [robot.joint_names.index(n) for n in names]
+        index = [joint_index[n] for n in names]
         self._prescribed_iq = {n: int(robot.idx_q[j]) for n, j in zip(names, index)}
         self._prescribed_iv = np.array([robot.idx_v[j] for j in index], dtype=np.int64)
-        rows = self.jmap.state_names
-        self._prescribed_rows = [(rows.index(n), int(robot.idx_v[j])) for n, j in zip(names, index)]
+        rows = {n: k for k, n in enumerate(self.jmap.state_names)}
+        self._prescribed_rows = [(rows[n], int(robot.idx_v[j])) for n, j in zip(names, index)]
         self._hold_prescribed(self.q0)
         self.counts["prescribed_trajectory"] = 0
         self.prescribed_received = 0
