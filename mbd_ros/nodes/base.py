@@ -45,6 +45,8 @@ import mbd_ros
 from . import diagnostics as diag
 from .cdr import JointStateReader
 from .clock_guard import ClockGuard
+from . import message_caps
+from .message_caps import MessageSizeError, joint_state_counts
 from .description import check_description_parameter, shorten, urdf_xml
 from .qos import DESCRIPTION_QOS, DIAGNOSTICS_QOS, SUBSCRIBE_QOS
 from .state_intake import StateIntake
@@ -52,6 +54,9 @@ from .state_intake import StateIntake
 EXECUTORS = ("single_threaded", "events", "rclpy_single_threaded")
 WARNING_PERIOD = 2.0   # s between two warnings of the same kind
 _NO_OLDEST = -2 ** 63     # StateIntake.read's oldest stamp when max_message_age is 0 (off)
+# a JointState message may have at most this many bytes per entry of its longest sequence (plus
+# 4 KiB): names of up to ~1000 characters (message_caps.py caps the number of entries)
+MAX_BYTES_PER_ENTRY = 1024
 SUCCESS = TransitionCallbackReturn.SUCCESS
 FAILURE = TransitionCallbackReturn.FAILURE
 
@@ -89,6 +94,21 @@ def gains(value):
     if not values or not all(math.isfinite(x) and x >= 0.0 for x in values):
         return "must be finite and >= 0"
     return None
+
+
+class _busy:
+    """A lifecycle transition runs in the main thread: a stop request ends the process at once
+    (see _StopRequest)."""
+
+    def __enter__(self):
+        if _STOP is not None:
+            _STOP.busy += 1
+            if _STOP.requested:   # asked before the transition started
+                _STOP._handle(signal.SIGINT, None)
+
+    def __exit__(self, *exc):
+        if _STOP is not None:
+            _STOP.busy -= 1
 
 
 class DynamicsNode(LifecycleNode):
@@ -448,6 +468,10 @@ class DynamicsNode(LifecycleNode):
         return True
 
     def on_configure(self, state):
+        with _busy():
+            return self._configure(state)
+
+    def _configure(self, state):
         t0 = time.perf_counter()
         try:
             preloaded = self._preloaded
@@ -561,6 +585,7 @@ class DynamicsNode(LifecycleNode):
         read); every other message goes to `handler` as without it. The intake is then
         self.joint_state_intake."""
         reader = JointStateReader()
+        message_caps.warm_up()
         intake = None
         if direct is not None:
             intake_arguments, read_handler = direct
@@ -573,6 +598,14 @@ class DynamicsNode(LifecycleNode):
                 if intake.read(data, oldest, time.monotonic_ns()):
                     read_handler(t0, intake)
                     return
+            try:   # sizes capped on the bytes first: an oversized message builds no object
+                counts = joint_state_counts(data, self.jmap.max_names)
+                if len(data) > MAX_BYTES_PER_ENTRY * max(1, max(counts)) + 4096:
+                    raise MessageSizeError(f"{len(data)} bytes for {max(counts)} entries "
+                                           f"(names longer than {MAX_BYTES_PER_ENTRY} bytes)")
+            except MessageSizeError as exc:
+                self.reject("joint_states", str(exc))
+                return
             try:
                 msg = reader.read(data)
             except Exception as exc:   # not a JointState rclpy can read: dropped like a bad one
@@ -696,22 +729,67 @@ class _StopRequest:
     lands inside rclpy's executor, task or wait-set code and gave the intermittent FATAL
     tracebacks at shutdown ('Task' object has no attribute '_exception', context-invalid
     errors, and pybind11's 'Unable to convert call argument' from a callback into objects
-    already being torn down)."""
+    already being torn down).
+
+    While a lifecycle transition runs in the main thread (`busy`: configuring a 3000-link robot
+    took 24 s, during which the spin loop never saw the flag) a signal ends the process at
+    once: nothing is published or held yet that an orderly shutdown would save. And with
+    `watchdog` (a node process), a thread woken by the signal itself (signal.set_wakeup_fd:
+    written by the C-level handler, even while the main thread is in a long C call that
+    defers Python handlers) ends the process if it is still alive WATCHDOG_SECONDS later."""
+
+    WATCHDOG_SECONDS = 3.0
 
     def __init__(self):
         self.requested = False
+        self.busy = 0
         self._previous = {}
+        self._wakeup = None
+        self._previous_wakeup_fd = -1
 
-    def install(self):
+    def install(self, watchdog=False):
         for sig in (signal.SIGINT, signal.SIGTERM):
             self._previous[sig] = signal.signal(sig, self._handle)
+        if watchdog:
+            import socket
+            reader, writer = socket.socketpair()
+            writer.setblocking(False)
+            self._wakeup = (reader, writer)
+            self._previous_wakeup_fd = signal.set_wakeup_fd(writer.fileno(),
+                                                            warn_on_full_buffer=False)
+            threading.Thread(target=self._watch, args=(reader,), name="mbd_ros stop watchdog",
+                             daemon=True).start()
 
     def restore(self):
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+        if self._wakeup is not None:
+            signal.set_wakeup_fd(self._previous_wakeup_fd)
 
     def _handle(self, signum, frame):
         self.requested = True
+        if self.busy:
+            _say("stop requested during a lifecycle transition: exiting now")
+            finish_process(0)
+
+    def _watch(self, reader):
+        try:
+            if not reader.recv(1):
+                return
+        except OSError:
+            return
+        time.sleep(self.WATCHDOG_SECONDS)
+        _say(f"stop requested {self.WATCHDOG_SECONDS:g} s ago and the node has not ended: "
+             "exiting now")
+        finish_process(0)
+
+
+def _say(text):
+    """One line on stderr without the logging machinery (from a signal handler or thread)."""
+    try:
+        sys.stderr.write(f"[mbd_ros] {text}\n")
+    except Exception:   # stderr closed: nothing to say it on
+        pass
 
 
 def finish_process(code):
@@ -731,15 +809,19 @@ def run(node_class, args=None, exit_process=False):
     """Create the node, autostart it, spin until shutdown (SIGINT/SIGTERM or the lifecycle
     shutdown transition). Returns the process exit code; with exit_process (the nodes'
     main()), ends the process with it instead (finish_process)."""
-    code = _run(node_class, args)
+    code = _run(node_class, args, watchdog=exit_process)
     if exit_process:
         finish_process(code)
     return code
 
 
-def _run(node_class, args):
-    stop = _StopRequest()
-    stop.install()
+_STOP = None   # the _StopRequest of the running node (DynamicsNode transitions mark it busy)
+
+
+def _run(node_class, args, watchdog=False):
+    global _STOP
+    stop = _STOP = _StopRequest()
+    stop.install(watchdog)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     executor = None
@@ -775,4 +857,5 @@ def _run(node_class, args):
             node.destroy_node()
         rclpy.try_shutdown()
         stop.restore()
+        _STOP = None
     return code
