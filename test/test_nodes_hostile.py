@@ -185,3 +185,47 @@ def test_configure_cleanup_cycles_do_not_grow(ros):
     print(f"RSS {rss[0]:.1f} -> {rss[-1]:.1f} MB over cycles 10-100, {slope:.4f} MB/cycle")
     assert 200 * slope < 20.0, f"{slope:.3f} MB per configure/cleanup cycle: {rss}"
     assert rss[-1] - rss[0] < 20.0 * 90 / 200, rss
+
+
+def test_xacro_only_from_urdf_path_at_configure(ros):
+    """xacro is code: the nodes expand it only from the urdf_path parameter, at configure, and
+    say so in the log; a xacro document arriving on the robot_description topic is taken as
+    URDF XML (never expanded: it does not load), and urdf_path cannot change at runtime."""
+    from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import String
+    xacro = URDF / "pendulum.urdf.xacro"
+    ns = "/xacro_path"
+    acc = ros.subscribe(JointTrajectory, f"{ns}/forward_dynamics/accelerations")
+    child = ros.start("forward_dynamics", {"urdf_path": str(xacro)}, remaps={"__ns": ns})
+    pub = ros.publisher(JointState, f"{ns}/joint_states")
+    ros.spin_until(lambda: len(acc) > 0, READY_TIMEOUT, every=0.05,
+                   action=lambda: pub.publish(joint_state(now_stamp(ros), ["joint_1", "joint_2"],
+                                                          [0.1, 0.2])),
+                   what="accelerations of the xacro pendulum")
+    assert "expanding the xacro file" in child.output() and str(xacro) in child.output()
+    # urdf_path cannot change on a configured node (no expansion outside configure)
+    request = SetParameters.Request(parameters=[ParameterMsg(
+        name="urdf_path", value=ParameterValue(type=ParameterType.PARAMETER_STRING,
+                                               string_value=str(xacro)))])
+    result = ros.call(SetParameters, f"{ns}/forward_dynamics/set_parameters", request).results[0]
+    assert not result.successful and "configure" in result.reason
+    assert child.output().count("expanding the xacro file") == 1
+
+    # the same xacro document on the topic: XML, not expanded (its ${...} do not parse)
+    ns = "/xacro_topic"
+    qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    description = ros.node.create_publisher(String, f"{ns}/robot_description", qos)
+    description.publish(String(data=xacro.read_text()))
+    topic_child = ros.start("forward_dynamics", {}, remaps={"__ns": ns})
+    ros.spin_until(lambda: "waiting for another robot description" in topic_child.output(),
+                   READY_TIMEOUT, what="the xacro document on the topic refused")
+    assert "expanding" not in topic_child.output()
+    # a URDF on the topic then loads (the node was waiting, not stuck)
+    description.publish(String(data=(URDF / "arm7.urdf").read_text()))
+    ros.spin_until(lambda: "configured: robot 'arm7'" in topic_child.output(), READY_TIMEOUT,
+                   what="the URDF from the topic loaded")
+    assert "expanding" not in topic_child.output()
+    ros.node.destroy_publisher(description)

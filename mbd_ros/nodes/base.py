@@ -47,7 +47,7 @@ from .cdr import JointStateReader
 from .clock_guard import ClockGuard
 from . import message_caps
 from .message_caps import MessageSizeError, joint_state_counts
-from .description import check_description_parameter, shorten, urdf_xml
+from .description import check_description_parameter, excerpt, shorten, urdf_xml
 from .qos import DESCRIPTION_QOS, DIAGNOSTICS_QOS, SUBSCRIBE_QOS
 from .state_intake import StateIntake
 
@@ -347,6 +347,7 @@ class DynamicsNode(LifecycleNode):
         if source is None:
             raise RuntimeError("no robot: set the robot_description or urdf_path parameter, or "
                                "publish the URDF on the robot_description topic")
+        source = self._expand_xacro(source, what)
         closures = self.param("closures_path") or None
         options = {}
         if self.param("friction_velocity") != mbd_ros.FRICTION_VELOCITY:
@@ -363,6 +364,32 @@ class DynamicsNode(LifecycleNode):
                                 codegen=self.param("codegen"), **options)
         except NotImplementedError as exc:
             raise RuntimeError(f"cannot load the robot from {what}: {exc}") from None
+
+    def _expand_xacro(self, source, what):
+        """[xacro] The URDF XML of `source` when it is the urdf_path parameter naming a .xacro
+        file, else `source` unchanged. xacro is code (its files run Python expressions and
+        read files): it is expanded here only, for the urdf_path parameter only, when the robot
+        is loaded for a configure (robot_source.expand_xacro); robot descriptions from the
+        robot_description parameter or topic are XML and never expanded (description.py), and
+        urdf_path cannot change once configured. Keeps (path, xml) for the contact points."""
+        from ..robot_source import expand_xacro, is_xacro_path
+        if not isinstance(source, str) or source != self.param("urdf_path") or \
+                not is_xacro_path(source):
+            return source
+        self.get_logger().info(f"expanding the xacro file {excerpt(source, 200)} of urdf_path "
+                               "(xacro is code: it runs with this node's rights)")
+        xml = expand_xacro(source.strip())
+        self.expanded_xacro = (source, xml)
+        return xml
+
+    def robot_xml(self):
+        """The URDF XML or file path the current robot was loaded from (a xacro file's
+        expansion, not the file)."""
+        source, _ = self._robot_source()
+        expanded = getattr(self, "expanded_xacro", None)
+        if expanded is not None and expanded[0] == source:
+            return expanded[1]
+        return source
 
     def _on_description(self, msg):
         try:

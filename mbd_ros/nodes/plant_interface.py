@@ -500,8 +500,7 @@ class PlantInterface:
             points = [ContactPoint(link, (0.0, 0.0, 0.0), self.param("contact_radius"))
                       for link in links]
         else:
-            source, _ = self._robot_source()
-            points = contact_points_from_urdf(self.robot, source)
+            points = contact_points_from_urdf(self.robot, self.robot_xml())
             if not points:
                 raise ValueError("ground_contact: the URDF has no <collision> sphere or box; "
                                  "declare contact_links (and contact_radius)")
