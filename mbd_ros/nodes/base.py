@@ -35,6 +35,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.clock import Clock as RclpyClock, ClockType
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.parameter import Parameter
+from rclpy.serialization import deserialize_message
 from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
@@ -47,7 +48,8 @@ from .cdr import JointStateReader
 from .clock_guard import ClockGuard
 from . import message_caps
 from .message_caps import MessageSizeError, joint_state_counts
-from .description import check_description_parameter, excerpt, shorten, urdf_xml
+from .description import (MAX_DESCRIPTION_BYTES, check_description_parameter, excerpt,
+                          shorten, urdf_xml)
 from .qos import DESCRIPTION_QOS, DIAGNOSTICS_QOS, SUBSCRIBE_QOS
 from .state_intake import StateIntake
 
@@ -57,6 +59,7 @@ _NO_OLDEST = -2 ** 63     # StateIntake.read's oldest stamp when max_message_age
 # a JointState message may have at most this many bytes per entry of its longest sequence (plus
 # 4 KiB): names of up to ~1000 characters (message_caps.py caps the number of entries)
 MAX_BYTES_PER_ENTRY = 1024
+MAX_PARAMETER_ENTRIES = 65536   # values of an array parameter (joints, gains, initial state...)
 SUCCESS = TransitionCallbackReturn.SUCCESS
 FAILURE = TransitionCallbackReturn.FAILURE
 
@@ -146,8 +149,9 @@ class DynamicsNode(LifecycleNode):
         self._loaded = self._preloaded = None
         self._loaded_poll = None
         if not self.param("robot_description") and not self.param("urdf_path"):
-            self._description_sub = self.create_subscription(
-                String, "robot_description", self._on_description, DESCRIPTION_QOS)
+            self._description_sub = self.create_subscription(   # serialized: size first
+                String, "robot_description", self._on_description_data, DESCRIPTION_QOS,
+                raw=True)
 
     # ------------------------------------------------------------------ parameters
     def declare(self, name, default, description, check=None, *, type_=None, dynamic=False,
@@ -187,6 +191,11 @@ class DynamicsNode(LifecycleNode):
 
     def _validate_parameters(self, params):
         for p in params:
+            if p.type_ != Parameter.Type.NOT_SET and hasattr(p.value, "__len__") and \
+                    not isinstance(p.value, str) and len(p.value) > MAX_PARAMETER_ENTRIES:
+                return SetParametersResult(   # refused before any per-value check
+                    successful=False, reason=f"{p.name}: {len(p.value)} values: more than "
+                    f"{MAX_PARAMETER_ENTRIES} (MAX_PARAMETER_ENTRIES)")
             check = self._validators.get(p.name)
             if check is None or p.type_ == Parameter.Type.NOT_SET:
                 continue
@@ -390,6 +399,20 @@ class DynamicsNode(LifecycleNode):
         if expanded is not None and expanded[0] == source:
             return expanded[1]
         return source
+
+    def _on_description_data(self, data):
+        """A serialized std_msgs/String on robot_description: refused unread beyond
+        MAX_DESCRIPTION_BYTES, else read and handled by _on_description."""
+        if len(data) > MAX_DESCRIPTION_BYTES + 8:
+            self.reject("robot_description", f"{len(data)} bytes: more than "
+                        f"{MAX_DESCRIPTION_BYTES} (MAX_DESCRIPTION_BYTES)")
+            return
+        try:
+            msg = deserialize_message(data, String)
+        except Exception as exc:   # not a String rclpy can read
+            self.reject("robot_description", f"unreadable message ({type(exc).__name__})")
+            return
+        self._on_description(msg)
 
     def _on_description(self, msg):
         try:
