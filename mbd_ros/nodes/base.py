@@ -537,11 +537,9 @@ class DynamicsNode(LifecycleNode):
         self._configure_seconds = time.perf_counter() - t0
         # [gc] the robot, its kernels, numba and rclpy (~130 000 objects) live as long as the
         # node: moved out of the cyclic collector, a full collection triggered by the messages'
-        # garbage takes ~0 instead of ~100 ms in the middle of a cycle (measured, arm7). The
-        # garbage of an earlier configuration is collected first, so that it is not frozen
-        # with the rest; cleanup unfreezes (_cleanup): frozen objects are never collected, and
+        # garbage takes ~0 instead of ~100 ms in the middle of a cycle (measured, arm7).
+        # Cleanup unfreezes and collects (_cleanup): frozen objects are never collected, and
         # each configure / cleanup cycle kept ~2.5 MB.
-        gc.collect()
         gc.freeze()
         r = self.robot
         self.get_logger().info(
@@ -595,22 +593,24 @@ class DynamicsNode(LifecycleNode):
                 self.destroy_timer(self._diag_timer)
                 self._diag_timer = None
         if self.robot is not None:
-            self._cleanup()
+            self._cleanup(collect=False)
 
     def on_error(self, state):
         self.active = False
         self._cleanup()
         return SUCCESS
 
-    def _cleanup(self):
+    def _cleanup(self, collect=True):
         try:
             self.cleanup_node()
         finally:
             self.robot = None
-            # [gc] what configure froze goes back to the collector: the robot just dropped
-            # (and its cycles) can then be collected (the next configure collects before it
-            # freezes again)
+            # [gc] what configure froze goes back to the collector, and the robot just dropped
+            # (with its reference cycles) is collected now, before the next configure freezes
+            # everything again (not when shutting down: the process ends anyway)
             gc.unfreeze()
+            if collect:
+                gc.collect()
 
     # ------------------------------------------------------------------ bad messages
     def reject_if_stale(self, topic, stamp):
@@ -823,11 +823,17 @@ class _StopRequest:
             finish_process(0)
 
     def _watch(self, reader):
-        try:
-            if not reader.recv(1):
+        # the wakeup fd gets the number of every signal that has a Python handler: wait for
+        # SIGINT or SIGTERM
+        while True:
+            try:
+                received = reader.recv(64)
+            except OSError:
                 return
-        except OSError:
-            return
+            if not received:
+                return
+            if signal.SIGINT in received or signal.SIGTERM in received:
+                break
         time.sleep(self.WATCHDOG_SECONDS)
         _say(f"stop requested {self.WATCHDOG_SECONDS:g} s ago and the node has not ended: "
              "exiting now")
