@@ -125,3 +125,24 @@ def test_duplicates_is_linear():
     # O(n^2) took ~10 s here; one pass ~5 ms: 1 s is a bound no loaded machine reaches
     assert time.perf_counter() - t < 1.0
     assert duplicates(["a", "b"]) == []
+
+
+def test_clock_guard():
+    """/clock messages: negative, malformed and backwards times refused with a reason; the
+    latest accepted time is forgotten by reset (use_sim_time switched)."""
+    from builtin_interfaces.msg import Time
+    from rosgraph_msgs.msg import Clock
+
+    from mbd_ros.nodes.clock_guard import ClockGuard
+    guard = ClockGuard()
+
+    def check(sec, nanosec):
+        return guard.check(Clock(clock=Time(sec=sec, nanosec=nanosec)))
+    assert check(5, 10) == (5_000_000_010, None)
+    assert check(5, 10) == (5_000_000_010, None)          # the same time again: accepted
+    assert "negative" in check(-1, 0)[1]
+    assert "nanosec" in check(6, 1_000_000_000)[1]
+    assert "went back" in check(4, 999_999_999)[1]
+    assert check(6, 0) == (6_000_000_000, None)
+    guard.reset()
+    assert check(1, 0) == (1_000_000_000, None)
