@@ -212,6 +212,12 @@ def test_xacro_only_from_urdf_path_at_configure(ros):
     result = ros.call(SetParameters, f"{ns}/forward_dynamics/set_parameters", request).results[0]
     assert not result.successful and "configure" in result.reason
     assert child.output().count("expanding the xacro file") == 1
+    # an array parameter of 70 000 values is refused before its values are looked at
+    request = SetParameters.Request(parameters=[ParameterMsg(
+        name="initial_positions", value=ParameterValue(
+            type=ParameterType.PARAMETER_DOUBLE_ARRAY, double_array_value=[0.0] * 70_000))])
+    result = ros.call(SetParameters, f"{ns}/forward_dynamics/set_parameters", request).results[0]
+    assert not result.successful and "70000 values: more than 65536" in result.reason
 
     # the same xacro document on the topic: XML, not expanded (its ${...} do not parse)
     ns = "/xacro_topic"

@@ -146,3 +146,15 @@ def test_clock_guard():
     assert check(6, 0) == (6_000_000_000, None)
     guard.reset()
     assert check(1, 0) == (1_000_000_000, None)
+
+
+def test_robot_description_cap():
+    """A robot description over MAX_DESCRIPTION_BYTES is refused (parameter and topic) with
+    its size, before it is decoded or parsed."""
+    from mbd_ros.nodes.description import (MAX_DESCRIPTION_BYTES, check_description_parameter,
+                                           urdf_xml)
+    huge = "<robot>" + " " * MAX_DESCRIPTION_BYTES + "</robot>"
+    assert "more than" in check_description_parameter(huge)
+    with pytest.raises(ValueError, match="the robot_description topic has"):
+        urdf_xml(huge.encode(), "the robot_description topic")
+    assert urdf_xml(" <robot/> ", "x") == "<robot/>"

@@ -1,8 +1,8 @@
 """SIGINT / SIGTERM end a node promptly at any point (process-level):
 
-- while it imports (numpy, numba, rclpy, mbd_ros: the first second or more): exit code 0 and no
-  traceback (Python's default handler printed a KeyboardInterrupt traceback from whatever
-  module was importing);
+- while it imports (numba, rclpy, mbd_ros: the first second or more, from the moment mbd_ros's
+  own code runs): exit code 0 and no traceback (Python's default handler printed a
+  KeyboardInterrupt traceback from whatever module was importing);
 - while a 3000-link robot is configured in the executor (a lifecycle configure request: the
   load and the node's set-up run in the main thread; 24-60 s on 2 cores): the signal waited for
   the end of the configure before; now the process ends within seconds.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -63,11 +64,26 @@ def stopped(child, sig, timeout=30.0):
     return time.monotonic() - t, code, child.output()
 
 
-@pytest.mark.parametrize("delay", [0.3, 0.7, 1.2])
+def importing_mbd_ros(pid):
+    """True once the process has loaded numba's compiler (llvmlite), which mbd_ros imports:
+    its own code runs from then on. (Before it, the interpreter processes site-packages' .pth
+    files: a signal there is outside any package's reach.)"""
+    try:
+        return "llvmlite" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.3, 0.8])
 def test_stop_while_importing(ros, delay):
     child = ros.start("forward_dynamics", {"urdf_path": str(URDF / "arm7.urdf")},
                       name=f"importing_{int(delay * 10)}")
-    time.sleep(delay)
+    end = time.monotonic() + 60.0
+    while not importing_mbd_ros(child.pid) and time.monotonic() < end:
+        time.sleep(0.005)
+    assert importing_mbd_ros(child.pid), child.output()
+    assert "configured" not in child.output()
+    time.sleep(delay)   # numba, rclpy and the node modules import for ~1-3 s after this
     seconds, code, out = stopped(child, signal.SIGINT)
     bad = [line for line in out.splitlines() if any(b in line for b in BAD_LINES)]
     assert code == 0 and not bad, f"exit {code} after {seconds:.1f} s:\n{out[-3000:]}"
@@ -94,3 +110,21 @@ def test_stop_while_configuring_a_large_robot(ros, tmp_path, sig):
     bad = [line for line in out.splitlines() if any(b in line for b in BAD_LINES)]
     assert code == 0 and not bad and seconds < PROMPT, \
         f"exit {code} after {seconds:.1f} s:\n{out[-3000:]}"
+
+
+def test_stop_while_loading_a_large_robot_with_autostart(ros, tmp_path):
+    """autostart: the robot loads in a worker thread, then configures in the executor; a
+    signal at either moment ends the node within seconds."""
+    urdf = chain_urdf(tmp_path / "chain.urdf", 3000)
+    for delay in (2.0, 6.0):
+        name = f"large_autostart_{int(delay)}"
+        child = ros.start("forward_dynamics", {"urdf_path": urdf, "mode": "simulate"},
+                          name=name)
+        ros.spin_until(lambda: name in ros.node.get_node_names(), READY_TIMEOUT,
+                       what=f"{name} in the graph")
+        ros.spin(delay)
+        assert child.poll() is None and "configured" not in child.output(), child.output()
+        seconds, code, out = stopped(child, signal.SIGINT)
+        bad = [line for line in out.splitlines() if any(b in line for b in BAD_LINES)]
+        assert code == 0 and not bad and seconds < PROMPT, \
+            f"exit {code} after {seconds:.1f} s:\n{out[-3000:]}"
