@@ -83,9 +83,9 @@ def test_oversized_messages_on_every_topic(ros):
                    what="the plant and the controller to run")
     # serialized once here (building 100 000 points takes seconds in this process too)
     huge_trajectory = serialize_message(trajectory(["joint_1"], 100_000))
-    # a reference of 50 000 points (4 MB) is read by its first point only (accepted, bounded cost);
-    # one naming 30 000 joints is rejected
-    long_reference = trajectory(NAMES, 50_000)
+    # a reference of 20 000 points is read by its first point only (accepted, bounded cost:
+    # rclpy took ~1 s to build its objects); one naming 30 000 joints is rejected
+    long_reference = trajectory(NAMES, 20_000)
     for point in long_reference.points:
         point.positions = Q0
     long_reference = serialize_message(long_reference)
@@ -97,7 +97,6 @@ def test_oversized_messages_on_every_topic(ros):
     good_trajectory = serialize_message(trajectory(["joint_1"], 10_000, start=Q0[0]))
     flood = [(JointTrajectory, f"{ns}/forward_dynamics/prescribed_trajectory", huge_trajectory),
              (JointTrajectory, f"{ns}/inverse_dynamics/reference", huge_reference),
-             (JointTrajectory, f"{ns}/inverse_dynamics/reference", long_reference),
              (JointState, f"{ns}/joint_states", huge_state),
              (JointState, f"{ns}/joint_commands", huge_command),
              (Float64MultiArray, f"{ns}/forward_dynamics/effort_commands", huge_array),
@@ -130,8 +129,6 @@ def test_oversized_messages_on_every_topic(ros):
                              what=f"{node} counting rejected {names}")
     ros.wait_diagnostics("hostile/forward_dynamics",
                          lambda d: int(d.get("prescribed trajectories", 0)) >= 1, timeout=30.0)
-    ros.wait_diagnostics("hostile/inverse_dynamics",
-                         lambda d: d.get("reference") == "received", timeout=30.0)
     # the plant's rate in the second after recovery, counted by the states' stamps (system
     # time of each state): see test_nodes_flood.py
     window = (flood_end + 1_000_000_000, flood_end + 2_000_000_000)
@@ -151,6 +148,11 @@ def test_oversized_messages_on_every_topic(ros):
     assert published >= required, f"plant at {published} Hz 1 s after the flood, " \
         f"{baseline} Hz before\n" + ros.children_output()
     assert answered >= 0.8 * published, f"controller answered {answered} of {published}"
+    # the long reference is taken (sent until it arrives: best effort may lose a 1.6 MB message)
+    reference = ros.publisher(JointTrajectory, f"{ns}/inverse_dynamics/reference")
+    ros.spin_until(lambda: (ros.diagnostics("hostile/inverse_dynamics") or {}).get("reference")
+                   == "received", 60.0, every=0.5, action=lambda: reference.publish(long_reference),
+                   what="the 20 000-point reference taken")
 
 
 def test_flexible_plant_substeps_where_one_step_is_unstable(ros):
