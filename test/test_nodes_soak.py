@@ -15,7 +15,7 @@ pytest.importorskip("rclpy", reason="ROS 2 rclpy is not installed (pip install "
                     "'mbd_ros[ros]' for the PyPI wheels, or source a ROS 2 install)")
 
 import mbd_ros  # noqa: E402
-from mbd_ros.nodes import base, processes  # noqa: E402
+from mbd_ros.nodes import base, processes, stopping  # noqa: E402
 from ros_harness import URDF, warm_numba_cache  # noqa: E402
 
 ARM = str(URDF / "arm7.urdf")
@@ -45,9 +45,9 @@ def test_spin_loop_keeps_no_callbacks(monkeypatch):
         except Exception as exc:   # reported by the test body
             errors.append(exc)
         finally:
-            while base._STOP is None:
+            while stopping.StopRequest.current is None:
                 time.sleep(0.05)
-            base._STOP.requested = True
+            stopping.StopRequest.current.requested = True
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
     code = base.run(Recorded, ["--ros-args", "-p", f"urdf_path:={ARM}", "-p",

@@ -11,7 +11,7 @@ Lifecycle (rclpy.lifecycle.LifecycleNode):
 - activate: enable the publishers, start the timers. deactivate / cleanup undo them.
 - `autostart` (default true): `run()` configures and activates the node by itself (or as soon
   as a robot description arrives on the topic); if configuring fails the process exits with 1.
-- `run()` handles SIGINT/SIGTERM itself (see _StopRequest) and, as a process main, ends the
+- `run()` handles SIGINT/SIGTERM itself (nodes/stopping.py) and, as a process main, ends the
   process right after the orderly ROS shutdown (finish_process).
 See docs/nodes.md.
 """
@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import gc
 import math
-import os
-import signal
 import sys
 import threading
 import time
@@ -44,6 +42,7 @@ from std_msgs.msg import String
 import mbd_ros
 
 from . import diagnostics as diag
+from . import stopping
 from .cdr import JointStateReader
 from .clock_guard import ClockGuard
 from . import message_caps
@@ -52,6 +51,7 @@ from .description import (MAX_DESCRIPTION_BYTES, check_description_parameter, ex
                           shorten, urdf_xml)
 from .qos import DESCRIPTION_QOS, DIAGNOSTICS_QOS, SUBSCRIBE_QOS
 from .state_intake import StateIntake
+from .stopping import finish_process  # noqa: F401  (reference_publisher, hil_demo import it here)
 
 EXECUTORS = ("single_threaded", "events", "rclpy_single_threaded")
 WARNING_PERIOD = 2.0   # s between two warnings of the same kind
@@ -97,21 +97,6 @@ def gains(value):
     if not values or not all(math.isfinite(x) and x >= 0.0 for x in values):
         return "must be finite and >= 0"
     return None
-
-
-class _busy:
-    """A lifecycle transition runs in the main thread: a stop request ends the process at once
-    (see _StopRequest)."""
-
-    def __enter__(self):
-        if _STOP is not None:
-            _STOP.busy += 1
-            if _STOP.requested:   # asked before the transition started
-                _STOP._handle(signal.SIGINT, None)
-
-    def __exit__(self, *exc):
-        if _STOP is not None:
-            _STOP.busy -= 1
 
 
 class DynamicsNode(LifecycleNode):
@@ -518,7 +503,7 @@ class DynamicsNode(LifecycleNode):
         return True
 
     def on_configure(self, state):
-        with _busy():
+        with stopping.busy():
             return self._configure(state)
 
     def _configure(self, state):
@@ -770,97 +755,6 @@ def make_executor(kind, logger=None):
     return LeanExecutor()
 
 
-class _StopRequest:
-    """SIGINT / SIGTERM handler for run(): it only records the request; run() sees it within
-    its spin timeout (0.2 s), leaves its loop and shuts down in order.
-
-    rclpy's own handlers shut the context down asynchronously from a signal-handling thread
-    and then raise KeyboardInterrupt wherever the main thread happens to be: under load that
-    lands inside rclpy's executor, task or wait-set code and gave the intermittent FATAL
-    tracebacks at shutdown ('Task' object has no attribute '_exception', context-invalid
-    errors, and pybind11's 'Unable to convert call argument' from a callback into objects
-    already being torn down).
-
-    While a lifecycle transition runs in the main thread (`busy`: configuring a 3000-link robot
-    took 24 s, during which the spin loop never saw the flag) a signal ends the process at
-    once: nothing is published or held yet that an orderly shutdown would save. And with
-    `watchdog` (a node process), a thread woken by the signal itself (signal.set_wakeup_fd:
-    written by the C-level handler, even while the main thread is in a long C call that
-    defers Python handlers) ends the process if it is still alive WATCHDOG_SECONDS later."""
-
-    WATCHDOG_SECONDS = 3.0
-
-    def __init__(self):
-        self.requested = False
-        self.busy = 0
-        self._previous = {}
-        self._wakeup = None
-        self._previous_wakeup_fd = -1
-
-    def install(self, watchdog=False):
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._previous[sig] = signal.signal(sig, self._handle)
-        if watchdog:
-            import socket
-            reader, writer = socket.socketpair()
-            writer.setblocking(False)
-            self._wakeup = (reader, writer)
-            self._previous_wakeup_fd = signal.set_wakeup_fd(writer.fileno(),
-                                                            warn_on_full_buffer=False)
-            threading.Thread(target=self._watch, args=(reader,), name="mbd_ros stop watchdog",
-                             daemon=True).start()
-
-    def restore(self):
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-        if self._wakeup is not None:
-            signal.set_wakeup_fd(self._previous_wakeup_fd)
-
-    def _handle(self, signum, frame):
-        self.requested = True
-        if self.busy:
-            _say("stop requested during a lifecycle transition: exiting now")
-            finish_process(0)
-
-    def _watch(self, reader):
-        # the wakeup fd gets the number of every signal that has a Python handler: wait for
-        # SIGINT or SIGTERM
-        while True:
-            try:
-                received = reader.recv(64)
-            except OSError:
-                return
-            if not received:
-                return
-            if signal.SIGINT in received or signal.SIGTERM in received:
-                break
-        time.sleep(self.WATCHDOG_SECONDS)
-        _say(f"stop requested {self.WATCHDOG_SECONDS:g} s ago and the node has not ended: "
-             "exiting now")
-        finish_process(0)
-
-
-def _say(text):
-    """One line on stderr without the logging machinery (from a signal handler or thread)."""
-    try:
-        sys.stderr.write(f"[mbd_ros] {text}\n")
-    except Exception:   # stderr closed: nothing to say it on
-        pass
-
-
-def finish_process(code):
-    """End the node process now with `code`, after its orderly ROS shutdown: flush the output
-    and skip the interpreter's finalization (numba's and LLVM's teardown took ~2 s on a busy
-    machine, longer than launch's 5 s SIGINT grace when several nodes stop at once, which then
-    killed them with SIGTERM)."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:   # closed or broken: nothing more to write
-            pass
-    os._exit(code)
-
-
 def run(node_class, args=None, exit_process=False):
     """Create the node, autostart it, spin until shutdown (SIGINT/SIGTERM or the lifecycle
     shutdown transition). Returns the process exit code; with exit_process (the nodes'
@@ -871,13 +765,8 @@ def run(node_class, args=None, exit_process=False):
     return code
 
 
-_STOP = None   # the _StopRequest of the running node (DynamicsNode transitions mark it busy)
-
-
 def _run(node_class, args, watchdog=False):
-    global _STOP
-    stop = _STOP = _StopRequest()
-    stop.install(watchdog)
+    stop = stopping.StopRequest.start(watchdog)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     executor = None
@@ -916,5 +805,4 @@ def _run(node_class, args, watchdog=False):
             node.destroy_node()
         rclpy.try_shutdown()
         stop.restore()
-        _STOP = None
     return code
