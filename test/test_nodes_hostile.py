@@ -7,7 +7,10 @@
   TimeSource raised out of the executor): negative and backwards /clock messages are ignored and
   counted, the plant goes on stepping with the good ones;
 - each configure / cleanup cycle kept ~2.5 MB (gc.freeze at configure, a codegen dispatcher per
-  load): 200 cycles must grow the process by less than 20 MB.
+  load): 200 cycles must grow the process by less than 20 MB;
+- xacro is code: expanded only from urdf_path at configure (and logged), never from the
+  robot_description topic; urdf_path cannot change at runtime; an array parameter of 70 000
+  values is refused before its values are checked.
 """
 from __future__ import annotations
 
