@@ -238,3 +238,39 @@ def test_xacro_only_from_urdf_path_at_configure(ros):
                    what="the URDF from the topic loaded")
     assert "expanding" not in topic_child.output()
     ros.node.destroy_publisher(description)
+
+
+def test_robot_description_flood_loads_one_at_a_time(ros):
+    """40 descriptions on the topic within a second: one loader thread at a time (each started
+    its own before, all loading at once), and the node configures."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import String
+    ns = "/descriptions"
+    child = ros.start("forward_dynamics", {"wrench_joints": ["none"]}, remaps={"__ns": ns})
+    qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)   # as the node asks
+    pub = ros.node.create_publisher(String, f"{ns}/robot_description", qos)
+    ros.spin_until(lambda: pub.get_subscription_count() > 0, READY_TIMEOUT,
+                   what="the node's robot_description subscription")
+
+    def threads():
+        for line in Path(f"/proc/{child.pid}/status").read_text().splitlines():
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    ros.spin(1.0)
+    baseline = threads()
+    text = (URDF / "arm7.urdf").read_text()
+    most = baseline
+    for k in range(40):   # 20 ms apart: each a load of its own (the topic keeps the last one)
+        pub.publish(String(data=text.replace('name="arm7"', f'name="arm7_{k}"', 1)))
+        ros.spin(0.02)
+        most = max(most, threads())
+    end = time.monotonic() + READY_TIMEOUT
+    while "configured: robot" not in child.output() and time.monotonic() < end:
+        most = max(most, threads())
+        ros.spin(0.01)
+    ros.node.destroy_publisher(pub)
+    # the executor's thread plus one loader (before: one loader per description)
+    assert most <= baseline + 2, f"{most} threads (baseline {baseline})"
+    # configured with one of them (those arriving after the configure wait for the next one)
+    assert "configured: robot 'arm7_" in child.output(), child.output()[-3000:]

@@ -427,6 +427,17 @@ class DynamicsNode(LifecycleNode):
     # and a node must not be touched from the worker thread). A configure
     # requested through the lifecycle service without a preloaded robot loads synchronously.
     def _load_in_background(self, source, what):
+        """Load `source` in the worker thread; while a load runs, the latest description waits
+        for it (one loader thread at a time: a flood of descriptions on the topic started one
+        thread each, all loading at once) and is loaded next, the earlier result dropped."""
+        loader = getattr(self, "_loader", None)
+        if loader is not None and loader.is_alive():
+            self._pending_load = (source, what)
+            return
+        self._start_loader(source, what)
+
+    def _start_loader(self, source, what):
+        self._pending_load = None
         self._load_generation += 1
         generation = self._load_generation
         # a daemon: a shutdown does not wait for a load in progress (numba writes its cache
@@ -461,6 +472,9 @@ class DynamicsNode(LifecycleNode):
         if loaded is None:
             return   # still loading
         self._loaded = None
+        if getattr(self, "_pending_load", None) is not None:   # a newer description waited
+            self._start_loader(*self._pending_load)
+            return
         if loaded[0] != self._load_generation:
             return   # superseded by a newer description (its own load is running)
         if self._loaded_poll is not None:
