@@ -438,6 +438,9 @@ class DynamicsNode(LifecycleNode):
 
     def _start_loader(self, source, what):
         self._pending_load = None
+        if not getattr(self, "_load_holds_exit", False):   # a stop ends the process at once
+            self._load_holds_exit = True                   # while a robot loads (stopping.py)
+            stopping.immediate_exit(True)
         self._load_generation += 1
         generation = self._load_generation
         # a daemon: a shutdown does not wait for a load in progress (numba writes its cache
@@ -477,6 +480,9 @@ class DynamicsNode(LifecycleNode):
             return
         if loaded[0] != self._load_generation:
             return   # superseded by a newer description (its own load is running)
+        if getattr(self, "_load_holds_exit", False):   # the latest load is done: none runs
+            self._load_holds_exit = False
+            stopping.immediate_exit(False)
         if self._loaded_poll is not None:
             self.destroy_timer(self._loaded_poll)
             self._loaded_poll = None

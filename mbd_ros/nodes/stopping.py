@@ -62,6 +62,7 @@ class StopRequest:
     def restore(self):
         if StopRequest.current is self:
             StopRequest.current = None
+        _IMMEDIATE["depth"] = 0
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         if self._wakeup is not None:
@@ -114,7 +115,7 @@ def finish_process(code):
 
 class busy:
     """A lifecycle transition runs in the main thread: a stop request ends the process at once
-    (see StopRequest)."""
+    (see StopRequest and immediate_exit)."""
 
     def __enter__(self):
         stop = StopRequest.current
@@ -122,8 +123,56 @@ class busy:
             stop.busy += 1
             if stop.requested:   # asked before the transition started
                 stop._handle(signal.SIGINT, None)
+            immediate_exit(True)
 
     def __exit__(self, *exc):
         stop = StopRequest.current
         if stop is not None:
             stop.busy -= 1
+            immediate_exit(False)
+
+
+# ---------------------------------------------------------------------- immediate exit
+# A Python signal handler runs only between bytecodes of the main thread, and the watchdog
+# thread needs the GIL: a numba kernel or a numpy call holding the GIL for seconds (the warm-up
+# of a 3000-link robot: O(n^3) mass-matrix work, 15-28 s under load) deferred both. While a
+# transition or a robot load runs, SIGINT / SIGTERM are therefore handled in C: the handler is
+# a numba cfunc calling _exit(0), which ends the process at once wherever it is (nothing is
+# published or held yet that an orderly shutdown would save).
+_IMMEDIATE = {"depth": 0, "handler": None}
+
+
+def _exit_zero_address():
+    """Address of a C function void(int) that calls _exit(0) (a numba cfunc, compiled once and
+    cached on disk; ~0.5 s the first time)."""
+    if _IMMEDIATE["handler"] is None:
+        import ctypes
+
+        from ._exit_now import exit_zero
+        _IMMEDIATE["handler"] = exit_zero
+        libc = ctypes.CDLL(None)
+        libc.signal.restype = ctypes.c_void_p
+        libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        _IMMEDIATE["libc"] = libc
+    return _IMMEDIATE["handler"].address
+
+
+def immediate_exit(on):
+    """Nested on / off: while on (at least one holder), SIGINT and SIGTERM end the process at
+    once with code 0 from C; when the last holder lets go, run()'s Python handlers are back.
+    Only in a node process run by run() (StopRequest.current set, main thread)."""
+    stop = StopRequest.current
+    if stop is None or threading.current_thread() is not threading.main_thread():
+        return
+    _IMMEDIATE["depth"] += 1 if on else -1
+    depth = _IMMEDIATE["depth"]
+    try:
+        if on and depth == 1:
+            address = _exit_zero_address()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                _IMMEDIATE["libc"].signal(sig, address)
+        elif not on and depth == 0:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, stop._handle)   # (re-installs Python's C-level handler)
+    except Exception as exc:   # no cfunc / libc here: the Python handlers stay
+        _say(f"immediate exit on SIGINT unavailable ({type(exc).__name__}: {exc})")
