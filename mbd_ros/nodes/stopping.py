@@ -37,6 +37,11 @@ class StopRequest:
         """A StopRequest with its handlers installed, as StopRequest.current."""
         stop = cls.current = cls()
         stop.install(watchdog)
+        if watchdog:   # a node process: the C handler ready now, not in a callback later
+            try:
+                _exit_zero_address()
+            except Exception as exc:   # immediate_exit reports it when it is needed
+                _say(f"no C-level stop handler ({type(exc).__name__}: {exc})")
         return stop
 
     def __init__(self):
