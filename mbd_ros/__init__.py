@@ -7,6 +7,10 @@
 See docs/design.md ("Library contract") for the API and conventions; docs/theory.md for the formalisms.
 This package never imports rclpy; only mbd_ros.nodes does.
 """
+# a node process stopped while it imports exits quietly (mbd_ros/nodes/quiet_start.py): first,
+# before the heavy imports below
+from .nodes.quiet_start import install_if_node_process as _install_quiet_stop  # noqa: E402
+_install_quiet_stop()
 from .constants import FRICTION_VELOCITY, STANDARD_GRAVITY  # noqa: E402
 from .errors import ModelError  # noqa: E402
 from .model import Model, build_model  # noqa: E402

@@ -57,6 +57,29 @@ class JointMapError(ValueError):
     """A message whose names or values do not fit the robot (the message is to be dropped)."""
 
 
+MAX_MESSAGE_NAMES = 4096   # names a message may carry (or twice the robot's dofs, if more)
+
+
+def max_message_names(n_dofs):
+    """The most names (and values per field) one message may carry for a robot with `n_dofs`
+    JointState entries: MAX_MESSAGE_NAMES, or twice the robot's entries when that is more (a
+    message may name other joints too, with ignore_unknown_joints). A longer message is
+    rejected before its names are looked at, so its cost is bounded."""
+    return max(MAX_MESSAGE_NAMES, 2 * int(n_dofs))
+
+
+def duplicates(names, limit=5):
+    """Up to `limit` names that occur more than once in `names`, sorted (empty: none). O(n):
+    one pass with a set (a message with 30 000 names took 9 s with list.count)."""
+    seen, repeated = set(), set()
+    for name in names:
+        if name in seen:
+            repeated.add(name)
+        else:
+            seen.add(name)
+    return sorted(repeated)[:limit]
+
+
 def dof_names(robot):
     """One name per entry of v: the joint's name for 1-dof joints, `<joint>/<component>` else."""
     names = []
@@ -162,8 +185,8 @@ class JointMap:
         mimic = set(getattr(robot, "mimic_joints", ()))   # driven through their leaders
         joints = list(joints or getattr(robot, "actuated_joints", None)
                       or [n for n in self.state_names if n not in mimic])
-        if len(set(joints)) != len(joints):
-            dup = sorted({n for n in joints if joints.count(n) > 1})
+        dup = duplicates(joints)
+        if dup:
             raise ValueError(f"joints: duplicate names {dup}")
         unknown = [n for n in joints if n not in position]
         if unknown:
@@ -178,6 +201,7 @@ class JointMap:
         self.joints = joints
         self.joint_iq = np.array([position[n][0] for n in joints], dtype=np.int64)
         self.joint_iv = np.array([position[n][1] for n in joints], dtype=np.int64)
+        self.max_names = max_message_names(len(self.state_names))
         self._cache = {}
         self.version = 0   # changes with the mapping (set_ignore_unknown): lookups kept are stale
         # _scatter_state's `required` flags [need_velocity][need_effort] (position always)
@@ -203,16 +227,19 @@ class JointMap:
         """Index arrays for the message names `names` (list of str).
 
         required: the names that must all be present (default: every 1-dof joint).
-        Raises JointMapError on duplicate, unknown (unless ignore_unknown) or missing names.
+        Raises JointMapError on more than `max_names` names, duplicate, unknown (unless
+        ignore_unknown) or missing names. Cost O(len(names)).
         """
+        if len(names) > self.max_names:
+            raise JointMapError(f"{len(names)} joint names: more than {self.max_names} "
+                                "(the most a message may carry)")
         key = (tuple(names), None if required is None else tuple(required))
         hit = self._cache.get(key)
         if hit is not None:
             return hit
         names = list(key[0])
         if len(set(names)) != len(names):
-            dup = sorted({n for n in names if names.count(n) > 1})
-            raise JointMapError(f"duplicate joint names {dup}")
+            raise JointMapError(f"duplicate joint names {duplicates(names)}")
         known = [k for k, n in enumerate(names) if n in self._index]
         if len(known) != len(names) and not self.ignore_unknown:
             unknown = [n for n in names if n not in self._index]

@@ -71,47 +71,50 @@ class PointTrajectory:
     def end(self):
         return float(self.times[-1])
 
-    def _segments(self):
-        """Per segment (t_k, coefficients c0..c5 of q(t_k + s) = sum c_i s^i), Python floats
-        (evaluation by Horner's rule without numpy calls: a few µs per joint and stage)."""
+    def _segment(self, k):
+        """Coefficients c0..c5 of q(t_k + s) = sum c_i s^i on segment k, Python floats
+        (evaluation by Horner's rule without numpy calls: a few µs per joint and stage).
+        Computed when the segment is first evaluated, so that a long trajectory costs nothing
+        up front (all 10 000 segments at once took ~20 ms, a stall of the plant's cycle)."""
         times, p = self.times, self.positions
-        segments = []
-        for k in range(times.size - 1):
-            h = float(times[k + 1] - times[k])
-            p0, p1 = float(p[k]), float(p[k + 1])
-            if self.velocities is None:                          # linear
-                coefficients = (p0, (p1 - p0) / h, 0.0, 0.0, 0.0, 0.0)
-            elif self.accelerations is None:                     # cubic Hermite
-                v0, v1 = float(self.velocities[k]), float(self.velocities[k + 1])
-                c2 = (3.0 * (p1 - p0) / h - 2.0 * v0 - v1) / h
-                c3 = (2.0 * (p0 - p1) / h + v0 + v1) / (h * h)
-                coefficients = (p0, v0, c2, c3, 0.0, 0.0)
-            else:   # quintic matching p, v, a at both ends (d, e, f: what the cubic-free part
-                # p0 + v0 s + a0 s^2 / 2 misses at s = h in position, velocity, acceleration)
-                v0, v1 = float(self.velocities[k]), float(self.velocities[k + 1])
-                a0, a1 = float(self.accelerations[k]), float(self.accelerations[k + 1])
-                d = p1 - p0 - v0 * h - 0.5 * a0 * h * h
-                e = v1 - v0 - a0 * h
-                f = a1 - a0
-                coefficients = (p0, v0, 0.5 * a0,
-                                (10.0 * d - 4.0 * e * h + 0.5 * f * h * h) / h ** 3,
-                                (-15.0 * d + 7.0 * e * h - f * h * h) / h ** 4,
-                                (6.0 * d - 3.0 * e * h + 0.5 * f * h * h) / h ** 5)
-            segments.append(coefficients)
-        return [float(x) for x in times], segments
+        h = float(times[k + 1] - times[k])
+        p0, p1 = float(p[k]), float(p[k + 1])
+        if self.velocities is None:                          # linear
+            return (p0, (p1 - p0) / h, 0.0, 0.0, 0.0, 0.0)
+        v0, v1 = float(self.velocities[k]), float(self.velocities[k + 1])
+        if self.accelerations is None:                       # cubic Hermite
+            c2 = (3.0 * (p1 - p0) / h - 2.0 * v0 - v1) / h
+            c3 = (2.0 * (p0 - p1) / h + v0 + v1) / (h * h)
+            return (p0, v0, c2, c3, 0.0, 0.0)
+        # quintic matching p, v, a at both ends (d, e, f: what the cubic-free part
+        # p0 + v0 s + a0 s^2 / 2 misses at s = h in position, velocity, acceleration)
+        a0, a1 = float(self.accelerations[k]), float(self.accelerations[k + 1])
+        d = p1 - p0 - v0 * h - 0.5 * a0 * h * h
+        e = v1 - v0 - a0 * h
+        f = a1 - a0
+        return (p0, v0, 0.5 * a0,
+                (10.0 * d - 4.0 * e * h + 0.5 * f * h * h) / h ** 3,
+                (-15.0 * d + 7.0 * e * h - f * h * h) / h ** 4,
+                (6.0 * d - 3.0 * e * h + 0.5 * f * h * h) / h ** 5)
 
     def __call__(self, t):
-        cache = self.__dict__.get("_cache")
-        if cache is None:
-            cache = self.__dict__["_cache"] = self._segments()
-        times, segments = cache
+        times = self.__dict__.get("_times")
+        if times is None:
+            times = self.__dict__["_times"] = self.times.tolist()
+            self._current = (-1, None)
         if t <= times[0] or len(times) == 1:
             return float(self.positions[0]), 0.0, 0.0
         if t >= times[-1]:
             return float(self.positions[-1]), 0.0, 0.0
-        k = bisect.bisect_right(times, t) - 1
+        # the segment of the last call, kept as one tuple (threads may share a trajectory);
+        # consecutive calls mostly fall in the same one
+        k, coefficients = self._current
+        if k < 0 or not times[k] <= t < times[k + 1]:
+            k = bisect.bisect_right(times, t) - 1
+            coefficients = self._segment(k)
+            self._current = (k, coefficients)
         s = t - times[k]
-        c0, c1, c2, c3, c4, c5 = segments[k]
+        c0, c1, c2, c3, c4, c5 = coefficients
         q = c0 + s * (c1 + s * (c2 + s * (c3 + s * (c4 + s * c5))))
         qd = c1 + s * (2.0 * c2 + s * (3.0 * c3 + s * (4.0 * c4 + s * 5.0 * c5)))
         qdd = 2.0 * c2 + s * (6.0 * c3 + s * (12.0 * c4 + s * 20.0 * c5))

@@ -11,7 +11,7 @@ Lifecycle (rclpy.lifecycle.LifecycleNode):
 - activate: enable the publishers, start the timers. deactivate / cleanup undo them.
 - `autostart` (default true): `run()` configures and activates the node by itself (or as soon
   as a robot description arrives on the topic); if configuring fails the process exits with 1.
-- `run()` handles SIGINT/SIGTERM itself (see _StopRequest) and, as a process main, ends the
+- `run()` handles SIGINT/SIGTERM itself (nodes/stopping.py) and, as a process main, ends the
   process right after the orderly ROS shutdown (finish_process).
 See docs/nodes.md.
 """
@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import gc
 import math
-import os
-import signal
 import sys
 import threading
 import time
@@ -35,6 +33,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.clock import Clock as RclpyClock, ClockType
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.parameter import Parameter
+from rclpy.serialization import deserialize_message
 from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
@@ -43,14 +42,24 @@ from std_msgs.msg import String
 import mbd_ros
 
 from . import diagnostics as diag
+from . import stopping
 from .cdr import JointStateReader
-from .description import check_description_parameter, shorten, urdf_xml
+from .clock_guard import ClockGuard
+from . import message_caps
+from .message_caps import MessageSizeError, joint_state_counts
+from .description import (MAX_DESCRIPTION_BYTES, check_description_parameter, excerpt,
+                          shorten, urdf_xml)
 from .qos import DESCRIPTION_QOS, DIAGNOSTICS_QOS, SUBSCRIBE_QOS
 from .state_intake import StateIntake
+from .stopping import finish_process  # noqa: F401  (reference_publisher, hil_demo import it here)
 
 EXECUTORS = ("single_threaded", "events", "rclpy_single_threaded")
 WARNING_PERIOD = 2.0   # s between two warnings of the same kind
 _NO_OLDEST = -2 ** 63     # StateIntake.read's oldest stamp when max_message_age is 0 (off)
+# a JointState message may have at most this many bytes per entry of its longest sequence (plus
+# 4 KiB): names of up to ~1000 characters (message_caps.py caps the number of entries)
+MAX_BYTES_PER_ENTRY = 1024
+MAX_PARAMETER_ENTRIES = 65536   # values of an array parameter (joints, gains, initial state...)
 SUCCESS = TransitionCallbackReturn.SUCCESS
 FAILURE = TransitionCallbackReturn.FAILURE
 
@@ -117,14 +126,17 @@ class DynamicsNode(LifecycleNode):
         # diagnostics) use the steady clock; use_sim_time changes are applied at once
         self.steady_clock = RclpyClock(clock_type=ClockType.STEADY_TIME)
         self._sim_time = bool(self.get_parameter("use_sim_time").value)
+        self.clock_guard = ClockGuard()
+        self._guard_time_source()
         self.add_post_set_parameters_callback(self._on_parameters_set)
         self.exit_code = 0
         self._load_generation = 0
         self._loaded = self._preloaded = None
         self._loaded_poll = None
         if not self.param("robot_description") and not self.param("urdf_path"):
-            self._description_sub = self.create_subscription(
-                String, "robot_description", self._on_description, DESCRIPTION_QOS)
+            self._description_sub = self.create_subscription(   # serialized: size first
+                String, "robot_description", self._on_description_data, DESCRIPTION_QOS,
+                raw=True)
 
     # ------------------------------------------------------------------ parameters
     def declare(self, name, default, description, check=None, *, type_=None, dynamic=False,
@@ -164,6 +176,11 @@ class DynamicsNode(LifecycleNode):
 
     def _validate_parameters(self, params):
         for p in params:
+            if p.type_ != Parameter.Type.NOT_SET and hasattr(p.value, "__len__") and \
+                    not isinstance(p.value, str) and len(p.value) > MAX_PARAMETER_ENTRIES:
+                return SetParametersResult(   # refused before any per-value check
+                    successful=False, reason=f"{p.name}: {len(p.value)} values: more than "
+                    f"{MAX_PARAMETER_ENTRIES} (MAX_PARAMETER_ENTRIES)")
             check = self._validators.get(p.name)
             if check is None or p.type_ == Parameter.Type.NOT_SET:
                 continue
@@ -214,9 +231,30 @@ class DynamicsNode(LifecycleNode):
     def apply_node_parameter(self, name, value):
         return NotImplemented
     # --- end runtime parameter changes (plant helper)
+    def _guard_time_source(self):
+        """Put ClockGuard in front of rclpy's TimeSource: a /clock message with a negative time
+        raised ValueError out of its callback and ended the node; a negative, malformed or
+        backwards /clock message is now ignored and counted (clock_guard.py)."""
+        source = getattr(self, "_time_source", None)
+        if source is None or not callable(getattr(source, "clock_callback", None)):
+            return
+        original = source.clock_callback
+
+        def guarded(msg):
+            _, reason = self.clock_guard.check(msg)
+            if reason is not None:
+                self.reject("/clock", reason)
+                return
+            original(msg)
+        source.clock_callback = guarded   # used when it subscribes (use_sim_time set later)
+        subscription = getattr(source, "_clock_sub", None)
+        if subscription is not None:      # already subscribed (use_sim_time at start)
+            subscription.callback = guarded
+
     def _on_parameters_set(self, params):
         for p in params:
             if p.name == "use_sim_time" and bool(p.value) != self._sim_time:
+                self.clock_guard.reset()
                 self._sim_time = bool(p.value)
                 self.get_logger().info(f"use_sim_time is now {self._sim_time}")
                 self.on_time_source_changed()
@@ -303,6 +341,7 @@ class DynamicsNode(LifecycleNode):
         if source is None:
             raise RuntimeError("no robot: set the robot_description or urdf_path parameter, or "
                                "publish the URDF on the robot_description topic")
+        source = self._expand_xacro(source, what)
         closures = self.param("closures_path") or None
         options = {}
         if self.param("friction_velocity") != mbd_ros.FRICTION_VELOCITY:
@@ -319,6 +358,46 @@ class DynamicsNode(LifecycleNode):
                                 codegen=self.param("codegen"), **options)
         except NotImplementedError as exc:
             raise RuntimeError(f"cannot load the robot from {what}: {exc}") from None
+
+    def _expand_xacro(self, source, what):
+        """[xacro] The URDF XML of `source` when it is the urdf_path parameter naming a .xacro
+        file, else `source` unchanged. xacro is code (its files run Python expressions and
+        read files): it is expanded here only, for the urdf_path parameter only, when the robot
+        is loaded for a configure (robot_source.expand_xacro); robot descriptions from the
+        robot_description parameter or topic are XML and never expanded (description.py), and
+        urdf_path cannot change once configured. Keeps (path, xml) for the contact points."""
+        from ..robot_source import expand_xacro, is_xacro_path
+        if not isinstance(source, str) or source != self.param("urdf_path") or \
+                not is_xacro_path(source):
+            return source
+        self.get_logger().info(f"expanding the xacro file {excerpt(source, 200)} of urdf_path "
+                               "(xacro is code: it runs with this node's rights)")
+        xml = expand_xacro(source.strip())
+        self.expanded_xacro = (source, xml)
+        return xml
+
+    def robot_xml(self):
+        """The URDF XML or file path the current robot was loaded from (a xacro file's
+        expansion, not the file)."""
+        source, _ = self._robot_source()
+        expanded = getattr(self, "expanded_xacro", None)
+        if expanded is not None and expanded[0] == source:
+            return expanded[1]
+        return source
+
+    def _on_description_data(self, data):
+        """A serialized std_msgs/String on robot_description: refused unread beyond
+        MAX_DESCRIPTION_BYTES, else read and handled by _on_description."""
+        if len(data) > MAX_DESCRIPTION_BYTES + 8:
+            self.reject("robot_description", f"{len(data)} bytes: more than "
+                        f"{MAX_DESCRIPTION_BYTES} (MAX_DESCRIPTION_BYTES)")
+            return
+        try:
+            msg = deserialize_message(data, String)
+        except Exception as exc:   # not a String rclpy can read
+            self.reject("robot_description", f"unreadable message ({type(exc).__name__})")
+            return
+        self._on_description(msg)
 
     def _on_description(self, msg):
         try:
@@ -348,6 +427,20 @@ class DynamicsNode(LifecycleNode):
     # and a node must not be touched from the worker thread). A configure
     # requested through the lifecycle service without a preloaded robot loads synchronously.
     def _load_in_background(self, source, what):
+        """Load `source` in the worker thread; while a load runs, the latest description waits
+        for it (one loader thread at a time: a flood of descriptions on the topic started one
+        thread each, all loading at once) and is loaded next, the earlier result dropped."""
+        loader = getattr(self, "_loader", None)
+        if loader is not None and loader.is_alive():
+            self._pending_load = (source, what)
+            return
+        self._start_loader(source, what)
+
+    def _start_loader(self, source, what):
+        self._pending_load = None
+        if not getattr(self, "_load_holds_exit", False):   # a stop ends the process at once
+            self._load_holds_exit = True                   # while a robot loads (stopping.py)
+            stopping.immediate_exit(True)
         self._load_generation += 1
         generation = self._load_generation
         # a daemon: a shutdown does not wait for a load in progress (numba writes its cache
@@ -382,8 +475,14 @@ class DynamicsNode(LifecycleNode):
         if loaded is None:
             return   # still loading
         self._loaded = None
+        if getattr(self, "_pending_load", None) is not None:   # a newer description waited
+            self._start_loader(*self._pending_load)
+            return
         if loaded[0] != self._load_generation:
             return   # superseded by a newer description (its own load is running)
+        if getattr(self, "_load_holds_exit", False):   # the latest load is done: none runs
+            self._load_holds_exit = False
+            stopping.immediate_exit(False)
         if self._loaded_poll is not None:
             self.destroy_timer(self._loaded_poll)
             self._loaded_poll = None
@@ -424,6 +523,10 @@ class DynamicsNode(LifecycleNode):
         return True
 
     def on_configure(self, state):
+        with stopping.busy():
+            return self._configure(state)
+
+    def _configure(self, state):
         t0 = time.perf_counter()
         try:
             preloaded = self._preloaded
@@ -439,7 +542,9 @@ class DynamicsNode(LifecycleNode):
         self._configure_seconds = time.perf_counter() - t0
         # [gc] the robot, its kernels, numba and rclpy (~130 000 objects) live as long as the
         # node: moved out of the cyclic collector, a full collection triggered by the messages'
-        # garbage takes ~0 instead of ~100 ms in the middle of a cycle (measured, arm7)
+        # garbage takes ~0 instead of ~100 ms in the middle of a cycle (measured, arm7).
+        # Cleanup unfreezes and collects (_cleanup): frozen objects are never collected, and
+        # each configure / cleanup cycle kept ~2.5 MB.
         gc.freeze()
         r = self.robot
         self.get_logger().info(
@@ -453,6 +558,7 @@ class DynamicsNode(LifecycleNode):
             return ret
         self.counts = {k: 0 for k in self.counts}
         self.stats.reset()
+        self.clock_guard.reset()
         try:
             self.activate_node()
         except Exception as exc:
@@ -492,18 +598,24 @@ class DynamicsNode(LifecycleNode):
                 self.destroy_timer(self._diag_timer)
                 self._diag_timer = None
         if self.robot is not None:
-            self._cleanup()
+            self._cleanup(collect=False)
 
     def on_error(self, state):
         self.active = False
         self._cleanup()
         return SUCCESS
 
-    def _cleanup(self):
+    def _cleanup(self, collect=True):
         try:
             self.cleanup_node()
         finally:
             self.robot = None
+            # [gc] what configure froze goes back to the collector, and the robot just dropped
+            # (with its reference cycles) is collected now, before the next configure freezes
+            # everything again (not when shutting down: the process ends anyway)
+            gc.unfreeze()
+            if collect:
+                gc.collect()
 
     # ------------------------------------------------------------------ bad messages
     def reject_if_stale(self, topic, stamp):
@@ -528,6 +640,7 @@ class DynamicsNode(LifecycleNode):
         read); every other message goes to `handler` as without it. The intake is then
         self.joint_state_intake."""
         reader = JointStateReader()
+        message_caps.warm_up()
         intake = None
         if direct is not None:
             intake_arguments, read_handler = direct
@@ -540,6 +653,14 @@ class DynamicsNode(LifecycleNode):
                 if intake.read(data, oldest, time.monotonic_ns()):
                     read_handler(t0, intake)
                     return
+            try:   # sizes capped on the bytes first: an oversized message builds no object
+                counts = joint_state_counts(data, self.jmap.max_names)
+                if len(data) > MAX_BYTES_PER_ENTRY * max(1, max(counts)) + 4096:
+                    raise MessageSizeError(f"{len(data)} bytes for {max(counts)} entries "
+                                           f"(names longer than {MAX_BYTES_PER_ENTRY} bytes)")
+            except MessageSizeError as exc:
+                self.reject("joint_states", str(exc))
+                return
             try:
                 msg = reader.read(data)
             except Exception as exc:   # not a JointState rclpy can read: dropped like a bad one
@@ -654,59 +775,18 @@ def make_executor(kind, logger=None):
     return LeanExecutor()
 
 
-class _StopRequest:
-    """SIGINT / SIGTERM handler for run(): it only records the request; run() sees it within
-    its spin timeout (0.2 s), leaves its loop and shuts down in order.
-
-    rclpy's own handlers shut the context down asynchronously from a signal-handling thread
-    and then raise KeyboardInterrupt wherever the main thread happens to be: under load that
-    lands inside rclpy's executor, task or wait-set code and gave the intermittent FATAL
-    tracebacks at shutdown ('Task' object has no attribute '_exception', context-invalid
-    errors, and pybind11's 'Unable to convert call argument' from a callback into objects
-    already being torn down)."""
-
-    def __init__(self):
-        self.requested = False
-        self._previous = {}
-
-    def install(self):
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._previous[sig] = signal.signal(sig, self._handle)
-
-    def restore(self):
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-
-    def _handle(self, signum, frame):
-        self.requested = True
-
-
-def finish_process(code):
-    """End the node process now with `code`, after its orderly ROS shutdown: flush the output
-    and skip the interpreter's finalization (numba's and LLVM's teardown took ~2 s on a busy
-    machine, longer than launch's 5 s SIGINT grace when several nodes stop at once, which then
-    killed them with SIGTERM)."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:   # closed or broken: nothing more to write
-            pass
-    os._exit(code)
-
-
 def run(node_class, args=None, exit_process=False):
     """Create the node, autostart it, spin until shutdown (SIGINT/SIGTERM or the lifecycle
     shutdown transition). Returns the process exit code; with exit_process (the nodes'
     main()), ends the process with it instead (finish_process)."""
-    code = _run(node_class, args)
+    code = _run(node_class, args, watchdog=exit_process)
     if exit_process:
         finish_process(code)
     return code
 
 
-def _run(node_class, args):
-    stop = _StopRequest()
-    stop.install()
+def _run(node_class, args, watchdog=False):
+    stop = stopping.StopRequest.start(watchdog)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     executor = None
@@ -724,9 +804,12 @@ def _run(node_class, args):
             node.get_logger().fatal("autostart failed (see the error above); exiting")
             return 1
         # Always spin with a timeout: rclpy 9.1.2's EventsExecutor without one ignores
-        # SIGINT and burns a core.
+        # SIGINT and burns a core. spin_once, not spin_until_future_complete(node.done, 0.2):
+        # each of those calls added a wake-up callback to node.done, kept until shutdown (5 a
+        # second: the nodes grew ~3 MB/h in the HIL soak). node.done is set inside a callback,
+        # so the loop sees it as soon as that callback returns.
         while rclpy.ok() and not node.done.done() and not stop.requested:
-            executor.spin_until_future_complete(node.done, timeout_sec=0.2)
+            executor.spin_once(timeout_sec=0.2)
         code = node.exit_code
     except (KeyboardInterrupt, ExternalShutdownException):
         pass

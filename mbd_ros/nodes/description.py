@@ -11,6 +11,8 @@ from __future__ import annotations
 BOM = "\ufeff"
 EXCERPT_CHARS = 80
 MESSAGE_CHARS = 600
+# a robot description longer than this is refused unread (a 3000-link URDF is ~1.5 MB)
+MAX_DESCRIPTION_BYTES = 32 * 2 ** 20
 
 
 def excerpt(text, limit=EXCERPT_CHARS):
@@ -32,6 +34,9 @@ def shorten(message, limit=MESSAGE_CHARS):
 def urdf_xml(text, where):
     """The URDF XML in `text` (BOM and surrounding whitespace stripped); '' for an empty text.
     Raises ValueError naming `where` when the text is not XML."""
+    if len(text) > MAX_DESCRIPTION_BYTES:
+        raise ValueError(f"{where} has {len(text)} characters: more than {MAX_DESCRIPTION_BYTES}"
+                         " (MAX_DESCRIPTION_BYTES); a robot this large is not supported")
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
     stripped = text.strip().lstrip(BOM).strip()

@@ -67,10 +67,12 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from ..kernels.finite import all_finite
-from ..joint_map import JointMap, JointMapError
+from ..joint_map import JointMap, JointMapError, duplicates
 from ..simulation import INTEGRATORS
 from . import diagnostics as diag
+from . import message_caps
 from .base import DynamicsNode, finite_vector, one_of, run
+from .clock_guard import ClockGuard
 from .messages import (AccelerationsOut, JointStateOut, Listeners, WrenchOut, time_msg,
                        topic_token, unique_topic_tokens)
 from .plant_interface import PlantInterface
@@ -215,11 +217,16 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
             return list(range(len(names)))
         if wanted in (["none"], []):
             return []
-        unknown = [n for n in wanted if n not in names]
+        row = {n: k for k, n in enumerate(names)}   # (dicts and sets: O(n) for big robots)
+        unknown = [n for n in wanted if n not in row]
         if unknown:
-            raise ValueError(f"wrench_joints: unknown joints {unknown}; the robot's joints are "
-                             f"{names} (or use ['all'] / ['none'])")
-        return [names.index(n) for n in wanted]
+            raise ValueError(f"wrench_joints: unknown joints {unknown[:10]}; the robot's joints "
+                             f"are {names[:20]}{' ...' if len(names) > 20 else ''} (or use "
+                             "['all'] / ['none'])")
+        dup = duplicates(wanted)
+        if dup:
+            raise ValueError(f"wrench_joints: duplicate names {dup}")
+        return [row[n] for n in wanted]
 
     def _set_baumgarte_gains(self):
         """Closed loops, simulate mode: the constraint drift is stabilized by adding
@@ -270,10 +277,15 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         self.pub_clock = self.create_lifecycle_publisher(Clock, "/clock", CLOCK_QOS) \
             if self.publish_clock else None
         self.counts.update({"effort_commands": 0, "joint_commands": 0, "stale commands": 0})
+        # commands are taken serialized: their sizes are checked on the bytes before any object
+        # is built (message_caps.py), so an oversized message costs no more than a good one
+        message_caps.warm_up()
         self.subs.append(self.create_subscription(
-            Float64MultiArray, "~/effort_commands", self._on_effort_command, SUBSCRIBE_QOS))
+            Float64MultiArray, "~/effort_commands", self._on_effort_command, SUBSCRIBE_QOS,
+            raw=True))
         self.subs.append(self.create_subscription(
-            JointState, "joint_commands", self._on_joint_command, SUBSCRIBE_QOS))
+            JointState, "joint_commands", self._on_joint_command_data, SUBSCRIBE_QOS,
+            raw=True))
         self.configure_plant_interface()   # position/velocity commands, ~/reset
         self.configure_prescribed()   # prescribed joints, ~/prescribed_trajectory
         self.timer = None
@@ -320,6 +332,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
     def activate_node(self):
         self.missed = self.singular = self.saturated = self.wrench_failures = 0
         self.diverged = 0
+        self.halted_cycles = 0
         self._window_missed = self._window_expected = 0
         if self.mode == "simulate":
             self.reset_plant(self.q0, self.v0, time=0.0)
@@ -360,6 +373,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         follow = self.use_sim_time and not self.publish_clock
         if follow and self._clock_sub is None:
             self._clock_base_ns = None   # re-anchored on the next /clock message
+            self._plant_clock = ClockGuard()
             self._clock_sub = self.create_subscription(Clock, "/clock", self._on_clock,
                                                        CLOCK_SUBSCRIBE_QOS)
             self.get_logger().info("use_sim_time: stepping in lockstep with /clock (waiting "
@@ -382,12 +396,13 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         if not self.active or not self._follow_clock:
             return
         t0 = time.perf_counter_ns()
-        now = msg.clock.sec * 1_000_000_000 + msg.clock.nanosec
+        # negative, malformed or backwards /clock: ignored (the node's ROS clock guard,
+        # base._guard_time_source, counts it as "rejected /clock")
+        now, _ = self._plant_clock.check(msg)
+        if now is None:
+            return
         period = self.period_ns
-        if self._clock_base_ns is None or now < self._clock_base_ns + (self.cycles - 1) * period:
-            if self._clock_base_ns is not None:
-                self.warn_throttled("clock", "/clock jumped back: re-anchoring the simulation "
-                                    "at the new time")
+        if self._clock_base_ns is None:
             self._clock_base_ns = now - self.cycles * period   # the state now is at `now`
             self._base_stamp_ns = self._clock_base_ns
         due = (now - self._clock_base_ns) // period + 1 - self.cycles
@@ -557,12 +572,14 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         return False
 
     # ------------------------------------------------------------------ simulate mode
-    def _on_effort_command(self, msg):
+    def _on_effort_command(self, data):
+        """A serialized Float64MultiArray effort command (`joints` order)."""
         if not self.active:
             return
         try:
-            self.jmap.read_command(msg.data, self.command)
-        except JointMapError as exc:
+            self.jmap.read_command(message_caps.float64_array(data, self.jmap.max_names),
+                                   self.command)
+        except ValueError as exc:   # JointMapError, MessageSizeError
             self.reject("effort_commands", str(exc))
             return
         self._effort_command()
@@ -584,6 +601,11 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         due = (now - self._start_ns) // self.period_ns - self.cycles
         if due <= 0:
             return   # early wake-up
+        if self.halted:   # diverged: a halted plant steps nothing, so it misses no cycle
+            self.cycles += due
+            self.halted_cycles += due
+            self._diverged_log()
+            return
         late = due - 1
         catch_up = 0
         if late:
@@ -601,6 +623,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         """`catch_up` silent steps, then one cycle: outputs of the current state, one step."""
         if self.halted:   # diverged: nothing published until ~/reset (plant_interface.py)
             self.cycles += catch_up + 1
+            self.halted_cycles += catch_up + 1
             self._diverged_log()
             return
         sim = self.sim
@@ -717,7 +740,8 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                        ("commands", "yes" if self._have_command else "none yet"),
                        ("saturated cycles", self.plant.limits.saturated if self.plant.limits
                         else 0),
-                       ("diverged steps", self.diverged)]
+                       ("diverged steps", self.diverged),
+                       ("halted cycles", self.halted_cycles)]
         level, message = diag.OK, ""
         if self.mode == "simulate":
             values += self.plant_diagnostics() + self.prescribed_diagnostics()

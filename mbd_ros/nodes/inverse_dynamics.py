@@ -43,11 +43,13 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..joint_map import JointMap, JointMapError
 from . import diagnostics as diag
+from . import trajectory_reader
 from .base import DynamicsNode, gains, one_of, run
 from .messages import EffortCommandOut, JointStateOut
 from .qos import PUBLISH_QOS, SUBSCRIBE_QOS
 
 MODES = ("gravity", "feedforward", "computed_torque")
+_EMPTY = np.zeros(0)
 
 
 class InverseDynamicsNode(DynamicsNode):
@@ -118,8 +120,7 @@ class InverseDynamicsNode(DynamicsNode):
              "need_velocity": self.mode != "gravity"}, self._on_joint_states_read))]
         if self.mode != "gravity":
             self.counts["reference"] = 0
-            self.subs.append(self.create_subscription(
-                JointTrajectory, "~/reference", self._on_reference, SUBSCRIBE_QOS))
+            self.subs.append(self._subscribe_reference())
         self.timer = None
         self._reference_timeout_ns = int(self.param("reference_timeout") * 1e9)
         self.counts["stale references"] = 0
@@ -204,23 +205,32 @@ class InverseDynamicsNode(DynamicsNode):
         if self.rate_hz == 0:
             self._cycle(stamp, t0)
 
-    def _on_reference(self, msg):
+    def _on_reference(self, data):
+        """A serialized JointTrajectory: its names and first point only are read (from the
+        bytes, trajectory_reader.py), so its cost does not grow with its other points."""
         if not self.active:
             return
-        if not msg.points:
-            self.reject("reference", "the trajectory has no points")
-            return
-        p = msg.points[0]
         try:
-            self.jmap.read_point(msg.joint_names, p.positions, p.velocities, p.accelerations,
+            head = trajectory_reader.read_header(data, self.jmap.max_names, 2 ** 32)
+            if not head.n_points:
+                raise JointMapError("the trajectory has no points")
+            p = trajectory_reader.read_points(data, head, max_points=1)
+            self.jmap.read_point(head.joint_names, p.positions[0],
+                                 _EMPTY if p.velocities is None else p.velocities[0],
+                                 _EMPTY if p.accelerations is None else p.accelerations[0],
                                  self.q_ref, self.v_ref, self.a_ref, self.jmap.joints)
-        except JointMapError as exc:
+        except ValueError as exc:   # JointMapError, TrajectoryFormatError
             self.reject("reference", str(exc))
             return
         self.have_reference = True
         self.holding = False
         self._reference_ns = time.monotonic_ns()
         self._reference_expired = False
+
+    def _subscribe_reference(self):
+        trajectory_reader.warm_up()
+        return self.create_subscription(JointTrajectory, "~/reference", self._on_reference,
+                                        SUBSCRIBE_QOS, raw=True)   # serialized: see _on_reference
 
     def _check_reference_age(self):
         """Reference timeout: a reference older than reference_timeout is dropped (its
@@ -349,8 +359,7 @@ class InverseDynamicsNode(DynamicsNode):
             if value != "gravity" and not any(getattr(sub, "topic_name", "").endswith(
                     "reference") for sub in self.subs):
                 self.counts.setdefault("reference", 0)
-                self.subs.append(self.create_subscription(
-                    JointTrajectory, "~/reference", self._on_reference, SUBSCRIBE_QOS))
+                self.subs.append(self._subscribe_reference())
             self.mode = value
             self.joint_state_intake.set_need_velocity(value != "gravity")
             self.holding = False       # feedforward / computed_torque: hold until a reference

@@ -40,13 +40,16 @@ import time
 
 import numpy as np
 from rcl_interfaces.msg import ParameterType
+from rclpy.serialization import deserialize_message
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from ..drives import EFFORT, MODE_NAMES, gain_vector
-from ..joint_map import JointMapError
+from ..joint_map import JointMapError, duplicates
 from ..limits import JointLimits
 from ..plant import MAX_SPEED, Plant
-from .base import WARNING_PERIOD, finite_vector, gains
+from .base import MAX_BYTES_PER_ENTRY, WARNING_PERIOD, finite_vector, gains
+from .message_caps import MessageSizeError, float64_array, joint_state_counts
 from .qos import PUBLISH_QOS, SUBSCRIBE_QOS
 
 
@@ -74,6 +77,12 @@ class PlantInterface:
     def make_plant(self, q0, v0):
         """The Plant for the node's parameters (raises ValueError naming what is wrong)."""
         robot, jm = self.robot, self.jmap
+        self._check_initial_velocities(v0)
+        # flexible links: the highest free frequency bounds an explicit integrator's step
+        self.highest_frequency = float(robot.highest_frequency()) \
+            if hasattr(robot, "highest_frequency") and getattr(robot, "elastic_names", None) \
+            else 0.0
+        substeps = self.stable_substeps(self.rate_hz, self.param("integrator"))
         enforce = self.param("enforce_limits")
         limits = JointLimits(robot, position=enforce, velocity=enforce,
                              effort=self.param("limit_efforts"))
@@ -87,7 +96,56 @@ class PlantInterface:
                      joints=jm.joints, kp=kp, kd=kd, limits=limits,
                      max_speed=self.param("max_speed"),
                      forces=[contact] if contact is not None else None,
-                     substeps=self.param("substeps"))
+                     substeps=substeps)
+
+    def _check_initial_velocities(self, v0):
+        """With enforce_limits, an initial velocity beyond a joint's URDF <limit velocity> is
+        refused (as an initial position beyond its position limits): ValueError naming the
+        parameter, the joint and the limit."""
+        if not self.param("enforce_limits"):
+            return
+        limit = np.asarray(self.robot.velocity_limits, dtype=float)
+        jm = self.jmap
+        for name, iv in zip(jm.state_names, jm.state_iv):
+            vmax = limit[iv]
+            if 0.0 < vmax < np.inf and abs(v0[iv]) > vmax:
+                raise ValueError(f"initial_velocities: joint '{name}' starts at {v0[iv]:g}, "
+                                 f"beyond its URDF <limit velocity> {vmax:g} (rad/s or m/s; "
+                                 "enforce_limits is true)")
+
+    # explicit integrators: largest stable omega * dt on an undamped oscillator (RK4: 2 sqrt(2)
+    # on the imaginary axis; semi-implicit and symplectic Euler: 2); a margin, since the
+    # frequency is the one of the linearised robot at its neutral configuration
+    STABILITY_LIMITS = {"rk4": 2.0 * 2.0 ** 0.5, "semi_implicit_euler": 2.0,
+                        "symplectic_euler": 2.0}
+    STABILITY_MARGIN = 0.8
+    MAX_SUBSTEPS = 100
+
+    def stable_substeps(self, rate_hz, integrator):
+        """Integrator steps per cycle: the `substeps` parameter, raised for a flexible robot
+        until 2 pi f dt / substeps <= 0.8 x the integrator's stability limit (f its highest
+        free frequency, robot.highest_frequency()). Logs the raise; raises ValueError naming
+        the rate needed when more than MAX_SUBSTEPS would be needed (docs/plant.md)."""
+        requested = int(self.param("substeps"))
+        f = getattr(self, "highest_frequency", 0.0)
+        limit = self.STABILITY_LIMITS.get(integrator)
+        if not f or limit is None:   # rigid, or implicit Euler (unconditionally stable)
+            return requested
+        largest_dt = self.STABILITY_MARGIN * limit / (2.0 * np.pi * f)
+        needed = int(np.ceil(1.0 / (rate_hz * largest_dt) - 1e-9))
+        if needed > self.MAX_SUBSTEPS:
+            raise ValueError(
+                f"rate_hz {rate_hz:g} is too low for the flexible links: their highest free "
+                f"frequency is {f:.4g} Hz and {integrator} needs rate_hz x substeps >= "
+                f"{1.0 / largest_dt:.0f} Hz (rate_hz >= {1.0 / (largest_dt * self.MAX_SUBSTEPS):.0f}"
+                " with the most substeps, 100; or integrator implicit_euler)")
+        if needed > requested:
+            self.get_logger().info(
+                f"flexible links: highest free frequency {f:.4g} Hz; {integrator} at rate_hz "
+                f"{rate_hz:g} would be unstable: {needed} integrator substeps per cycle "
+                f"({rate_hz * needed:g} Hz; substeps parameter {requested})")
+            return needed
+        return requested
 
     def configure_plant_interface(self):
         """Subscriptions and the reset service of the plant (after make_plant)."""
@@ -97,10 +155,12 @@ class PlantInterface:
         self._drive_index = {name: k for k, name in enumerate(self.jmap.joints)}
         self._drive_lookup = {}
         self.counts.update({"position_commands": 0, "velocity_commands": 0})
+        self.subs.append(self.create_subscription(   # serialized: see _array_command
+            Float64MultiArray, "~/position_commands", self._on_position_command, SUBSCRIBE_QOS,
+            raw=True))
         self.subs.append(self.create_subscription(
-            Float64MultiArray, "~/position_commands", self._on_position_command, SUBSCRIBE_QOS))
-        self.subs.append(self.create_subscription(
-            Float64MultiArray, "~/velocity_commands", self._on_velocity_command, SUBSCRIBE_QOS))
+            Float64MultiArray, "~/velocity_commands", self._on_velocity_command, SUBSCRIBE_QOS,
+            raw=True))
         self.reset_service = self.create_service(Trigger, "~/reset", self._on_reset)
         self.configure_floating()
 
@@ -112,8 +172,10 @@ class PlantInterface:
         self.reset_service = None
 
     # ------------------------------------------------------------------ commands
-    def _array_command(self, msg, kind):
-        data = msg.data
+    def _array_command(self, serialized, kind):
+        """The values of a serialized Float64MultiArray command (sizes capped on the bytes,
+        message_caps.py), checked: one finite value per joint of `joints`."""
+        data = float64_array(serialized, self.jmap.max_names)
         n = len(self.jmap.joints)
         if len(data) != n:
             raise JointMapError(f"{kind} command has {len(data)} values, expected {n} (joints "
@@ -143,12 +205,15 @@ class PlantInterface:
     def _drive_indices(self, names):
         """(indices in `joints` of the known names, positions of those names in the message or
         None when all are known). Raises JointMapError (duplicates, joints without a drive)."""
+        if len(names) > self.jmap.max_names:
+            raise JointMapError(f"{len(names)} joint names: more than {self.jmap.max_names} "
+                                "(the most a message may carry)")
         key = tuple(names)
         hit = self._drive_lookup.get(key)
         if hit is not None:
             return hit
         if len(set(key)) != len(key):
-            raise JointMapError(f"duplicate joint names {sorted({n for n in key if key.count(n) > 1})}")
+            raise JointMapError(f"duplicate joint names {duplicates(key)}")
         known = [k for k, n in enumerate(key) if n in self._drive_index]
         if len(known) != len(key) and not self.param("ignore_unknown_joints"):
             unknown = [n for n in key if n not in self._drive_index]
@@ -168,6 +233,21 @@ class PlantInterface:
         if not np.isfinite(x).all():
             raise JointMapError(f"{field} contains NaN or inf")
         return x if src is None else x[src]
+
+    def _on_joint_command_data(self, data):
+        """A serialized sensor_msgs/JointState command: its sizes checked on the bytes
+        (message_caps.py: a message over a cap builds no object), then read as before."""
+        if not self.active:
+            return
+        try:
+            counts = joint_state_counts(data, self.jmap.max_names)
+            if len(data) > MAX_BYTES_PER_ENTRY * max(1, max(counts)) + 4096:
+                raise MessageSizeError(f"{len(data)} bytes for {max(counts)} entries (names "
+                                       f"longer than {MAX_BYTES_PER_ENTRY} bytes)")
+        except MessageSizeError as exc:
+            self.reject("joint_commands", str(exc))
+            return
+        self._on_joint_command(deserialize_message(data, JointState))
 
     def _on_joint_command(self, msg):
         """sensor_msgs/JointState command: position (+ optional velocity feed-forward), else
@@ -271,6 +351,7 @@ class PlantInterface:
         drives = self.plant.drives
         modes = {name: int((drives.mode == k).sum()) for k, name in enumerate(MODE_NAMES)}
         values = [("drive modes", ", ".join(f"{n} {c}" for n, c in modes.items() if c)),
+                  ("substeps", self.plant.substeps),
                   ("limit stops", self.plant.limits.stops if self.plant.limits else 0),
                   ("halted", self.halt_reason or "no")]
         return values
@@ -302,6 +383,7 @@ class PlantInterface:
                 (v0, self.jmap.joint_iv)
             target[index] = value if value else 0.0
             try:
+                self._check_initial_velocities(v0)
                 self.reset_plant(q0, v0)
             except ValueError as exc:
                 return f"{name}: {exc}"
@@ -322,15 +404,32 @@ class PlantInterface:
             self.timeout_cycles = int(round(value * self.rate_hz)) if value > 0 else 0
             return None
         if name == "integrator":
+            try:
+                substeps = self.stable_substeps(self.rate_hz, value)
+            except ValueError as exc:
+                return str(exc)
             plant.sim.integrator = value
+            self._set_substeps(substeps)
             return None
         if name == "max_catch_up":
             self.max_catch_up = int(value)
             return None
         if name == "rate_hz":
+            try:
+                substeps = self.stable_substeps(float(value), plant.sim.integrator)
+            except ValueError as exc:
+                return str(exc)
+            self.plant.substeps = substeps
             self.set_plant_rate(float(value))
             return None
         return NotImplemented
+
+    def _set_substeps(self, substeps):
+        """A new number of integrator steps per cycle (same state, time and cycle step)."""
+        plant = self.plant
+        if substeps != plant.substeps:
+            plant.substeps = substeps
+            plant.sim.dt = plant.step_dt / substeps
 
     def set_plant_rate(self, rate_hz):
         """A new step rate at once: same state and simulated time, new step, new timer."""
@@ -401,8 +500,7 @@ class PlantInterface:
             points = [ContactPoint(link, (0.0, 0.0, 0.0), self.param("contact_radius"))
                       for link in links]
         else:
-            source, _ = self._robot_source()
-            points = contact_points_from_urdf(self.robot, source)
+            points = contact_points_from_urdf(self.robot, self.robot_xml())
             if not points:
                 raise ValueError("ground_contact: the URDF has no <collision> sphere or box; "
                                  "declare contact_links (and contact_radius)")
