@@ -89,7 +89,7 @@ def sample_mechanism(urdf, closures_file):
 def pin_constraints(model, closures):
     """RigidConstraintModel list equal to our cuts (frames on the joints' bodies)."""
     import pinocchio as pin
-    from mbd_ros.closures import read_closures
+    from mbd_ros.inputs.closures import read_closures
     models = pin.StdVec_RigidConstraintModel()
     datas = pin.StdVec_RigidConstraintData()
     names = [f.name for f in model.frames]

@@ -23,9 +23,9 @@ import numpy as np  # noqa: E402
 
 import common  # noqa: E402
 import mbd_ros  # noqa: E402
-from mbd_ros.contact import ContactPoint, GroundContact  # noqa: E402
-from mbd_ros.plant import Plant  # noqa: E402
-from mbd_ros.simulation import Simulator  # noqa: E402
+from mbd_ros.simulation.contact import ContactPoint, GroundContact  # noqa: E402
+from mbd_ros.simulation.plant import Plant  # noqa: E402
+from mbd_ros.robot.integrators import Simulator  # noqa: E402
 
 STANDING = {"FL_HAA": 0.1, "FL_HFE": 0.8, "FL_KFE": -1.6, "HL_HAA": 0.1, "HL_HFE": -0.8,
             "HL_KFE": 1.6, "FR_HAA": -0.1, "FR_HFE": 0.8, "FR_KFE": -1.6, "HR_HAA": -0.1,

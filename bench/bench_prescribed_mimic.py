@@ -86,8 +86,8 @@ def arm_rows(rounds):
             ["(plain FD: ours vs pin.aba)", "-", cell(t["ours_fd"]), cell(t["pin_aba"]),
              common.fmt_ratio(t["ours_fd"]["median"] / t["pin_aba"]["median"])]]
     # one rk4 step (the simulate node's Simulator), with and without the prescribed joints
-    from mbd_ros.point_trajectory import PointTrajectory
-    from mbd_ros.simulation import Simulator
+    from mbd_ros.simulation.point_trajectory import PointTrajectory
+    from mbd_ros.robot.integrators import Simulator
     times = np.linspace(0.0, 10.0, 201)
     plan = {name: PointTrajectory(times, 0.3 * np.sin(times), 0.3 * np.cos(times),
                                   -0.3 * np.sin(times)) for name in prescribed}

@@ -3,7 +3,7 @@ to it, and by test/test_nodes_robot_sources.py to start the nodes exactly as the
 
 Self-contained on purpose: importing the mbd_ros package would load numba and its kernels into
 the launch process (seconds, more on a busy machine). Only the standard library, PyYAML and,
-for .xacro files, mbd_ros/xacro_process.py (loaded by its path, standard library only), which
+for .xacro files, mbd_ros/inputs/xacro_process.py (loaded by its path, standard library only), which
 runs the xacro package in a child process bounded in time and memory.
 
 robot_parameters(robot_description, urdf, xacro_args, search_dirs), first match wins:
@@ -36,24 +36,26 @@ def parse_xacro_args(text):
 
 
 def expand_xacro(path, mappings=None, timeout=None, max_memory=None):
-    """URDF XML of a xacro file, expanded by mbd_ros/xacro_process.py in a child process bounded
+    """URDF XML of a xacro file, expanded by mbd_ros/inputs/xacro_process.py in a child process bounded
     in time and memory (the file's ${...} expressions are code); ValueError naming the file if
     xacro is missing, fails or exceeds a limit."""
     return _xacro_process().expand(path, mappings, timeout=timeout, max_memory=max_memory)
 
 
 def _xacro_process():
-    """mbd_ros/xacro_process.py, loaded by its path: it imports nothing of the package, while
-    `import mbd_ros.xacro_process` would run mbd_ros/__init__.py (numba, seconds)."""
+    """mbd_ros/inputs/xacro_process.py, loaded by its path: it imports nothing of the package,
+    while `import mbd_ros.inputs.xacro_process` would run mbd_ros/__init__.py (numba, seconds)."""
     import importlib.util
-    module = sys.modules.get('mbd_ros.xacro_process') or sys.modules.get('_mbd_ros_xacro_process')
+    module = (sys.modules.get('mbd_ros.inputs.xacro_process')
+              or sys.modules.get('_mbd_ros_xacro_process'))
     if module is not None:
         return module
     package = importlib.util.find_spec('mbd_ros')   # finds, does not import
     if package is None or not package.submodule_search_locations:
         raise ValueError('expanding a xacro file needs the mbd_ros package '
-                         '(mbd_ros/xacro_process.py)')
-    path = os.path.join(list(package.submodule_search_locations)[0], 'xacro_process.py')
+                         '(mbd_ros/inputs/xacro_process.py)')
+    path = os.path.join(list(package.submodule_search_locations)[0], 'inputs',
+                        'xacro_process.py')
     spec = importlib.util.spec_from_file_location('_mbd_ros_xacro_process', path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -11,11 +11,14 @@ This package never imports rclpy; only mbd_ros.nodes does.
 # before the heavy imports below
 from .nodes.quiet_start import install_if_node_process as _install_quiet_stop  # noqa: E402
 _install_quiet_stop()
+from . import aliases  # noqa: E402
 from .constants import FRICTION_VELOCITY, STANDARD_GRAVITY  # noqa: E402
 from .errors import ModelError  # noqa: E402
+from .inputs.urdf import read_urdf  # noqa: E402
 from .model import Model, build_model  # noqa: E402
 from .robot import Robot  # noqa: E402
-from .urdf import read_urdf  # noqa: E402
+
+aliases.install()   # module paths of earlier versions (mbd_ros.plant, mbd_ros.loops, ...)
 
 __all__ = ["load", "Robot", "Model", "ModelError", "FRICTION_VELOCITY", "STANDARD_GRAVITY"]
 __version__ = "0.1.0"
@@ -30,8 +33,8 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
     A path ending in `.xacro` is expanded with xacro first, and that runs the file's code: its
     ${...} expressions are Python that can reach os.system. Load only xacro files you would
     run. The expansion runs in a child process limited in time and memory
-    (mbd_ros/xacro_process.py: a runaway expression is a ModelError naming the file); XML text
-    is never expanded.
+    (mbd_ros/inputs/xacro_process.py: a runaway expression is a ModelError naming the file);
+    XML text is never expanded.
 
     closures: loop closures (path, YAML text or dict, docs/formats.md): the dynamics respect
         the loops.

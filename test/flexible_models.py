@@ -2,8 +2,8 @@
 modal data (translational nodes) that both mbd_ros and Exudyn can read."""
 import numpy as np
 
-from mbd_ros.flexible.beam import BeamFE
-from mbd_ros.flexible.spec import BeamSpec
+from mbd_ros.model.flexible.beam import BeamFE
+from mbd_ros.inputs.flexible import BeamSpec
 
 ALUMINIUM = dict(density=2700.0, E=7.0e10, G=2.6e10)
 

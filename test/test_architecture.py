@@ -108,6 +108,45 @@ def test_the_package_has_no_import_cycle():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
+# the layers, bottom first (docs/design.md, "Layers"): a module imports only from its own layer or
+# the ones below it. The package's __init__ (mbd_ros.load, the public names) and the module-path
+# aliases (aliases.py) sit on top.
+LAYERS = [
+    ("mbd_ros.errors", "mbd_ros.constants"),
+    ("mbd_ros.inputs",),
+    ("mbd_ros.model",),
+    ("mbd_ros.kernels",),
+    ("mbd_ros.fastcall", "mbd_ros.codegen"),
+    ("mbd_ros.robot",),
+    ("mbd_ros.simulation",),
+    ("mbd_ros.nodes",),
+    ("mbd_ros.cli",),
+    ("mbd_ros", "mbd_ros.aliases"),
+]
+
+
+def layer_of(module):
+    """Index in LAYERS of the longest prefix that names `module`'s folder or module."""
+    best, level = "", None
+    for index, names in enumerate(LAYERS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and len(name) > len(best):
+                best, level = name, index
+    return level
+
+
+def test_every_module_has_a_layer_and_imports_only_downward():
+    modules, graph = import_graph()
+    unplaced = [m for m in modules if layer_of(m) is None]
+    assert not unplaced, f"modules outside the layers: {unplaced}"
+    upward = [f"{module} ({LAYERS[layer_of(module)][0]}) imports {target} "
+              f"({LAYERS[layer_of(target)][0]}) at line {line}"
+              for module, imports in graph.items()
+              for target, _, line in imports
+              if target in modules and layer_of(target) > layer_of(module)]
+    assert not upward, "\n".join(upward)
+
+
 def test_no_module_imports_a_private_name_from_another():
     _, graph = import_graph()
     offences = [f"{module}:{line} imports {name} from {target}"
@@ -131,3 +170,33 @@ def test_the_walk_sees_what_it_must(tmp_path, source, expected):
         assert graph["mbd_ros.a"] == [("mbd_ros.b", ("_x",), 1)]
     assert find_cycle(graph) in (["mbd_ros.a", "mbd_ros.b", "mbd_ros.a"],
                                  ["mbd_ros.b", "mbd_ros.a", "mbd_ros.b"])
+
+
+def test_documented_module_paths_of_earlier_versions_still_import():
+    """docs and earlier versions name mbd_ros.plant, .drives, .limits, .contact,
+    .point_trajectory, .loops, .simulation: they import, as the modules that own the code now."""
+    import mbd_ros
+    from mbd_ros.plant import Plant
+    from mbd_ros.simulation import Simulator, SimulationDiverged, DEFAULT_MAX_STEP  # noqa: F401
+    from mbd_ros.loops import LOOP_RESIDUAL_WARNING, LoopResidualWarning
+    from mbd_ros.drives import POSITION  # noqa: F401
+    from mbd_ros.limits import JointLimits
+    from mbd_ros.contact import GroundContact  # noqa: F401
+    from mbd_ros.point_trajectory import PointTrajectory  # noqa: F401
+    import mbd_ros.simulation.plant as plant
+    import mbd_ros.robot.constraints as constraints
+    import mbd_ros.simulation.limits as limits
+    assert Plant is plant.Plant and JointLimits is limits.JointLimits
+    assert LOOP_RESIDUAL_WARNING == constraints.LOOP_RESIDUAL_WARNING
+    assert LoopResidualWarning is constraints.LoopResidualWarning
+    import importlib
+    assert importlib.import_module("mbd_ros.loops") is constraints
+    assert mbd_ros.Robot is importlib.import_module("mbd_ros.robot").Robot
+
+
+def test_the_command_line_runs_as_a_module():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "mbd_ros.cli", "--help"], capture_output=True,
+                         text=True, timeout=120, cwd=PACKAGE.parent)
+    assert out.returncode == 0 and "mbd-ros" in out.stdout + out.stderr, out.stderr[-2000:]

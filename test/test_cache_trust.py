@@ -22,7 +22,8 @@ import pytest
 
 import mbd_ros
 from conftest import assert_close
-from mbd_ros import cache_trust, fastcall, numba_cache
+from mbd_ros.kernels import cache_trust, numba_cache
+from mbd_ros import fastcall
 from mbd_ros.codegen import cache as codegen_cache
 from oracle import pin_model_from_xml
 

@@ -11,7 +11,7 @@ import pytest
 
 import mbd_ros
 from mbd_ros import cli
-from mbd_ros.sim_report import initial_state, simulate
+from mbd_ros.simulation.report import initial_state, simulate
 
 REPO = Path(__file__).resolve().parent.parent
 FOURBAR = (str(REPO / "urdf" / "fourbar.urdf"), str(REPO / "config" / "fourbar_closures.yaml"))

@@ -44,7 +44,7 @@ import scipy.linalg
 import yaml
 
 import mbd_ros
-from mbd_ros.layout import MOTION_SUBSPACE
+from mbd_ros.model.layout import MOTION_SUBSPACE
 from mbd_ros import Robot
 
 from conftest import RK4_RTOL, RTOL, assert_close

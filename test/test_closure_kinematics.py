@@ -26,7 +26,7 @@ import pytest
 from scipy.linalg import expm
 
 from conftest import assert_close
-from mbd_ros.closures import CUT_TYPES, read_closures
+from mbd_ros.inputs.closures import CUT_TYPES, read_closures
 from mbd_ros.kernels import closure_kinematics as ck
 
 FD_RTOL = 1e-7

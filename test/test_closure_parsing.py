@@ -11,7 +11,7 @@ import yaml
 from scipy.spatial.transform import Rotation
 
 from conftest import assert_close
-from mbd_ros.closures import CUT_TYPES, ClosureSet, ClosureSpec, read_closures
+from mbd_ros.inputs.closures import CUT_TYPES, ClosureSet, ClosureSpec, read_closures
 from mbd_ros.errors import ModelError
 
 LINKS = ["base", "crank", "coupler", "rocker", "arm", "platform"]

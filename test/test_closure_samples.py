@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import mbd_ros
-from mbd_ros import layout as L
-from mbd_ros.closures import read_closures
+from mbd_ros.model import layout as L
+from mbd_ros.inputs.closures import read_closures
 from mbd_ros.kernels import closure_kinematics as ck
 from mbd_ros.kernels.kinematics import forward_kinematics
 

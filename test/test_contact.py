@@ -14,8 +14,8 @@ import pytest
 
 import mbd_ros
 from conftest import assert_close
-from mbd_ros.contact import ContactPoint, GroundContact, contact_points_from_urdf
-from mbd_ros.plant import Plant
+from mbd_ros.simulation.contact import ContactPoint, GroundContact, contact_points_from_urdf
+from mbd_ros.simulation.plant import Plant
 
 SOLO = "solo_description/robots/solo12.urdf"
 FEET = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]
@@ -183,7 +183,7 @@ def test_solo12_stands_for_five_seconds_under_pd(solo, controller):
 
 
 def test_bad_contact_declarations_name_the_entry(solo, erd_dir):
-    from mbd_ros.contact import parse_contact_points
+    from mbd_ros.simulation.contact import parse_contact_points
     with pytest.raises(ValueError, match="contact point 1.*link"):
         parse_contact_points([{"link": "FL_FOOT"}, {"position": [0, 0, 0]}])
     with pytest.raises(ValueError, match="FR_FOOT.*position"):

@@ -12,7 +12,7 @@ import pytest
 import mbd_ros
 from mbd_ros import fastcall
 from conftest import require_fastcall
-from mbd_ros.simulation import SimulationDiverged, Simulator
+from mbd_ros.robot.integrators import SimulationDiverged, Simulator
 
 REPO = Path(mbd_ros.__file__).resolve().parent.parent
 

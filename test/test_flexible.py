@@ -129,7 +129,7 @@ def _chain_oracle(robot):
     Jacobians by central differences), using only the builder's points and K_ff, D_ff and the
     kinematic definition of the deformed tip joint (translation Phi_t q_f, Cayley rotation of
     Phi_r q_f)."""
-    from mbd_ros.flexible.attachment import cayley
+    from mbd_ros.model.flexible.attachment import cayley
     fb = robot.flexible.bodies[0]
     pts = fb.points
     iq = fb.iq
@@ -228,7 +228,7 @@ def test_energy_conservation_undamped_arm_rk4_10s():
     q[:2] = [0.4, 0.8]
     v = np.zeros(robot.nv)
     v[:2] = [1.0, -2.0]
-    from mbd_ros.simulation import Simulator
+    from mbd_ros.robot.integrators import Simulator
     dt = 1e-4
     assert dt * 2 * np.pi * robot.highest_frequency(q) < 1.0
     sim = Simulator(robot, dt, "rk4", q=q, v=v)

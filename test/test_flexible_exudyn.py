@@ -81,7 +81,7 @@ def exudyn_tip_path(exu, positions, masses, shapes, K, gravity, omega0):
 
 
 def mbd_tip_path(path, gravity, omega0):
-    from mbd_ros.simulation import Simulator
+    from mbd_ros.robot.integrators import Simulator
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)   # placeholder URDF inertial of 'beam'
         robot = mbd_ros.load(pendulum_urdf(LENGTH), gravity=(0, 0, -gravity),

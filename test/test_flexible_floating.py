@@ -135,7 +135,7 @@ def test_free_floating_space_robot_conserves_momentum_and_energy():
     their errors must be the integrator's, shrinking with dt at RK4's order (halving dt divides
     them by more than 8; a dynamics error would leave a dt-independent drift), and at
     dt = 5e-5 s momentum within 1e-7 of |h| and energy within 1e-6 of its value."""
-    from mbd_ros.simulation import Simulator
+    from mbd_ros.robot.integrators import Simulator
     robot = space_robot()
     rng = np.random.default_rng(8)
     q = robot.random_configuration(rng)
@@ -171,7 +171,7 @@ def test_free_floating_space_robot_conserves_momentum_and_energy():
 def test_energy_conservation_planar_flexible_link_with_gravity():
     """Flexible link on a planar joint (tilted plane) carrying a wrist, gravity on, undamped:
     kinetic + gravity + elastic energy over 0.5 s of RK4 at dt = 1e-4 s within 1e-6 of m g (1 m)."""
-    from mbd_ros.simulation import Simulator
+    from mbd_ros.robot.integrators import Simulator
     robot = planar_arm()
     q = robot.neutral()
     v = np.zeros(robot.nv)

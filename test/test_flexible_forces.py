@@ -123,7 +123,7 @@ def test_energy_conservation_undamped_arm_with_elements():
     must be the integrator's, i.e. shrink with dt at RK4's order (halving dt divides it by more
     than 8; a non-conservative load would leave a dt-independent drift), and at dt = 5e-5 s stay
     within 1e-5 of the scale m g (1 m)."""
-    from mbd_ros.simulation import Simulator
+    from mbd_ros.robot.integrators import Simulator
     robot = arm(elements(), damping_ratio=0.0)
     scale = robot.total_mass * 9.81 * 1.0
 

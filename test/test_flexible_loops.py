@@ -218,7 +218,7 @@ def test_closure_wrench_matches_the_oracle_multipliers_and_newtons_third_law():
     equals the force -mu of the independent dense oracle's constraint (tip - coupler end = 0,
     written from scratch) within 1e-5 of |mu| (the oracle's finite differences); the spherical
     cut transmits no torque (1e-9 |mu| m); and the same wrench follows from multipliers()."""
-    from mbd_ros.flexible.attachment import cayley
+    from mbd_ros.model.flexible.attachment import cayley
     robot = fourbar()
     oracle = _fourbar_oracle(robot)
     fb = robot.flexible.bodies[0]

@@ -10,9 +10,9 @@ worse than 2x eigh's own (both are ~1e-9 of |K phi| for this stiff beam); M-orth
 import numpy as np
 import scipy.linalg
 
-from mbd_ros.flexible.beam import BeamFE
-from mbd_ros.flexible.mode_blocks import block_pure_modes, coupled_blocks
-from mbd_ros.flexible.spec import BeamSpec
+from mbd_ros.model.flexible.beam import BeamFE
+from mbd_ros.model.flexible.mode_blocks import block_pure_modes, coupled_blocks
+from mbd_ros.inputs.flexible import BeamSpec
 
 ALUMINIUM_BAR = dict(length=0.6, density=2700.0, area=2.0e-4, E=7.0e10, Iy=6.667e-9,
                      Iz=1.667e-9, G=2.6e10, J=4.58e-9, elements=10)

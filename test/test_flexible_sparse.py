@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 import mbd_ros
-from mbd_ros.flexible import layout as F
+from mbd_ros.model.flexible import layout as F
 from flexible_models import beam_entry, lumped_modal_data, pendulum_urdf
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -182,7 +182,7 @@ def flange_oracle(robot, flange, second):
     with the attachment frame at the tip joint's origin a, linearised (the floating frame's
     order): x + Phi_t(a) q_f + (Phi_r(a) q_f) x (x - a). link2: the joint hangs from the deformed
     point of its origin (translation Phi_t q_f, Cayley rotation of Phi_r q_f)."""
-    from mbd_ros.flexible.attachment import cayley
+    from mbd_ros.model.flexible.attachment import cayley
     fb = robot.flexible.bodies[0]
     n_beam = 4 * 10
     pts = fb.points
@@ -305,7 +305,7 @@ def test_welded_beam_energy_conservation_rk4():
     """Undamped: the arm swings the welded beam (with its tool and the link on j2) for 2 s of RK4
     at dt = 1e-4 s (2 pi f_max dt < 1): kinetic + gravitational + elastic energy stays within
     1e-6 of m g (1 m) (RK4's error ~ (omega dt)^4 per period on the barely excited top modes)."""
-    from mbd_ros.simulation import Simulator
+    from mbd_ros.robot.integrators import Simulator
     robot = on_flange("fixed", True)
     q = robot.neutral()
     q[:2] = [0.5, -0.6]

@@ -24,8 +24,8 @@ import scipy.linalg
 import mbd_ros
 from conftest import _missing_oracle
 from flexible_models import ALUMINIUM, lumped_modal_data
-from mbd_ros.flexible.beam import BeamFE
-from mbd_ros.flexible.spec import BeamSpec
+from mbd_ros.model.flexible.beam import BeamFE
+from mbd_ros.inputs.flexible import BeamSpec
 
 G = 9.81
 
@@ -145,7 +145,7 @@ def test_clamped_cantilever_matches_exudyn(exu, tmp_path):
     of the first mode (71.6 rad/s, 3 mm: 3e-7 m) and 0.023 rad of the second (449 rad/s, ~6e-5 m
     of the released response: 1.4e-6 m); measured 2.2e-6 m) with the same vibration frequency
     (0.1 %), that of the first clamped mode (1 %, the frequency of the swing's mean crossings)."""
-    from mbd_ros.simulation import Simulator
+    from mbd_ros.robot.integrators import Simulator
     path = tmp_path / "strip.npz"
     data = lumped_modal_data(path, C_LENGTH, C_AREA, C_IY, C_NODES, C_MODES)
     robot = _cantilever(path)
@@ -244,7 +244,7 @@ def _tool_urdf():
 
 def _mbd_tool_path(path, omega0, dt=1e-4):
     """(t, tool angle about y, tool com xyz) every 1 ms of RK4 at dt."""
-    from mbd_ros.simulation import Simulator
+    from mbd_ros.robot.integrators import Simulator
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         robot = mbd_ros.load(_tool_urdf(), gravity=(0, 0, -G),

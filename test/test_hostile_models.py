@@ -215,7 +215,7 @@ def arm_data():
 
 
 def test_beam_elements_are_capped():
-    from mbd_ros.flexible.spec import MAX_BEAM_ELEMENTS
+    from mbd_ros.inputs.flexible import MAX_BEAM_ELEMENTS
     out = run_python(f"""
         import time, yaml
         import mbd_ros
@@ -391,7 +391,7 @@ def test_forces_errors_name_the_forces_file(tmp_path):
 
 
 def test_too_many_force_elements():
-    from mbd_ros.forces import MAX_FORCES
+    from mbd_ros.inputs.forces import MAX_FORCES
     entries = [{"name": f"s{i}", "type": "joint_spring", "joint": "crank_joint", "stiffness": 1.0}
                for i in range(MAX_FORCES + 1)]
     with pytest.raises(mbd_ros.ModelError) as info:
@@ -484,7 +484,7 @@ def test_an_axis_of_huge_components_keeps_its_direction():
 
 
 def test_too_many_links_are_refused_before_reading_them():
-    from mbd_ros.urdf import MAX_LINKS
+    from mbd_ros.inputs.urdf import MAX_LINKS
     parts = [f'<link name="l{i}"/>' for i in range(MAX_LINKS + 1)]
     t0 = time.perf_counter()
     with pytest.raises(mbd_ros.ModelError) as info:
@@ -494,7 +494,7 @@ def test_too_many_links_are_refused_before_reading_them():
 
 
 def test_an_oversized_urdf_file_is_refused_before_reading(tmp_path):
-    from mbd_ros.urdf import MAX_URDF_BYTES
+    from mbd_ros.inputs.urdf import MAX_URDF_BYTES
     path = tmp_path / "big.urdf"
     with open(path, "w") as stream:
         stream.write('<robot name="r"><link name="a"/>')

@@ -16,7 +16,7 @@ import yaml
 
 import mbd_ros
 from mbd_ros.robot.constraints import null_space as _null_space
-from mbd_ros.simulation import INTEGRATORS, SimulationDiverged, Simulator
+from mbd_ros.robot.integrators import INTEGRATORS, SimulationDiverged, Simulator
 
 ROOT = Path(__file__).resolve().parent.parent
 URDF = ROOT / "urdf"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mbd_ros
-from mbd_ros.joint_map import JointMap, JointMapError, dof_names
+from mbd_ros.robot.joint_map import JointMap, JointMapError, dof_names
 
 URDF = Path(__file__).resolve().parent.parent / "urdf"
 
@@ -175,7 +175,7 @@ def test_cylindrical_and_universal_dofs_by_name():
     the plant's drives track a position command on them."""
     from test_joint_types import CYLINDRICAL_CHAIN, UNIVERSAL_CHAIN, _urdf
 
-    from mbd_ros.plant import Plant
+    from mbd_ros.simulation.plant import Plant
     robot = mbd_ros.load(_urdf([CYLINDRICAL_CHAIN[0], UNIVERSAL_CHAIN[2], UNIVERSAL_CHAIN[1]]))
     jm = JointMap(robot)
     names = ["cyl0/angle", "cyl0/displacement", "uni2/angle1", "uni2/angle2", "elbow"]

@@ -9,7 +9,7 @@ import pytest
 
 import mbd_ros
 from mbd_ros.errors import ModelError
-from mbd_ros.joint_map import JointMap, dof_names
+from mbd_ros.robot.joint_map import JointMap, dof_names
 
 from conftest import import_oracle  # noqa: E402
 pin = import_oracle("pinocchio")

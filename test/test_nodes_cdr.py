@@ -139,7 +139,7 @@ def test_fast_reads_feed_the_joint_map_like_messages():
     from pathlib import Path
 
     import mbd_ros
-    from mbd_ros.joint_map import JointMap, JointMapError
+    from mbd_ros.robot.joint_map import JointMap, JointMapError
     robot = mbd_ros.load(str(Path(mbd_ros.__file__).resolve().parent.parent / "urdf" / "arm7.urdf"))
     jmap = JointMap(robot)
     names = [f"joint_{i}" for i in range(1, 8)]

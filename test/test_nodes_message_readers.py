@@ -18,7 +18,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
-from mbd_ros.joint_map import duplicates  # noqa: E402
+from mbd_ros.robot.joint_map import duplicates  # noqa: E402
 from mbd_ros.nodes import message_caps as caps  # noqa: E402
 from mbd_ros.nodes import trajectory_reader as reader  # noqa: E402
 

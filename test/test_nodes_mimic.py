@@ -29,7 +29,7 @@ from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 import mbd_ros  # noqa: E402
 from conftest import assert_close  # noqa: E402
-from mbd_ros.simulation import Simulator  # noqa: E402
+from mbd_ros.robot.integrators import Simulator  # noqa: E402
 from ros_harness import (READY_TIMEOUT, Ros, joint_state, now_stamp, stamp_key,  # noqa: E402
                          trajectory_point, warm_numba_cache)
 from test_mimic import GRIPPER  # noqa: E402

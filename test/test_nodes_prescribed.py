@@ -32,9 +32,9 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 
 import mbd_ros  # noqa: E402
 from conftest import assert_close  # noqa: E402
-from mbd_ros.point_trajectory import PointTrajectory  # noqa: E402
+from mbd_ros.simulation.point_trajectory import PointTrajectory  # noqa: E402
 from oracle import pin_model_from_xml  # noqa: E402
-from mbd_ros.simulation import Simulator  # noqa: E402
+from mbd_ros.robot.integrators import Simulator  # noqa: E402
 from ros_harness import (CONFIG, READY_TIMEOUT, URDF, Ros, stamp_key,  # noqa: E402
                          warm_numba_cache)
 

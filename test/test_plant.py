@@ -13,10 +13,10 @@ import pytest
 
 import mbd_ros
 from conftest import assert_close
-from mbd_ros.drives import POSITION, VELOCITY
-from mbd_ros.limits import JointLimits
-from mbd_ros.plant import DivergenceError, Plant
-from mbd_ros.simulation import INTEGRATORS
+from mbd_ros.simulation.drives import POSITION, VELOCITY
+from mbd_ros.simulation.limits import JointLimits
+from mbd_ros.simulation.plant import DivergenceError, Plant
+from mbd_ros.robot.integrators import INTEGRATORS
 from ros_harness import URDF
 
 ARM7 = str(URDF / "arm7.urdf")
@@ -287,7 +287,7 @@ def test_force_hook_acts_at_every_integrator_stage():
     """A spring hook fn(t, q, v) = -k q on a 2 kg cart: x(t) = x0 cos(w t), w = sqrt(k / m).
     RK4 reproduces it to fourth order only if the hook is evaluated at every stage (evaluated
     once per step the error would be first order, ~1e3 times larger here)."""
-    from mbd_ros.simulation import Simulator
+    from mbd_ros.robot.integrators import Simulator
     robot = mbd_ros.load(SLIDER, gravity=(0.0, 0.0, 0.0))
     k, m, x0 = 50.0, 2.0, 0.3
     omega = np.sqrt(k / m)

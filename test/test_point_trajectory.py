@@ -5,7 +5,7 @@ ends; bad input is a ValueError."""
 import numpy as np
 import pytest
 
-from mbd_ros.point_trajectory import PointTrajectory
+from mbd_ros.simulation.point_trajectory import PointTrajectory
 
 TIMES = np.array([0.2, 0.35, 0.5, 0.9, 1.0])
 

@@ -12,7 +12,7 @@ import pytest
 
 import mbd_ros
 from conftest import assert_close
-from mbd_ros.robot_source import expand_xacro
+from mbd_ros.inputs.xacro import expand_xacro
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "launch"))
 from robot_args import commanded_joints, parse_xacro_args, robot_parameters  # noqa: E402
@@ -94,7 +94,7 @@ def test_launch_robot_arguments():
     assert commanded_joints({"robot_description": expanded}) == ["joint_1", "joint_2"]
     fourbar = {"urdf_path": str(URDF / "fourbar.urdf")}
     closures = str(URDF.parent / "config" / "fourbar_closures.yaml")
-    from mbd_ros.joint_map import JointMap   # the nodes' default `joints`
+    from mbd_ros.robot.joint_map import JointMap   # the nodes' default `joints`
     assert commanded_joints(fourbar, closures) == \
         list(JointMap(mbd_ros.load(fourbar["urdf_path"], closures=closures)).joints)
 
@@ -134,7 +134,7 @@ def test_mimic_tags_of_an_included_file_are_coupled(tmp_path, monkeypatch):
     """mimic=True with a .xacro path: the <mimic> sits in an included file (with a xacro
     property as multiplier), so only the expansion has it; the file is expanded once. Reference:
     the same robot given as expanded XML text, and the coupling qdd_b = -1.5 qdd_a itself."""
-    from mbd_ros import xacro_process
+    from mbd_ros.inputs import xacro_process
     (tmp_path / "fingers.xacro").write_text(GRIPPER_FINGERS)
     main = tmp_path / "gripper.urdf.xacro"
     main.write_text(GRIPPER_MAIN)

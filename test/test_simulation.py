@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import mbd_ros
-from mbd_ros.simulation import INTEGRATORS, Simulator
+from mbd_ros.robot.integrators import INTEGRATORS, Simulator
 
 URDF = Path(__file__).resolve().parent.parent / "urdf"
 Q_BENT = np.array([0.3, 0.9, -0.4, -1.2, 0.6, 0.8, 0.2])   # the CLI demo's start configuration
@@ -289,7 +289,7 @@ def test_default_integrator_substeps_are_bounded(kind):
     MAX_DEFAULT_SUBSTEPS (10 000) of them: a dt past 10 s is a ValueError naming dt and the
     largest dt allowed, at once (before: 20 s ran 20 000 substeps, 1e6 s never returned); 10 s
     itself is allowed; an explicit integrator takes one step of any finite dt."""
-    from mbd_ros.simulation import DEFAULT_MAX_STEP, MAX_DEFAULT_SUBSTEPS
+    from mbd_ros.robot.integrators import DEFAULT_MAX_STEP, MAX_DEFAULT_SUBSTEPS
     robot, q, v = _robot_of_kind(kind)
     tau = robot.gravity_forces(q)
     largest = MAX_DEFAULT_SUBSTEPS * DEFAULT_MAX_STEP
@@ -311,7 +311,7 @@ def test_robot_time_advances_and_is_kept_by_a_failed_step(kind):
     """robot.step advances robot.time by dt on every robot kind (the flexible robots' did not
     move), and a step that diverges (SimulationDiverged) or raises ValueError (non-finite tau, a
     tau(t) of the wrong shape) leaves robot.time where it was."""
-    from mbd_ros.simulation import SimulationDiverged
+    from mbd_ros.robot.integrators import SimulationDiverged
     robot, q, v = _robot_of_kind(kind)
     dt = 1e-4
     tau = np.zeros(robot.nv)

@@ -18,7 +18,7 @@ from rclpy.serialization import deserialize_message, serialize_message  # noqa: 
 from sensor_msgs.msg import JointState  # noqa: E402
 
 import mbd_ros  # noqa: E402
-from mbd_ros.joint_map import JointMap, JointMapError  # noqa: E402
+from mbd_ros.robot.joint_map import JointMap, JointMapError  # noqa: E402
 from mbd_ros.nodes.cdr import JointStateReader  # noqa: E402
 from mbd_ros.nodes.state_intake import StateIntake  # noqa: E402
 

@@ -16,7 +16,7 @@ import pytest
 
 import mbd_ros
 from conftest import assert_close
-from mbd_ros.limits import JointLimits
+from mbd_ros.simulation.limits import JointLimits
 
 UR5 = "ur_description/urdf/ur5_robot.urdf"
 ROUND_OFF = 1e-12   # rad, rad/s: on the limit / at rest up to round-off

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from lxml import etree
 
-from mbd_ros import urdf_elements
+from mbd_ros.inputs import urdf_elements
 
 yourdfpy = pytest.importorskip("yourdfpy") if os.environ.get("CI") != "true" else __import__("yourdfpy")
 URDF = yourdfpy.URDF

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import mbd_ros
-from mbd_ros.robot_source import expand_xacro
+from mbd_ros.inputs.xacro import expand_xacro
 
 REPO = Path(__file__).resolve().parent.parent
 PENDULUM = REPO / "urdf" / "pendulum.urdf.xacro"
@@ -77,7 +77,7 @@ def test_a_runaway_expression_ends_in_a_model_error_naming_the_file(tmp_path):
         import time
         import mbd_ros
         try:
-            import mbd_ros.xacro_process as limits
+            import mbd_ros.inputs.xacro_process as limits
             limits.TIMEOUT_S = {limit}
         except ImportError:
             pass

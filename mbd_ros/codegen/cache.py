@@ -36,8 +36,8 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from .. import cache_trust
-from ..numba_cache import GENERATED_MODULE_PREFIX
+from ..kernels import cache_trust
+from ..kernels.numba_cache import GENERATED_MODULE_PREFIX
 from .generator import GENERATOR_VERSION, generate_source
 
 ENV_CACHE_DIR = "MBD_ROS_CACHE_DIR"

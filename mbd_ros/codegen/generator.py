@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import layout as L
+from ..model import layout as L
 from .expr import ZERO, Emitter, add, const, const_value, fmt_float, is_const, neg, scale, sub, text, var
 from .spatial_sym import (add_symmetric, const_matrix, cross_force, cross_motion, force_to_parent,
                           inertia_to_parent, matrix_times, motion_to_child, symmetric_values)

@@ -8,7 +8,7 @@ from numba import njit, types
 
 from .cache import load_module
 from ..kernels.entry import load_cached
-from .fast_typing import memoized_call_types
+from ..kernels.fast_typing import memoized_call_types
 from .generator import FUNCTIONS
 
 _VECTOR = types.Array(types.float64, 1, "C")

@@ -12,7 +12,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from .. import numba_cache
+from . import numba_cache
 
 # before any kernel module compiles (some load from the cache at import): broken cache entries
 # of mbd_ros are dropped and recompiled, untrusted cache directories ignored (numba_cache.py)
@@ -42,11 +42,11 @@ def drop_stale_cache(folder, sources):
 
 def kernel_sources():
     """The source files of this folder and the column layouts whose constants the kernels
-    compile in (mbd_ros/layout.py, mbd_ros/flexible/layout.py): what every cached kernel may
-    have inlined."""
+    compile in (mbd_ros/model/layout.py, mbd_ros/model/flexible/layout.py): what every cached
+    kernel may have inlined."""
     here = Path(__file__).resolve().parent
-    return sorted(here.glob("*.py")) + [here.parent / "layout.py",
-                                        here.parent / "flexible" / "layout.py"]
+    return sorted(here.glob("*.py")) + [here.parent / "model" / "layout.py",
+                                        here.parent / "model" / "flexible" / "layout.py"]
 
 
 def _drop_stale_cache():

@@ -11,10 +11,11 @@ from numba import njit
 from . import signatures
 from .entry import entry_point
 
-from ..layout import (JOINT_HELICAL, JOINT_PRISMATIC, FRICTION_SPEED, STATUS_SHAPE_OUT, ACC, ART_INERTIA, AXIS, JOINT_FREE, JOINT_REVOLUTE, BIAS_ACC, D_INV, DAMPING, FEXT, FORCE, FRICTION, IDX_Q,
-                      IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT, ROT, SCRATCH,
-                      SPATIAL_INERTIA, STATUS_OK, STATUS_SINGULAR, TRANSFORM_SCRATCH, U_MAT, U_TAU,
-                      VEL)
+from ..model.layout import (JOINT_HELICAL, JOINT_PRISMATIC, FRICTION_SPEED, STATUS_SHAPE_OUT, ACC,
+                            ART_INERTIA, AXIS, JOINT_FREE, JOINT_REVOLUTE, BIAS_ACC, D_INV,
+                            DAMPING, FEXT, FORCE, FRICTION, IDX_Q, IDX_V, JOINT_NV_COL,
+                            JOINT_TYPE, MOTION_SUBSPACE, PARENT, ROT, SCRATCH, SPATIAL_INERTIA,
+                            STATUS_OK, STATUS_SINGULAR, TRANSFORM_SCRATCH, U_MAT, U_TAU, VEL)
 from .output_checks import STATUS_ALIASED, STATUS_NOT_FINITE, all_finite, overlaps_any
 from .kinematics import revolute_pose, state_status, joint_motion, joint_pose, set_base_motion
 from .spatial import (add_cross_force, add_force_to_parent, add_inertia_to_parent, cross_motion,

@@ -28,11 +28,11 @@ elsewhere and after).
 """
 from numba import njit
 
-from ..layout import (ACC, FEXT, CUT_BODY_A, CUT_BODY_B, CUT_ROW0, CUT_ROWS, CUT_TYPE, D_INV, IDX_V,
-                      JOINT_NV_COL, LOOP_BIAS, LOOP_EIGENVALUE, LOOP_JAC_A,
-                      LOOP_JAC_B, LOOP_LAMBDA, LOOP_MATRIX, LOOP_RESIDUAL, LOOP_RHS,
-                      MOTION_SUBSPACE, PARENT, ROT, SCRATCH, STATUS_OK, SUBTREE_END, U_MAT,
-                      UNIT_ACC, UNIT_LOAD, UNIT_ON_PATH, UNIT_U, VEL, WORLD_POS, WORLD_ROT)
+from ..model.layout import (ACC, FEXT, CUT_BODY_A, CUT_BODY_B, CUT_ROW0, CUT_ROWS, CUT_TYPE,
+                            D_INV, IDX_V, JOINT_NV_COL, LOOP_BIAS, LOOP_EIGENVALUE, LOOP_JAC_A,
+                            LOOP_JAC_B, LOOP_LAMBDA, LOOP_MATRIX, LOOP_RESIDUAL, LOOP_RHS,
+                            MOTION_SUBSPACE, PARENT, ROT, SCRATCH, STATUS_OK, SUBTREE_END, U_MAT,
+                            UNIT_ACC, UNIT_LOAD, UNIT_ON_PATH, UNIT_U, VEL, WORLD_POS, WORLD_ROT)
 from . import signatures
 from .entry import entry_point
 from .aba import forward_dynamics

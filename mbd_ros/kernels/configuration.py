@@ -6,9 +6,9 @@ from numba import njit
 from . import signatures
 from .entry import entry_point
 
-from ..layout import (COM, GRAVITY, IDX_Q, IDX_V, JOINT_FREE, JOINT_NV_COL, JOINT_PLANAR,
-                      JOINT_SPHERICAL, JOINT_TYPE, MASS, SPATIAL_INERTIA, VEL, WORLD_POS,
-                      WORLD_ROT)
+from ..model.layout import (COM, GRAVITY, IDX_Q, IDX_V, JOINT_FREE, JOINT_NV_COL, JOINT_PLANAR,
+                            JOINT_SPHERICAL, JOINT_TYPE, MASS, SPATIAL_INERTIA, VEL, WORLD_POS,
+                            WORLD_ROT)
 from .kinematics import forward_kinematics
 from .spatial import inertia_times
 

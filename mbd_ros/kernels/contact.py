@@ -13,7 +13,7 @@ import math
 
 from numba import njit
 
-from ..layout import (IDX_V, JOINT_NV_COL, PARENT, ROT, VEL, WORLD_POS, WORLD_ROT)
+from ..model.layout import IDX_V, JOINT_NV_COL, PARENT, ROT, VEL, WORLD_POS, WORLD_ROT
 from .kinematics import forward_kinematics, joint_force
 from .spatial import add_force_to_parent
 

@@ -2,8 +2,9 @@
 from . import signatures
 from .entry import entry_point
 
-from ..layout import (JOINT_PRISMATIC, AXIS, JOINT_REVOLUTE, STATUS_SHAPE_OUT, ART_INERTIA, IDX_Q, IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT,
-                      ROT, SCRATCH, SPATIAL_INERTIA, STATUS_OK, TRANSFORM_SCRATCH)
+from ..model.layout import (JOINT_PRISMATIC, AXIS, JOINT_REVOLUTE, STATUS_SHAPE_OUT, ART_INERTIA,
+                            IDX_Q, IDX_V, JOINT_NV_COL, JOINT_TYPE, MOTION_SUBSPACE, PARENT, ROT,
+                            SCRATCH, SPATIAL_INERTIA, STATUS_OK, TRANSFORM_SCRATCH)
 from .kinematics import revolute_pose, joint_pose, state_status
 from .output_checks import STATUS_ALIASED, overlaps
 from .spatial import (add_rigid_inertia_to_parent, force_to_parent, rigid_parameters,

@@ -132,10 +132,10 @@ def load_cached(dispatcher, signature):
 def compile_memoized(dispatcher, signature):
     """dispatcher.compile(signature) (a cache load, or a compilation) with numba's typing of
     calls on scalars, arrays and homogeneous tuples memoized for its duration
-    (codegen/fast_typing.py): the kernels are thousands of scalar operations and `work[i, c]`
+    (kernels/fast_typing.py): the kernels are thousands of scalar operations and `work[i, c]`
     accesses, each typed by trying every template in turn. Measured on the first FD of ur5:
     ~1.5 s less CPU of ~10.3 s (~0.9 s from the scalars, ~0.6 s from arrays and tuples)."""
-    from ..codegen.fast_typing import SCALARS_ARRAYS_TUPLES, memoized_call_types
+    from .fast_typing import SCALARS_ARRAYS_TUPLES, memoized_call_types
     # numba's compiler lock first, then the memo's (never waited for: a kernel compiled while
     # another one is typed is memoized by the outer block already)
     with global_compiler_lock, memoized_call_types(SCALARS_ARRAYS_TUPLES, wait=False):

@@ -19,20 +19,21 @@ Also the offsets of a FLEX block in fdata and of an FW block in fwork (flexible/
 import numpy as np
 from numba import njit
 
-from ..flexible.layout import (ART_INERTIA, FEXT, FLEX, FLEX_JSUM, FLEX_MASS, FLEX_P0, FLEX_S0,
-                               FLEX_SF, FORCE, FWORK, IDX_QF, IDX_VF, MFF_INV, NF, SPARSE, VEL)
+from ..model.flexible.layout import (ART_INERTIA, FEXT, FLEX, FLEX_JSUM, FLEX_MASS, FLEX_P0,
+                                     FLEX_S0, FLEX_SF, FORCE, FWORK, IDX_QF, IDX_VF, MFF_INV, NF,
+                                     SPARSE, VEL)
 
 
 # unsigned offsets (articulated_constant_body, the last pass of flexible_dynamics.forward_dynamics):
 # numba indexes with a uint64 without its negative-index wraparound. uint64 mixed with int64
-# is typed float64 in numba, so offsets are converted once (_U) and constants are uint64 too.
-_U = np.uint64
-_U1 = np.uint64(1)
-_U2 = np.uint64(2)
-_U3 = np.uint64(3)
-_U4 = np.uint64(4)
-_U5 = np.uint64(5)
-_U6 = np.uint64(6)
+# is typed float64 in numba, so offsets are converted once (UINT) and constants are uint64 too.
+UINT = np.uint64
+UINT1 = np.uint64(1)
+UINT2 = np.uint64(2)
+UINT3 = np.uint64(3)
+UINT4 = np.uint64(4)
+UINT5 = np.uint64(5)
+UINT6 = np.uint64(6)
 
 
 @njit(inline="always", cache=True)
@@ -78,33 +79,33 @@ def articulated_constant_body(fint, fdata, work, fwork, i, q, v, tau):
     p^A = beta_r - f_ext - M_rf z (6) into work FORCE, and Y (n x 6), z (n) into its FW block.
     beta_f (n) is left in the FW block's beta_f slots. q (nq,), v (nv,), tau (nv,).
 
-    Indices are unsigned (_U): numba then reads arrays without its negative-index wraparound
+    Indices are unsigned (UINT): numba then reads arrays without its negative-index wraparound
     (about three instructions per access, ~0.1 us of this function's ~0.5 us for 4 modes)."""
     n = fint[i, NF]
     o = fint[i, FLEX]
     sf, iu, skl, jpsi, mff, kff, dff = flex_offsets(o, n)
     mm, bb, y, z, qddf, skq, tmp, tmp2, chol, wmat = fwork_offsets(fint[i, FWORK], n)
-    un = _U(n)
-    uq = _U(fint[i, IDX_QF])                  # q_f, qd_f, tau_f in q, v, tau
-    uv = _U(fint[i, IDX_VF])
+    un = UINT(n)
+    uq = UINT(fint[i, IDX_QF])                  # q_f, qd_f, tau_f in q, v, tau
+    uv = UINT(fint[i, IDX_VF])
     # row starts: S_f rows x, y, z; I^kl and s_kl = S^kl q_f rows kl; J_Psi rows
-    sf_x, sf_y, sf_z = _U(sf), _U(sf + n), _U(sf + 2 * n)
-    i_xx, i_xy, i_xz = _U(iu), _U(iu + n), _U(iu + 2 * n)
-    i_yx, i_yy, i_yz = _U(iu + 3 * n), _U(iu + 4 * n), _U(iu + 5 * n)
-    i_zx, i_zy, i_zz = _U(iu + 6 * n), _U(iu + 7 * n), _U(iu + 8 * n)
-    s_xx, s_xy, s_xz = _U(skq), _U(skq + n), _U(skq + 2 * n)
-    s_yx, s_yy, s_yz = _U(skq + 3 * n), _U(skq + 4 * n), _U(skq + 5 * n)
-    s_zx, s_zy, s_zz = _U(skq + 6 * n), _U(skq + 7 * n), _U(skq + 8 * n)
-    jp_x, jp_y, jp_z = _U(jpsi), _U(jpsi + n), _U(jpsi + 2 * n)
+    sf_x, sf_y, sf_z = UINT(sf), UINT(sf + n), UINT(sf + 2 * n)
+    i_xx, i_xy, i_xz = UINT(iu), UINT(iu + n), UINT(iu + 2 * n)
+    i_yx, i_yy, i_yz = UINT(iu + 3 * n), UINT(iu + 4 * n), UINT(iu + 5 * n)
+    i_zx, i_zy, i_zz = UINT(iu + 6 * n), UINT(iu + 7 * n), UINT(iu + 8 * n)
+    s_xx, s_xy, s_xz = UINT(skq), UINT(skq + n), UINT(skq + 2 * n)
+    s_yx, s_yy, s_yz = UINT(skq + 3 * n), UINT(skq + 4 * n), UINT(skq + 5 * n)
+    s_zx, s_zy, s_zz = UINT(skq + 6 * n), UINT(skq + 7 * n), UINT(skq + 8 * n)
+    jp_x, jp_y, jp_z = UINT(jpsi), UINT(jpsi + n), UINT(jpsi + 2 * n)
     mass = fdata[o + FLEX_MASS]
     # s_kl = S^kl q_f (9 vectors of n) from the nonzero entries of S^kl listed at load time
     # (flexible/build.py sparse_block; seed 001 eq. 7: S^kl = sum m_j N_jk^T N_jl)
-    for t in range(_U(9) * un):
+    for t in range(UINT(9) * un):
         fwork[s_xx + t] = 0.0
     sp = fint[i, SPARSE]
     n_s = int(fdata[sp])
-    for e in range(_U(sp + 1), _U(sp + 1 + 3 * n_s), _U3):
-        fwork[s_xx + _U(fdata[e])] += fdata[e + _U2] * q[uq + _U(fdata[e + _U1])]
+    for e in range(UINT(sp + 1), UINT(sp + 1 + 3 * n_s), UINT3):
+        fwork[s_xx + UINT(fdata[e])] += fdata[e + UINT2] * q[uq + UINT(fdata[e + UINT1])]
     # sums over the modes b in registers, one pass:
     # S_t = S_0 + S_f q_f (seed eqs. 2-4); P_kl = Theta^kl + (I^kl + I^lk) q_f + q_f^T S^kl q_f
     # (seed eq. 7, symmetric); S_f qd_f; J_Psi qd_f; C_kl = sum m r_k rdot_l = I^kl qd + s_lk . qd
@@ -193,7 +194,7 @@ def articulated_constant_body(fint, fdata, work, fwork, i, q, v, tau):
     wsq = wx * wx + wy * wy + wz * wz
     d0, d1, d2 = wx * wx - wsq, wy * wy - wsq, wz * wz - wsq
     w01, w02, w12 = wx * wy, wx * wz, wy * wz
-    bf = _U(bb + 6)
+    bf = UINT(bb + 6)
     for a in range(un):
         s = fdata[sf_x + a] * cx + fdata[sf_y + a] * cy + fdata[sf_z + a] * cz
         s += d0 * (fdata[i_xx + a] + fwork[s_xx + a])
@@ -205,13 +206,13 @@ def articulated_constant_body(fint, fdata, work, fwork, i, q, v, tau):
         fwork[bf + a] = s
     # gyroscopic term from the nonzero entries (a, 3 b + k, G_k[a, b]) of G_k (sparse_block)
     gl = sp + 1 + 3 * n_s
-    for e in range(_U(gl + 1), _U(gl + 1 + 3 * int(fdata[gl])), _U3):
-        bk = _U(fdata[e + _U1])
-        b3 = bk // _U3
-        fwork[bf + _U(fdata[e])] += (2.0 * fdata[e + _U2] * work[i, _U(VEL + 3) + bk - _U3 * b3]
+    for e in range(UINT(gl + 1), UINT(gl + 1 + 3 * int(fdata[gl])), UINT3):
+        bk = UINT(fdata[e + UINT1])
+        b3 = bk // UINT3
+        fwork[bf + UINT(fdata[e])] += (2.0 * fdata[e + UINT2] * work[i, UINT(VEL + 3) + bk - UINT3 * b3]
                                      * v[uv + b3])
-    uk = _U(kff)
-    ud = _U(dff)
+    uk = UINT(kff)
+    ud = UINT(dff)
     for a in range(un):
         s = 0.0
         row = a * un
@@ -225,14 +226,14 @@ def articulated_constant_body(fint, fdata, work, fwork, i, q, v, tau):
     y0 = inv + n * n
     a0 = y0 + 6 * n
     hl = a0 + 36
-    uy = _U(y)
-    uy0 = _U(y0)
-    for t in range(_U(6) * un):
+    uy = UINT(y)
+    uy0 = UINT(y0)
+    for t in range(UINT(6) * un):
         fwork[uy + t] = fdata[uy0 + t]
-    for e in range(_U(hl + 1), _U(hl + 1 + 3 * int(fdata[hl])), _U3):   # Y[a, 3 + k] += H_k[a, b] q_f[b]
-        fwork[uy + _U(fdata[e])] += fdata[e + _U2] * q[uq + _U(fdata[e + _U1])]
-    uz = _U(z)
-    uinv = _U(inv)
+    for e in range(UINT(hl + 1), UINT(hl + 1 + 3 * int(fdata[hl])), UINT3):   # Y[a, 3 + k] += H_k[a, b] q_f[b]
+        fwork[uy + UINT(fdata[e])] += fdata[e + UINT2] * q[uq + UINT(fdata[e + UINT1])]
+    uz = UINT(z)
+    uinv = UINT(inv)
     for a in range(un):
         s = 0.0
         row = uinv + a * un
@@ -257,10 +258,10 @@ def articulated_constant_body(fint, fdata, work, fwork, i, q, v, tau):
               + fdata[jp_y + a])
         m5 = (fdata[i_xy + a] - fdata[i_yx + a] + fwork[s_yx + a] - fwork[s_xy + a]
               + fdata[jp_z + a])
-        ya = uy + _U6 * a
-        y3 = fwork[ya + _U3]
-        y4 = fwork[ya + _U4]
-        y5 = fwork[ya + _U5]
+        ya = uy + UINT6 * a
+        y3 = fwork[ya + UINT3]
+        y4 = fwork[ya + UINT4]
+        y5 = fwork[ya + UINT5]
         za = fwork[uz + a]
         l03 += s0 * y3
         l04 += s0 * y4

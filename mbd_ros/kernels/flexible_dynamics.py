@@ -48,19 +48,19 @@ import math
 
 from numba import njit, types
 
-from ..flexible.layout import (ACC, ART_INERTIA, ATTACH, AXIS, BIAS, D_INV, DAMPING, FEXT, FLEX,
-                               FLEX_JSUM, FLEX_MASS, FLEX_P0, FLEX_S0, FLEX_SF, FORCE, FRICTION,
-                               FRICTION_SPEED, FWORK, GRAVITY, IDX_Q, IDX_QF, IDX_V, IDX_VF,
-                               INERTIA, JOINT_TYPE, MFF_INV, NF, NODE_POS, NODE_TWIST, PARENT,
-                               PLACEMENT_POS, PLACEMENT_ROT, POS, ROT, SCRATCH, SCRATCH2, U_TAU,
-                               U_VEC, VEL, WORLD_POS, WORLD_ROT, X_MAT, XI, NV_JOINT,
-                               MOTION_SUBSPACE, U_MULTI, D_MULTI, DINV_MULTI, UTAU_MULTI,
-                               SPARSE)
-from ..layout import (JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL,
-                      QUATERNION_NORM_TOL, STATUS_BAD_INPUT, STATUS_BAD_Q, STATUS_BAD_QUATERNION,
-                      STATUS_BAD_V, STATUS_OK, STATUS_SHAPE_INPUT, STATUS_SHAPE_OUT,
-                      STATUS_SHAPE_Q, STATUS_SHAPE_V, STATUS_SINGULAR)
-from .flexible_articulated import (_U, _U1, _U2, _U3, _U4, _U5, articulated_constant_body,
+from ..model.flexible.layout import (ACC, ART_INERTIA, ATTACH, AXIS, BIAS, D_INV, DAMPING, FEXT,
+                                     FLEX, FLEX_JSUM, FLEX_MASS, FLEX_P0, FLEX_S0, FLEX_SF, FORCE,
+                                     FRICTION, FRICTION_SPEED, FWORK, GRAVITY, IDX_Q, IDX_QF,
+                                     IDX_V, IDX_VF, INERTIA, JOINT_TYPE, MFF_INV, NF, NODE_POS,
+                                     NODE_TWIST, PARENT, PLACEMENT_POS, PLACEMENT_ROT, POS, ROT,
+                                     SCRATCH, SCRATCH2, U_TAU, U_VEC, VEL, WORLD_POS, WORLD_ROT,
+                                     X_MAT, XI, NV_JOINT, MOTION_SUBSPACE, U_MULTI, D_MULTI,
+                                     DINV_MULTI, UTAU_MULTI, SPARSE)
+from ..model.layout import (JOINT_FIXED, JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE,
+                            JOINT_SPHERICAL, QUATERNION_NORM_TOL, STATUS_BAD_INPUT, STATUS_BAD_Q,
+                            STATUS_BAD_QUATERNION, STATUS_BAD_V, STATUS_OK, STATUS_SHAPE_INPUT,
+                            STATUS_SHAPE_OUT, STATUS_SHAPE_Q, STATUS_SHAPE_V, STATUS_SINGULAR)
+from .flexible_articulated import (UINT, UINT1, UINT2, UINT3, UINT4, UINT5, articulated_constant_body,
                                    flex_offsets as _flex_offsets, fwork_offsets as _fwork_offsets)
 from .kinematics import joint_pose, revolute_pose
 from .output_checks import STATUS_ALIASED, overlaps, overlaps_any
@@ -243,7 +243,7 @@ def _multi_dof_acceleration(fint, ffloat, work, i, qdd_out):
 
 # =============================================================================== kinematics
 @njit(cache=True)
-def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
+def body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
     """Pose (ROT, POS, X_MAT, WORLD_*) of body i in its parent's reference frame, twist VEL, bias
     acceleration BIAS and, on a flexible parent, the node Jacobian Xi (seed 002 eqs. 3-4 with the
     parent-side node motion added; see the module docstring)."""
@@ -252,7 +252,7 @@ def _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
 
 @njit(cache=True)
 def _body_motion(fint, ffloat, fdata, work, fwork, i, q, v, velocities, poses):
-    """_body_kinematics; poses=False leaves out X_MAT and the world pose WORLD_* (the forward
+    """body_kinematics; poses=False leaves out X_MAT and the world pose WORLD_* (the forward
     dynamics reads neither: transforms use ROT/POS, gravity is a base acceleration)."""
     p = fint[i, PARENT]
     qi = q[fint[i, IDX_Q]]
@@ -774,7 +774,7 @@ def check_quaternions(fint, q):
 
 
 @njit(inline="always", cache=True)
-def _set_base(ffloat, work, gravity_on):
+def set_base(ffloat, work, gravity_on):
     """Body 0: identity pose, zero twist, acceleration -g (gravity as a base acceleration)."""
     for k in range(9):
         work[0, WORLD_ROT + k] = 1.0 if k % 4 == 0 else 0.0
@@ -814,7 +814,7 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
     if qdd_out.shape[0] != nv:
         return STATUS_SHAPE_OUT
     nb = fint.shape[0] - 1
-    _set_base(ffloat, work, True)
+    set_base(ffloat, work, True)
     # ---- pass 1, base -> tips: kinematics, body inertia and velocity terms    [seed 002 step 1]
     for i in range(1, nb + 1):
         p = fint[i, PARENT]
@@ -985,14 +985,14 @@ def forward_dynamics(fint, ffloat, fdata, work, fwork, q, v, tau, qdd_out):
             acc0, acc1, acc2 = work[i, ACC], work[i, ACC + 1], work[i, ACC + 2]
             acc3, acc4, acc5 = work[i, ACC + 3], work[i, ACC + 4], work[i, ACC + 5]
             for a in range(n):
-                row = _U(y + 6 * a)
+                row = UINT(y + 6 * a)
                 s = -fwork[z + a]
                 s -= fwork[row] * acc0
-                s -= fwork[row + _U1] * acc1
-                s -= fwork[row + _U2] * acc2
-                s -= fwork[row + _U3] * acc3
-                s -= fwork[row + _U4] * acc4
-                s -= fwork[row + _U5] * acc5
+                s -= fwork[row + UINT1] * acc1
+                s -= fwork[row + UINT2] * acc2
+                s -= fwork[row + UINT3] * acc3
+                s -= fwork[row + UINT4] * acc4
+                s -= fwork[row + UINT5] * acc5
                 fwork[qddf + a] = s
                 qdd_out[ivf + a] = s
     return STATUS_OK
@@ -1006,7 +1006,7 @@ def _rnea(fint, ffloat, fdata, work, fwork, q, v, qdd, tau_out, velocities, forc
     gravity, elastic, passive and external forces are left out (and with velocities=False the
     velocity terms): then tau_out = M qdd (one column of the mass matrix per unit qdd)."""
     nb = fint.shape[0] - 1
-    _set_base(ffloat, work, forces)
+    set_base(ffloat, work, forces)
     for i in range(1, nb + 1):
         _rnea_body_state(fint, ffloat, fdata, work, fwork, i, q, v, velocities)
         _rnea_body_force(fint, ffloat, fdata, work, fwork, i, q, v, qdd, velocities, forces)
@@ -1018,7 +1018,7 @@ def _rnea_body_state(fint, ffloat, fdata, work, fwork, i, q, v, velocities):
     """What _rnea needs of body i that depends on q (and v) only: its kinematics and, for a
     flexible body, its generalized mass M and velocity terms beta (seed 001). Computed once per
     state: the mass matrix reuses them for all its columns."""
-    _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities)
+    body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities)
     if fint[i, NF] > 0:
         _flex_body_terms(fint, fdata, work, fwork, i, q, v, velocities, True)
 
@@ -1166,7 +1166,7 @@ def mass_matrix(fint, ffloat, fdata, work, fwork, q, unit, column, out):
     # acceleration / force sweep per column: the flexible bodies' M blocks (seed 001) were most
     # of the cost when each column ran the whole RNEA
     nb = fint.shape[0] - 1
-    _set_base(ffloat, work, False)
+    set_base(ffloat, work, False)
     for k in range(nv):
         unit[k] = 0.0
     for i in range(1, nb + 1):
@@ -1206,22 +1206,22 @@ def inverse_dynamics_batch(fint, ffloat, fdata, work, fwork, q, v, qdd, out, sta
 @njit(cache=True)
 def forward_kinematics(fint, ffloat, fdata, work, fwork, q):
     """Poses of every body (WORLD_ROT, WORLD_POS) at q, deformed by the elastic coordinates."""
-    _set_base(ffloat, work, True)
+    set_base(ffloat, work, True)
     for i in range(1, fint.shape[0]):
-        _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, q, False)
+        body_kinematics(fint, ffloat, fdata, work, fwork, i, q, q, False)
 
 
 @njit(cache=True)
 def mechanical_energy(fint, ffloat, fdata, work, fwork, q, v, with_kinetic, out):
     """out[0] = kinetic energy 1/2 sum [V; qd_f]^T M_body [V; qd_f]; out[1] = gravitational
     potential -sum g . (m p_w + R_w S_t); out[2] = elastic energy 1/2 sum q_f^T K_ff q_f."""
-    _set_base(ffloat, work, True)
+    set_base(ffloat, work, True)
     kinetic = 0.0
     gravity = 0.0
     elastic = 0.0
     g0, g1, g2 = ffloat[0, GRAVITY], ffloat[0, GRAVITY + 1], ffloat[0, GRAVITY + 2]
     for i in range(1, fint.shape[0]):
-        _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, with_kinetic)
+        body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, with_kinetic)
         n = fint[i, NF]
         if n == 0:
             mass = ffloat[i, INERTIA]

@@ -33,12 +33,12 @@ import math
 
 from numba import njit, types
 
-from ..flexible.layout import VEL, WORLD_POS, WORLD_ROT
-from .flexible_dynamics import _body_kinematics, _set_base
+from ..model.flexible.layout import VEL, WORLD_POS, WORLD_ROT
+from .flexible_dynamics import body_kinematics, set_base
 from .force_elements import (DAMPING, DAMPING6, ELEMENT_TYPE, JOINT_IQ, JOINT_IV, JOINT_SPRING,
                              PRELOAD, REST, SPRING_DAMPER, STIFFNESS, STIFFNESS6,
                              subtract_elastic_couple, VALUE_DEFLECTION, VALUE_FORCE, VALUE_LENGTH,
-                             VALUE_RATE, VALUE_WRENCH, _rotation_log)
+                             VALUE_RATE, VALUE_WRENCH, rotation_log)
 
 # ---- end_int columns
 END_BODY = 0
@@ -63,7 +63,7 @@ END_STATE_WIDTH = 25
 
 
 @njit(cache=True)
-def _end_state(work, end_int, end_float, end_data, q, v, e, end_state):
+def compute_end_state(work, end_int, end_float, end_data, q, v, e, end_state):
     """World pose and velocity of end e's deformed point and frame (module docstring)."""
     body = end_int[e, END_BODY]
     n = end_int[e, END_NF]
@@ -249,7 +249,7 @@ def _bushing(work, element_float, end_int, end_data, end_state, e, body_wrench_o
             for m in range(3):
                 s += end_state[a, ES_R + 3 * m + r] * end_state[b, ES_R + 3 * m + c]
             rel[3 * r + c] = s
-    _rotation_log(rel, theta)
+    rotation_log(rel, theta)
     rx = end_state[b, ES_X] - end_state[a, ES_X]
     ry = end_state[b, ES_X + 1] - end_state[a, ES_X + 1]
     rz = end_state[b, ES_X + 2] - end_state[a, ES_X + 2]
@@ -318,9 +318,9 @@ def flexible_force_loads(fint, ffloat, fdata, work, fwork, element_int, element_
     Data out (overwritten): body_wrench_out (nb + 1, 6), end_wrench_out (2 n, 6), tau_out (nv,)
     joint springs and elastic generalized forces, values_out (n, VALUE_WIDTH).
     """
-    _set_base(ffloat, work, True)
+    set_base(ffloat, work, True)
     for i in range(1, fint.shape[0]):
-        _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, True)
+        body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, True)
     for i in range(body_wrench_out.shape[0]):
         for r in range(6):
             body_wrench_out[i, r] = 0.0
@@ -342,8 +342,8 @@ def flexible_force_loads(fint, ffloat, fdata, work, fwork, element_int, element_
             values_out[e, VALUE_LENGTH] = deflection
             values_out[e, VALUE_RATE] = v[iv]
             continue
-        _end_state(work, end_int, end_float, end_data, q, v, 2 * e, end_state)
-        _end_state(work, end_int, end_float, end_data, q, v, 2 * e + 1, end_state)
+        compute_end_state(work, end_int, end_float, end_data, q, v, 2 * e, end_state)
+        compute_end_state(work, end_int, end_float, end_data, q, v, 2 * e + 1, end_state)
         if kind == SPRING_DAMPER:
             _spring_damper(work, element_float, end_int, end_data, end_state, e,
                            body_wrench_out, end_wrench_out, tau_out, values_out)

@@ -10,19 +10,19 @@ and J_frame's columns are the twists of unit velocities (one kinematics pass eac
 """
 from numba import njit
 
-from .flexible_dynamics import _body_kinematics, _set_base
-from .flexible_forces import ES_R, ES_W, ES_XD, _end_state
+from .flexible_dynamics import body_kinematics, set_base
+from .flexible_forces import ES_R, ES_W, ES_XD, compute_end_state
 
 
 @njit(cache=True)
 def _frame_twists(fint, ffloat, fdata, work, fwork, end_int, end_float, end_data, q, v,
                   end_state, twist_out, column):
     """Kinematics with velocities v, then for every end e: twist_out[e, :, column] = T_e."""
-    _set_base(ffloat, work, True)
+    set_base(ffloat, work, True)
     for i in range(1, fint.shape[0]):
-        _body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, True)
+        body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, True)
     for e in range(end_int.shape[0]):
-        _end_state(work, end_int, end_float, end_data, q, v, e, end_state)
+        compute_end_state(work, end_int, end_float, end_data, q, v, e, end_state)
         for r in range(3):
             lin = 0.0
             ang = 0.0

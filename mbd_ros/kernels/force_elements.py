@@ -21,7 +21,7 @@ from numba import njit, types
 
 from . import signatures
 
-from ..layout import LINK_BODY, LINK_POS, LINK_ROT, VEL, WORLD_POS, WORLD_ROT
+from ..model.layout import LINK_BODY, LINK_POS, LINK_ROT, VEL, WORLD_POS, WORLD_ROT
 from .kinematics import forward_kinematics
 
 # ---- element types (element_int[:, ELEMENT_TYPE]) ---------------------------------------------------
@@ -198,7 +198,7 @@ def _spring_damper(link_int, link_float, work, element_int, element_float, e, li
 
 
 @njit(cache=True)
-def _rotation_log(rot, out):
+def rotation_log(rot, out):
     """out (3) = theta, the rotation vector of the rotation matrix rot (9, row-major): rot =
     exp([theta]x). Accurate near 0 (series) and near pi (from the symmetric part)."""
     wx = 0.5 * (rot[7] - rot[5])
@@ -313,7 +313,7 @@ def _bushing(link_int, link_float, work, element_int, element_float, e, link_wre
             for m in range(3):
                 s += rot_a[3 * m + r] * rot_b[3 * m + c]
             rel[3 * r + c] = s
-    _rotation_log(rel, theta)
+    rotation_log(rel, theta)
     # world angular velocities of the two bodies
     wax = 0.0
     way = 0.0

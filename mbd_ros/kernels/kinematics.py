@@ -13,14 +13,14 @@ from numba import njit
 from . import signatures
 from .entry import entry_point
 
-from ..layout import (JOINT_CYLINDRICAL, JOINT_HELICAL,
-                      ROT_AXIS, ROT_AXIS_SKEW, ACC, AXIS, AXIS2, AXIS3, GRAVITY, IDX_Q, IDX_V, JOINT_FREE, JOINT_NQ_COL,
-                      JOINT_NV_COL, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL, JOINT_TYPE,
-                      MOTION_SUBSPACE, PARENT, PLACEMENT_POS, PLACEMENT_ROT,
-                      QUATERNION_NORM_TOL, ROT, STATUS_BAD_INPUT, STATUS_BAD_Q,
-                      STATUS_BAD_QUATERNION, STATUS_BAD_V, STATUS_OK, STATUS_SHAPE_INPUT,
-                      STATUS_SHAPE_Q, STATUS_SHAPE_V, TRANSFORM_SCRATCH, VEL, WORLD_POS,
-                      WORLD_ROT)
+from ..model.layout import (JOINT_CYLINDRICAL, JOINT_HELICAL, ROT_AXIS, ROT_AXIS_SKEW, ACC, AXIS,
+                            AXIS2, AXIS3, GRAVITY, IDX_Q, IDX_V, JOINT_FREE, JOINT_NQ_COL,
+                            JOINT_NV_COL, JOINT_PRISMATIC, JOINT_REVOLUTE, JOINT_SPHERICAL,
+                            JOINT_TYPE, MOTION_SUBSPACE, PARENT, PLACEMENT_POS, PLACEMENT_ROT,
+                            QUATERNION_NORM_TOL, ROT, STATUS_BAD_INPUT, STATUS_BAD_Q,
+                            STATUS_BAD_QUATERNION, STATUS_BAD_V, STATUS_OK, STATUS_SHAPE_INPUT,
+                            STATUS_SHAPE_Q, STATUS_SHAPE_V, TRANSFORM_SCRATCH, VEL, WORLD_POS,
+                            WORLD_ROT)
 from .spatial import (compose_pose, compose_rotation, motion_to_child, rotation_about_axis,
                       rotation_from_quaternion)
 

@@ -7,9 +7,10 @@ import math
 from . import signatures
 from .entry import entry_point
 
-from ..layout import (FRICTION_SPEED, JOINT_REVOLUTE, STATUS_SHAPE_OUT, ACC, BIAS_ACC, DAMPING, FEXT, FORCE, FRICTION, IDX_Q, IDX_V, JOINT_NV_COL,
-                      JOINT_TYPE, PARENT, ROT, SCRATCH, SPATIAL_INERTIA, STATUS_OK,
-                      TRANSFORM_SCRATCH, VEL)
+from ..model.layout import (FRICTION_SPEED, JOINT_REVOLUTE, STATUS_SHAPE_OUT, ACC, BIAS_ACC,
+                            DAMPING, FEXT, FORCE, FRICTION, IDX_Q, IDX_V, JOINT_NV_COL,
+                            JOINT_TYPE, PARENT, ROT, SCRATCH, SPATIAL_INERTIA, STATUS_OK,
+                            TRANSFORM_SCRATCH, VEL)
 from .output_checks import STATUS_ALIASED, STATUS_NOT_FINITE, all_finite, overlaps_any
 from .kinematics import revolute_pose, state_status, joint_force, joint_motion, joint_pose, set_base_motion
 from .spatial import add_cross_force, add_force_to_parent, cross_motion, motion_to_child, rigid_inertia_times

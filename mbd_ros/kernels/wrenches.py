@@ -13,8 +13,8 @@ then expressed in the fixed joint's child link frame.
 from . import signatures
 from .entry import entry_point
 
-from ..layout import (ACC, FEXT, FORCE, LINK_BODY, LINK_FIXED, LINK_INERTIA, LINK_PARENT, LINK_POS,
-                      LINK_ROT, PARENT_LINK, ROT, SCRATCH, VEL)
+from ..model.layout import (ACC, FEXT, FORCE, LINK_BODY, LINK_FIXED, LINK_INERTIA, LINK_PARENT,
+                            LINK_POS, LINK_ROT, PARENT_LINK, ROT, SCRATCH, VEL)
 from .spatial import add_cross_force, add_force_to_parent, inertia_times
 
 

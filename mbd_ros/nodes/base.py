@@ -39,7 +39,8 @@ from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-import mbd_ros
+from ..constants import FRICTION_VELOCITY
+from ..robot.build import load as build_robot
 
 from . import diagnostics as diag
 from . import stopping
@@ -288,7 +289,7 @@ class DynamicsNode(LifecycleNode):
                      finite_vector(3))
         self.declare("passive_forces", True, "apply the URDF <dynamics damping friction> as "
                      "passive joint forces")
-        self.declare("friction_velocity", float(mbd_ros.FRICTION_VELOCITY), "Coulomb friction "
+        self.declare("friction_velocity", float(FRICTION_VELOCITY), "Coulomb friction "
                      "F is smoothed as F tanh(v / friction_velocity), m/s or rad/s (raise it if "
                      "an explicit integrator is unstable with large friction)",
                      float_range=(1e-9, 1e3))
@@ -344,14 +345,14 @@ class DynamicsNode(LifecycleNode):
         source = self._expand_xacro(source, what)
         closures = self.param("closures_path") or None
         options = {}
-        if self.param("friction_velocity") != mbd_ros.FRICTION_VELOCITY:
+        if self.param("friction_velocity") != FRICTION_VELOCITY:
             options["friction_velocity"] = self.param("friction_velocity")
         if self.param("flexible_path"):        # flexible links (mbd_ros/flexible)
             options["flexible"] = self.param("flexible_path")
         if self.param("mimic"):                # [mimic joints] coupled (mbd_ros/mimic.py)
             options["mimic"] = True
         try:
-            return mbd_ros.load(source, closures=closures, forces=self.param("forces_path") or None,
+            return build_robot(source, closures=closures, forces=self.param("forces_path") or None,
                                 floating_base=self.param("floating_base"),
                                 gravity=tuple(self.param("gravity")),
                                 passive_forces=self.param("passive_forces"),
@@ -366,7 +367,7 @@ class DynamicsNode(LifecycleNode):
         is loaded for a configure (robot_source.expand_xacro); robot descriptions from the
         robot_description parameter or topic are XML and never expanded (description.py), and
         urdf_path cannot change once configured. Keeps (path, xml) for the contact points."""
-        from ..robot_source import expand_xacro, is_xacro_path
+        from ..inputs.xacro import expand_xacro, is_xacro_path
         if not isinstance(source, str) or source != self.param("urdf_path") or \
                 not is_xacro_path(source):
             return source

@@ -162,7 +162,7 @@ def _u32(data, offset):
 
 
 @njit(cache=True)
-def _read_known_joint_state(data, chunk_ranges, chunk_bytes, names_length, value_bytes, meta):
+def read_known_joint_state(data, chunk_ranges, chunk_bytes, names_length, value_bytes, meta):
     """The fast path of JointStateReader in one call: 1 if `data` (bytes, a serialized
     JointState) has the remembered name bytes and position / velocity / effort each empty or of
     n values, else 0 (the caller takes the general path). The values' bytes are copied into
@@ -239,7 +239,7 @@ class JointStateReader:
         self.fast_reads = 0         # for tests and benchmarks
         self.full_reads = 0
         self.kernel_reads = 0       # fast reads done by the one-call kernel
-        # _read_known_joint_state's tables of the remembered names (see _remember_names)
+        # read_known_joint_state's tables of the remembered names (see _remember_names)
         self._chunk_ranges = self._chunk_bytes = None
         self._values = np.zeros((3, 0))
         self._rows = ()
@@ -252,7 +252,7 @@ class JointStateReader:
     def _warm(self):
         """Compile (or load from numba's cache) the fast-path kernel now, with the argument
         types of every later call, so the first message pays no compilation."""
-        _read_known_joint_state(serialize_message(JointState()), np.zeros((1, 2), dtype=np.int64),
+        read_known_joint_state(serialize_message(JointState()), np.zeros((1, 2), dtype=np.int64),
                                 np.frombuffer(b"\0", dtype=np.uint8), 0,
                                 np.zeros((3, 1)).view(np.uint8), np.zeros(5, dtype=np.int64))
 
@@ -319,13 +319,13 @@ class JointStateReader:
                             self._names_length)
 
     def _known(self, data):
-        """The fast path in one numba call (_read_known_joint_state), or None where it does not
+        """The fast path in one numba call (read_known_joint_state), or None where it does not
         apply (then _fast or rclpy reads the message)."""
         if self._chunk_ranges is None:
             return None
         if type(data) is not bytes:   # the kernel is compiled for bytes (what rclpy takes)
             data = bytes(data)
-        if not _read_known_joint_state(data, self._chunk_ranges,
+        if not read_known_joint_state(data, self._chunk_ranges,
                                        self._chunk_bytes, self._names_length,
                                        self._value_bytes, self._meta):
             return None

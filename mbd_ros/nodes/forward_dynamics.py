@@ -67,8 +67,8 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from ..kernels.finite import all_finite
-from ..joint_map import JointMap, JointMapError, duplicates
-from ..simulation import INTEGRATORS
+from ..robot.joint_map import JointMap, JointMapError, duplicates
+from ..robot.integrators import INTEGRATORS
 from . import diagnostics as diag
 from . import message_caps
 from .base import DynamicsNode, finite_vector, one_of, run

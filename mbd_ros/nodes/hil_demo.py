@@ -257,7 +257,7 @@ def _report(args, begin, end, ctrl, window):
 
 def _plot(args, urdf, monitor):
     """The tracking plot of the measured run (joints of the reference, in its order)."""
-    from ..sim_report import plot_tracking
+    from ..simulation.report import plot_tracking
     if not monitor.states or not monitor.references:
         print("no joint_states / reference recorded: no plot", file=sys.stderr)
         return

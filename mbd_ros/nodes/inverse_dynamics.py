@@ -41,7 +41,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from ..joint_map import JointMap, JointMapError
+from ..robot.joint_map import JointMap, JointMapError
 from . import diagnostics as diag
 from . import trajectory_reader
 from .base import DynamicsNode, gains, one_of, run

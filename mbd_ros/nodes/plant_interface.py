@@ -44,10 +44,10 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from ..drives import EFFORT, MODE_NAMES, gain_vector
-from ..joint_map import JointMapError, duplicates
-from ..limits import JointLimits
-from ..plant import MAX_SPEED, Plant
+from ..simulation.drives import EFFORT, MODE_NAMES, gain_vector
+from ..robot.joint_map import JointMapError, duplicates
+from ..simulation.limits import JointLimits
+from ..simulation.plant import MAX_SPEED, Plant
 from .base import MAX_BYTES_PER_ENTRY, WARNING_PERIOD, finite_vector, gains
 from .message_caps import MessageSizeError, float64_array, joint_state_counts
 from .qos import PUBLISH_QOS, SUBSCRIBE_QOS
@@ -494,7 +494,7 @@ class PlantInterface:
         """The GroundContact force hook of the parameters, or None."""
         if not self.param("ground_contact"):
             return None
-        from ..contact import ContactPoint, GroundContact, contact_points_from_urdf
+        from ..simulation.contact import ContactPoint, GroundContact, contact_points_from_urdf
         links = self.param("contact_links")
         if links:
             points = [ContactPoint(link, (0.0, 0.0, 0.0), self.param("contact_radius"))

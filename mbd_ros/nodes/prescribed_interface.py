@@ -30,8 +30,8 @@ import numpy as np
 from rcl_interfaces.msg import ParameterType
 from trajectory_msgs.msg import JointTrajectory
 
-from ..joint_map import duplicates
-from ..point_trajectory import PointTrajectory
+from ..robot.joint_map import duplicates
+from ..simulation.point_trajectory import PointTrajectory
 from . import trajectory_reader
 from .qos import SUBSCRIBE_QOS
 

@@ -18,15 +18,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..joint_map import JointMapError, _scatter_state
-from .cdr import _read_known_joint_state
+from ..robot.joint_map import JointMapError, scatter_state
+from .cdr import read_known_joint_state
 from .messages import time_msg
 
 # StateIntake._plan: a header, then the tables (the names' chunk ranges and bytes, src, iq, iv);
-# _REQUIRED holds 3 entries [1 (position), need velocity, need effort], as _scatter_state wants
+# _REQUIRED holds 3 entries [1 (position), need velocity, need effort], as scatter_state wants
 _N_CHUNKS, _NAME_BYTES, _NAMES_LENGTH, _N_NAMES, _N_SRC, _N_KEPT, _HAS_TAU, _REQUIRED = range(8)
 _HEADER = _REQUIRED + 3
-# clock: [oldest stamp accepted (ns), arrival time to note (ns), then _read_known_joint_state's
+# clock: [oldest stamp accepted (ns), arrival time to note (ns), then read_known_joint_state's
 # meta: stamp sec, nanosec, the three fields' counts]
 _OLDEST, _NOW, _SEC, _NANOSEC = range(4)
 
@@ -45,7 +45,7 @@ def _read_state(data, plan, values, q, v, tau, arrival_ns, clock):
     chunk_bytes = plan[head:head + plan[_NAME_BYTES]]
     head += plan[_NAME_BYTES]
     meta = clock[_SEC:]
-    if not _read_known_joint_state(data, chunk_ranges, chunk_bytes, plan[_NAMES_LENGTH],
+    if not read_known_joint_state(data, chunk_ranges, chunk_bytes, plan[_NAMES_LENGTH],
                                    values.view(np.uint8), meta):
         return 0
     stamp = clock[_SEC] * 1_000_000_000 + clock[_NANOSEC]
@@ -57,7 +57,7 @@ def _read_state(data, plan, values, q, v, tau, arrival_ns, clock):
     head += n_src
     iq = plan[head:head + n_kept]
     iv = plan[head + n_kept:head + 2 * n_kept]
-    if _scatter_state(values[0, :meta[2]], values[1, :meta[3]], values[2, :meta[4]],
+    if scatter_state(values[0, :meta[2]], values[1, :meta[3]], values[2, :meta[4]],
                       plan[_N_NAMES], src, iq, iv, plan[_REQUIRED:_REQUIRED + 3], q, v, tau,
                       plan[_HAS_TAU] != 0):
         return 0

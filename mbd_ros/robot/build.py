@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import warnings
 
-from .. import layout as L
+from ..model import layout as L
 from ..codegen import MAX_GENERATED_BODIES
 from ..constants import FRICTION_VELOCITY, STANDARD_GRAVITY
 from ..errors import ModelError
-from ..model import build_model
-from ..urdf import read_urdf
+from ..model.model import build_model
+from ..inputs.urdf import read_urdf
 from .mimic import MimicCouplings
 from .rigid_tree import RigidTree
 from .robot import Robot
@@ -30,7 +30,7 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
     model = tree.model   # a flexible link welded to its parent is a body of its own (split.py)
     closure_set = loops = None
     if closures is not None:
-        from ..closures import read_closures
+        from ..inputs.closures import read_closures
         closure_set = read_closures(closures, model.link_names)
         if tree.kind == "flexible":
             from .flexible_loops import FlexibleLoopKinematics
@@ -40,13 +40,13 @@ def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, pas
             loops = RigidLoopKinematics(tree, closure_set)
     couplings = None
     if mimic:
-        from ..mimic import read_mimics
+        from ..inputs.mimic import read_mimics
         mimics = read_mimics(tree_spec, model.source)   # the XML read (a .xacro: expanded once)
         if mimics:
             couplings = MimicCouplings(model, mimics, model.source)
     specs, where = None, ""
     if forces is not None:
-        from ..forces import read_forces
+        from ..inputs.forces import read_forces
         joints = dict(zip(model.joint_names, model.joint_types))
         try:
             specs, where = read_forces(forces, model.link_names, joints)
@@ -65,8 +65,8 @@ def _tree(tree_spec, model, flexible, codegen):
         if codegen:
             warnings.warn(f"{model.source}: codegen=True: there are no generated kernels for "
                           "flexible links; using the flexible kernels", stacklevel=3)
-        from ..flexible import read_flexible
-        from ..flexible.build import build_flexible
+        from ..model.flexible import read_flexible
+        from ..model.flexible.build import build_flexible
         from .flexible_tree import FlexibleTree
         specs = read_flexible(flexible, model.link_names)
         built = build_flexible(tree_spec, model, specs)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import layout as L
+from ..model import layout as L
 from ..errors import ModelError, excerpt, user_stacklevel
 from ..kernels.linalg import RANK_TOLERANCE
 from ..kernels.loop_results import loop_results as _loop_results

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from .. import layout as L
+from ..model import layout as L
 from ..kernels.closed_loop import cut_rows as _cut_rows
 from ..kernels.closed_loop import world_poses as _world_poses
 

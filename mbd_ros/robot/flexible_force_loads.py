@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..flexible import layout as F
+from ..model.flexible import layout as F
 from ..kernels import flexible_forces as ff
 from .force_loads import ElementArrays
 

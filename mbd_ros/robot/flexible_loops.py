@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..flexible import layout as F
+from ..model.flexible import layout as F
 from ..kernels import closure_kinematics as ck
 from ..kernels import flexible_forces as ff
 from ..kernels import flexible_frames as fr

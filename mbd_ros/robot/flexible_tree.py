@@ -13,9 +13,9 @@ from functools import partial
 
 import numpy as np
 
-from .. import layout as L
-from ..flexible import layout as F
-from ..flexible.attachment import cayley
+from ..model import layout as L
+from ..model.flexible import layout as F
+from ..model.flexible.attachment import cayley
 from ..kernels import flexible_dynamics as K
 from ..kernels.configuration import integrate as _integrate_joints
 from .tree import Tree

@@ -81,11 +81,3 @@ class RigidForceLoads(ElementArrays):
         """Element loads to record on links for the fixed-joint wrench pass beyond link_wrench
         (none: every rigid load is a link wrench)."""
         return None
-
-
-def force_loads(tree, specs, source):
-    """The evaluator of `specs` (a ForceSpec tuple) for `tree`."""
-    if tree.kind == "flexible":
-        from .flexible_force_loads import FlexibleForceLoads   # the flexible kernels on demand
-        return FlexibleForceLoads(tree, specs, source)
-    return RigidForceLoads(tree, specs, source)

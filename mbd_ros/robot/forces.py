@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import excerpt
 from ..kernels import force_elements as fk
 from .arguments import real_array
-from .force_loads import force_loads
+from .force_loads import RigidForceLoads
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,14 @@ class ForceElementValues:
     def as_dict(self):
         """{name: (force, length)} for quick inspection."""
         return {n: (float(f), float(x)) for n, f, x in zip(self.names, self.force, self.length)}
+
+
+def force_loads(tree, specs, source):
+    """The evaluator of `specs` (a ForceSpec tuple) on `tree` (force_loads.py)."""
+    if tree.kind == "flexible":
+        from .flexible_force_loads import FlexibleForceLoads   # the flexible kernels on demand
+        return FlexibleForceLoads(tree, specs, source)
+    return RigidForceLoads(tree, specs, source)
 
 
 def callback_name(fn):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import layout as L
+from ..model import layout as L
 from ..errors import ModelError
 from ..kernels import closure_kinematics as ck
 from ..kernels.closed_loop import add_loop_loads as _add_loop_loads

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError
-from ..joint_map import ONE_DOF_TYPES
+from .joint_map import ONE_DOF_TYPES
 
 
 class MimicCouplings:

@@ -11,7 +11,7 @@ from functools import partial
 
 import numpy as np
 
-from .. import layout as L
+from ..model import layout as L
 from ..kernels.batch import forward_dynamics_batch, inverse_dynamics_batch
 from ..kernels.checked import forward_dynamics as _forward_dynamics
 from ..kernels.checked import inverse_dynamics as _inverse_dynamics

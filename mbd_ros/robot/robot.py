@@ -32,7 +32,7 @@ import warnings
 import numpy as np
 
 from .. import fastcall
-from .. import layout as L
+from ..model import layout as L
 from ..errors import ModelError, excerpt
 from ..kernels.checked import STATUS_ALIASED, STATUS_NOT_FINITE
 from ..kernels.finite import all_finite

@@ -26,7 +26,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import layout as L
+from ..model import layout as L
 
 
 @lru_cache(maxsize=None)

@@ -47,16 +47,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .joint_map import ONE_DOF_TYPES
-from .kernels.plant import beyond_limits as _beyond_limits
-from .kernels.plant import limit_torques as _limit_torques
-from .kernels.plant import limited_drive_torques as _limited_drive_torques
-from .kernels.plant import spd_inverse as _spd_inverse
-from .kernels.stops import (STOP_DQ, STOP_FLOAT_ROWS, STOP_IDX, STOP_INT_ROWS, STOP_LIMITED_IQ,
-                            STOP_LIMITED_IV, STOP_LOWER, STOP_TARGET, STOP_UPPER)
-from .kernels.stops import enforce_positions as _enforce_positions
-from .kernels.stops import enforce_velocities as _enforce_velocities
-from .kernels.stops import place_on_limits as _place_on_limits
+from ..robot.joint_map import ONE_DOF_TYPES
+from ..kernels.plant import beyond_limits as _beyond_limits
+from ..kernels.plant import limit_torques as _limit_torques
+from ..kernels.plant import limited_drive_torques as _limited_drive_torques
+from ..kernels.plant import spd_inverse as _spd_inverse
+from ..kernels.stops import (STOP_DQ, STOP_FLOAT_ROWS, STOP_IDX, STOP_INT_ROWS, STOP_LIMITED_IQ,
+                             STOP_LIMITED_IV, STOP_LOWER, STOP_TARGET, STOP_UPPER)
+from ..kernels.stops import enforce_positions as _enforce_positions
+from ..kernels.stops import enforce_velocities as _enforce_velocities
+from ..kernels.stops import place_on_limits as _place_on_limits
 
 VELOCITY_TIME_CONSTANT = 0.01   # s: the drive reaches / returns to the velocity limit in about this time
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from .errors import ModelError, excerpt
+from ..errors import ModelError, excerpt
 
 # Caps on hostile inputs: a model file is a few kB (1000 closures: ~120 kB, ~25 000 nodes);
 # these are far above any real one. PyYAML composes ~15 000 nodes/s on a loaded machine, so the

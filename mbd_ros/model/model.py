@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import layout as L
-from .constants import FRICTION_VELOCITY, STANDARD_GRAVITY
-from .errors import ModelError
-from .urdf import TreeSpec, inertia_problem
+from ..constants import FRICTION_VELOCITY, STANDARD_GRAVITY
+from ..errors import ModelError
+from ..inputs.urdf import TreeSpec, inertia_problem
 
 _JOINT_CODES = {
     "revolute": L.JOINT_REVOLUTE,

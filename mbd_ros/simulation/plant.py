@@ -26,11 +26,11 @@ from __future__ import annotations
 import numpy as np
 
 from .drives import JointDrives
-from .kernels.plant import effective_inertias as _effective_inertias
-from .kernels.plant import max_abs as _max_abs
-from .joint_map import scalar_dofs
+from ..kernels.plant import effective_inertias as _effective_inertias
+from ..kernels.plant import max_abs as _max_abs
+from ..robot.joint_map import scalar_dofs
 from .limits import JointLimits
-from .simulation import Simulator
+from ..robot.integrators import Simulator
 
 MAX_SPEED = 1.0e3   # rad/s or m/s: faster than any robot joint; beyond it the plant has diverged
 

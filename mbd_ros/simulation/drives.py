@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .joint_map import scalar_dofs
+from ..robot.joint_map import scalar_dofs
 
-from .kernels.plant import (DRIVE_EFFORT_CMD, DRIVE_FLOAT_ROWS, DRIVE_INT_ROWS, DRIVE_IQ, DRIVE_IV,
-                            DRIVE_KD, DRIVE_KP, DRIVE_LOWER, DRIVE_MODE, DRIVE_Q_REF, DRIVE_UPPER,
-                            DRIVE_VELOCITY_CMD)
-from .kernels.plant import drive_torques as _drive_torques
-from .kernels.plant import spd_inverse as _spd_inverse
+from ..kernels.plant import (DRIVE_EFFORT_CMD, DRIVE_FLOAT_ROWS, DRIVE_INT_ROWS, DRIVE_IQ,
+                             DRIVE_IV, DRIVE_KD, DRIVE_KP, DRIVE_LOWER, DRIVE_MODE, DRIVE_Q_REF,
+                             DRIVE_UPPER, DRIVE_VELOCITY_CMD)
+from ..kernels.plant import drive_torques as _drive_torques
+from ..kernels.plant import spd_inverse as _spd_inverse
 
 EFFORT, POSITION, VELOCITY = 0, 1, 2
 MODE_NAMES = ("effort", "position", "velocity")

@@ -29,16 +29,13 @@ the model builder checks them against the tree's joints. YAML is read by yaml_in
 """
 from __future__ import annotations
 
-import difflib
 import math
-import os
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-from .errors import ModelError, excerpt
+from . import fields
+from ..errors import ModelError, excerpt
 from .yaml_input import read_yaml
 
 CUT_TYPES = ("revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "fixed",
@@ -48,7 +45,6 @@ TOP_LEVEL_KEYS = ("closures", "actuated", "independent", "forces",   # forces: m
                   "flexible_links")   # flexible_links: mbd_ros/flexible (one file may hold both)
 ENTRY_FIELDS = ("name", "type", "parent", "child", "parent_origin", "child_origin", "axis",
                 "axis2", "length", "pitch")
-ORIGIN_KEYS = ("xyz", "rpy")
 # More cut joints than this is not a mechanism but a hostile input (the loop workspace grows with
 # the square of the constraint rows: 1000 spherical cuts already need ~0.2 GB).
 MAX_CLOSURES = 1000
@@ -57,14 +53,6 @@ MAX_CLOSURES = 1000
 # more often a typo than round-off), and the smallest |axis x axis2| of a universal joint.
 UNIT_TOLERANCE = 1e-6
 PARALLEL_TOLERANCE = 1e-6
-EXCERPT_QUOTE = 120     # characters of a string value quoted in a message
-# Every number of a model file (lengths, stiffnesses, ...) lies within this magnitude: products
-# of a few of them must not overflow inside the dynamics (as urdf.MAX_MAGNITUDE).
-MAX_MAGNITUDE = 1e100
-
-# PyYAML implements YAML 1.1, which reads an exponent without a decimal point (1e-3) as a string;
-# YAML 1.2 and every user read it as a number, so such strings are accepted as numbers.
-_FLOAT_TEXT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,14 +116,14 @@ def read_closures(source, link_names) -> ClosureSet:
     link_set = set(links)
     if not isinstance(data, dict):
         raise ModelError(f"{where}: expected a mapping with the keys {', '.join(TOP_LEVEL_KEYS)}, "
-                         f"got {_kind(data)}")
-    _check_keys(data, TOP_LEVEL_KEYS, f"{where}: unknown top-level key", "expected")
+                         f"got {fields.kind(data)}")
+    fields.check_keys(data, TOP_LEVEL_KEYS, f"{where}: unknown top-level key", "expected")
     if "closures" not in data:
         raise ModelError(f"{where}: missing the 'closures' list")
     entries = data["closures"]
     if not isinstance(entries, (list, tuple)):
         raise ModelError(f"{where}: 'closures' must be a list of closure entries, "
-                         f"got {_kind(entries)}")
+                         f"got {fields.kind(entries)}")
     if not entries:
         raise ModelError(f"{where}: 'closures' is empty: declare at least one closure "
                          "(or load the robot without closures)")
@@ -170,22 +158,22 @@ def _load(source):
 def _read_entry(entry, index, where, links, link_set):
     if not isinstance(entry, dict):
         raise ModelError(f"{where}: closure {index}: expected a mapping with the fields "
-                         f"{', '.join(ENTRY_FIELDS)}, got {_kind(entry)}")
+                         f"{', '.join(ENTRY_FIELDS)}, got {fields.kind(entry)}")
     name = entry.get("name")
     label = f"{where}: closure {index}"
     if "name" not in entry or name is None or name == "":
         raise ModelError(f"{label} (unnamed): field 'name': missing; every closure needs a "
                          "unique name")
     if not isinstance(name, str):
-        raise ModelError(f"{label}: field 'name': must be a string, got {_kind(name)}")
+        raise ModelError(f"{label}: field 'name': must be a string, got {fields.kind(name)}")
     label = f"{where}: closure {index} ('{excerpt(name, 80)}')"
-    _check_keys(entry, ENTRY_FIELDS, f"{label}: unknown field", "expected")
+    fields.check_keys(entry, ENTRY_FIELDS, f"{label}: unknown field", "expected")
 
     cut_type = entry.get("type")
     if cut_type is None:
         raise ModelError(f"{label}: field 'type': missing (one of {', '.join(CUT_TYPES)})")
     if not isinstance(cut_type, str) or cut_type not in CUT_TYPES:
-        shown = _quoted(cut_type, 80) if isinstance(cut_type, str) else excerpt(cut_type, 80)
+        shown = fields.quoted(cut_type, 80) if isinstance(cut_type, str) else excerpt(cut_type, 80)
         raise ModelError(f"{label}: field 'type': unknown type {shown} "
                          f"(expected one of {', '.join(CUT_TYPES)})")
 
@@ -195,17 +183,17 @@ def _read_entry(entry, index, where, links, link_set):
         if link is None:
             raise ModelError(f"{label}: field '{role}': missing (a link name)")
         if not isinstance(link, str):
-            raise ModelError(f"{label}: field '{role}': must be a link name, got {_kind(link)}")
+            raise ModelError(f"{label}: field '{role}': must be a link name, got {fields.kind(link)}")
         if link not in link_set:
             raise ModelError(f"{label}: field '{role}': unknown link '{excerpt(link, 80)}' "
-                             f"({_suggest(link, links)})")
+                             f"({fields.suggest(link, links)})")
         ends[role] = link
     if ends["parent"] == ends["child"]:
         raise ModelError(f"{label}: fields 'parent' and 'child': both are link '{ends['parent']}'; "
                          "a closure joins two different links")
 
-    parent_origin = _origin(entry, "parent_origin", label)
-    child_origin = _origin(entry, "child_origin", label)
+    parent_origin = fields.origin(entry, "parent_origin", label)
+    child_origin = fields.origin(entry, "child_origin", label)
 
     uses = {"axis": cut_type in AXIS_TYPES, "axis2": cut_type == "universal",
             "length": cut_type == "distance", "pitch": cut_type == "helical"}
@@ -231,7 +219,7 @@ def _read_entry(entry, index, where, links, link_set):
         if entry.get("length") is None:
             raise ModelError(f"{label}: field 'length': missing (distance between the two frame "
                              "origins, > 0)")
-        length = _number(entry["length"], f"{label}: field 'length'")
+        length = fields.number(entry["length"], f"{label}: field 'length'")
         if not length > 0.0:
             raise ModelError(f"{label}: field 'length': must be positive, got {length} "
                              "(a spherical closure joins two coincident points)")
@@ -240,7 +228,7 @@ def _read_entry(entry, index, where, links, link_set):
         if entry.get("pitch") is None:
             raise ModelError(f"{label}: field 'pitch': missing (translation along the axis per "
                              "radian, m/rad, non-zero)")
-        pitch = _number(entry["pitch"], f"{label}: field 'pitch'")
+        pitch = fields.number(entry["pitch"], f"{label}: field 'pitch'")
         if not (math.isfinite(pitch) and pitch != 0.0):
             raise ModelError(f"{label}: field 'pitch': must be a finite non-zero number, got "
                              f"{pitch} (a helical joint of pitch 0 is a revolute joint)")
@@ -248,35 +236,6 @@ def _read_entry(entry, index, where, links, link_set):
     return ClosureSpec(name=name, type=cut_type, parent=ends["parent"], child=ends["child"],
                        parent_origin=parent_origin, child_origin=child_origin, axis=axis,
                        axis2=axis2, length=length, pitch=pitch)
-
-
-def _origin(entry, key, label):
-    """{xyz: [3], rpy: [3]} -> (4, 4) pose, R = Rz(yaw) Ry(pitch) Rx(roll) as URDF <origin>."""
-    pose = np.eye(4)
-    if key in entry:
-        origin = entry[key]
-        if not isinstance(origin, dict):
-            raise ModelError(f"{label}: field '{key}': must be a mapping {{xyz: [x, y, z], "
-                             f"rpy: [roll, pitch, yaw]}}, got {_kind(origin)}")
-        _check_keys(origin, ORIGIN_KEYS, f"{label}: field '{key}': unknown key", "expected")
-        xyz = _numbers(origin.get("xyz", (0.0, 0.0, 0.0)), 3, f"{label}: field '{key}.xyz'")
-        rpy = _numbers(origin.get("rpy", (0.0, 0.0, 0.0)), 3, f"{label}: field '{key}.rpy'")
-        pose[:3, :3] = rpy_to_matrix(rpy)
-        pose[:3, 3] = xyz
-    pose.setflags(write=False)
-    return pose
-
-
-def rpy_to_matrix(rpy):
-    """URDF convention: fixed-axis roll about x, then pitch about y, then yaw about z."""
-    roll, pitch, yaw = rpy
-    cr, sr = math.cos(roll), math.sin(roll)
-    cp, sp = math.cos(pitch), math.sin(pitch)
-    cy, sy = math.cos(yaw), math.sin(yaw)
-    rz = np.array([[cy, -sy, 0.0], [sy, cy, 0.0], [0.0, 0.0, 1.0]])
-    ry = np.array([[cp, 0.0, sp], [0.0, 1.0, 0.0], [-sp, 0.0, cp]])
-    rx = np.array([[1.0, 0.0, 0.0], [0.0, cr, -sr], [0.0, sr, cr]])
-    return rz @ ry @ rx
 
 
 def _unit_vector(entry, key, label, cut_type):
@@ -289,7 +248,7 @@ def _unit_vector(entry, key, label, cut_type):
                 "planar": "the plane's normal"}[cut_type]
         raise ModelError(f"{label}: field '{key}': missing; a {cut_type} closure needs {what}, "
                          "a unit vector in the joint frame")
-    vector = _numbers(entry[key], 3, f"{label}: field '{key}'")
+    vector = fields.numbers(entry[key], 3, f"{label}: field '{key}'")
     norm = float(np.linalg.norm(vector))
     if abs(norm - 1.0) > UNIT_TOLERANCE:
         raise ModelError(f"{label}: field '{key}': {vector.tolist()} must be a unit vector "
@@ -297,103 +256,21 @@ def _unit_vector(entry, key, label, cut_type):
     return vector
 
 
-# ---- scalars and lists -------------------------------------------------------------------------
-
-def _number(value, what):
-    if isinstance(value, bool) or value is None:
-        raise ModelError(f"{what}: must be a number, got {_kind(value)}")
-    if isinstance(value, str):
-        if not _FLOAT_TEXT.match(value.strip()):
-            raise ModelError(f"{what}: must be a number, got the string {_quoted(value)}")
-        value = float(value)
-    try:
-        number = float(value)
-    except OverflowError:
-        raise ModelError(f"{what}: must be a finite number, got an integer of "
-                         f"~{_digits(value)} digits") from None
-    except (TypeError, ValueError):
-        raise ModelError(f"{what}: must be a number, got {_kind(value)}") from None
-    if not math.isfinite(number):
-        raise ModelError(f"{what}: must be finite, got {number}")
-    if abs(number) > MAX_MAGNITUDE:
-        raise ModelError(f"{what}: {number:.3g} is beyond {MAX_MAGNITUDE:g}: no model has such a "
-                         "value (check the units)")
-    return number
-
-
-def _numbers(value, n, what):
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if not isinstance(value, (list, tuple)) or len(value) != n:
-        got = f"{len(value)} values" if isinstance(value, (list, tuple)) else _kind(value)
-        raise ModelError(f"{what}: must be a list of {n} numbers, got {got}")
-    return np.array([_number(x, _item(what, i)) for i, x in enumerate(value)])
-
 
 def _joint_list(data, key, where):
     value = data.get(key)
     if value is None:
         return ()
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
-        raise ModelError(f"{where}: '{key}': must be a list of joint names, got {_kind(value)}")
+        raise ModelError(f"{where}: '{key}': must be a list of joint names, got {fields.kind(value)}")
     seen = set()
     for i, name in enumerate(value):
         if not isinstance(name, str) or not name:
             raise ModelError(f"{where}: '{key}[{i}]': must be a joint name (a string), "
-                             f"got {_kind(name)}")
+                             f"got {fields.kind(name)}")
         if name in seen:
             raise ModelError(f"{where}: '{key}[{i}]': joint '{excerpt(name, 80)}' is listed twice")
         seen.add(name)
     return tuple(value)
 
 
-def _item(what, i):
-    """"...: field 'axis'" -> "...: field 'axis[1]'"."""
-    return f"{what[:-1]}[{i}]'" if what.endswith("'") else f"{what}[{i}]"
-
-
-def _check_keys(mapping, allowed, prefix, word):
-    for key in mapping:
-        if key not in allowed:
-            close = difflib.get_close_matches(key, allowed, n=1) \
-                if isinstance(key, str) and len(key) < 200 else []
-            hint = f"did you mean '{close[0]}'? " if close else ""
-            raise ModelError(f"{prefix} '{_text(key, 80)}' ({hint}{word} {', '.join(allowed)})")
-
-
-def _text(value, limit=80):
-    """A key or name for a message: a str as an excerpt, anything else (a huge int, a list) by
-    a bounded repr (never str(value): that may be a 10^9-item alias structure)."""
-    return excerpt(value, limit)
-
-
-def _suggest(name, names):
-    close = difflib.get_close_matches(name, names, n=3) if len(name) < 200 else []
-    if close:
-        return "did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
-    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
-    return f"links are {shown}"
-
-
-def _digits(value):
-    """Decimal digits of an int, without converting it to text (huge ints cannot be)."""
-    return int(abs(value).bit_length() * 0.30103) + 1 if isinstance(value, int) else 0
-
-
-def _kind(value):
-    if value is None:
-        return "nothing (null)"
-    if isinstance(value, str):
-        return f"the string {_quoted(value)}"
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10 ** 30:
-        return f"an integer of ~{_digits(value)} digits"
-    if isinstance(value, (bool, int, float)):
-        return f"{type(value).__name__} {value!r}"
-    return f"a {type(value).__name__}"
-
-
-def _quoted(text, limit=EXCERPT_QUOTE):
-    """repr of a string's first `limit` characters, with its length when it is longer."""
-    if len(text) <= limit:
-        return repr(text)
-    return f"{text[:limit]!r}... ({len(text)} characters)"

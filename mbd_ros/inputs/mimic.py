@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ModelError, excerpt
+from ..errors import ModelError, excerpt
 
 
 def read_mimics(urdf, source_name):

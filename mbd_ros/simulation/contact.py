@@ -42,8 +42,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import layout as L
-from .kernels.contact import ground_contact as _ground_contact
+from ..model import layout as L
+from ..kernels.contact import ground_contact as _ground_contact
 
 GRAVITY_ACCELERATION = 9.81
 DEFAULT_PENETRATION = 1e-3     # m: static penetration under the robot's weight (default stiffness)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .kernels.finite import all_finite
+from ..kernels.finite import all_finite
 
 ONE_DOF_TYPES = ("revolute", "prismatic", "helical")
 # multi-dof joints with one q entry per v entry: each dof is a JointState entry '<joint>/<component>'
@@ -109,13 +109,13 @@ def _all_finite(x):
     return bool(np.isfinite(x).all())
 
 
-# read_state's checks and scatter in one call (_scatter_state): its result codes
+# read_state's checks and scatter in one call (scatter_state): its result codes
 _FIELDS = ("position", "velocity", "effort")
 _EMPTY_REQUIRED, _WRONG_COUNT, _NOT_FINITE = 1, 2, 3
 
 
 @njit(cache=True)
-def _scatter_state(position, velocity, effort, n_names, src, iq, iv, required, q, v, tau,
+def scatter_state(position, velocity, effort, n_names, src, iq, iv, required, q, v, tau,
                    has_tau):
     """JointMap.read_state for float64 fields: validates position, velocity, effort (in that
     order: empty but required, a count other than n_names, NaN or inf) and returns
@@ -145,7 +145,7 @@ def _scatter_state(position, velocity, effort, n_names, src, iq, iv, required, q
     return 0
 
 
-_NO_VALUES = np.zeros(0)   # _scatter_state's tau when there is none
+_NO_VALUES = np.zeros(0)   # scatter_state's tau when there is none
 
 
 class _Lookup:
@@ -204,7 +204,7 @@ class JointMap:
         self.max_names = max_message_names(len(self.state_names))
         self._cache = {}
         self.version = 0   # changes with the mapping (set_ignore_unknown): lookups kept are stale
-        # _scatter_state's `required` flags [need_velocity][need_effort] (position always)
+        # scatter_state's `required` flags [need_velocity][need_effort] (position always)
         self._required = [[np.array([1, v, e], dtype=np.int64) for e in (0, 1)] for v in (0, 1)]
 
     def set_ignore_unknown(self, value):
@@ -291,7 +291,7 @@ class JointMap:
                 q.dtype == v.dtype == np.float64 and \
                 (tau is None or type(tau) is np.ndarray and tau.dtype == np.float64):
             # float64 arrays (nodes/cdr.py's reader): the same checks and writes in one call
-            code = _scatter_state(position, velocity, effort, lookup.n, lookup.src_or_empty,
+            code = scatter_state(position, velocity, effort, lookup.n, lookup.src_or_empty,
                                   lookup.iq, lookup.iv,
                                   self._required[bool(need_velocity)][bool(need_effort)], q, v,
                                   _NO_VALUES if tau is None else tau, tau is not None)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .points import MassPoints, rigid_offset
-from .spec import BeamSpec
+from ...inputs.flexible import BeamSpec
 
 GAUSS_POINTS = 4
 

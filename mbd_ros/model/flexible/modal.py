@@ -16,7 +16,7 @@ import zipfile
 
 import numpy as np
 
-from ..errors import ModelError, excerpt
+from ...errors import ModelError, excerpt
 from .points import MassPoints, rigid_offset
 
 _NAMES = {

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .closures import _check_keys, _kind, _number, _numbers, _origin, _suggest, _text
-from .errors import ModelError, excerpt
+from . import fields
+from ..errors import ModelError, excerpt
 from .yaml_input import read_yaml
 
 FORCE_TYPES = ("spring_damper", "joint_spring", "bushing")
@@ -93,16 +93,16 @@ def read_forces(source, link_names, joints):
         entries = data
     elif isinstance(data, dict):
         if "forces" not in data:
-            keys = ", ".join(_text(key, 40) for key in list(data)[:10])
+            keys = ", ".join(fields.text(key, 40) for key in list(data)[:10])
             raise ModelError(f"{where}: missing the 'forces' list (top-level keys: "
                              f"{keys or 'none'})")
         entries = data["forces"]
     else:
-        raise ModelError(f"{where}: expected a mapping with a 'forces' list, got {_kind(data)}")
+        raise ModelError(f"{where}: expected a mapping with a 'forces' list, got {fields.kind(data)}")
     if entries is None:
         entries = []
     if not isinstance(entries, (list, tuple)):
-        raise ModelError(f"{where}: 'forces' must be a list of force elements, got {_kind(entries)}")
+        raise ModelError(f"{where}: 'forces' must be a list of force elements, got {fields.kind(entries)}")
     if len(entries) > MAX_FORCES:
         raise ModelError(f"{where}: 'forces' has {len(entries)} entries, more than the "
                          f"{MAX_FORCES} a model may have")
@@ -120,14 +120,14 @@ def read_forces(source, link_names, joints):
 
 def _read_entry(entry, index, where, links, joints):
     if not isinstance(entry, dict):
-        raise ModelError(f"{where}: force {index}: expected a mapping, got {_kind(entry)}")
+        raise ModelError(f"{where}: force {index}: expected a mapping, got {fields.kind(entry)}")
     name = entry.get("name")
     label = f"{where}: force {index}"
     if name is None or name == "":
         raise ModelError(f"{label} (unnamed): field 'name': missing; every force element needs "
                          "a unique name")
     if not isinstance(name, str):
-        raise ModelError(f"{label}: field 'name': must be a string, got {_kind(name)}")
+        raise ModelError(f"{label}: field 'name': must be a string, got {fields.kind(name)}")
     label = f"{where}: force {index} ('{excerpt(name, 80)}')"
     kind = entry.get("type")
     if kind is None:
@@ -139,7 +139,7 @@ def _read_entry(entry, index, where, links, joints):
         shown = repr(excerpt(kind, 80)) if isinstance(kind, str) else excerpt(kind, 80)
         raise ModelError(f"{label}: field 'type': unknown type {shown} ({hint}expected one of "
                          f"{', '.join(FORCE_TYPES)})")
-    _check_keys(entry, FIELDS[kind], f"{label}: unknown field", f"a {kind} takes")
+    fields.check_keys(entry, FIELDS[kind], f"{label}: unknown field", f"a {kind} takes")
     for key in REQUIRED[kind]:
         if entry.get(key) is None:
             raise ModelError(f"{label}: field '{key}': missing")
@@ -150,24 +150,24 @@ def _read_entry(entry, index, where, links, joints):
             if not isinstance(link, str) or link not in links:
                 if not isinstance(link, str):
                     raise ModelError(f"{label}: field '{role}': must be a link name, got "
-                                     f"{_kind(link)}")
+                                     f"{fields.kind(link)}")
                 raise ModelError(f"{label}: field '{role}': unknown link '{excerpt(link, 80)}' "
-                                 f"({_suggest(link, links)})")
+                                 f"({fields.suggest(link, links)})")
             spec[role] = link
     if kind == "spring_damper":
         if spec["parent"] == spec["child"]:
             raise ModelError(f"{label}: fields 'parent' and 'child': both are link "
                              f"'{spec['parent']}'; a spring-damper joins two different links")
-        spec["parent_point"] = _numbers(entry["parent_point"], 3, f"{label}: field 'parent_point'")
-        spec["child_point"] = _numbers(entry["child_point"], 3, f"{label}: field 'child_point'")
+        spec["parent_point"] = fields.numbers(entry["parent_point"], 3, f"{label}: field 'parent_point'")
+        spec["child_point"] = fields.numbers(entry["child_point"], 3, f"{label}: field 'child_point'")
         spec["stiffness"] = _nonnegative(entry["stiffness"], f"{label}: field 'stiffness'")
         spec["damping"] = _nonnegative(entry.get("damping", 0.0), f"{label}: field 'damping'")
         spec["rest"] = _nonnegative(entry["rest_length"], f"{label}: field 'rest_length'")
-        spec["preload"] = _number(entry.get("preload", 0.0), f"{label}: field 'preload'")
+        spec["preload"] = fields.number(entry.get("preload", 0.0), f"{label}: field 'preload'")
     elif kind == "joint_spring":
         joint = entry["joint"]
         if not isinstance(joint, str):
-            raise ModelError(f"{label}: field 'joint': must be a joint name, got {_kind(joint)}")
+            raise ModelError(f"{label}: field 'joint': must be a joint name, got {fields.kind(joint)}")
         if joint not in joints:
             close = difflib.get_close_matches(joint, list(joints), n=3) if len(joint) < 200 else []
             hint = ("did you mean " + " or ".join(f"'{c}'" for c in close) + "?") if close else \
@@ -181,27 +181,27 @@ def _read_entry(entry, index, where, links, joints):
         spec["joint"] = joint
         spec["stiffness"] = _nonnegative(entry["stiffness"], f"{label}: field 'stiffness'")
         spec["damping"] = _nonnegative(entry.get("damping", 0.0), f"{label}: field 'damping'")
-        spec["rest"] = _number(entry.get("rest_position", 0.0), f"{label}: field 'rest_position'")
+        spec["rest"] = fields.number(entry.get("rest_position", 0.0), f"{label}: field 'rest_position'")
     else:
         if spec["parent"] == spec["child"]:
             raise ModelError(f"{label}: fields 'parent' and 'child': both are link "
                              f"'{spec['parent']}'; a bushing joins two different links")
-        spec["parent_origin"] = _origin(entry, "parent_origin", label)
-        spec["child_origin"] = _origin(entry, "child_origin", label)
+        spec["parent_origin"] = fields.origin(entry, "parent_origin", label)
+        spec["child_origin"] = fields.origin(entry, "child_origin", label)
         spec["stiffness"] = _six(entry["stiffness"], f"{label}: field 'stiffness'")
         spec["damping"] = _six(entry.get("damping", [0.0] * 6), f"{label}: field 'damping'")
     return ForceSpec(**spec)
 
 
 def _nonnegative(value, what):
-    number = _number(value, what)
+    number = fields.number(value, what)
     if number < 0.0:
         raise ModelError(f"{what}: must be >= 0, got {number}")
     return number
 
 
 def _six(value, what):
-    values = _numbers(value, 6, what)
+    values = fields.numbers(value, 6, what)
     if (values < 0.0).any():
         raise ModelError(f"{what}: must be >= 0, got {values.tolist()}")
     return values

@@ -30,33 +30,17 @@ import time
 
 import numpy as np
 
-PACKAGE = 'mbd_ros'
-DEFAULT_ROBOT = 'arm7.urdf'
+from ..constants import FRICTION_VELOCITY
+from .samples import DEFAULT_ROBOT, sample_urdf
+
 
 
 # ------------------------------------------------------------------------------------------------
 # Helpers
 # ------------------------------------------------------------------------------------------------
 def _load(path, floating_base=False, **kwargs):
-    import mbd_ros
-    return mbd_ros.load(str(path), floating_base=floating_base, **kwargs)
-
-
-def _sample_urdf(name=DEFAULT_ROBOT):
-    """Path of a sample robot shipped with the package: ament index, source tree, sys.prefix."""
-    candidates = []
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        candidates.append(Path(get_package_share_directory(PACKAGE)) / 'urdf' / name)
-    except Exception:  # not importable, or the package is not in AMENT_PREFIX_PATH
-        pass
-    candidates.append(Path(__file__).resolve().parent.parent / 'urdf' / name)
-    candidates.append(Path(sys.prefix) / 'share' / PACKAGE / 'urdf' / name)
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise FileNotFoundError(
-        f'sample robot {name} not found; looked in: ' + ', '.join(str(p) for p in candidates))
+    from ..robot.build import load as build_robot
+    return build_robot(str(path), floating_base=floating_base, **kwargs)
 
 
 def _time_per_call(fn, states, repeats):
@@ -123,7 +107,7 @@ def _pin_index_maps(robot, model):
 
 
 def cmd_bench(args):
-    import mbd_ros
+    from ..robot.build import load as build_robot
     t0 = time.perf_counter()
     robot = _load(args.urdf, floating_base=args.floating_base)
     t_load = time.perf_counter() - t0
@@ -186,7 +170,7 @@ def cmd_bench(args):
     errs = [0.0, 0.0, 0.0]
     for (q, v, u), (pq, pv, pu) in list(zip(states, pstates))[:20]:
         tau_p = (-np.asarray(robot.damping) * v
-                 - np.asarray(robot.friction) * np.tanh(v / mbd_ros.FRICTION_VELOCITY))[iv]
+                 - np.asarray(robot.friction) * np.tanh(v / FRICTION_VELOCITY))[iv]
         errs[0] = max(errs[0], np.abs(robot.forward_dynamics(q, v, u)[iv]
                                       - pin.aba(model, data, pq, pv, pu + tau_p)).max())
         errs[1] = max(errs[1], np.abs(robot.inverse_dynamics(q, v, u)[iv]
@@ -210,15 +194,15 @@ DEMO_Q0 = np.array([0.3, 0.9, -0.4, -1.2, 0.6, 0.8, 0.2])
 
 
 def cmd_demo(args):
-    import mbd_ros
-    path = Path(args.urdf) if args.urdf else _sample_urdf()
+    from ..robot.build import load as build_robot
+    path = Path(args.urdf) if args.urdf else sample_urdf()
     t0 = time.perf_counter()
     robot = _load(path)
     t_load = time.perf_counter() - t0
     nv = robot.nv
     damping = np.asarray(robot.damping, dtype=float)
     friction = np.asarray(robot.friction, dtype=float)
-    v0 = mbd_ros.FRICTION_VELOCITY
+    v0 = FRICTION_VELOCITY
 
     if robot.nq == len(DEMO_Q0):
         q = DEMO_Q0.copy()
@@ -372,7 +356,7 @@ def build_parser():
                    help='without the URDF joint damping and friction (load(passive_forces=False))')
     p.set_defaults(func=cmd_codegen)
 
-    from .nodes import hil_demo   # imports no rclpy; run() checks for it
+    from ..nodes import hil_demo   # imports no rclpy; run() checks for it
     p = sub.add_parser('hil-demo', help='simulated arm + computed-torque controller over ROS 2 '
                                         'topics (both nodes and a reference publisher)')
     hil_demo.add_arguments(p)
@@ -386,14 +370,14 @@ def build_parser():
     p.set_defaults(func=cmd_demo)
 
     # ---- flexible links (mbd_ros/flexible/demo.py) --------------------------------------------
-    from .flexible import demo as flex_demo
+    from . import flexible_demo as flex_demo
     p = sub.add_parser('flex-demo', help='tip vibration of the flexible arm after a torque step '
                                          '(printed, and as a PNG with --plot)')
     flex_demo.add_arguments(p)
     p.set_defaults(func=flex_demo.run)
     # ---- end flexible links -----------------------------------------------------------------
 
-    from . import sim_report   # [simulate] mbd-ros simulate ... --plot out.png
+    from ..simulation import report as sim_report   # [simulate] mbd-ros simulate ... --plot out.png
     p = sub.add_parser('simulate', help='passive simulation of any robot; --plot writes joint '
                                         'trajectories, energy balance, constraint residuals')
     sim_report.add_arguments(p)
@@ -416,6 +400,3 @@ def main(argv=None):
         print(f'mbd-ros {args.command}: error: {exc}', file=sys.stderr)
         return 2
 
-
-if __name__ == '__main__':
-    sys.exit(main())

@@ -15,7 +15,7 @@ import numpy as np
 import scipy.linalg
 
 from .. import layout as L
-from ..errors import ModelError, excerpt
+from ...errors import ModelError, excerpt
 from . import layout as F
 from .beam import BeamFE
 from .modal import ModalData

@@ -29,9 +29,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..closures import _kind, _number, _text
+from . import fields
 from ..errors import ModelError
-from ..yaml_input import read_yaml
+from .yaml_input import read_yaml
 
 TOP_LEVEL_KEYS = ("flexible_links",)
 OTHER_SECTIONS = ("closures", "actuated", "independent", "forces")
@@ -85,13 +85,13 @@ def read_flexible(source, link_names):
     """
     data, where, base_dir = _load(source)
     if not isinstance(data, dict):
-        raise ModelError(f"{where}: expected a mapping with the key 'flexible_links', got {_kind(data)}")
-    _check_keys(data, TOP_LEVEL_KEYS + OTHER_SECTIONS, f"{where}: unknown top-level key")
+        raise ModelError(f"{where}: expected a mapping with the key 'flexible_links', got {fields.kind(data)}")
+    fields.check_keys(data, TOP_LEVEL_KEYS + OTHER_SECTIONS, f"{where}: unknown top-level key")
     if "flexible_links" not in data:
         raise ModelError(f"{where}: missing the 'flexible_links' list")
     entries = data["flexible_links"] or []
     if not isinstance(entries, (list, tuple)):
-        raise ModelError(f"{where}: 'flexible_links' must be a list of entries, got {_kind(entries)}")
+        raise ModelError(f"{where}: 'flexible_links' must be a list of entries, got {fields.kind(entries)}")
     links = set(link_names)
     specs, seen = [], {}
     for index, entry in enumerate(entries):
@@ -108,29 +108,29 @@ def _read_entry(entry, index, where, base_dir, links, link_names):
     label = f"{where}: flexible link {index}"
     if not isinstance(entry, dict):
         raise ModelError(f"{label}: expected a mapping with the fields {', '.join(ENTRY_FIELDS)}, "
-                         f"got {_kind(entry)}")
+                         f"got {fields.kind(entry)}")
     link = entry.get("link")
     if not isinstance(link, str) or not link:
-        raise ModelError(f"{label}: field 'link': missing or not a link name, got {_kind(link)}")
-    label = f"{where}: flexible link {index} ('{_text(link)}')"
-    _check_keys(entry, ENTRY_FIELDS, f"{label}: unknown field")
+        raise ModelError(f"{label}: field 'link': missing or not a link name, got {fields.kind(link)}")
+    label = f"{where}: flexible link {index} ('{fields.text(link)}')"
+    fields.check_keys(entry, ENTRY_FIELDS, f"{label}: unknown field")
     if link not in links:
         close = difflib.get_close_matches(link, list(link_names), n=1) if len(link) < 200 else []
         hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise ModelError(f"{label}: field 'link': no link '{_text(link)}' in the URDF{hint}")
+        raise ModelError(f"{label}: field 'link': no link '{fields.text(link)}' in the URDF{hint}")
     has_beam, has_modal = "beam" in entry, "modal_data" in entry
     if has_beam == has_modal:
         raise ModelError(f"{label}: give exactly one of the fields 'beam' and 'modal_data'")
     modes = entry.get("modes")
     if modes is not None:
-        modes = _positive_int(modes, f"{label}: field 'modes'")
+        modes = fields.positive_int(modes, f"{label}: field 'modes'")
         if modes > MAX_MODES:
-            raise ModelError(f"{label}: field 'modes': {_kind(modes)}, more than the {MAX_MODES} "
+            raise ModelError(f"{label}: field 'modes': {fields.kind(modes)}, more than the {MAX_MODES} "
                              "a flexible link may keep")
     elif has_beam:
         raise ModelError(f"{label}: field 'modes': missing (how many lowest modes to keep)")
     damping = entry.get("damping_ratio", 0.0)
-    damping = _number(damping, f"{label}: field 'damping_ratio'")
+    damping = fields.number(damping, f"{label}: field 'damping_ratio'")
     if damping < 0.0:
         raise ModelError(f"{label}: field 'damping_ratio': must be >= 0, got {damping}")
     beam = modal = None
@@ -139,13 +139,13 @@ def _read_entry(entry, index, where, base_dir, links, link_names):
     else:
         path = entry["modal_data"]
         if not isinstance(path, (str, Path)):
-            raise ModelError(f"{label}: field 'modal_data': must be a file path, got {_kind(path)}")
+            raise ModelError(f"{label}: field 'modal_data': must be a file path, got {fields.kind(path)}")
         path = str(path)
         if not os.path.isabs(path) and base_dir is not None:
             candidate = os.path.join(base_dir, path)
             path = candidate if os.path.isfile(candidate) or not os.path.isfile(path) else path
         if not os.path.isfile(path):
-            raise ModelError(f"{label}: field 'modal_data': file not found: {_text(path)}")
+            raise ModelError(f"{label}: field 'modal_data': file not found: {fields.text(path)}")
         modal = path
     return FlexibleLinkSpec(link=link, beam=beam, modal_data=modal, modes=modes,
                             damping_ratio=damping, label=label)
@@ -154,24 +154,24 @@ def _read_entry(entry, index, where, base_dir, links, link_names):
 def _read_beam(beam, label):
     if not isinstance(beam, dict):
         raise ModelError(f"{label}: field 'beam': expected a mapping with {', '.join(BEAM_FIELDS)}, "
-                         f"got {_kind(beam)}")
-    _check_keys(beam, BEAM_FIELDS, f"{label}: field 'beam': unknown key")
+                         f"got {fields.kind(beam)}")
+    fields.check_keys(beam, BEAM_FIELDS, f"{label}: field 'beam': unknown key")
     values = {}
     for key in BEAM_REQUIRED:
         if key not in beam:
             raise ModelError(f"{label}: field 'beam.{key}': missing")
     for key in BEAM_FIELDS[:-1]:
         if key in beam:
-            value = _number(beam[key], f"{label}: field 'beam.{key}'")
+            value = fields.number(beam[key], f"{label}: field 'beam.{key}'")
             if value <= 0.0:
                 raise ModelError(f"{label}: field 'beam.{key}': must be positive, got {value}")
             values[key] = value
     if ("G" in values) != ("J" in values):
         raise ModelError(f"{label}: field 'beam.{'J' if 'G' in values else 'G'}': torsion needs "
                          "both G and J")
-    elements = _positive_int(beam.get("elements", 10), f"{label}: field 'beam.elements'")
+    elements = fields.positive_int(beam.get("elements", 10), f"{label}: field 'beam.elements'")
     if elements > MAX_BEAM_ELEMENTS:
-        raise ModelError(f"{label}: field 'beam.elements': {_kind(elements)}, more than the "
+        raise ModelError(f"{label}: field 'beam.elements': {fields.kind(elements)}, more than the "
                          f"{MAX_BEAM_ELEMENTS} a beam may have (the FE model costs O(elements^3) "
                          "at load; the lowest modes converge with far fewer)")
     _check_scales(values, elements, label)
@@ -197,13 +197,13 @@ def _check_scales(values, elements, label):
         terms.append(("density * (Iy + Iz) * length / elements", ("density", "Iy", "Iz", "length"),
                       lambda: values["density"] * (values["Iy"] + values["Iz"]) * le))
     low, high = BEAM_TERM_RANGE
-    for what, fields, term in terms:
+    for what, involved, term in terms:
         try:
             value = term()
         except (OverflowError, ZeroDivisionError):
             value = math.inf
         if not low <= value <= high:
-            names = ", ".join(f"'beam.{f}'" for f in fields)
+            names = ", ".join(f"'beam.{f}'" for f in involved)
             raise ModelError(f"{label}: fields {names}: {what} = {value:.3g} is outside "
                              f"[{low:g}, {high:g}]: the finite-element model would under- or "
                              "overflow (check the units)")
@@ -221,18 +221,3 @@ def _load(source):
     return data, where, base_dir
 
 
-def _check_keys(mapping, allowed, prefix):
-    for key in mapping:
-        if key not in allowed:
-            close = difflib.get_close_matches(key, allowed, n=1) \
-                if isinstance(key, str) and len(key) < 200 else []
-            hint = f"did you mean '{close[0]}'? " if close else ""
-            raise ModelError(f"{prefix} '{_text(key)}' ({hint}expected {', '.join(allowed)})")
-
-
-def _positive_int(value, what):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        if isinstance(value, float) and value.is_integer() and value >= 1:
-            return int(value)
-        raise ModelError(f"{what}: must be a positive integer, got {_kind(value)}")
-    return value

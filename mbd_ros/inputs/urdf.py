@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
-from .errors import ModelError, excerpt
+from ..errors import ModelError, excerpt
 from .urdf_elements import parse_joint, parse_link
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar", "spherical",
@@ -123,7 +123,7 @@ def _read_source(urdf):
         return stripped, "<urdf text>"
     if not urdf.strip():
         raise ModelError("the URDF is empty (expected a file path or XML text)")
-    from .robot_source import expand_xacro, is_xacro_path   # a .xacro path: expanded
+    from .xacro import expand_xacro, is_xacro_path   # a .xacro path: expanded
     if is_xacro_path(urdf):
         text = expand_xacro(urdf.strip())
         _check_size(len(text), urdf, "characters once expanded")

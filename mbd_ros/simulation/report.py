@@ -9,7 +9,6 @@ work that is not in this balance; the plot says so when they are loaded.
 """
 from __future__ import annotations
 
-import inspect
 import math
 from pathlib import Path
 
@@ -19,19 +18,10 @@ MAX_LEGEND = 12    # joints named in a legend; more are drawn unlabelled
 
 
 def load_robot(urdf, closures=None, forces=None, flexible=None, floating_base=False):
-    """mbd_ros.load with the optional inputs; a clear ValueError if this mbd_ros.load does not
-    take forces= / flexible= yet."""
-    import mbd_ros
-    options = {}
-    accepted = inspect.signature(mbd_ros.load).parameters
-    for name, value in (("forces", forces), ("flexible", flexible)):
-        if value is None:
-            continue
-        if name not in accepted:
-            raise ValueError(f"--{name}: this version of mbd_ros.load() does not accept "
-                             f"{name}= yet")
-        options[name] = value
-    return mbd_ros.load(str(urdf), closures=closures, floating_base=floating_base, **options)
+    """The robot of `mbd-ros simulate`: mbd_ros.load with the optional inputs."""
+    from ..robot.build import load as build_robot
+    return build_robot(str(urdf), closures=closures, floating_base=floating_base, forces=forces,
+                       flexible=flexible)
 
 
 def initial_state(robot, q0=None):
@@ -53,7 +43,7 @@ def simulate(robot, q, v, duration, dt, integrator="rk4"):
     t (N,), q (N, nq), v (N, nv), ke, pe, dissipated, balance (= KE + PE + D - E0) (N,),
     residual_position, residual_velocity (N,) (zeros for a tree), and 'diverged_at' (s or None).
     Closed loops use robot.step (projected back onto the loops); trees the Simulator."""
-    from .simulation import Simulator
+    from ..robot.integrators import Simulator
     steps = int(round(duration / dt))
     tau = np.zeros(robot.nv)
     passive = bool(getattr(robot.model, "passive_forces", True))

@@ -44,16 +44,16 @@ def tip_deflection(robot, q, link):
 
 
 def run(args):
-    import mbd_ros
-    from ..cli import _sample_urdf
-    from ..simulation import Simulator
-    urdf = _sample_urdf('flexible_arm.urdf')
+    from ..robot.build import load as build_robot
+    from .samples import sample_urdf
+    from ..robot.integrators import Simulator
+    urdf = sample_urdf('flexible_arm.urdf')
     config = urdf.parent.parent / 'config' / 'flexible_arm.yaml'
     if not config.is_file():
         from pathlib import Path
         import sys
         config = Path(sys.prefix) / 'share' / 'mbd_ros' / 'config' / 'flexible_arm.yaml'
-    robot = mbd_ros.load(str(urdf), flexible=str(config))
+    robot = build_robot(str(urdf), flexible=str(config))
     print(robot.summary())
     q = static_equilibrium(robot, robot.neutral())
     hold = robot.gravity_forces(q)
