@@ -369,7 +369,7 @@ def build_parser():
     p.add_argument('--dt', type=float, default=1e-3, help='RK4 step in s (default 0.001)')
     p.set_defaults(func=cmd_demo)
 
-    # ---- flexible links (mbd_ros/flexible/demo.py) --------------------------------------------
+    # ---- flexible links (cli/flexible_demo.py) -----------------------------------------------
     from . import flexible_demo as flex_demo
     p = sub.add_parser('flex-demo', help='tip vibration of the flexible arm after a torque step '
                                          '(printed, and as a PNG with --plot)')

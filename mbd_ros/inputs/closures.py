@@ -41,8 +41,8 @@ from .yaml_input import read_yaml
 CUT_TYPES = ("revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "fixed",
              "distance", "helical")
 AXIS_TYPES = ("revolute", "prismatic", "cylindrical", "universal", "planar", "helical")   # need `axis`
-TOP_LEVEL_KEYS = ("closures", "actuated", "independent", "forces",   # forces: mbd_ros/forces.py
-                  "flexible_links")   # flexible_links: mbd_ros/flexible (one file may hold both)
+TOP_LEVEL_KEYS = ("closures", "actuated", "independent", "forces",   # forces: inputs/forces.py
+                  "flexible_links")   # flexible_links: inputs/flexible.py (one file may hold both)
 ENTRY_FIELDS = ("name", "type", "parent", "child", "parent_origin", "child_origin", "axis",
                 "axis2", "length", "pitch")
 # More cut joints than this is not a mechanism but a hostile input (the loop workspace grows with

@@ -3,7 +3,7 @@
 A xacro file is code: its ``${...}`` expressions are Python that can reach ``os.system``, so
 expanding one runs the file's code with the user's rights. It is done only for a path ending in
 ``.xacro`` (an explicit choice: XML text is never expanded), and always in a child process bounded
-in time and memory (mbd_ros/inputs/xacro_process.py: TIMEOUT_S, MAX_MEMORY_BYTES), killed if the caller
+in time and memory (inputs/xacro_process.py: TIMEOUT_S, MAX_MEMORY_BYTES), killed if the caller
 is interrupted or dies. That bounds an accident (a runaway expression, an include loop); it is no
 sandbox for a file one does not trust.
 

@@ -368,7 +368,7 @@ def closed_loop_forward_dynamics(body_int, body_float, work, cut_int, cut_float,
 def forward_dynamics_checked(body_int, body_float, work, cut_int, cut_float, loop_float,
                              q, v, tau, gains, qdd_out, info, lam_out):
     """closed_loop_forward_dynamics with the checks and results of the Python method, for its C
-    entry (mbd_ros/fastcall/closed_loop.py): STATUS_ALIASED when qdd_out overlaps an input,
+    entry (mbd_ros/fastcall/rigid_entries.py): STATUS_ALIASED when qdd_out overlaps an input,
     STATUS_NOT_FINITE for a non-finite result, STATUS_LOOP_OPEN when the largest loop residual
     exceeds gains[2] (the method then warns); on success the multipliers are copied into
     lam_out (b,). gains (3,): alpha, beta, residual warning threshold."""

@@ -16,7 +16,7 @@ F.v + (u x F + T).w + (Phi_t^T F + (G Phi_r)^T T).qd_f: the end loads its body w
 Q_f = Phi_t^T F + (G Phi_r)^T T (seed 001: Q_f = (T S)^T F, the elastic Jacobian of the point).
 On a rigid body Phi = 0 and this is the rigid element.
 
-Model (mbd_ros/flexible/forces.py):
+Model (robot/flexible_force_loads.py):
 - element_int, element_float: as kernels/force_elements.py (types, joint indices, laws).
 - end_int (2 n, END_INT_WIDTH): per element its end A (row 2e) and end B (row 2e + 1): body, and
   on a flexible body the number of modes, the first elastic q and v indices and the offset of its

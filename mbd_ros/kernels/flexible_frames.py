@@ -1,5 +1,5 @@
 """Poses, twists and twist Jacobians of frames riding on (possibly flexible) bodies: the cut-joint
-frames of closed loops on robots with flexible links (mbd_ros/flexible/loops.py).
+frames of closed loops on robots with flexible links (robot/flexible_loops.py).
 
 A frame is an "end" of kernels/flexible_forces.py (end_int, end_float, end_data): a point c and
 axes in its body's reference frame, displaced on a flexible body to c + Phi_t q_f and turned by

@@ -5,7 +5,7 @@ force is -dV/d(deflection) - dD/d(rate), applied to the two links it joins as eq
 wrenches (so it enters the recursions exactly like an external load f^t [002, eq. 14]), or, for a
 joint spring, as a joint force added to tau.
 
-Model (built by mbd_ros/forces.py):
+Model (built by robot/force_loads.py from inputs/forces.py):
 - element_int (n, ELEMENT_INT_WIDTH) int64: type, the two links (and their bodies), the joint's
   q and v index (joint springs).
 - element_float (n, ELEMENT_FLOAT_WIDTH) float64: per type, the columns listed below.

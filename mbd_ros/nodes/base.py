@@ -275,7 +275,7 @@ class DynamicsNode(LifecycleNode):
         self.declare("urdf_path", "", "path of the robot's URDF file")
         self.declare("closures_path", "", "YAML file declaring the loop closures (cut joints) "
                      "of a closed-loop robot; empty for a tree")
-        # ---- flexible links (mbd_ros/flexible) ----
+        # ---- flexible links (docs/flexible.md) ----
         self.declare("flexible_path", "", "YAML file with a flexible_links: section (flexible "
                      "links, elastic coordinates); empty for rigid links")
         # ---- end flexible links ----
@@ -347,9 +347,9 @@ class DynamicsNode(LifecycleNode):
         options = {}
         if self.param("friction_velocity") != FRICTION_VELOCITY:
             options["friction_velocity"] = self.param("friction_velocity")
-        if self.param("flexible_path"):        # flexible links (mbd_ros/flexible)
+        if self.param("flexible_path"):        # flexible links (docs/flexible.md)
             options["flexible"] = self.param("flexible_path")
-        if self.param("mimic"):                # [mimic joints] coupled (mbd_ros/mimic.py)
+        if self.param("mimic"):                # [mimic joints] coupled (robot/mimic.py)
             options["mimic"] = True
         try:
             return build_robot(source, closures=closures, forces=self.param("forces_path") or None,

@@ -117,7 +117,7 @@ class Simulator:
     forces: callables fn(t, q, v) -> (nv,) generalized forces added to tau at every stage;
     prescribed: {joint: trajectory(t) -> (q, qd, qdd)} one-dof joints moved rheonomically: their
     accelerations at every stage and their (q, qd) after every step come from the trajectory,
-    the drive forces they need are in robot.last_prescribed_torques (mbd_ros/prescribed.py);
+    the drive forces they need are in robot.last_prescribed_torques (robot/prescribed.py);
     max_velocity, max_kinetic_energy: divergence bounds (see the module docstring).
     Attributes: q (nq,), v (nv,), qdd (nv,) accelerations of the last evaluate(), tau (nv,) the
     drive forces (plus callback forces) of the last evaluate(), time (s), steps (int).

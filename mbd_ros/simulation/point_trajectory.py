@@ -1,5 +1,5 @@
 """A prescribed joint trajectory given by waypoints (as a trajectory_msgs/JointTrajectory carries
-them), interpolated into q(t), q'(t), q''(t) for rheonomic joints (mbd_ros/prescribed.py).
+them), interpolated into q(t), q'(t), q''(t) for rheonomic joints (robot/prescribed.py).
 
     trajectory = PointTrajectory(times, positions, velocities, accelerations)
     q, qd, qdd = trajectory(t)
