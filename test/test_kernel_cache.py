@@ -41,9 +41,9 @@ def test_c_entries_cache_follows_the_kernel_sources(tmp_path):
 
 
 def test_the_layouts_the_kernels_compile_in_key_the_cache():
-    """The column constants of mbd_ros/layout.py and mbd_ros/flexible/layout.py are compiled into
+    """The column constants of mbd_ros/model/layout.py and model/flexible/layout.py are compiled into
     the kernels (and the C entries): an edit of a layout alone must drop the cached code too."""
     package = Path(kernels.__file__).resolve().parent.parent
     sources = {p.relative_to(package).as_posix() for p in kernels.kernel_sources()}
-    assert {"layout.py", "flexible/layout.py", "kernels/flexible_dynamics.py",
+    assert {"model/layout.py", "model/flexible/layout.py", "kernels/flexible_dynamics.py",
             "kernels/aba.py"} <= sources
