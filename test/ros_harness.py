@@ -1,6 +1,7 @@
 """Helpers of the process-level ROS tests (a helper module, not a test).
 
-`Ros` is this test process's side: an rclpy context on its own ROS_DOMAIN_ID with localhost
+`Ros` is this test process's side: an rclpy context on its own ROS_DOMAIN_ID (reserved on the
+machine: reserve_domain_id) with localhost
 discovery, one node, a SingleThreadedExecutor always spun with timeouts, publishers,
 collecting subscriptions and service calls. `Ros.start()` launches an mbd_ros node as a child
 process on the same domain (mbd_ros.nodes.processes) and `Ros.close()` stops every child it
@@ -8,7 +9,9 @@ started (SIGINT, then SIGKILL after a timeout), so no process outlives the tests
 """
 from __future__ import annotations
 
+import fcntl
 import os
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -23,10 +26,27 @@ CONFIG = REPO / "config"
 READY_TIMEOUT = 90.0     # s: a node's first output, generous for a cold numba cache on 2 cores
 
 
+def reserve_domain_id(salt=0):
+    """(domain id, lock file): a ROS_DOMAIN_ID that no other process using this function on the
+    machine holds, kept until the file is closed (or the process ends). A second test run
+    beside this one (another checkout, CI job) otherwise shares a domain whenever its pid-derived
+    id collides (1 in 100 per module pair), and its nodes of the same names answer this test."""
+    start = processes.unique_domain_id(salt)
+    for k in range(100):
+        domain = 1 + (start - 1 + k) % 100
+        lock = open(Path(tempfile.gettempdir()) / f"mbd_ros_test_domain_{domain}.lock", "a")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return domain, lock
+        except OSError:
+            lock.close()
+    raise RuntimeError("every ROS_DOMAIN_ID 1-100 is held by another test process")
+
+
 class Ros:
     def __init__(self, salt=0):
         # rclpy must be imported after the environment is set (rmw reads it at context init)
-        self.domain_id = processes.unique_domain_id(salt)
+        self.domain_id, self._domain_lock = reserve_domain_id(salt)
         os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
@@ -62,6 +82,7 @@ class Ros:
         self.executor.shutdown(timeout_sec=1.0)
         self.node.destroy_node()
         self.rclpy.shutdown(context=self.context)
+        self._domain_lock.close()          # the domain id is free for other test processes
         return codes
 
     # ------------------------------------------------------------------ topics
@@ -92,6 +113,14 @@ class Ros:
 
     def messages(self, topic):
         return [m for _, m in self.received[topic]]
+
+    def last(self, topic):
+        """The latest message of `topic` (None if none yet), without copying the list: a
+        spin_until condition runs after every callback, and messages() is O(all received),
+        which at 1-2 kHz of messages and a loaded CPU made this process fall behind its
+        subscriptions' queues (depth 1000) until they dropped states."""
+        received = self.received[topic]
+        return received[-1][1] if received else None
 
     def spin(self, seconds):
         end = time.monotonic() + seconds
