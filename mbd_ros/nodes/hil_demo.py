@@ -31,6 +31,10 @@ PACKAGE = "mbd_ros"
 CONFIGS = {"plant": "arm7_simulate.yaml", "controller": "arm7_computed_torque.yaml",
            "reference": "arm7_reference.yaml"}
 READY_TIMEOUT = 180.0   # s; a cold numba cache compiles the kernels first (~20 s per process)
+# s from start to a closed loop when numba compiles the nodes' kernels (the two nodes compile at
+# once): a fresh clone's first `make demo` on an idle 2-core AMD EPYC (README, "Install notes")
+FIRST_RUN_SECONDS = 40
+PROGRESS_EVERY = 15.0   # s between "still starting" lines while waiting for the loop
 
 
 def share_file(subdir, name):
@@ -48,6 +52,56 @@ def share_file(subdir, name):
             return path
     raise FileNotFoundError(f"{subdir}/{name} of {PACKAGE} not found; looked in: "
                             + ", ".join(str(p) for p in candidates))
+
+
+def numba_cache_entries():
+    """{path: mtime_ns} of the compiled kernels in numba's on-disk cache that the nodes can load
+    (*.nbc: one per compiled kernel; a cache load reads them, a compilation writes one): the
+    package's __pycache__ folders, the generated kernels' cache (mbd_ros/codegen/cache.py:
+    $MBD_ROS_CACHE_DIR, the package's codegen/_generated, ~/.cache/mbd_ros), $NUMBA_CACHE_DIR,
+    and numba's own user-wide cache (~/.cache/numba, where a read-only install's kernels go).
+    Stale entries were already dropped when this module's package was imported
+    (mbd_ros/kernels/__init__.py)."""
+    user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    roots = [processes.PACKAGE_ROOT / PACKAGE, user_cache / PACKAGE, user_cache / "numba"]
+    for variable in ("MBD_ROS_CACHE_DIR", "NUMBA_CACHE_DIR"):
+        if os.environ.get(variable):
+            roots.append(Path(os.environ[variable]).expanduser())
+    entries = {}
+    for root in roots:
+        if not root.is_dir():
+            continue
+        for path in root.rglob("*.nbc"):
+            if root.name == "numba" and PACKAGE not in path.parts:
+                continue   # other programs' kernels
+            try:
+                entries[path] = path.stat().st_mtime_ns
+            except OSError:   # removed meanwhile (a concurrent stale-cache drop)
+                pass
+    return entries
+
+
+def compiled_since(before):
+    """How many kernels were compiled (cache entries written) since the snapshot `before`."""
+    return sum(1 for path, mtime in numba_cache_entries().items() if before.get(path) != mtime)
+
+
+def startup_message(cache_entries):
+    """What the demo says before starting the nodes, from numba_cache_entries(): with no
+    compiled kernel in the cache (a fresh clone, `make clean`, or after a kernel source changed)
+    the nodes compile them first, for about FIRST_RUN_SECONDS."""
+    if cache_entries:
+        return ("starting the nodes (numba kernels from the on-disk cache; any missing one is "
+                "compiled first) ...")
+    return (f"first run: the nodes compile the numba kernels before the loop starts (about "
+            f"{FIRST_RUN_SECONDS} s on an idle 2-core machine, longer on a busy one; cached on "
+            f"disk, later runs start in a few seconds) ...")
+
+
+def kernels_note(compiled):
+    """How the nodes got their kernels, from compiled_since() once the loop runs."""
+    return (f"{compiled} numba kernels compiled and cached" if compiled
+            else "numba kernels from the cache")
 
 
 def add_arguments(parser):
@@ -152,6 +206,7 @@ def run(args):
     plant_params = {**common, "rate_hz": float(args.rate)}
     if args.integrator:
         plant_params["integrator"] = args.integrator
+    cache_before = numba_cache_entries()      # before the nodes start (and compile)
     children = {
         "plant": processes.NodeProcess("forward_dynamics", processes.ros_arguments(
             plant_params, params_files=[configs["plant"]]), env, label="forward_dynamics"),
@@ -170,6 +225,7 @@ def run(args):
           f"{args.executor} executor")
     monitor = None
     code = 0
+    print(startup_message(cache_before))
     try:
         monitor = _Monitor(domain)
         if args.plot:
@@ -181,8 +237,14 @@ def run(args):
             p, c = monitor.latest.get(plant), monitor.latest.get(ctrl)
             return (p is not None and c is not None and p.get("commands") == "yes"
                     and c.get("reference") == "received")
+        next_progress = PROGRESS_EVERY
         while not ready():
             monitor.spin(0.2)
+            waited = time.monotonic() - t_start
+            if waited >= next_progress:
+                print(f"  ... {waited:.0f} s, still starting "
+                      f"({compiled_since(cache_before)} kernels compiled so far)")
+                next_progress += PROGRESS_EVERY
             dead = [k for k, c in children.items() if c.poll() is not None]
             if dead or time.monotonic() - t_start > READY_TIMEOUT:
                 why = f"{', '.join(dead)} exited" if dead else "timed out"
@@ -191,8 +253,9 @@ def run(args):
                     print(f"--- {c.label}:\n{c.output()[-3000:]}", file=sys.stderr)
                 return 1
         t_ready = time.monotonic() - t_start
-        print(f"loop closed {t_ready:.1f} s after start (imports, robot load, numba kernels "
-              f"from cache, discovery); measuring {args.duration:g} s ...")
+        print(f"loop closed {t_ready:.1f} s after start (imports, robot load, "
+              f"{kernels_note(compiled_since(cache_before))}, discovery); "
+              f"measuring {args.duration:g} s ...")
         monitor.spin(1.5)   # let one full diagnostics period pass inside the loop
         begin = dict(monitor.latest[plant])
         n_hist = len(monitor.history)
