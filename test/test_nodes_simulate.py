@@ -102,8 +102,8 @@ def test_commands_are_applied_checked_and_timed_out(ros, robot):
     msg = Float64MultiArray(data=cmd.tolist())
 
     def latest_effort():
-        m = ros.messages(f"{ns}/joint_states")
-        return np.array(m[-1].effort) if m else None
+        m = ros.last(f"{ns}/joint_states")    # O(1): the condition runs after every message
+        return np.array(m.effort) if m is not None else None
     ros.spin_until(lambda: np.array_equal(latest_effort(), expected), 10.0, every=0.02,
                    action=lambda: ros.publish(Float64MultiArray, topic, msg),
                    what="the commanded (clipped) efforts in joint_states")
@@ -151,10 +151,9 @@ def test_computed_torque_closes_the_loop_and_converges(ros, robot):
     ref = trajectory_point(NAMES, target, np.zeros(7), np.zeros(7))
 
     def error():
-        m = ros.messages(f"{ns}/joint_states")
-        if not m:
+        s = ros.last(f"{ns}/joint_states")     # O(1): the condition runs after every message
+        if s is None:
             return np.inf
-        s = m[-1]
         return max(np.abs(np.array(s.position) - target).max(), np.abs(np.array(s.velocity)).max())
     ros.spin_until(lambda: error() < 1e-3, 60.0, every=0.05,
                    action=lambda: ros.publish(JointTrajectory, f"{ns}/inverse_dynamics/reference",
@@ -170,7 +169,7 @@ def test_publish_clock_stamps_with_simulated_time(ros, robot):
     clock = ros.subscribe(Clock, "/clock")
     child = start_plant(ros, ns, publish_clock=True, wrench_joints=["none"])
     # /clock's subscription may match later than the state's on a slow machine: wait for both
-    ros.spin_until(lambda: len(clock) > 10 and len(ros.messages(f"{ns}/joint_states")) > 20,
+    ros.spin_until(lambda: len(clock) > 10 and len(ros.received[f"{ns}/joint_states"]) > 20,
                    READY_TIMEOUT, what="/clock and joint_states")
     ros.stop(child)
     states = ros.messages(f"{ns}/joint_states")

@@ -104,6 +104,14 @@ def kernels_note(compiled):
             else "numba kernels from the cache")
 
 
+def _load():
+    """The machine's load, which stretches the first run's compilation."""
+    try:
+        return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    except OSError:
+        return "load average unknown"
+
+
 def add_arguments(parser):
     parser.add_argument("--urdf", default=None, help="URDF of the arm (default: the sample "
                         "arm7.urdf; its config files assume arm7's joint names)")
@@ -243,11 +251,14 @@ def run(args):
             waited = time.monotonic() - t_start
             if waited >= next_progress:
                 print(f"  ... {waited:.0f} s, still starting "
-                      f"({compiled_since(cache_before)} kernels compiled so far)")
+                      f"({compiled_since(cache_before)} kernels compiled so far; {_load()})")
                 next_progress += PROGRESS_EVERY
             dead = [k for k, c in children.items() if c.poll() is not None]
             if dead or time.monotonic() - t_start > READY_TIMEOUT:
-                why = f"{', '.join(dead)} exited" if dead else "timed out"
+                compiled = compiled_since(cache_before)
+                why = (f"{', '.join(dead)} exited" if dead else
+                       f"timed out after {READY_TIMEOUT:.0f} s; {compiled} kernels compiled and "
+                       f"cached meanwhile, a next run starts from them; {_load()}")
                 print(f"the loop did not start ({why}); logs:", file=sys.stderr)
                 for c in children.values():
                     print(f"--- {c.label}:\n{c.output()[-3000:]}", file=sys.stderr)
