@@ -7,13 +7,18 @@ quantities use one relative tolerance,
     max |actual - expected| <= RTOL * max(1, max |expected|).
 
 Why 1e-9 suffices there: both sides are sums of products over the kinematic tree, each rounded
-to 1.1e-16 relative; a result built from up to ~100 bodies in ~10 roundings each carries
-~1e-13 of the scale of its largest terms, and those terms exceed the result by at most ~1e3
-(gravity and Coriolis terms partly cancelling). What RTOL does NOT cover is a quantity that went
-through a solve with an ill-conditioned matrix (forward dynamics of robots whose mass matrix has
-cond(M) ~ 1e6-1e7: flexible bodies, PR2) or an identity whose terms are far larger than its
-result (ID(FD(tau)) = tau, where |M qdd| ~ cond(M) |tau|): those comparisons use the bounds
-below, computed from the test's own matrices, instead of a fixed number.
+to 1.1e-16 relative, so they agree to ~n eps times the size of the largest terms, far below 1e-9
+of the result. Forward dynamics compared with Pinocchio's ABA is a solve, bounded by ~n eps
+cond(M) |qdd|, and cond(M) reaches 1e6-1e7 (PR2, flexible bodies): that bound exceeds RTOL, but
+the errors met are far smaller (measured over the library half of the suite, 25 681
+comparisons on AMD Zen 5: the real robots' FD against ABA used at most 2e-4 of RTOL; the largest
+use of RTOL, 0.005, is the four-bar against its closed form).
+An identity whose terms are far larger than its result (ID(FD(tau)) = tau, where |M qdd| ~
+cond(M) |tau|) is not covered by a fixed number at all: such comparisons use the bounds below,
+computed from the test's own matrices. The survey's only fixed tolerances used beyond a tenth
+were the flexible chain's round trip (0.92 of its 1e-9: it failed on Zen 4) and a frequency check
+tuned to 2 % (0.84): both now derived; the next, RK4 and generalized-alpha truncation errors
+against stated convergence studies (0.12-0.14), are deterministic, not round-off.
 
 roundoff_tol(n, terms...): absolute round-off bound of an identity between float64 results of
 n-dof computations: ROUNDOFF_SAFETY * n * EPS * (sum of the norms of the terms that were summed,

@@ -68,7 +68,12 @@ def test_plant_steps_and_outputs(ros, robot):
     # no stops, no velocity envelope: the states are the bare integrator's (the limits have
     # their own tests in test_nodes_plant.py)
     start_plant(ros, ns, enforce_limits=False)
-    ros.spin(0.5)
+    # ~0.2 s of outputs on each topic, waited for (not a fixed 0.5 s, which a loaded machine's
+    # delays in receiving once cut to 46 complete steps)
+    topics = [f"{ns}/joint_states", f"{ns}/forward_dynamics/accelerations",
+              f"{ns}/forward_dynamics/wrenches/flange_joint"]
+    ros.spin_until(lambda: all(len(ros.received[t]) > 100 for t in topics), 60.0,
+                   what="100 messages on each output")
     states = by_stamp(ros, f"{ns}/joint_states")
     acc = by_stamp(ros, f"{ns}/forward_dynamics/accelerations")
     wrench = by_stamp(ros, f"{ns}/forward_dynamics/wrenches/flange_joint")
