@@ -244,9 +244,15 @@ def wrench_array(msg):
 def warm_numba_cache(robot):
     """Compile (or load) every kernel the nodes use in this process, so numba's on-disk cache is
     warm before node processes start (they would otherwise each compile, ~20 s on 2 cores)."""
+    import warnings
+    from mbd_ros.loops import LoopResidualWarning
     q, z = robot.neutral(), np.zeros(robot.nv)
-    robot.forward_dynamics(q, z, z)
-    robot.inverse_dynamics(q, z, z)
-    robot.joint_wrenches(q, z, z)
+    with warnings.catch_warnings():
+        # only compiling: the results at neutral (off a closed-loop robot's loops, which the
+        # dynamics rightly warn about) are not used
+        warnings.simplefilter("ignore", LoopResidualWarning)
+        robot.forward_dynamics(q, z, z)
+        robot.inverse_dynamics(q, z, z)
+        robot.joint_wrenches(q, z, z)
     robot.integrate(q, z, 1e-3)
     robot.compile_c_calls()   # the C entries (mbd_ros/fastcall) the nodes install at configure
