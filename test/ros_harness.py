@@ -23,7 +23,9 @@ from mbd_ros.nodes import processes
 REPO = Path(__file__).resolve().parent.parent
 URDF = REPO / "urdf"
 CONFIG = REPO / "config"
-READY_TIMEOUT = 90.0     # s: a node's first output, generous for a cold numba cache on 2 cores
+# s: a node's first output. Generous: with a cold numba cache (a fresh clone) a node compiles
+# its kernels first, and on a loaded 2-core machine the flexible plant once took > 90 s
+READY_TIMEOUT = 300.0
 
 
 def reserve_domain_id(salt=0):
