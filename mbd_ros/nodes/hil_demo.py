@@ -19,6 +19,7 @@ Needs rclpy (the ``ros`` extra: ROS 2 from PyPI wheels) but no ROS installation.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import math
 import os
 import sys
@@ -55,25 +56,33 @@ def share_file(subdir, name):
 
 
 def numba_cache_entries():
-    """{path: mtime_ns} of the compiled kernels in numba's on-disk cache that the nodes can load
-    (*.nbc: one per compiled kernel; a cache load reads them, a compilation writes one): the
-    package's __pycache__ folders, the generated kernels' cache (mbd_ros/codegen/cache.py:
-    $MBD_ROS_CACHE_DIR, the package's codegen/_generated, ~/.cache/mbd_ros), $NUMBA_CACHE_DIR,
-    and numba's own user-wide cache (~/.cache/numba, where a read-only install's kernels go).
-    Stale entries were already dropped when this module's package was imported
+    """{path: mtime_ns} of the compiled kernels in numba's on-disk cache that the nodes of this
+    installation can load (*.nbc: one per compiled kernel; a cache load reads them, a
+    compilation writes one): the package's __pycache__ folders (generic kernels, C entries and,
+    in a writable package, the generated kernels of mbd_ros/codegen/_generated),
+    $MBD_ROS_CACHE_DIR and $NUMBA_CACHE_DIR when set, and for a read-only install the user
+    caches those go to instead (~/.cache/mbd_ros, and numba's ~/.cache/numba/<folder>_<sha1 of
+    its path> for this package's folders). Other checkouts' entries in the user caches are not
+    this one's. Stale
+    entries were already dropped when this module's package was imported
     (mbd_ros/kernels/__init__.py)."""
-    user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    roots = [processes.PACKAGE_ROOT / PACKAGE, user_cache / PACKAGE, user_cache / "numba"]
+    package = processes.PACKAGE_ROOT / PACKAGE
+    roots = [package]
     for variable in ("MBD_ROS_CACHE_DIR", "NUMBA_CACHE_DIR"):
         if os.environ.get(variable):
             roots.append(Path(os.environ[variable]).expanduser())
+    if not os.access(package / "codegen", os.W_OK):
+        user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        if not os.environ.get("MBD_ROS_CACHE_DIR"):
+            roots.append(user_cache / PACKAGE)
+        for folder in {source.parent.resolve() for source in package.rglob("*.py")}:
+            digest = hashlib.sha1(str(folder).encode()).hexdigest()   # numba's user-wide locator
+            roots.append(user_cache / "numba" / f"{folder.name}_{digest}")
     entries = {}
     for root in roots:
         if not root.is_dir():
             continue
         for path in root.rglob("*.nbc"):
-            if root.name == "numba" and PACKAGE not in path.parts:
-                continue   # other programs' kernels
             try:
                 entries[path] = path.stat().st_mtime_ns
             except OSError:   # removed meanwhile (a concurrent stale-cache drop)
