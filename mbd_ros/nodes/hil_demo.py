@@ -33,8 +33,9 @@ CONFIGS = {"plant": "arm7_simulate.yaml", "controller": "arm7_computed_torque.ya
            "reference": "arm7_reference.yaml"}
 READY_TIMEOUT = 180.0   # s; a cold numba cache compiles the kernels first (~20 s per process)
 # s from start to a closed loop when numba compiles the nodes' kernels (the two nodes compile at
-# once): a fresh clone's first `make demo` on an idle 2-core AMD EPYC (README, "Install notes")
-FIRST_RUN_SECONDS = 40
+# once): a fresh clone's first `make demo` took 21-25 s on a 2-core AMD EPYC Zen 5 at load
+# average 4-5, and ~37 s on a Zen 4 (README)
+FIRST_RUN_SECONDS = (20, 40)
 PROGRESS_EVERY = 15.0   # s between "still starting" lines while waiting for the loop
 
 
@@ -102,9 +103,10 @@ def startup_message(cache_entries):
     if cache_entries:
         return ("starting the nodes (numba kernels from the on-disk cache; any missing one is "
                 "compiled first) ...")
-    return (f"first run: the nodes compile the numba kernels before the loop starts (about "
-            f"{FIRST_RUN_SECONDS} s on an idle 2-core machine, longer on a busy one; cached on "
-            f"disk, later runs start in a few seconds) ...")
+    low, high = FIRST_RUN_SECONDS
+    return (f"first run: the nodes compile the numba kernels before the loop starts ({low}-{high}"
+            f" s on a 2-core machine, longer on a busy one; cached on disk, later runs start in "
+            f"a few seconds) ...")
 
 
 def kernels_note(compiled):
