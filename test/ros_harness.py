@@ -32,17 +32,33 @@ def reserve_domain_id(salt=0):
     """(domain id, lock file): a ROS_DOMAIN_ID that no other process using this function on the
     machine holds, kept until the file is closed (or the process ends). A second test run
     beside this one (another checkout, CI job) otherwise shares a domain whenever its pid-derived
-    id collides (1 in 100 per module pair), and its nodes of the same names answer this test."""
+    id collides (1 in 100 per module pair), and its nodes of the same names answer this test.
+    The lock file lists the node processes started on the domain (Ros.start): a domain whose
+    nodes outlived their test process (a run killed by a timeout) stays taken while they run."""
     start = processes.unique_domain_id(salt)
     for k in range(100):
         domain = 1 + (start - 1 + k) % 100
-        lock = open(Path(tempfile.gettempdir()) / f"mbd_ros_test_domain_{domain}.lock", "a")
+        lock = open(Path(tempfile.gettempdir()) / f"mbd_ros_test_domain_{domain}.lock", "a+")
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return domain, lock
         except OSError:
             lock.close()
+            continue
+        lock.seek(0)
+        if any(_node_alive(line) for line in lock.read().split()):
+            lock.close()
+            continue
+        lock.truncate(0)
+        return domain, lock
     raise RuntimeError("every ROS_DOMAIN_ID 1-100 is held by another test process")
+
+
+def _node_alive(pid):
+    """True if process `pid` runs and is an mbd_ros node."""
+    try:
+        return b"mbd_ros.nodes." in Path(f"/proc/{int(pid)}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return False
 
 
 class Ros:
@@ -71,6 +87,8 @@ class Ros:
         child = processes.NodeProcess(node, args, processes.ros_environment(self.domain_id),
                                       label=name or node)
         self.children.append(child)
+        self._domain_lock.write(f"{child.pid}\n")     # see reserve_domain_id
+        self._domain_lock.flush()
         return child
 
     def stop(self, child):
