@@ -3,6 +3,7 @@
 #               hardware-in-the-loop demo (`mbd-ros hil-demo`: simulated arm7 + computed-torque
 #               controller + reference publisher over ROS 2 topics, a few seconds)
 #   make test   create .venv if missing, install mbd_ros with its test and ROS extras, run pytest
+#               (one progress line per test file; options and accepted warnings: setup.cfg)
 # Only python3 (with venv, pip and its headers), make, gcc, g++ and cmake are needed; the rest
 # comes from PyPI.
 # The install is editable (pip install -e): the library, the sample URDFs and the CLI are used
@@ -23,7 +24,7 @@ demo: $(VENV)/.installed-demo
 	$(VENV)/bin/mbd-ros hil-demo
 
 test: $(VENV)/.installed-test
-	$(PY) -m pytest -q test
+	$(PY) -m pytest test
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)

@@ -1,6 +1,7 @@
 """Helpers of the process-level ROS tests (a helper module, not a test).
 
-`Ros` is this test process's side: an rclpy context on its own ROS_DOMAIN_ID with localhost
+`Ros` is this test process's side: an rclpy context on its own ROS_DOMAIN_ID (reserved on the
+machine: reserve_domain_id) with localhost
 discovery, one node, a SingleThreadedExecutor always spun with timeouts, publishers,
 collecting subscriptions and service calls. `Ros.start()` launches an mbd_ros node as a child
 process on the same domain (mbd_ros.nodes.processes) and `Ros.close()` stops every child it
@@ -8,7 +9,9 @@ started (SIGINT, then SIGKILL after a timeout), so no process outlives the tests
 """
 from __future__ import annotations
 
+import fcntl
 import os
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -20,13 +23,48 @@ from mbd_ros.nodes import processes
 REPO = Path(__file__).resolve().parent.parent
 URDF = REPO / "urdf"
 CONFIG = REPO / "config"
-READY_TIMEOUT = 90.0     # s: a node's first output, generous for a cold numba cache on 2 cores
+# s: a node's first output. Generous: with a cold numba cache (a fresh clone) a node compiles
+# its kernels first, and on a loaded 2-core machine the flexible plant once took > 90 s
+READY_TIMEOUT = 300.0
+
+
+def reserve_domain_id(salt=0):
+    """(domain id, lock file): a ROS_DOMAIN_ID that no other process using this function on the
+    machine holds, kept until the file is closed (or the process ends). A second test run
+    beside this one (another checkout, CI job) otherwise shares a domain whenever its pid-derived
+    id collides (1 in 100 per module pair), and its nodes of the same names answer this test.
+    The lock file lists the node processes started on the domain (Ros.start): a domain whose
+    nodes outlived their test process (a run killed by a timeout) stays taken while they run."""
+    start = processes.unique_domain_id(salt)
+    for k in range(100):
+        domain = 1 + (start - 1 + k) % 100
+        lock = open(Path(tempfile.gettempdir()) / f"mbd_ros_test_domain_{domain}.lock", "a+")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            continue
+        lock.seek(0)
+        if any(_node_alive(line) for line in lock.read().split()):
+            lock.close()
+            continue
+        lock.truncate(0)
+        return domain, lock
+    raise RuntimeError("every ROS_DOMAIN_ID 1-100 is held by another test process")
+
+
+def _node_alive(pid):
+    """True if process `pid` runs and is an mbd_ros node."""
+    try:
+        return b"mbd_ros.nodes." in Path(f"/proc/{int(pid)}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return False
 
 
 class Ros:
     def __init__(self, salt=0):
         # rclpy must be imported after the environment is set (rmw reads it at context init)
-        self.domain_id = processes.unique_domain_id(salt)
+        self.domain_id, self._domain_lock = reserve_domain_id(salt)
         os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
@@ -49,6 +87,8 @@ class Ros:
         child = processes.NodeProcess(node, args, processes.ros_environment(self.domain_id),
                                       label=name or node)
         self.children.append(child)
+        self._domain_lock.write(f"{child.pid}\n")     # see reserve_domain_id
+        self._domain_lock.flush()
         return child
 
     def stop(self, child):
@@ -62,6 +102,7 @@ class Ros:
         self.executor.shutdown(timeout_sec=1.0)
         self.node.destroy_node()
         self.rclpy.shutdown(context=self.context)
+        self._domain_lock.close()          # the domain id is free for other test processes
         return codes
 
     # ------------------------------------------------------------------ topics
@@ -92,6 +133,14 @@ class Ros:
 
     def messages(self, topic):
         return [m for _, m in self.received[topic]]
+
+    def last(self, topic):
+        """The latest message of `topic` (None if none yet), without copying the list: a
+        spin_until condition runs after every callback, and messages() is O(all received),
+        which at 1-2 kHz of messages and a loaded CPU made this process fall behind its
+        subscriptions' queues (depth 1000) until they dropped states."""
+        received = self.received[topic]
+        return received[-1][1] if received else None
 
     def spin(self, seconds):
         end = time.monotonic() + seconds
@@ -215,12 +264,18 @@ def wrench_array(msg):
 def warm_numba_cache(robot):
     """Compile (or load) every kernel the nodes use in this process, so numba's on-disk cache is
     warm before node processes start (they would otherwise each compile, ~20 s on 2 cores)."""
+    import warnings
+    from mbd_ros.robot.constraints import LoopResidualWarning
     q, z = robot.neutral(), np.zeros(robot.nv)
-    robot.forward_dynamics(q, z, z)
-    try:   # a closed loop's neutral q may be open: its inverse dynamics then refuse (compiled)
-        robot.inverse_dynamics(q, z, z)
-        robot.joint_wrenches(q, z, z)
-    except ValueError:
-        pass
+    with warnings.catch_warnings():
+        # only compiling: the results at neutral (off a closed-loop robot's loops, which the
+        # dynamics rightly warn about) are not used
+        warnings.simplefilter("ignore", LoopResidualWarning)
+        robot.forward_dynamics(q, z, z)
+        try:   # a closed loop's neutral q may be open: its inverse dynamics then refuse
+            robot.inverse_dynamics(q, z, z)
+            robot.joint_wrenches(q, z, z)
+        except ValueError:
+            pass
     robot.integrate(q, z, 1e-3)
     robot.compile_c_calls()   # the C entries (mbd_ros/fastcall) the nodes install at configure

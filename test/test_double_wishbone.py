@@ -243,9 +243,14 @@ def exudyn_simulation(exu, par, q0, v0, t_end, steps):
     settings.timeIntegration.newton.absoluteTolerance = 1e-12
     settings.timeIntegration.generalizedAlpha.spectralRadius = 1.0
     settings.timeIntegration.verboseMode = 0
-    settings.solutionSettings.writeSolutionToFile = False  # noqa (older name, still accepted)
-    settings.displayComputationTime = False
-    settings.displayStatistics = False
+    if hasattr(settings, "show"):    # Exudyn's current names (the older ones warn: deprecated)
+        settings.solution.file.write = False
+        settings.show.computationTime = False
+        settings.show.statistics = False
+    else:
+        settings.solutionSettings.writeSolutionToFile = False
+        settings.displayComputationTime = False
+        settings.displayStatistics = False
     exu.SolveDynamic(mbs, settings)
     coords = mbs.systemData.GetODE2Coordinates()
     refs = mbs.systemData.GetODE2Coordinates(configuration=exu.ConfigurationType.Reference)

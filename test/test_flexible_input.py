@@ -10,6 +10,7 @@ import yaml
 
 import mbd_ros
 from mbd_ros import ModelError
+from conftest import RTOL, assert_close
 from flexible_models import beam_entry, lumped_modal_data, pendulum_urdf
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -184,14 +185,31 @@ def test_modal_data_modes_and_missing_file(tmp_path):
 
 def test_frequencies_instead_of_stiffness(tmp_path):
     """K_ff from natural frequencies (Hz) and the lumped modal masses: the clamped frequencies the
-    robot reports are the given ones (relative 1e-9)."""
-    flexible = _modal_file(tmp_path, K_ff=None, frequencies=np.array([10.0, 60.0, 170.0]))
+    robot reports are those of the pencil (K_ff = diag((2 pi f)^2 m_kk), M_ff) solved here with
+    scipy (relative RTOL), and they lie within the bound the modes' coupling through the lumped
+    masses allows around the given ones."""
+    given = np.array([10.0, 60.0, 170.0])
+    flexible = _modal_file(tmp_path, K_ff=None, frequencies=given)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         robot = mbd_ros.load(pendulum_urdf(0.5), flexible=flexible)
-    freq = robot.flexible.bodies[0].frequencies
-    # the sampled modes are nearly (not exactly) orthogonal for the lumped masses: within 2 %
-    np.testing.assert_allclose(np.sort(freq), [10.0, 60.0, 170.0], rtol=0.02)
+    freq = np.sort(robot.flexible.bodies[0].frequencies)
+    with np.load(tmp_path / "strip.npz") as data:     # the file the robot read
+        masses, shapes = data["node_masses"], data["mode_shapes"][:, :, :3]
+    M = np.einsum("j,kjc,ljc->kl", masses, shapes, shapes)   # modal mass of the lumped nodes
+    import scipy.linalg
+    K = np.diag((2 * np.pi * given) ** 2 * np.diag(M))
+    expected = np.sqrt(scipy.linalg.eigh(K, M, eigvals_only=True)) / (2 * np.pi)
+    assert_close(freq, expected, "clamped frequencies vs the (K_ff, M_ff) pencil",
+                 rtol=RTOL)
+    # the sampled modes are nearly (not exactly) orthogonal for the lumped masses: with M_ff =
+    # D^1/2 C D^1/2 (D its diagonal), the Rayleigh quotients give the i-th frequency within
+    # [1/sqrt(lambda_max(C)), 1/sqrt(lambda_min(C))] times the i-th given one
+    d = np.sqrt(np.diag(M))
+    coupling = np.linalg.eigvalsh(M / np.outer(d, d))
+    ratio = freq / given
+    assert np.all(ratio >= 1 / np.sqrt(coupling[-1]) - RTOL), (ratio, coupling)
+    assert np.all(ratio <= 1 / np.sqrt(coupling[0]) + RTOL), (ratio, coupling)
 
 
 def test_bad_numeric_inputs():

@@ -13,14 +13,18 @@ pytest.importorskip("rclpy", reason="ROS 2 rclpy is not installed (extra 'ros')"
 pytest.importorskip("matplotlib", reason="matplotlib is not installed (extra 'plot')")
 
 from mbd_ros.nodes import processes  # noqa: E402
+from ros_harness import reserve_domain_id  # noqa: E402
 
 
 def test_hil_demo_writes_the_tracking_plot(tmp_path):
     out = tmp_path / "hil.png"
-    env = processes.ros_environment(processes.unique_domain_id(97))
-    result = subprocess.run(
-        [sys.executable, "-m", "mbd_ros.cli", "hil-demo", "--duration", "2", "--rate", "500",
-         "--plot", str(out)], env=env, capture_output=True, text=True, timeout=240)
+    domain, lock = reserve_domain_id(97)     # no other test run's nodes on the demo's domain
+    env = processes.ros_environment(domain)
+    with lock:
+        result = subprocess.run(
+            [sys.executable, "-m", "mbd_ros.cli", "hil-demo", "--duration", "2", "--rate", "500",
+             "--domain-id", str(domain), "--plot", str(out)], env=env, capture_output=True,
+            text=True, timeout=240)
     text = result.stdout + result.stderr
     assert result.returncode == 0, text[-4000:]
     assert "tracking error" in text and f"wrote {out}" in text, text[-4000:]

@@ -96,21 +96,23 @@ def test_the_corpus_is_complete():
 
 def test_deeply_nested_yaml_is_a_model_error():
     text = "closures: " + "[" * 100_000 + "]" * 100_000
-    t0 = time.perf_counter()
+    # the cost bound is on this process's CPU time, which other jobs on the machine do not
+    # stretch (wall time under load does); an unbounded parse would take minutes
+    t0 = time.process_time()
     with pytest.raises(mbd_ros.ModelError) as exc:
         mbd_ros.load(FOURBAR, closures=text)
     check_message(exc.value, ["<closures text>", "nesting"])
-    assert time.perf_counter() - t0 < 10.0
+    assert time.process_time() - t0 < 10.0
 
 
 def test_too_many_closures_is_a_model_error():
     entry = "  - {name: c%d, type: spherical, parent: coupler, child: rocker}\n"
     text = "closures:\n" + "".join(entry % i for i in range(1001))
-    t0 = time.perf_counter()
+    t0 = time.process_time()                    # CPU time: see above
     with pytest.raises(mbd_ros.ModelError) as exc:
         mbd_ros.load(FOURBAR, closures=text)
     check_message(exc.value, ["'closures'", "1001 entries"])
-    assert time.perf_counter() - t0 < 30.0
+    assert time.process_time() - t0 < 30.0
 
 
 def test_absurd_numbers_in_a_closure_dict():

@@ -150,7 +150,10 @@ def test_a_huge_model_does_not_block_the_executor(ros):
         ros.spin(0.05)
     print(f"load {load_seconds:.2f} s here; get_state latencies max {max(latencies):.3f} s, "
           f"{len(latencies)} calls")
-    assert max(latencies) < 1.0, latencies
+    # an executor blocked by the load would answer only after it, ~load_seconds (measured
+    # here on the same machine at the same time, so it stretches with the machine's load as
+    # the node's load does); one third of it, and at least 1 s, is prompt
+    assert max(latencies) < max(1.0, load_seconds / 3), (load_seconds, latencies)
     ros.spin_until(lambda: ros.lifecycle_state(node) == "active", 120.0,
                    what="the 3000-link robot to be configured")
     ros.stop(child)

@@ -84,7 +84,7 @@ def test_plant_with_mimic_in_a_closed_loop_equals_the_library(ros, paths):
     # compared step by step (each state against one Simulator step from the state before it):
     # the test's subscription may match after the plant started, and a chaotic motion would
     # amplify round-off over a long run
-    ros.spin_until(lambda: len(ros.messages(f"{SIM}/joint_states")) > 400, 60.0,
+    ros.spin_until(lambda: len(ros.received[f"{SIM}/joint_states"]) > 400, 60.0,
                    what="400 states of the simulation")
     states = {int(round(stamp_key(m.header.stamp) * 1e-9 * RATE)): m
               for m in ros.messages(f"{SIM}/joint_states")}

@@ -109,12 +109,12 @@ def test_prescribed_joint_follows_the_trajectory_topic(ros, robot):
     pub = ros.matched_publisher(JointTrajectory, topic)
     ros.spin(0.2)
     # start one simulated second after the latest published state
-    start_ns = (stamp_key(ros.messages(f"{NS}/joint_states")[-1].header.stamp) // 10_000_000
+    start_ns = (stamp_key(ros.last(f"{NS}/joint_states").header.stamp) // 10_000_000
                 + 100) * 10_000_000
     start = start_ns * 1e-9
     pub.publish(_trajectory_msg(start_ns))
     end = start + TAU[-1] + 0.3
-    ros.spin_until(lambda: stamp_key(ros.messages(f"{NS}/joint_states")[-1].header.stamp)
+    ros.spin_until(lambda: stamp_key(ros.last(f"{NS}/joint_states").header.stamp)
                    > end * 1e9, 60.0, what="the trajectory played and held")
     states = ros.messages(f"{NS}/joint_states")
     by_step = {int(round(stamp_key(m.header.stamp) * 1e-9 * RATE)): m for m in states}
@@ -197,12 +197,12 @@ def test_prescribed_crank_of_a_closed_loop(ros):
     topic = f"{LOOP_NS}/forward_dynamics/prescribed_trajectory"
     pub = ros.matched_publisher(JointTrajectory, topic)
     ros.spin(0.2)
-    start_ns = (stamp_key(ros.messages(f"{LOOP_NS}/joint_states")[-1].header.stamp) // 10_000_000
+    start_ns = (stamp_key(ros.last(f"{LOOP_NS}/joint_states").header.stamp) // 10_000_000
                 + 100) * 10_000_000
     start = start_ns * 1e-9
     pub.publish(_trajectory_msg(start_ns, names=["crank_joint"], offset=0.0))
     end = start + TAU[-1] + 0.2
-    ros.spin_until(lambda: stamp_key(ros.messages(f"{LOOP_NS}/joint_states")[-1].header.stamp)
+    ros.spin_until(lambda: stamp_key(ros.last(f"{LOOP_NS}/joint_states").header.stamp)
                    > end * 1e9, 60.0, what="the crank trajectory played")
     states = {int(round(stamp_key(m.header.stamp) * 1e-9 * RATE)): m
               for m in ros.messages(f"{LOOP_NS}/joint_states")}
@@ -227,5 +227,13 @@ def test_prescribed_crank_of_a_closed_loop(ros):
                 torques += 1
         simulator.step(np.zeros(3))
     assert torques > 50
-    moving = [states[k].position[0] for k in states if start < k / RATE < start + TAU[-1]]
-    assert np.ptp(moving) > 0.5
+    # the crank follows the closed-form trajectory at every state received while it moves
+    # (quintic Hermite between waypoints 50 ms apart: < 1e-6 rad). Which of the 1000 moving
+    # states this process received depends on it keeping up with ~2 kHz of messages on a
+    # loaded machine, not on the node (the range of the received ones, once 0.41 of the 0.8
+    # rad in a loaded run, mixed the two): the check is over those received, at least 50
+    moving = {k: states[k].position[0] for k in states if start < k / RATE < start + TAU[-1]}
+    assert len(moving) > 50, f"{len(moving)} of {int(TAU[-1] * RATE)} moving states received"
+    crank = np.array(list(moving.values()))
+    expected = np.array([motion(k / RATE - start)[0] for k in moving]) - Q0[1]
+    assert np.abs(crank - expected).max() < 1e-6, np.abs(crank - expected).max()

@@ -68,7 +68,12 @@ def test_plant_steps_and_outputs(ros, robot):
     # no stops, no velocity envelope: the states are the bare integrator's (the limits have
     # their own tests in test_nodes_plant.py)
     start_plant(ros, ns, enforce_limits=False)
-    ros.spin(0.5)
+    # ~0.2 s of outputs on each topic, waited for (not a fixed 0.5 s, which a loaded machine's
+    # delays in receiving once cut to 46 complete steps)
+    topics = [f"{ns}/joint_states", f"{ns}/forward_dynamics/accelerations",
+              f"{ns}/forward_dynamics/wrenches/flange_joint"]
+    ros.spin_until(lambda: all(len(ros.received[t]) > 100 for t in topics), 60.0,
+                   what="100 messages on each output")
     states = by_stamp(ros, f"{ns}/joint_states")
     acc = by_stamp(ros, f"{ns}/forward_dynamics/accelerations")
     wrench = by_stamp(ros, f"{ns}/forward_dynamics/wrenches/flange_joint")
@@ -102,8 +107,8 @@ def test_commands_are_applied_checked_and_timed_out(ros, robot):
     msg = Float64MultiArray(data=cmd.tolist())
 
     def latest_effort():
-        m = ros.messages(f"{ns}/joint_states")
-        return np.array(m[-1].effort) if m else None
+        m = ros.last(f"{ns}/joint_states")    # O(1): the condition runs after every message
+        return np.array(m.effort) if m is not None else None
     ros.spin_until(lambda: np.array_equal(latest_effort(), expected), 10.0, every=0.02,
                    action=lambda: ros.publish(Float64MultiArray, topic, msg),
                    what="the commanded (clipped) efforts in joint_states")
@@ -151,10 +156,9 @@ def test_computed_torque_closes_the_loop_and_converges(ros, robot):
     ref = trajectory_point(NAMES, target, np.zeros(7), np.zeros(7))
 
     def error():
-        m = ros.messages(f"{ns}/joint_states")
-        if not m:
+        s = ros.last(f"{ns}/joint_states")     # O(1): the condition runs after every message
+        if s is None:
             return np.inf
-        s = m[-1]
         return max(np.abs(np.array(s.position) - target).max(), np.abs(np.array(s.velocity)).max())
     ros.spin_until(lambda: error() < 1e-3, 60.0, every=0.05,
                    action=lambda: ros.publish(JointTrajectory, f"{ns}/inverse_dynamics/reference",
@@ -170,7 +174,7 @@ def test_publish_clock_stamps_with_simulated_time(ros, robot):
     clock = ros.subscribe(Clock, "/clock")
     child = start_plant(ros, ns, publish_clock=True, wrench_joints=["none"])
     # /clock's subscription may match later than the state's on a slow machine: wait for both
-    ros.spin_until(lambda: len(clock) > 10 and len(ros.messages(f"{ns}/joint_states")) > 20,
+    ros.spin_until(lambda: len(clock) > 10 and len(ros.received[f"{ns}/joint_states"]) > 20,
                    READY_TIMEOUT, what="/clock and joint_states")
     ros.stop(child)
     states = ros.messages(f"{ns}/joint_states")

@@ -109,10 +109,18 @@ def test_plant_publishes_and_tracks_cylindrical_and_universal_dofs(ros, pin_mode
               "uni2/angle1": -0.1}
     msg = joint_state(now_stamp(ros), list(effort), [], [], list(effort.values()))
     msg.position, msg.velocity = [], []
-    first = len(ros.messages(f"{SIM}/joint_states"))
-    ros.spin_until(lambda: any(np.allclose(m.effort, [effort[n] for n in NAMES])
-                               for m in ros.messages(f"{SIM}/joint_states")[first:]), 20.0,
-                   every=0.1, action=lambda: pub.publish(msg), what="the effort command applied")
+    first = len(ros.received[f"{SIM}/joint_states"])
+    scanned = [first]   # each state looked at once: the condition runs after every message
+
+    def applied():
+        states = ros.received[f"{SIM}/joint_states"]
+        for _, m in states[scanned[0]:]:
+            if np.allclose(m.effort, [effort[n] for n in NAMES]):
+                return True
+        scanned[0] = len(states)
+        return False
+    ros.spin_until(applied, 20.0, every=0.1, action=lambda: pub.publish(msg),
+                   what="the effort command applied")
     ros.spin(0.3)
     _check_states_against_aba(ros, pin_model, ros.messages(f"{SIM}/joint_states")[first:],
                               "effort command")
@@ -123,7 +131,7 @@ def test_plant_publishes_and_tracks_cylindrical_and_universal_dofs(ros, pin_mode
     pub.publish(command)
 
     def settled():
-        m = ros.messages(f"{SIM}/joint_states")[-1]
+        m = ros.last(f"{SIM}/joint_states")
         return np.allclose(m.position, [target[n] for n in NAMES], atol=1e-3) and \
             np.abs(m.velocity).max() < 1e-2
     ros.spin_until(settled, 30.0, every=1.0, action=lambda: pub.publish(command),

@@ -195,7 +195,12 @@ DEMO_Q0 = np.array([0.3, 0.9, -0.4, -1.2, 0.6, 0.8, 0.2])
 
 def cmd_demo(args):
     from ..robot.build import load as build_robot
+    from ..nodes.hil_demo import compiled_since, kernels_note, numba_cache_entries   # no rclpy
     path = Path(args.urdf) if args.urdf else sample_urdf()
+    cache_before = numba_cache_entries()
+    if not cache_before:   # a fresh clone: say so before the silent compilation
+        print('first run: compiling the numba kernels (about 10 s on an idle 2-core machine; '
+              'cached on disk for later runs) ...')
     t0 = time.perf_counter()
     robot = _load(path)
     t_load = time.perf_counter() - t0
@@ -233,7 +238,7 @@ def cmd_demo(args):
     print(f'mbd_ros demo: {path.name}, nq = {robot.nq}, nv = {nv}, mass {robot.total_mass:.2f} kg; '
           f'passive fall (tau = 0) with joint damping and friction')
     print(f'RK4, dt = {dt * 1e3:g} ms, {t_end:g} s; joint limits are not modelled; '
-          f'load and warm-up (kernel compile or cache load) {t_load:.2f} s')
+          f'load and warm-up {t_load:.2f} s ({kernels_note(compiled_since(cache_before))})')
     header = (f'{"t [s]":>6} {"KE [J]":>10} {"PE [J]":>10} {"dissip. [J]":>12} '
               f'{"KE+PE+dis [J]":>14} {"drift [J]":>11}')
     print(header)

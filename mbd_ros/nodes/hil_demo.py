@@ -19,6 +19,7 @@ Needs rclpy (the ``ros`` extra: ROS 2 from PyPI wheels) but no ROS installation.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import math
 import os
 import sys
@@ -31,6 +32,11 @@ PACKAGE = "mbd_ros"
 CONFIGS = {"plant": "arm7_simulate.yaml", "controller": "arm7_computed_torque.yaml",
            "reference": "arm7_reference.yaml"}
 READY_TIMEOUT = 180.0   # s; a cold numba cache compiles the kernels first (~20 s per process)
+# s from start to a closed loop when numba compiles the nodes' kernels (the two nodes compile at
+# once): a fresh clone's first `make demo` took 21-25 s on a 2-core AMD EPYC Zen 5 at load
+# average 4-5, and ~37 s on a Zen 4 (README)
+FIRST_RUN_SECONDS = (20, 40)
+PROGRESS_EVERY = 15.0   # s between "still starting" lines while waiting for the loop
 
 
 def share_file(subdir, name):
@@ -48,6 +54,73 @@ def share_file(subdir, name):
             return path
     raise FileNotFoundError(f"{subdir}/{name} of {PACKAGE} not found; looked in: "
                             + ", ".join(str(p) for p in candidates))
+
+
+def numba_cache_entries():
+    """{path: mtime_ns} of the compiled kernels in numba's on-disk cache that the nodes of this
+    installation can load (*.nbc: one per compiled kernel; a cache load reads them, a
+    compilation writes one): the package's __pycache__ folders (generic kernels, C entries and,
+    in a writable package, the generated kernels of mbd_ros/codegen/_generated),
+    $MBD_ROS_CACHE_DIR and $NUMBA_CACHE_DIR when set, and for a read-only install the user
+    caches those go to instead (~/.cache/mbd_ros, and numba's ~/.cache/numba/<folder>_<sha1 of
+    its path> for this package's folders). Other checkouts' entries in the user caches are not
+    this one's. Stale
+    entries were already dropped when this module's package was imported
+    (mbd_ros/kernels/__init__.py)."""
+    package = processes.PACKAGE_ROOT / PACKAGE
+    roots = [package]
+    for variable in ("MBD_ROS_CACHE_DIR", "NUMBA_CACHE_DIR"):
+        if os.environ.get(variable):
+            roots.append(Path(os.environ[variable]).expanduser())
+    if not os.access(package / "codegen", os.W_OK):
+        user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        if not os.environ.get("MBD_ROS_CACHE_DIR"):
+            roots.append(user_cache / PACKAGE)
+        for folder in {source.parent.resolve() for source in package.rglob("*.py")}:
+            digest = hashlib.sha1(str(folder).encode()).hexdigest()   # numba's user-wide locator
+            roots.append(user_cache / "numba" / f"{folder.name}_{digest}")
+    entries = {}
+    for root in roots:
+        if not root.is_dir():
+            continue
+        for path in root.rglob("*.nbc"):
+            try:
+                entries[path] = path.stat().st_mtime_ns
+            except OSError:   # removed meanwhile (a concurrent stale-cache drop)
+                pass
+    return entries
+
+
+def compiled_since(before):
+    """How many kernels were compiled (cache entries written) since the snapshot `before`."""
+    return sum(1 for path, mtime in numba_cache_entries().items() if before.get(path) != mtime)
+
+
+def startup_message(cache_entries):
+    """What the demo says before starting the nodes, from numba_cache_entries(): with no
+    compiled kernel in the cache (a fresh clone, `make clean`, or after a kernel source changed)
+    the nodes compile them first, for about FIRST_RUN_SECONDS."""
+    if cache_entries:
+        return ("starting the nodes (numba kernels from the on-disk cache; any missing one is "
+                "compiled first) ...")
+    low, high = FIRST_RUN_SECONDS
+    return (f"first run: the nodes compile the numba kernels before the loop starts ({low}-{high}"
+            f" s on a 2-core machine, longer on a busy one; cached on disk, later runs start in "
+            f"a few seconds) ...")
+
+
+def kernels_note(compiled):
+    """How the nodes got their kernels, from compiled_since() once the loop runs."""
+    return (f"{compiled} numba kernels compiled and cached" if compiled
+            else "numba kernels from the cache")
+
+
+def _load():
+    """The machine's load, which stretches the first run's compilation."""
+    try:
+        return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    except OSError:
+        return "load average unknown"
 
 
 def add_arguments(parser):
@@ -152,6 +225,7 @@ def run(args):
     plant_params = {**common, "rate_hz": float(args.rate)}
     if args.integrator:
         plant_params["integrator"] = args.integrator
+    cache_before = numba_cache_entries()      # before the nodes start (and compile)
     children = {
         "plant": processes.NodeProcess("forward_dynamics", processes.ros_arguments(
             plant_params, params_files=[configs["plant"]]), env, label="forward_dynamics"),
@@ -170,6 +244,7 @@ def run(args):
           f"{args.executor} executor")
     monitor = None
     code = 0
+    print(startup_message(cache_before))
     try:
         monitor = _Monitor(domain)
         if args.plot:
@@ -181,18 +256,28 @@ def run(args):
             p, c = monitor.latest.get(plant), monitor.latest.get(ctrl)
             return (p is not None and c is not None and p.get("commands") == "yes"
                     and c.get("reference") == "received")
+        next_progress = PROGRESS_EVERY
         while not ready():
             monitor.spin(0.2)
+            waited = time.monotonic() - t_start
+            if waited >= next_progress:
+                print(f"  ... {waited:.0f} s, still starting "
+                      f"({compiled_since(cache_before)} kernels compiled so far; {_load()})")
+                next_progress += PROGRESS_EVERY
             dead = [k for k, c in children.items() if c.poll() is not None]
             if dead or time.monotonic() - t_start > READY_TIMEOUT:
-                why = f"{', '.join(dead)} exited" if dead else "timed out"
+                compiled = compiled_since(cache_before)
+                why = (f"{', '.join(dead)} exited" if dead else
+                       f"timed out after {READY_TIMEOUT:.0f} s; {compiled} kernels compiled and "
+                       f"cached meanwhile, a next run starts from them; {_load()}")
                 print(f"the loop did not start ({why}); logs:", file=sys.stderr)
                 for c in children.values():
                     print(f"--- {c.label}:\n{c.output()[-3000:]}", file=sys.stderr)
                 return 1
         t_ready = time.monotonic() - t_start
-        print(f"loop closed {t_ready:.1f} s after start (imports, robot load, numba kernels "
-              f"from cache, discovery); measuring {args.duration:g} s ...")
+        print(f"loop closed {t_ready:.1f} s after start (imports, robot load, "
+              f"{kernels_note(compiled_since(cache_before))}, discovery); "
+              f"measuring {args.duration:g} s ...")
         monitor.spin(1.5)   # let one full diagnostics period pass inside the loop
         begin = dict(monitor.latest[plant])
         n_hist = len(monitor.history)
