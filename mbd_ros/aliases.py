@@ -51,16 +51,25 @@ def new_path(name):
 class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds the old paths of MOVED and loads them as the new modules."""
 
+    def __init__(self):
+        self._own_specs = {}        # new module name -> its spec, between create and exec
+
     def find_spec(self, name, path=None, target=None):
         if not name.startswith("mbd_ros.") or new_path(name) is None:
             return None
         return importlib.util.spec_from_loader(name, self)
 
     def create_module(self, spec):
-        return importlib.import_module(new_path(spec.name))
+        module = importlib.import_module(new_path(spec.name))
+        self._own_specs[module.__name__] = module.__spec__
+        return module
 
     def exec_module(self, module):
-        """Nothing to run: the new module was imported by create_module."""
+        """Nothing to run (create_module imported the new module), but importlib has just
+        set the module's __spec__ to the old path's spec: give it back its own, or relative
+        imports inside it see __package__ != __spec__.parent (an ImportWarning, an error
+        under -W error) and pickling/reloading would use the old name."""
+        module.__spec__ = self._own_specs.pop(module.__name__, module.__spec__)
 
 
 def install():

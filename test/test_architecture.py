@@ -194,6 +194,22 @@ def test_documented_module_paths_of_earlier_versions_still_import():
     assert mbd_ros.Robot is importlib.import_module("mbd_ros.robot").Robot
 
 
+def test_an_old_module_path_leaves_the_module_its_own_spec():
+    """Importing an old path must not rename the module that owns the code: its __spec__
+    stays its own, so relative imports inside it raise no ImportWarning (an error under
+    `-W error`, which failed the closed-loop tests once mbd_ros.loops had been imported)."""
+    import subprocess
+    import sys
+    code = ("import mbd_ros, mbd_ros.loops, mbd_ros.flexible.spec\n"
+            "import mbd_ros.robot.constraints as c, mbd_ros.inputs.flexible as f\n"
+            "assert c.__spec__.name == 'mbd_ros.robot.constraints', c.__spec__.name\n"
+            "assert f.__spec__.name == 'mbd_ros.inputs.flexible', f.__spec__.name\n"
+            "import importlib; importlib.reload(c)\n")
+    out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+
+
 def test_the_command_line_runs_as_a_module():
     import subprocess
     import sys

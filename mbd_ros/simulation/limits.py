@@ -156,11 +156,7 @@ class JointLimits:
         k = _enforce_positions(q, robot.mass_matrix(q, out=self._m), self._stops_int,
                                self._stops_float, self._lower, self._minv, self._stop_work,
                                self._one_dof_only)
-        if k == -2:
-            raise ValueError("the mass matrix is not positive definite")
-        if k < 0:
-            raise ValueError("the joints on their position stops have a singular inverse "
-                             "mass matrix block")
+        _check_stop_status(k)
         if k == 0:
             return 0
         if not self._one_dof_only:
@@ -172,11 +168,7 @@ class JointLimits:
         status = _enforce_velocities(v, robot.mass_matrix(q, out=self._m), self._stops_int,
                                      self._stops_float, k, self._lower, self._minv,
                                      self._stop_work)
-        if status == -2:
-            raise ValueError("the mass matrix is not positive definite")
-        if status < 0:
-            raise ValueError("the joints on their position stops have a singular inverse "
-                             "mass matrix block")
+        _check_stop_status(status)
         self.stops += 1
         return k
 
@@ -227,3 +219,13 @@ class JointLimits:
         if changed:
             self.saturated += 1
         return changed
+
+
+def _check_stop_status(status):
+    """ValueError for a failed stop kernel (kernels/stops.py): -2 M not positive definite, other
+    negative codes a singular block of M^-1 on the stopped joints."""
+    if status == -2:
+        raise ValueError("the mass matrix is not positive definite")
+    if status < 0:
+        raise ValueError("the joints on their position stops have a singular inverse "
+                         "mass matrix block")

@@ -90,21 +90,10 @@ class Plant:
         self.divergences = 0
 
     # ------------------------------------------------------------------ state
-    @property
-    def q(self):
-        return self.sim.q
-
-    @property
-    def v(self):
-        return self.sim.v
-
-    @property
-    def qdd(self):
-        return self.sim.qdd
-
-    @property
-    def time(self):
-        return self.sim.time
+    q = property(lambda self: self.sim.q, doc="(nq,) the simulator's state (its own array)")
+    v = property(lambda self: self.sim.v, doc="(nv,) the simulator's velocities")
+    qdd = property(lambda self: self.sim.qdd, doc="(nv,) the accelerations of the last evaluate()")
+    time = property(lambda self: self.sim.time, doc="the simulator's clock (s)")
 
     @property
     def q_before_step(self):
