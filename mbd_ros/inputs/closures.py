@@ -127,19 +127,10 @@ def read_closures(source, link_names) -> ClosureSet:
     if not entries:
         raise ModelError(f"{where}: 'closures' is empty: declare at least one closure "
                          "(or load the robot without closures)")
-    if len(entries) > MAX_CLOSURES:
-        raise ModelError(f"{where}: 'closures' has {len(entries)} entries, more than the "
-                         f"{MAX_CLOSURES} a model may have")
-    specs = []
-    first_index = {}
-    for index, entry in enumerate(entries):
-        spec = _read_entry(entry, index, where, links, link_set)
-        if spec.name in first_index:
-            raise ModelError(f"{where}: closure {index} ('{spec.name}'): field 'name': duplicate "
-                             f"name, already used by closure {first_index[spec.name]}")
-        first_index[spec.name] = index
-        specs.append(spec)
-    return ClosureSet(closures=tuple(specs),
+    specs = fields.named_entries(
+        entries, where, "closures", "closure", MAX_CLOSURES,
+        lambda entry, index: _read_entry(entry, index, where, links, link_set))
+    return ClosureSet(closures=specs,
                       actuated=_joint_list(data, "actuated", where),
                       independent=_joint_list(data, "independent", where),
                       source=where)

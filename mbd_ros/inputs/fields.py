@@ -141,3 +141,20 @@ def positive_int(value, what):
             return int(value)
         raise ModelError(f"{what}: must be a positive integer, got {kind(value)}")
     return value
+
+
+def named_entries(entries, where, section, word, limit, read_entry):
+    """The specs read_entry(entry, index) makes of a YAML list `section` (closures, forces):
+    at most `limit` entries, names unique. `word` names one entry in messages ('closure')."""
+    if len(entries) > limit:
+        raise ModelError(f"{where}: '{section}' has {len(entries)} entries, more than the "
+                         f"{limit} a model may have")
+    specs, first = [], {}
+    for index, entry in enumerate(entries):
+        spec = read_entry(entry, index)
+        if spec.name in first:
+            raise ModelError(f"{where}: {word} {index} ('{spec.name}'): field 'name': duplicate "
+                             f"name, already used by {word} {first[spec.name]}")
+        first[spec.name] = index
+        specs.append(spec)
+    return tuple(specs)

@@ -103,19 +103,11 @@ def read_forces(source, link_names, joints):
         entries = []
     if not isinstance(entries, (list, tuple)):
         raise ModelError(f"{where}: 'forces' must be a list of force elements, got {fields.kind(entries)}")
-    if len(entries) > MAX_FORCES:
-        raise ModelError(f"{where}: 'forces' has {len(entries)} entries, more than the "
-                         f"{MAX_FORCES} a model may have")
     links = tuple(link_names)
-    specs, first = [], {}
-    for index, entry in enumerate(entries):
-        spec = _read_entry(entry, index, where, links, joints)
-        if spec.name in first:
-            raise ModelError(f"{where}: force {index} ('{spec.name}'): field 'name': duplicate "
-                             f"name, already used by force {first[spec.name]}")
-        first[spec.name] = index
-        specs.append(spec)
-    return tuple(specs), where
+    specs = fields.named_entries(
+        entries, where, "forces", "force", MAX_FORCES,
+        lambda entry, index: _read_entry(entry, index, where, links, joints))
+    return specs, where
 
 
 def _read_entry(entry, index, where, links, joints):
