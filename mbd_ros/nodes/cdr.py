@@ -5,7 +5,7 @@ JointState or JointTrajectory that conversion, not the middleware, is most of a 
 on this path: publishing prebuilt bytes costs ~4 µs against ~10 µs for the message object, and a
 bare relay node (JointState in, JointTrajectory out, EventsExecutor on both ends) measured 284-295
 µs p50 across processes with serialized messages against 337-353 µs with message objects (AMD
-EPYC, load 2.5; bench/RESULTS.md). So the forward dynamics node takes joint_states serialized and
+EPYC, load 2.5; bench/HISTORY.md). So the forward dynamics node takes joint_states serialized and
 keeps its outputs serialized:
 
 - ``SerializedOut``: a message serialized once at set-up (rclpy.serialization); its float64[]

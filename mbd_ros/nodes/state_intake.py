@@ -5,7 +5,7 @@ Why: on the observe path (joint_states -> ~/accelerations) the node read the mes
 noted each joint's arrival: ~15 Python-level operations and two numba calls that cost ~30 µs
 per message inside the node (the interpreter's and the caches' state is cold after 1 ms of
 waiting) against ~6 µs in a tight loop. Here they are one call (~8 µs in the node, 1.65 µs in
-a tight loop; AMD EPYC, bench/RESULTS.md) that does the same checks in the same order.
+a tight loop; AMD EPYC, bench/HISTORY.md) that does the same checks in the same order.
 
 It applies to the usual message only: the names JointStateReader remembered (a driver's names
 never change), each field empty or one value per name, a stamp no older than max_message_age,
