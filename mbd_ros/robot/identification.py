@@ -98,7 +98,7 @@ def checked_parameters(parameters, model, strict_inertia, name="parameters"):
         if strict_inertia:
             raise ValueError(message + "; with_inertial_parameters(..., strict_inertia=False) "
                              "accepts it with a warning")
-        warnings.warn(message + "; used as given", UserWarning, stacklevel=4)
+        warnings.warn(message + "; used as given", UserWarning, stacklevel=3)
     return p
 
 
@@ -153,7 +153,7 @@ def tree_like(tree, model):
             return GeneratedTree(model)
         except OSError as exc:
             warnings.warn(f"{model.source}: generated kernels unavailable, using the generic "
-                          f"ones: {exc}", stacklevel=4)
+                          f"ones: {exc}", stacklevel=3)
     return RigidTree(model)
 
 
