@@ -360,3 +360,107 @@ def test_flexible_robot_raises_naming_the_method():
         with pytest.raises(ValueError, match=f"^{method}: not available for a robot with "
                                              "flexible links"):
             call()
+
+
+# ---- every joint type, aliasing, threads, the documented example ------------------------------
+
+EXTENSION_JOINTS_URDF = """<robot name="joints"><link name="base"/>
+  <joint name="uni" type="universal"><parent link="base"/><child link="l0"/>
+    <origin xyz="0 0.1 0.2" rpy="0.3 -0.2 0.1"/><axis xyz="0 0.6 0.8"/><axis2 xyz="1 0 0"/></joint>
+  <link name="l0"><inertial><origin xyz="0.05 -0.02 0.21"/><mass value="1.3"/>
+    <inertia ixx="0.031" iyy="0.027" izz="0.012" ixy="0.002" ixz="-0.001" iyz="0.0015"/></inertial></link>
+  <joint name="screw" type="helical"><parent link="l0"/><child link="l1"/>
+    <origin xyz="0.3 0 0.1" rpy="0 0.4 0"/><axis xyz="0.48 0 0.64" pitch="-0.12"/></joint>
+  <link name="l1"><inertial><origin xyz="0.12 0.03 -0.04"/><mass value="0.9"/>
+    <inertia ixx="0.011" iyy="0.019" izz="0.016" ixy="-0.001" ixz="0.0008" iyz="0"/></inertial></link>
+  <joint name="cyl" type="cylindrical"><parent link="l1"/><child link="l2"/>
+    <origin xyz="0 0.25 0" rpy="-0.5 0.1 0.7"/><axis xyz="1 0 0"/></joint>
+  <link name="l2"><inertial><origin xyz="-0.03 0.08 0.05"/><mass value="0.7"/>
+    <inertia ixx="0.008" iyy="0.006" izz="0.009" ixy="0.0005" ixz="0" iyz="-0.0007"/></inertial></link>
+  <joint name="tip" type="fixed"><parent link="l2"/><child link="l3"/><origin xyz="0.1 0 0.2"/></joint>
+  <link name="l3"><inertial><origin xyz="0.02 0.01 0.1"/><mass value="0.5"/>
+    <inertia ixx="0.004" iyy="0.005" izz="0.003" ixy="0" ixz="0.0002" iyz="0.0003"/></inertial></link>
+</robot>"""
+
+
+def _random_robots():
+    from random_trees import random_tree_xml
+    for seed in range(6):   # revolute, prismatic, fixed, spherical, planar, free mid-tree
+        with warnings.catch_warnings():
+            # some floating random trees have a massless root link: load warns that forward
+            # dynamics will refuse them (irrelevant to the regressor and the inverse dynamics)
+            warnings.filterwarnings("ignore", "<urdf text>: joint 'root_joint' moves no mass")
+            robot = mbd_ros.load(random_tree_xml(seed), floating_base=seed % 2 == 1,
+                                 passive_forces=False)
+        yield f"random tree {seed}", robot
+    yield "universal, helical, cylindrical", mbd_ros.load(EXTENSION_JOINTS_URDF,
+                                                          floating_base=True,
+                                                          passive_forces=False)
+
+
+def test_every_joint_type_regressor_times_parameters_is_inverse_dynamics():
+    """Y p = ID (our RNEA, checked against Pinocchio for these joint types in test_pinocchio.py
+    and test_joint_types.py) on random trees and on the extension joints."""
+    rng = np.random.default_rng(9)
+    for what, robot in _random_robots():
+        p = robot.inertial_parameters()
+        for _ in range(3):
+            q = robot.random_configuration(rng)
+            v = rng.standard_normal(robot.nv)
+            qdd = rng.standard_normal(robot.nv)
+            Y = robot.regressor(q, v, qdd)
+            tau = robot.inverse_dynamics(q, v, qdd)
+            assert np.abs(Y @ p - tau).max() <= roundoff_tol(robot.nv, (Y, p), tau), what
+        with warnings.catch_warnings():   # the same massless-root warning as at load
+            warnings.filterwarnings("ignore", "<urdf text>: joint 'root_joint' moves no mass")
+            same = robot.with_inertial_parameters(p)
+        np.testing.assert_array_equal(same.inertial_parameters(), p)
+    names = robot.body_names
+    assert "uni/cross" in names and "l3" not in names   # the cross is a body; l3 is welded
+    cross = names.index("uni/cross")
+    np.testing.assert_array_equal(p[10 * cross:10 * cross + 10], 0.0)
+
+
+def test_out_sharing_memory_with_an_input_is_computed_privately(ur5):
+    rng = np.random.default_rng(10)
+    q, v, qdd = ur5.random_configuration(rng), rng.standard_normal(6), rng.standard_normal(6)
+    expected = ur5.regressor(q, v, qdd)
+    out = np.zeros((6, 60))
+    view = out.reshape(-1)[:6]   # q lives in out's first row
+    view[:] = q
+    result = ur5.regressor(view, v, qdd, out=out)
+    assert result is out
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_threads_share_one_robot(ur5):
+    from concurrent.futures import ThreadPoolExecutor
+    rng = np.random.default_rng(11)
+    states = [(ur5.random_configuration(rng), rng.standard_normal(6), rng.standard_normal(6))
+              for _ in range(40)]
+    expected = [ur5.regressor(*s).copy() for s in states]
+
+    def run(k):
+        out = np.empty((6, 60))
+        for _ in range(50):
+            ur5.regressor(*states[k], out=out)
+            if not np.array_equal(out, expected[k]):
+                return k
+        return None
+
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(run, range(len(states)))) == [None] * len(states)
+
+
+def test_the_documented_example_runs(monkeypatch, capsys):
+    text = (REPO / "docs" / "identification.md").read_text()
+    code = text.split("## Example: identification by least squares")[1].split("```python")[1] \
+        .split("```")[0]
+    monkeypatch.chdir(REPO)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # the estimate's non-physical bodies are warned about
+        exec(compile(code, "docs/identification.md", "exec"), {})
+    printed = capsys.readouterr().out
+    residual = float(printed.split("torque residual (rms):")[1].split()[0])
+    error = float(printed.split("prediction error:")[1].split()[0])
+    assert residual < 0.02 and error < 0.05, printed   # the noise is 0.01 N m
