@@ -364,7 +364,8 @@ def test_flexible_robot_raises_naming_the_method():
 
 # ---- every joint type, aliasing, threads, the documented example ------------------------------
 
-EXTENSION_JOINTS_URDF = """<robot name="joints"><link name="base"/>
+EXTENSION_JOINTS_URDF = """<robot name="joints"><link name="base"><inertial><mass value="2.0"/>
+    <inertia ixx="0.02" iyy="0.03" izz="0.04" ixy="0" ixz="0" iyz="0"/></inertial></link>
   <joint name="uni" type="universal"><parent link="base"/><child link="l0"/>
     <origin xyz="0 0.1 0.2" rpy="0.3 -0.2 0.1"/><axis xyz="0 0.6 0.8"/><axis2 xyz="1 0 0"/></joint>
   <link name="l0"><inertial><origin xyz="0.05 -0.02 0.21"/><mass value="1.3"/>
