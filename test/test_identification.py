@@ -465,3 +465,30 @@ def test_the_documented_example_runs(monkeypatch, capsys):
     residual = float(printed.split("torque residual (rms):")[1].split()[0])
     error = float(printed.split("prediction error:")[1].split()[0])
     assert residual < 0.02 and error < 0.05, printed   # the noise is 0.01 N m
+
+
+def test_the_c_level_entry_gives_the_same_results_and_errors(erd_dir):
+    from conftest import require_fastcall
+    require_fastcall()
+    robot = Pair(erd_dir, "ur5").robot   # a robot of its own: the entry is installed on it
+    rng = np.random.default_rng(12)
+    states = [(robot.random_configuration(rng), rng.standard_normal(6), rng.standard_normal(6))
+              for _ in range(3)]
+    expected = [robot.regressor(*s) for s in states]   # numba's dispatcher
+    out = np.empty((6, 60))
+    for s, y in zip(states, expected):
+        assert robot.regressor(*s, out=out) is out
+        np.testing.assert_array_equal(out, y)
+    assert type(robot.__dict__["regressor"]).__name__ == "KernelCall"
+    fast_before = robot.regressor.counts()[0]
+    robot.regressor(*states[0], out=out)
+    assert robot.regressor.counts()[0] == fast_before + 1   # that call took the C entry
+    np.testing.assert_array_equal(out, expected[0])
+    q, v, qdd = states[0]
+    with pytest.raises(ValueError, match=r"q must have shape \(6,\)"):
+        robot.regressor(q[:5], v, qdd, out=out)
+    with pytest.raises(ValueError, match="qdd contains NaN"):
+        robot.regressor(q, v, qdd * np.nan, out=out)
+    with pytest.raises(ValueError, match="out must be"):
+        robot.regressor(q, v, qdd, out=np.empty((60, 6)))
+    np.testing.assert_array_equal(robot.regressor(q, v, qdd), expected[0])   # allocating form

@@ -996,8 +996,9 @@ class Robot:
         joints, loops cut; project it as the dynamics require, e.g. T^T Y for mimic couplings).
         Codegen robots: the generic kernel on the same model. Flexible robots: ValueError.
         Recursive (Atkeson et al. 1986; Pinocchio's computeJointTorqueRegressor), one numba
-        kernel call; out: a C-contiguous float64 (nv, 10 * n_bodies) array written without
-        allocation (may not overlap q, v or qdd: the result is then computed privately)."""
+        kernel call (from the second fast call, regressor(q, v, qdd, out=out) is a C-level
+        entry: mbd_ros.fastcall); out: a C-contiguous float64 (nv, 10 * n_bodies) array written
+        without allocation (out sharing memory with q, v or qdd: computed privately, copied)."""
         regressor = self._joint_torque_regressor
         if regressor is not None:
             if out is None:
@@ -1007,6 +1008,10 @@ class Robot:
             except TypeError:
                 status = -1
             if status == 0:
+                if regressor.fast_calls < 2:   # the C entry at the second fast call
+                    regressor.fast_calls += 1
+                    if regressor.fast_calls == 2:
+                        regressor.install_c_call(self)
                 return out
         return self._regressor_general(q, v, qdd, out)
 
