@@ -40,6 +40,7 @@ ACC = 30             # 6: spatial acceleration of body i with gravity (a_i + X a
 SCRATCH = 36         # 9: S_i eta_i (6); joint_pose's rotation scratch (9)
 MOTION_WORLD = 45    # 36: S_i^0 = X_{0<-i} S_i, column j at +6 j, root frame about its origin
 BODY_REGRESSOR = 81  # 60: A_i^0 = X*_{0<-i} A_i, column c at +6 c, root frame about its origin
+                     # (columns 4..9: only their angular rows +3..+5 are written and read)
 WORK_WIDTH = 141
 
 REGRESSOR = types.int64(signatures.MODEL_INT, signatures.MODEL_FLOAT, signatures.WORK,
@@ -134,6 +135,12 @@ def joint_torque_regressor(body_int, body_float, work, q, v, qdd, out):
         #      m:      [beta; 0]
         #      h_k:    [dw x e_k + w x (w x e_k); e_k x beta]
         #      I_o:    [0; L(dw) + w x L(w)],  I_o u = L(u) [xx xy yy xz yz zz]
+        #      written directly in the root frame, A^0 = X*_{0<-i} A = [R f; R n + p x R f]
+        #      (RBDA eq. 2.25), with R e_k = R_k (column k of R), R (a x b) = R a x R b:
+        #      m:      B = R beta,  [B; p x B]
+        #      h_k:    f_k = D x R_k + w_k W - |w|^2 R_k  (W = R w, D = R dw),
+        #              [f_k; R_k x B + p x f_k]
+        #      I_o:    [0; R L(dw) + W x R L(w)], R L(u) e_xx = u_x R_0, e_xy: u_y R_0 + u_x R_1...
         vx = work[i, VEL]
         vy = work[i, VEL + 1]
         vz = work[i, VEL + 2]
@@ -143,87 +150,71 @@ def joint_torque_regressor(body_int, body_float, work, q, v, qdd, out):
         dx = work[i, ACC + 3]
         dy = work[i, ACC + 4]
         dz = work[i, ACC + 5]
-        bx = work[i, ACC] + wy * vz - wz * vy
-        by = work[i, ACC + 1] + wz * vx - wx * vz
-        bz = work[i, ACC + 2] + wx * vy - wy * vx
-        xx = wx * wx
-        yy = wy * wy
-        zz = wz * wz
-        xy = wx * wy
-        xz = wx * wz
-        yz = wy * wz
+        ex = work[i, ACC] + wy * vz - wz * vy
+        ey = work[i, ACC + 1] + wz * vx - wx * vz
+        ez = work[i, ACC + 2] + wx * vy - wy * vx
+        bx = r0 * ex + r1 * ey + r2 * ez          # B = R beta
+        by = r3 * ex + r4 * ey + r5 * ez
+        bz = r6 * ex + r7 * ey + r8 * ez
+        Wx = r0 * wx + r1 * wy + r2 * wz          # W = R w
+        Wy = r3 * wx + r4 * wy + r5 * wz
+        Wz = r6 * wx + r7 * wy + r8 * wz
+        Dx = r0 * dx + r1 * dy + r2 * dz          # D = R dw
+        Dy = r3 * dx + r4 * dy + r5 * dz
+        Dz = r6 * dx + r7 * dy + r8 * dz
+        w2 = wx * wx + wy * wy + wz * wz
         f = BODY_REGRESSOR
-        # m
         work[i, f] = bx
         work[i, f + 1] = by
         work[i, f + 2] = bz
-        work[i, f + 3] = 0.0
-        work[i, f + 4] = 0.0
-        work[i, f + 5] = 0.0
-        # h_x, h_y, h_z
-        work[i, f + 6] = -(yy + zz)
-        work[i, f + 7] = dz + xy
-        work[i, f + 8] = -dy + xz
-        work[i, f + 9] = 0.0
-        work[i, f + 10] = -bz
-        work[i, f + 11] = by
-        work[i, f + 12] = -dz + xy
-        work[i, f + 13] = -(xx + zz)
-        work[i, f + 14] = dx + yz
-        work[i, f + 15] = bz
-        work[i, f + 16] = 0.0
-        work[i, f + 17] = -bx
-        work[i, f + 18] = dy + xz
-        work[i, f + 19] = -dx + yz
-        work[i, f + 20] = -(xx + yy)
-        work[i, f + 21] = -by
-        work[i, f + 22] = bx
-        work[i, f + 23] = 0.0
-        # I_xx, I_xy, I_yy, I_xz, I_yz, I_zz: torques only
-        work[i, f + 27] = dx
-        work[i, f + 28] = xz
-        work[i, f + 29] = -xy
-        work[i, f + 33] = dy - xz
-        work[i, f + 34] = dx + yz
-        work[i, f + 35] = xx - yy
-        work[i, f + 39] = -yz
-        work[i, f + 40] = dy
-        work[i, f + 41] = xy
-        work[i, f + 45] = dz + xy
-        work[i, f + 46] = zz - xx
-        work[i, f + 47] = dx - yz
-        work[i, f + 51] = yy - zz
-        work[i, f + 52] = dz - xy
-        work[i, f + 53] = dy + xz
-        work[i, f + 57] = yz
-        work[i, f + 58] = -xz
-        work[i, f + 59] = dz
-        # ---- to the root frame: A^0 = X*_{0<-i} A = [R f_l; R f_a + p x R f_l] (RBDA eq. 2.25)
-        for c in range(4):
-            o = f + 6 * c
-            fx = work[i, o]
-            fy = work[i, o + 1]
-            fz = work[i, o + 2]
-            tx = work[i, o + 3]
-            ty = work[i, o + 4]
-            tz = work[i, o + 5]
-            gx = r0 * fx + r1 * fy + r2 * fz
-            gy = r3 * fx + r4 * fy + r5 * fz
-            gz = r6 * fx + r7 * fy + r8 * fz
-            work[i, o] = gx
-            work[i, o + 1] = gy
-            work[i, o + 2] = gz
-            work[i, o + 3] = r0 * tx + r1 * ty + r2 * tz + py * gz - pz * gy
-            work[i, o + 4] = r3 * tx + r4 * ty + r5 * tz + pz * gx - px * gz
-            work[i, o + 5] = r6 * tx + r7 * ty + r8 * tz + px * gy - py * gx
-        for c in range(4, N_PARAMETERS):
-            o = f + 6 * c + 3
-            tx = work[i, o]
-            ty = work[i, o + 1]
-            tz = work[i, o + 2]
-            work[i, o] = r0 * tx + r1 * ty + r2 * tz
-            work[i, o + 1] = r3 * tx + r4 * ty + r5 * tz
-            work[i, o + 2] = r6 * tx + r7 * ty + r8 * tz
+        work[i, f + 3] = py * bz - pz * by
+        work[i, f + 4] = pz * bx - px * bz
+        work[i, f + 5] = px * by - py * bx
+        for k in range(3):
+            # R_k = column k of R
+            ck0 = work[i, WORLD_POSE + k]
+            ck1 = work[i, WORLD_POSE + 3 + k]
+            ck2 = work[i, WORLD_POSE + 6 + k]
+            wk = work[i, VEL + 3 + k]
+            fx = Dy * ck2 - Dz * ck1 + wk * Wx - w2 * ck0
+            fy = Dz * ck0 - Dx * ck2 + wk * Wy - w2 * ck1
+            fz = Dx * ck1 - Dy * ck0 + wk * Wz - w2 * ck2
+            o = f + 6 + 6 * k
+            work[i, o] = fx
+            work[i, o + 1] = fy
+            work[i, o + 2] = fz
+            work[i, o + 3] = ck1 * bz - ck2 * by + py * fz - pz * fy
+            work[i, o + 4] = ck2 * bx - ck0 * bz + pz * fx - px * fz
+            work[i, o + 5] = ck0 * by - ck1 * bx + px * fy - py * fx
+        # C_k = W x R_k
+        c00 = Wy * r6 - Wz * r3
+        c01 = Wz * r0 - Wx * r6
+        c02 = Wx * r3 - Wy * r0
+        c10 = Wy * r7 - Wz * r4
+        c11 = Wz * r1 - Wx * r7
+        c12 = Wx * r4 - Wy * r1
+        c20 = Wy * r8 - Wz * r5
+        c21 = Wz * r2 - Wx * r8
+        c22 = Wx * r5 - Wy * r2
+        # torques of I_xx, I_xy, I_yy, I_xz, I_yz, I_zz (columns 4..9, angular rows only)
+        work[i, f + 27] = dx * r0 + wx * c00
+        work[i, f + 28] = dx * r3 + wx * c01
+        work[i, f + 29] = dx * r6 + wx * c02
+        work[i, f + 33] = dy * r0 + dx * r1 + wy * c00 + wx * c10
+        work[i, f + 34] = dy * r3 + dx * r4 + wy * c01 + wx * c11
+        work[i, f + 35] = dy * r6 + dx * r7 + wy * c02 + wx * c12
+        work[i, f + 39] = dy * r1 + wy * c10
+        work[i, f + 40] = dy * r4 + wy * c11
+        work[i, f + 41] = dy * r7 + wy * c12
+        work[i, f + 45] = dz * r0 + dx * r2 + wz * c00 + wx * c20
+        work[i, f + 46] = dz * r3 + dx * r5 + wz * c01 + wx * c21
+        work[i, f + 47] = dz * r6 + dx * r8 + wz * c02 + wx * c22
+        work[i, f + 51] = dz * r1 + dy * r2 + wz * c10 + wy * c20
+        work[i, f + 52] = dz * r4 + dy * r5 + wz * c11 + wy * c21
+        work[i, f + 53] = dz * r7 + dy * r8 + wz * c12 + wy * c22
+        work[i, f + 57] = dz * r2 + wz * c20
+        work[i, f + 58] = dz * r5 + wz * c21
+        work[i, f + 59] = dz * r8 + wz * c22
         # ---- Y[rows of j, columns of i] = (S_j^0)^T A_i^0 for j = i and its ancestors
         col = N_PARAMETERS * (i - 1)
         j = i
