@@ -492,3 +492,5 @@ def test_the_c_level_entry_gives_the_same_results_and_errors(erd_dir):
     with pytest.raises(ValueError, match="out must be"):
         robot.regressor(q, v, qdd, out=np.empty((60, 6)))
     np.testing.assert_array_equal(robot.regressor(q, v, qdd), expected[0])   # allocating form
+    with pytest.raises(ValueError, match=r"v must have shape \(6,\)"):           # through it too
+        robot.regressor(q, v[:5], qdd)

@@ -138,7 +138,8 @@ class JointTorqueRegressor:
     call: atomic, like the trees' lock-free calls. `install_c_call(robot)` replaces
     robot.regressor by a C-level KernelCall of the same kernel on the same arrays for the form
     regressor(q, v, qdd, out=out) (mbd_ros.fastcall: ~0.4 us less numba dispatch per call);
-    the Robot does it at the second fast call, as for its dynamics."""
+    the Robot does it at the second fast call, as for its dynamics, and its allocating form then
+    calls the entry too (`c_call`)."""
 
     def __init__(self, tree):
         self.nq = tree.nq
@@ -148,6 +149,7 @@ class JointTorqueRegressor:
         self.bound = (tree.body_int, tree.body_float, self.work)
         self.call = partial(joint_torque_regressor, *self.bound)
         self.fast_calls = 0   # calls that took the fast path in Python (until the C entry)
+        self.c_call = None    # the installed KernelCall (robot.regressor's out= form)
 
     def install_c_call(self, robot):
         """Install the C entry as robot.regressor (warn and keep numba's dispatcher if it
@@ -158,8 +160,10 @@ class JointTorqueRegressor:
         try:
             from ..fastcall.regressor_entry import regressor_c
             dims = fastcall.dims_of(*self.bound) + (self.nq, self.nv, self.n_columns)
-            return fastcall.install(robot, "regressor", regressor_c, self.bound, dims,
-                                    (self.nq, self.nv, self.nv, self.nv), self.n_columns)
+            self.c_call = fastcall.install(robot, "regressor", regressor_c, self.bound, dims,
+                                           (self.nq, self.nv, self.nv, self.nv),
+                                           self.n_columns)
+            return self.c_call
         except Exception as exc:   # noqa: BLE001 -- numba's dispatcher: slower, same results
             warnings.warn(f"regressor: no C-level entry ({type(exc).__name__}: {exc}); calls "
                           "go through numba's dispatcher", RuntimeWarning, stacklevel=4)

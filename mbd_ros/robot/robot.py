@@ -1003,6 +1003,8 @@ class Robot:
         if regressor is not None:
             if out is None:
                 out = np.empty((regressor.nv, regressor.n_columns))
+                if regressor.c_call is not None:   # the C entry (it falls back to this method)
+                    return regressor.c_call(q, v, qdd, out=out)
             try:
                 status = regressor.call(q, v, qdd, out)
             except TypeError:
