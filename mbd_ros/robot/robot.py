@@ -952,6 +952,123 @@ class Robot:
             parts.append("codegen")
         return f"<mbd_ros.Robot '{self.model.name}' {' '.join(parts)}>"
 
+    # ------------------------------------------------------------------ identification
+    _joint_torque_regressor = None   # identification.JointTorqueRegressor, built at first use
+
+    @property
+    def body_names(self):
+        """Names of the moving bodies, in the order of the kernels (depth-first; parents first):
+        each is named after its root link, the child link of its movable joint (a universal
+        joint's massless cross is '<joint>/cross'); links welded to it by fixed joints are
+        merged into it. The order of inertial_parameters() and of the regressor's columns."""
+        return list(self.model.body_names[1:])
+
+    def _rigid_parameters_only(self, method):
+        """Raise ValueError for a flexible robot: its elastic bodies are not described by the
+        ten rigid-body parameters (docs/identification.md)."""
+        if self.flexible is not None:
+            raise ValueError(f"{method}: not available for a robot with flexible links "
+                             f"({', '.join(self.flexible_links)}): their inertia is not the ten "
+                             "rigid-body parameters (docs/identification.md)")
+
+    def inertial_parameters(self):
+        """(10 * n_bodies,) the inertial parameters of the moving bodies (`body_names` order;
+        links merged by fixed joints), per body [m, m c_x, m c_y, m c_z, I_xx, I_xy, I_yy, I_xz,
+        I_yz, I_zz]: mass (kg), first moment (kg m, c the centre of mass) and rotational inertia
+        about the body origin (kg m^2, I = I_c - m [c][c]), all in the body frame (the link
+        frame of the body's root link) -- Pinocchio's Inertia.toDynamicParameters order.
+        regressor(q, v, qdd) @ inertial_parameters() is the rigid inverse dynamics.
+        Rigid robots (trees, closed loops, mimic, codegen); ValueError for flexible links."""
+        self._rigid_parameters_only("inertial_parameters")
+        from .identification import inertial_parameters
+        return inertial_parameters(self.model)
+
+    def regressor(self, q, v, qdd, out=None):
+        """Joint-torque regressor Y (nv, 10 * n_bodies) at (q, v, qdd): Y @ inertial_parameters()
+        = M(q) qdd + C(q, v) v + g(q), the rigid tree's inverse dynamics with gravity, linear in
+        the parameters. Not included (not linear in them): URDF damping and friction, force
+        elements and add_force callbacks, external wrenches; so Y p equals inverse_dynamics of a
+        robot loaded with passive_forces=False and no force elements. Columns: 10 per body of
+        `body_names` (inertial_parameters order); rows: v. q (nq,), v (nv,), qdd (nv,); free
+        joints' v in the body frame, [linear; angular].
+
+        Closed-loop and mimic robots: the regressor of the open tree in tree coordinates (all nv
+        joints, loops cut; project it as the dynamics require, e.g. T^T Y for mimic couplings).
+        Codegen robots: the generic kernel on the same model. Flexible robots: ValueError.
+        Recursive (Atkeson et al. 1986; Pinocchio's computeJointTorqueRegressor), one numba
+        kernel call (from the second fast call, regressor(q, v, qdd, out=out) is a C-level
+        entry: mbd_ros.fastcall); out: a C-contiguous float64 (nv, 10 * n_bodies) array written
+        without allocation (out sharing memory with q, v or qdd: computed privately, copied)."""
+        regressor = self._joint_torque_regressor
+        if regressor is not None:
+            if out is None:
+                out = np.empty((regressor.nv, regressor.n_columns))
+                if regressor.c_call is not None:   # the C entry (it falls back to this method)
+                    return regressor.c_call(q, v, qdd, out=out)
+            try:
+                status = regressor.call(q, v, qdd, out)
+            except TypeError:
+                status = -1
+            if status == 0:
+                if regressor.fast_calls < 2:   # the C entry at the second fast call
+                    regressor.fast_calls += 1
+                    if regressor.fast_calls == 2:
+                        regressor.install_c_call(self)
+                return out
+        return self._regressor_general(q, v, qdd, out)
+
+    @locked
+    def _regressor_general(self, q, v, qdd, out):
+        regressor = self._joint_torque_regressor
+        if regressor is None:
+            self._rigid_parameters_only("regressor")
+            from .identification import JointTorqueRegressor
+            regressor = self._joint_torque_regressor = JointTorqueRegressor(self._tree)
+        q, v, qdd = self._checked(q, v, qdd, "qdd")
+        result = self._result(out, (self.nv, regressor.n_columns), q, v, qdd)
+        status = regressor.call(q, v, qdd, result)
+        if status:
+            self._raise(status, q, v, qdd, result, "qdd")
+        if out is not None and result is not out:
+            out[:] = result
+            result = out
+        return result
+
+    def with_inertial_parameters(self, parameters, strict_inertia=True):
+        """A new Robot, the same as this one (URDF, loops, mimic couplings, force elements and
+        add_force callbacks, codegen, gravity, passive forces, Baumgarte gains) but with the
+        moving bodies' inertial parameters `parameters` (10 * n_bodies,) in
+        inertial_parameters() order. This robot is unchanged.
+
+        Checked: a wrong size or NaN/inf is a ValueError naming `parameters`; a negative mass, a
+        first moment without mass or a non-physical inertia (about the centre of mass: not
+        positive semi-definite, or violating the triangle inequality I1 + I2 >= I3) is a
+        ValueError naming the body, or a warning with strict_inertia=False (e.g. for a
+        least-squares estimate before it is made physical). A merged body's welded links keep
+        their URDF inertias (fixed-joint wrenches use them); its root link takes the rest.
+        Rigid robots only: ValueError for flexible links. A codegen robot generates its kernels
+        again for the new model."""
+        self._rigid_parameters_only("with_inertial_parameters")
+        from . import identification as I   # noqa: N812 -- short local alias
+        p = I.checked_parameters(parameters, self.model, strict_inertia)
+        model = I.model_with_parameters(self.model, p)
+        tree = I.tree_like(self._tree, model)
+        loops = I.loops_on(tree, self.closure_set) if self._constraints.loops is not None \
+            else None
+        mimic = I.mimic_on(self._mimic, model) if self._mimic is not None else None
+        forces = self._forces
+        robot = type(self)(model, tree, closure_set=self.closure_set, loops=loops, mimic=mimic,
+                           forces=(forces.specs or None) if forces is not None else None,
+                           force_source=forces.source if forces is not None else "")
+        if forces is not None:
+            for fn in forces.callbacks:
+                robot.add_force(fn)
+        if not self._constraints.empty:
+            robot.baumgarte = self.baumgarte
+        robot.batch_threads = self.batch_threads
+        robot._check_regular()
+        return robot
+
     # ------------------------------------------------------------------ test hooks
     @locked
     def _forward_dynamics_descriptor(self, q, v, tau, f_ext=None, out=None):
