@@ -590,6 +590,71 @@ class Robot:
         constraints.loops.state(q, np.zeros(self.nv))   # the cut frames at this q
         return constraints.loops.cut_wrenches(q, lam)
 
+    # ------------------------------------------------------------------ derivatives
+    @locked
+    def inverse_dynamics_derivatives(self, q, v, qdd, f_ext=None):
+        """(dtau_dq, dtau_dv, dtau_dqdd), each (nv, nv): partial derivatives of
+        inverse_dynamics(q, v, qdd, f_ext) (Carpentier and Mansard, RSS 2018; analytic and
+        recursive, as Pinocchio's computeRNEADerivatives). dtau_dqdd = M(q).
+
+        Derivatives w.r.t. q are on the tangent space: column k is d tau / d eps of
+        q (+) eps e_k = robot.integrate(q, eps e_k, 1), so free (v = [linear, angular] in the body
+        frame) and spherical joints have nv columns, as Pinocchio's. Included: gravity, the URDF
+        joint damping and smoothed friction (damping_forces), f_ext (see joint_wrenches: link
+        wrenches in their link frames, carried by the links), and the force elements and
+        add_force callbacks at t = self.time, whose part is differentiated by central
+        differences on the tangent space (step eps^(1/3), ~1e-10 relative; docs/derivatives.md).
+        Rigid trees, fixed or floating base, codegen or not; ValueError for closed loops, mimic
+        couplings and flexible links."""
+        from .derivatives import check_supported
+        check_supported(self, "inverse_dynamics_derivatives")
+        q, v, qdd = self._checked(q, v, qdd, "qdd")
+        out = tuple(np.empty((self.nv, self.nv)) for _ in range(3))
+        derivatives = self._derivatives()
+        self._tree.set_loads(None if f_ext is None else self._link_wrench_array(f_ext))
+        status = derivatives.inverse(q, v, qdd, out)
+        if status:
+            self._raise(status, q, v, qdd, None, "qdd")
+        if self._forces is not None:
+            d_q, d_v = derivatives.element_derivatives(self._forces, self.time, q, v)
+            out[0][:] += d_q
+            out[1][:] += d_v
+        return out
+
+    @locked
+    def forward_dynamics_derivatives(self, q, v, tau, f_ext=None):
+        """(dqdd_dq, dqdd_dv, dqdd_dtau), each (nv, nv): partial derivatives of
+        forward_dynamics(q, v, tau, f_ext) (RSS 2018, as Pinocchio's computeABADerivatives):
+        qdd = FD(q, v, tau), then dqdd_dx = -M^-1 dtau_dx of inverse_dynamics_derivatives at
+        that qdd, and dqdd_dtau = M^-1 (M factorised along the tree, Featherstone's LTDL).
+        Same conventions, loads and robot kinds as inverse_dynamics_derivatives (q on the
+        tangent space; force elements by central differences)."""
+        from .derivatives import check_supported
+        check_supported(self, "forward_dynamics_derivatives")
+        q, v, tau = self._checked(q, v, tau, "tau")
+        out = tuple(np.empty((self.nv, self.nv)) for _ in range(3))
+        derivatives = self._derivatives()
+        if self._forces is None:
+            self._tree.set_loads(None if f_ext is None else self._link_wrench_array(f_ext))
+            status = derivatives.forward(q, v, tau, np.empty(self.nv), out)
+            if status:
+                self._raise(status, q, v, tau, None, "tau")
+            return out
+        qdd = self.forward_dynamics(q, v, tau, f_ext=f_ext)
+        dq, dv, mass = self.inverse_dynamics_derivatives(q, v, qdd, f_ext)
+        status = derivatives.forward_from_inverse(dq, dv, mass)
+        if status:
+            self._raise(status, q, v, tau, None, "tau")
+        return dq, dv, mass
+
+    def _derivatives(self):
+        """The derivative kernels' workspaces of this robot (built at the first call)."""
+        derivatives = self.__dict__.get("_derivative_work")
+        if derivatives is None:
+            from .derivatives import Derivatives
+            derivatives = self._derivative_work = Derivatives(self._tree)
+        return derivatives
+
     # ------------------------------------------------------------------ loads
     def _apply_loads(self, q, v, f_ext):
         """Put the loads of one call at (q, v, self.time) into the tree's loaded workspace: the
