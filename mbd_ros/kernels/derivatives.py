@@ -57,17 +57,20 @@ from ..model.layout import (ACC, DAMPING, FEXT, FRICTION, FRICTION_SPEED, GRAVIT
 from .aba import forward_dynamics
 from .kinematics import compose_world_pose, joint_pose, revolute_pose, set_world_root, state_status
 from .output_checks import STATUS_NOT_FINITE
-from .spatial import add_cross_force, add_inertia_to_parent, cross_motion, force_to_parent
+from .spatial import (add_cross_force, add_rigid_inertia_to_parent, cross_motion, force_to_parent,
+                      rigid_parameters, rigid_parameters_times)
 
 # ---- dwork columns (per body, all in the root frame) ---------------------------------------------
-YCRB = 0        # 36: oI_i, then (backward pass) the subtree sum Ycrb_i
-DYCRB = 36      # 36: B_i (Pinocchio's doYcrb), then the subtree sum
-OV = 72         # 6: ov_i
-OA = 78         # 6: oa_i, gravity included (oa_0 = -g)
-OF = 84         # 6: of_i, then the subtree sum F_i
-OH = 90         # 6: oh_i = oI_i ov_i (scratch after the forward pass)
-CRM = 96        # 36: scratch: [ov_i x] as a 6 x 6 matrix, then the inertia transform's scratch
-DWORK_WIDTH = 132
+YCRB = 0        # 10: oI_i as rigid-body parameters (m, h = m c, I_o; spatial.rigid_parameters),
+                #     then (backward pass) the subtree sum Ycrb_i
+VAR_G = 10      # 3: the variation B_i (below) is [[0, -2 [g]], [0, C]]: g = oh_i's linear part
+VAR_C = 13      # 9: C (row-major), then the subtree sums of g and C
+OV = 22         # 6: ov_i
+OA = 28         # 6: oa_i, gravity included (oa_0 = -g)
+OF = 34         # 6: of_i, then the subtree sum F_i
+OH = 40         # 6: oh_i = oI_i ov_i (the joint's own velocity before that)
+TMP = 46        # 10: scratch
+DWORK_WIDTH = 56
 
 # ---- dof_work columns (per dof, root frame) ------------------------------------------------------
 S_O = 0         # 6: oS (the world column of the dof: Pinocchio's J)
@@ -75,7 +78,7 @@ DVDQ = 6        # 6: dV/dq
 DADQ = 12       # 6: dA/dq
 DADV = 18       # 6: dA/dv
 YS = 24         # 6: Ycrb_i oS (dF/dqdd)
-DYT = 30        # 6: dYcrb_i^T oS
+DYT = 30        # 3: the angular part of dYcrb_i^T oS (its linear part is 0)
 DFDQ = 36       # 6: Ycrb_i dA/dq + dYcrb_i dV/dq
 DFDV = 42       # 6: Ycrb_i dA/dv + dYcrb_i oS
 DFDQ_BELOW = 48  # 6: DFDQ + oS x* F_i (the column as the ancestors' rows see it)
@@ -120,60 +123,81 @@ def dot6(a, ai, ac, b, bi, bc):
 
 
 @njit(inline="always")
+def dot3(a, ai, ac, b, bi, bc):
+    """a[ai, ac:ac+3] . b[bi, bc:bc+3]"""
+    return a[ai, ac] * b[bi, bc] + a[ai, ac + 1] * b[bi, bc + 1] + a[ai, ac + 2] * b[bi, bc + 2]
+
+
+@njit(inline="always")
 def inertia_variation(dwork, i):
-    """dwork[i, DYCRB] = B_i = ov x* oI - oI (ov x) + (. x* oh), with oh = oI ov [RSS18 §IV-B;
-    Pinocchio's Inertia::variation + addForceCrossMatrix]: B_i d = d(oI_i ov_i)/d ov-ish terms,
-    so that d of_i = oI_i da + B_i dv for a velocity change dv that is not a rigid rotation.
-    dwork[i, CRM] is scratch."""
+    """The variation B_i = ov x* oI - oI (ov x) + (. x* oh) of body i, oh = oI ov [RSS18 §IV-B;
+    Pinocchio's Inertia::variation + addForceCrossMatrix], so that d of_i = oI_i da + B_i dv for
+    a velocity change dv that is not a rigid rotation. With oI = [[m, -[h]], [[h], I_o]] and
+    ov = [v; w], oh = [f; n], its blocks are (from [a][b] = b a^T - (a.b) 1 and
+    [a][b] - [b][a] = [a x b])
+
+        B = [[0, -2 [f]], [0, C]],  C = 2 (v.h) 1 - (h v^T + v h^T) + [w] I_o - I_o [w] - [n]
+
+    stored as g = f (VAR_G) and C (VAR_C): 12 numbers that add over a subtree."""
+    m = dwork[i, YCRB]
+    hx = dwork[i, YCRB + 1]
+    hy = dwork[i, YCRB + 2]
+    hz = dwork[i, YCRB + 3]
     vx = dwork[i, OV]
     vy = dwork[i, OV + 1]
     vz = dwork[i, OV + 2]
     wx = dwork[i, OV + 3]
     wy = dwork[i, OV + 4]
     wz = dwork[i, OV + 5]
-    # crm(ov) = [[w x, v x], [0, w x]]
-    for k in range(36):
-        dwork[i, CRM + k] = 0.0
-    for blk in range(3):
-        r0 = 0 if blk < 2 else 3
-        c0 = 0 if blk == 0 else 3
-        ax = wx if blk != 1 else vx
-        ay = wy if blk != 1 else vy
-        az = wz if blk != 1 else vz
-        dwork[i, CRM + 6 * r0 + c0 + 1] = -az
-        dwork[i, CRM + 6 * r0 + c0 + 2] = ay
-        dwork[i, CRM + 6 * (r0 + 1) + c0] = az
-        dwork[i, CRM + 6 * (r0 + 1) + c0 + 2] = -ax
-        dwork[i, CRM + 6 * (r0 + 2) + c0] = -ay
-        dwork[i, CRM + 6 * (r0 + 2) + c0 + 1] = ax
-    # crf(ov) oI - oI crm(ov),  crf(ov) = -crm(ov)^T
-    for r in range(6):
-        for c in range(6):
-            s = 0.0
-            for k in range(6):
-                s -= (dwork[i, CRM + 6 * k + r] * dwork[i, YCRB + 6 * k + c]
-                      + dwork[i, YCRB + 6 * r + k] * dwork[i, CRM + 6 * k + c])
-            dwork[i, DYCRB + 6 * r + c] = s
-    # + (d x* h): d = [dv; dw] -> [dw x h_f; dw x h_n + dv x h_f]:
-    # H = [[0, -[h_f]x], [-[h_f]x, -[h_n]x]]
-    fx = dwork[i, OH]
-    fy = dwork[i, OH + 1]
-    fz = dwork[i, OH + 2]
+    for r in range(3):
+        dwork[i, VAR_G + r] = dwork[i, OH + r]
+    # P = [w] I_o (I_o symmetric from its six parameters); [w] I_o - I_o [w] = P + P^T
+    i00 = dwork[i, YCRB + 4]
+    i01 = dwork[i, YCRB + 5]
+    i02 = dwork[i, YCRB + 6]
+    i11 = dwork[i, YCRB + 7]
+    i12 = dwork[i, YCRB + 8]
+    i22 = dwork[i, YCRB + 9]
+    p00 = wy * i02 - wz * i01
+    p01 = wy * i12 - wz * i11
+    p02 = wy * i22 - wz * i12
+    p10 = wz * i00 - wx * i02
+    p11 = wz * i01 - wx * i12
+    p12 = wz * i02 - wx * i22
+    p20 = wx * i01 - wy * i00
+    p21 = wx * i11 - wy * i01
+    p22 = wx * i12 - wy * i02
+    vh = 2.0 * (vx * hx + vy * hy + vz * hz)
     nx = dwork[i, OH + 3]
     ny = dwork[i, OH + 4]
     nz = dwork[i, OH + 5]
-    for blk in range(3):
-        r0 = 0 if blk == 0 else 3
-        c0 = 3 if blk != 1 else 0
-        ax = fx if blk != 2 else nx
-        ay = fy if blk != 2 else ny
-        az = fz if blk != 2 else nz
-        dwork[i, DYCRB + 6 * r0 + c0 + 1] += az
-        dwork[i, DYCRB + 6 * r0 + c0 + 2] -= ay
-        dwork[i, DYCRB + 6 * (r0 + 1) + c0] -= az
-        dwork[i, DYCRB + 6 * (r0 + 1) + c0 + 2] += ax
-        dwork[i, DYCRB + 6 * (r0 + 2) + c0] += ay
-        dwork[i, DYCRB + 6 * (r0 + 2) + c0 + 1] -= ax
+    dwork[i, VAR_C] = vh - 2.0 * hx * vx + 2.0 * p00
+    dwork[i, VAR_C + 1] = -(hx * vy + vx * hy) + p01 + p10 + nz
+    dwork[i, VAR_C + 2] = -(hx * vz + vx * hz) + p02 + p20 - ny
+    dwork[i, VAR_C + 3] = -(hy * vx + vy * hx) + p10 + p01 - nz
+    dwork[i, VAR_C + 4] = vh - 2.0 * hy * vy + 2.0 * p11
+    dwork[i, VAR_C + 5] = -(hy * vz + vy * hz) + p12 + p21 + nx
+    dwork[i, VAR_C + 6] = -(hz * vx + vz * hx) + p20 + p02 + ny
+    dwork[i, VAR_C + 7] = -(hz * vy + vz * hy) + p21 + p12 - nx
+    dwork[i, VAR_C + 8] = vh - 2.0 * hz * vz + 2.0 * p22
+    return m
+
+
+@njit(inline="always")
+def variation_times(dwork, i, x, xi, xc, out, oi, oc):
+    """out (6) += B x = [-2 g x x_ang; C x_ang] for the variation (g, C) at dwork[i]."""
+    ax = x[xi, xc + 3]
+    ay = x[xi, xc + 4]
+    az = x[xi, xc + 5]
+    gx = dwork[i, VAR_G]
+    gy = dwork[i, VAR_G + 1]
+    gz = dwork[i, VAR_G + 2]
+    out[oi, oc] -= 2.0 * (gy * az - gz * ay)
+    out[oi, oc + 1] -= 2.0 * (gz * ax - gx * az)
+    out[oi, oc + 2] -= 2.0 * (gx * ay - gy * ax)
+    for r in range(3):
+        out[oi, oc + 3 + r] += (dwork[i, VAR_C + 3 * r] * ax + dwork[i, VAR_C + 3 * r + 1] * ay
+                                + dwork[i, VAR_C + 3 * r + 2] * az)
 
 
 @njit(cache=True)
@@ -249,26 +273,20 @@ def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v,
             cross_motion(dwork, i, OV, dof_work, jc, S_O, dof_work, jc, DADV)
             for r in range(6):
                 dof_work[jc, DADV + r] += dof_work[jc, DVDQ + r]
-        # oI_i = oX_i^* I_i oX_i^-1
-        for k in range(36):
+        # oI_i = oX_i^* I_i oX_i^-1, as rigid-body parameters
+        rigid_parameters(body_float, i, SPATIAL_INERTIA, dwork, i, TMP)
+        for k in range(10):
             dwork[i, YCRB + k] = 0.0
-        add_inertia_to_parent(work, i, WORLD_ROT, body_float, i, SPATIAL_INERTIA, dwork, i, CRM,
-                              dwork, i, YCRB)
+        add_rigid_inertia_to_parent(work, i, WORLD_ROT, dwork, i, TMP, dwork, i, YCRB)
         # oh = oI ov;  of = oI oa + ov x* oh - oX^* f^ext                  [RSS18 eq. 7]
-        for r in range(6):
-            s = 0.0
-            t = 0.0
-            for c in range(6):
-                s += dwork[i, YCRB + 6 * r + c] * dwork[i, OV + c]
-                t += dwork[i, YCRB + 6 * r + c] * dwork[i, OA + c]
-            dwork[i, OH + r] = s
-            dwork[i, OF + r] = t
+        rigid_parameters_times(dwork, i, YCRB, dwork, i, OV, dwork, i, OH)
+        rigid_parameters_times(dwork, i, YCRB, dwork, i, OA, dwork, i, OF)
         add_cross_force(dwork, i, OV, dwork, i, OH, dwork, i, OF)
         for r in range(6):
-            dwork[i, CRM + r] = work[i, FEXT + r]
-        force_to_parent(work, i, WORLD_ROT, dwork, i, CRM)
+            dwork[i, TMP + r] = work[i, FEXT + r]
+        force_to_parent(work, i, WORLD_ROT, dwork, i, TMP)
         for r in range(6):
-            dwork[i, OF + r] -= dwork[i, CRM + r]
+            dwork[i, OF + r] -= dwork[i, TMP + r]
         inertia_variation(dwork, i)
     # ---- backward pass, tips -> base: subtree sums and the matrices' entries  [RSS18 Alg. 2]
     for i in range(nb, 0, -1):
@@ -278,25 +296,26 @@ def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v,
         for c in range(nv_joint):
             jc = iv + c
             tau_out[jc] = dot6(dof_work, jc, S_O, dwork, i, OF)
-            # dF/dqdd = Ycrb oS,  dYcrb^T oS,  dF/dq = Ycrb dA/dq + dYcrb dV/dq,
-            # dF/dv = Ycrb dA/dv + dYcrb oS                             [RSS18 eqs. 12-13]
-            for r in range(6):
-                ys = 0.0
-                dyt = 0.0
-                dfdq = 0.0
-                dfdv = 0.0
-                for k in range(6):
-                    y = dwork[i, YCRB + 6 * r + k]
-                    b = dwork[i, DYCRB + 6 * r + k]
-                    s_k = dof_work[jc, S_O + k]
-                    ys += y * s_k
-                    dyt += dwork[i, DYCRB + 6 * k + r] * s_k
-                    dfdq += y * dof_work[jc, DADQ + k] + b * dof_work[jc, DVDQ + k]
-                    dfdv += y * dof_work[jc, DADV + k] + b * s_k
-                dof_work[jc, YS + r] = ys
-                dof_work[jc, DYT + r] = dyt
-                dof_work[jc, DFDQ + r] = dfdq
-                dof_work[jc, DFDV + r] = dfdv
+            # dF/dqdd = Ycrb oS,  dYcrb^T oS (angular part: the linear one is 0),
+            # dF/dq = Ycrb dA/dq + dYcrb dV/dq,  dF/dv = Ycrb dA/dv + dYcrb oS  [RSS18 eqs. 12-13]
+            rigid_parameters_times(dwork, i, YCRB, dof_work, jc, S_O, dof_work, jc, YS)
+            rigid_parameters_times(dwork, i, YCRB, dof_work, jc, DADQ, dof_work, jc, DFDQ)
+            variation_times(dwork, i, dof_work, jc, DVDQ, dof_work, jc, DFDQ)
+            rigid_parameters_times(dwork, i, YCRB, dof_work, jc, DADV, dof_work, jc, DFDV)
+            variation_times(dwork, i, dof_work, jc, S_O, dof_work, jc, DFDV)
+            sx = dof_work[jc, S_O]
+            sy = dof_work[jc, S_O + 1]
+            sz = dof_work[jc, S_O + 2]
+            gx = dwork[i, VAR_G]
+            gy = dwork[i, VAR_G + 1]
+            gz = dwork[i, VAR_G + 2]
+            dof_work[jc, DYT] = 2.0 * (gy * sz - gz * sy)
+            dof_work[jc, DYT + 1] = 2.0 * (gz * sx - gx * sz)
+            dof_work[jc, DYT + 2] = 2.0 * (gx * sy - gy * sx)
+            for r in range(3):
+                dof_work[jc, DYT + r] += (dwork[i, VAR_C + r] * dof_work[jc, S_O + 3]
+                                          + dwork[i, VAR_C + 3 + r] * dof_work[jc, S_O + 4]
+                                          + dwork[i, VAR_C + 6 + r] * dof_work[jc, S_O + 5])
             # the column as the ancestors' rows see it: + oS x* F_i        [RSS18 eq. 14]
             for r in range(6):
                 dof_work[jc, DFDQ_BELOW + r] = dof_work[jc, DFDQ + r]
@@ -326,12 +345,12 @@ def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v,
                 da_out[k, jc] = mass
                 da_out[jc, k] = mass
                 dq_out[jc, k] = (dot6(dof_work, jc, YS, dof_work, k, DADQ)
-                                 + dot6(dof_work, jc, DYT, dof_work, k, DVDQ))
+                                 + dot3(dof_work, jc, DYT, dof_work, k, DVDQ + 3))
                 dv_out[jc, k] = (dot6(dof_work, jc, YS, dof_work, k, DADV)
-                                 + dot6(dof_work, jc, DYT, dof_work, k, S_O))
+                                 + dot3(dof_work, jc, DYT, dof_work, k, S_O + 3))
                 k = dof_int[k, DOF_PARENT]
         if parent > 0:
-            for k in range(72):
+            for k in range(22):   # YCRB, VAR_G, VAR_C
                 dwork[parent, YCRB + k] += dwork[i, YCRB + k]
             for r in range(6):
                 dwork[parent, OF + r] += dwork[i, OF + r]
@@ -374,20 +393,28 @@ def tree_ltdl(dof_int, mass, factor):
 
 
 @njit(inline="always")
-def ltdl_solve_column(dof_int, factor, x, col, scale):
-    """x[:, col] <- scale M^-1 x[:, col] with M = L^T D L in `factor` (RBDA Table 6.4)."""
+def ltdl_solve(dof_int, factor, x, scale):
+    """x <- scale M^-1 x for x (nv, m), with M = L^T D L in `factor` (RBDA Table 6.4), on whole
+    rows (contiguous) for all m columns at once."""
     n = factor.shape[0]
+    m = x.shape[1]
     for i in range(n - 1, -1, -1):       # L^-T
         j = dof_int[i, DOF_PARENT]
         while j >= 0:
-            x[j, col] -= factor[i, j] * x[i, col]
+            f = factor[i, j]
+            for c in range(m):
+                x[j, c] -= f * x[i, c]
             j = dof_int[j, DOF_PARENT]
     for i in range(n):                   # D^-1
-        x[i, col] *= scale / factor[i, i]
+        d = scale / factor[i, i]
+        for c in range(m):
+            x[i, c] *= d
     for i in range(n):                   # L^-1
         j = dof_int[i, DOF_PARENT]
         while j >= 0:
-            x[i, col] -= factor[i, j] * x[j, col]
+            f = factor[i, j]
+            for c in range(m):
+                x[i, c] -= f * x[j, c]
             j = dof_int[j, DOF_PARENT]
 
 
@@ -403,10 +430,9 @@ def forward_from_inverse(dof_int, factor, dq, dv, mass):
     for r in range(nv):
         for c in range(nv):
             mass[r, c] = 1.0 if r == c else 0.0
-    for c in range(nv):
-        ltdl_solve_column(dof_int, factor, dq, c, -1.0)
-        ltdl_solve_column(dof_int, factor, dv, c, -1.0)
-        ltdl_solve_column(dof_int, factor, mass, c, 1.0)
+    ltdl_solve(dof_int, factor, dq, -1.0)
+    ltdl_solve(dof_int, factor, dv, -1.0)
+    ltdl_solve(dof_int, factor, mass, 1.0)
     if not (finite_matrix(dq) and finite_matrix(dv) and finite_matrix(mass)):
         return STATUS_NOT_FINITE
     return STATUS_OK

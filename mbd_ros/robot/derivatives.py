@@ -6,7 +6,8 @@ q, v and the third vector). Supported: rigid trees, fixed or floating base, gene
 (the generic kernels on the same model arrays), with URDF damping and friction, external
 wrenches, and force elements / add_force callbacks, whose contribution is differentiated by
 central differences on the tangent space (`element_derivatives`). Closed loops, mimic couplings
-and flexible links raise one ValueError (`unsupported_kind`).
+and flexible links raise one ValueError (`unsupported_kind`, raised by
+`Derivatives.check_supported`).
 """
 from __future__ import annotations
 
@@ -33,15 +34,6 @@ def unsupported_kind(robot):
     return None
 
 
-def check_supported(robot, method):
-    """Raise ValueError naming `method` and the robot's kind when it is not covered."""
-    kind = unsupported_kind(robot)
-    if kind is not None:
-        raise ValueError(f"{method}: not available for a robot with {kind} (analytic derivatives "
-                         "cover rigid trees, fixed or floating base, with damping, friction, "
-                         "external wrenches and force elements; docs/derivatives.md)")
-
-
 def dof_structure(body_int):
     """dof_int (nv, DOF_INT_WIDTH): for every dof its body and the previous dof on its path to
     the root (the joint's own previous axis, else the parent joint's last one; -1 at the root)."""
@@ -63,8 +55,11 @@ def dof_structure(body_int):
 class Derivatives:
     """Workspaces and calls of the derivative kernels for one rigid tree."""
 
-    def __init__(self, tree):
+    def __init__(self, tree, unsupported=None):
         self.tree = tree
+        self.unsupported = unsupported
+        if unsupported is not None:   # no rigid arrays to build on
+            return
         rows = tree.body_int.shape[0]
         nv = tree.nv
         self.dwork = np.zeros((rows, K.DWORK_WIDTH))
@@ -75,6 +70,14 @@ class Derivatives:
         self.element_tau = np.zeros(nv)
         self.q_step = np.zeros(tree.nq)
         self.step = np.zeros(nv)
+
+    def check_supported(self, method):
+        """Raise ValueError naming `method` and the robot's kind when it is not covered."""
+        if self.unsupported is not None:
+            raise ValueError(f"{method}: not available for a robot with {self.unsupported} "
+                             "(analytic derivatives cover rigid trees, fixed or floating base, "
+                             "with damping, friction, external wrenches and force elements; "
+                             "docs/derivatives.md)")
 
     def inverse(self, q, v, qdd, out):
         """(dtau/dq, dtau/dv, M) into out (three (nv, nv) arrays) with the loads in the tree's

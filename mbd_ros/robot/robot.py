@@ -606,11 +606,9 @@ class Robot:
         differences on the tangent space (step eps^(1/3), ~1e-10 relative; docs/derivatives.md).
         Rigid trees, fixed or floating base, codegen or not; ValueError for closed loops, mimic
         couplings and flexible links."""
-        from .derivatives import check_supported
-        check_supported(self, "inverse_dynamics_derivatives")
+        derivatives = self._derivatives("inverse_dynamics_derivatives")
         q, v, qdd = self._checked(q, v, qdd, "qdd")
-        out = tuple(np.empty((self.nv, self.nv)) for _ in range(3))
-        derivatives = self._derivatives()
+        out = tuple(np.empty((3, self.nv, self.nv)))
         self._tree.set_loads(None if f_ext is None else self._link_wrench_array(f_ext))
         status = derivatives.inverse(q, v, qdd, out)
         if status:
@@ -629,11 +627,9 @@ class Robot:
         that qdd, and dqdd_dtau = M^-1 (M factorised along the tree, Featherstone's LTDL).
         Same conventions, loads and robot kinds as inverse_dynamics_derivatives (q on the
         tangent space; force elements by central differences)."""
-        from .derivatives import check_supported
-        check_supported(self, "forward_dynamics_derivatives")
+        derivatives = self._derivatives("forward_dynamics_derivatives")
         q, v, tau = self._checked(q, v, tau, "tau")
-        out = tuple(np.empty((self.nv, self.nv)) for _ in range(3))
-        derivatives = self._derivatives()
+        out = tuple(np.empty((3, self.nv, self.nv)))
         if self._forces is None:
             self._tree.set_loads(None if f_ext is None else self._link_wrench_array(f_ext))
             status = derivatives.forward(q, v, tau, np.empty(self.nv), out)
@@ -647,12 +643,14 @@ class Robot:
             self._raise(status, q, v, tau, None, "tau")
         return dq, dv, mass
 
-    def _derivatives(self):
-        """The derivative kernels' workspaces of this robot (built at the first call)."""
+    def _derivatives(self, method):
+        """The derivative kernels' workspaces of this robot (built at the first call); raises
+        ValueError naming `method` for a kind of robot they do not cover."""
         derivatives = self.__dict__.get("_derivative_work")
         if derivatives is None:
-            from .derivatives import Derivatives
-            derivatives = self._derivative_work = Derivatives(self._tree)
+            from .derivatives import Derivatives, unsupported_kind
+            derivatives = self._derivative_work = Derivatives(self._tree, unsupported_kind(self))
+        derivatives.check_supported(method)
         return derivatives
 
     # ------------------------------------------------------------------ loads
