@@ -44,11 +44,16 @@ dqdd/dtau = M^-1 [RSS18 §IV-C], with M factorised as L^T D L along the tree's s
 Workspaces (per robot, built once: robot/derivatives.py): `dwork` (nb + 1, DWORK_WIDTH) per body,
 `dof_work` (nv, DOF_WIDTH) per degree of freedom, `dof_int` (nv, DOF_INT_WIDTH) the tree's dof
 structure, `factor` (nv, nv) the L^T D L factor. Kernels never raise: they return a status code
-(layout.STATUS_*).
+(layout.STATUS_*). The two entry kernels have explicit signatures (kernels/entry.py): a call with
+other argument types raises TypeError (the facade then converts its inputs) instead of
+compiling another specialisation.
 """
 import math
 
-from numba import njit
+from numba import njit, types
+
+from . import signatures
+from .entry import entry_point
 
 from ..model.layout import (ACC, DAMPING, FEXT, FRICTION, FRICTION_SPEED, GRAVITY, IDX_Q, IDX_V,
                             JOINT_NV_COL, JOINT_REVOLUTE, JOINT_TYPE, MOTION_SUBSPACE, PARENT,
@@ -200,7 +205,15 @@ def variation_times(dwork, i, x, xi, xc, out, oi, oc):
                                 + dwork[i, VAR_C + 3 * r + 2] * az)
 
 
-@njit(cache=True)
+DERIVATIVE_ARRAYS = (signatures.MODEL_INT, signatures.MODEL_FLOAT, signatures.WORK, signatures.WORK,
+                     signatures.WORK, signatures.MODEL_INT)
+RNEA_DERIVATIVES = types.int64(*DERIVATIVE_ARRAYS, *(signatures.VECTOR,) * 4,
+                               *(signatures.MATRIX,) * 3)
+ABA_DERIVATIVES = types.int64(*DERIVATIVE_ARRAYS, signatures.MATRIX, *(signatures.VECTOR,) * 5,
+                              *(signatures.MATRIX,) * 3)
+
+
+@entry_point(RNEA_DERIVATIVES)
 def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v, qdd, tau_out,
                      dq_out, dv_out, da_out):
     """tau (nv,) = ID(q, v, qdd) and its partial derivatives dq_out = dtau/dq (tangent space),
@@ -438,7 +451,7 @@ def forward_from_inverse(dof_int, factor, dq, dv, mass):
     return STATUS_OK
 
 
-@njit(cache=True)
+@entry_point(ABA_DERIVATIVES)
 def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor, q, v, tau,
                     qdd_out, tau_scratch, dq_out, dv_out, dtau_out):
     """qdd_out = FD(q, v, tau) (ABA, loads in work[:, FEXT]) and its partial derivatives:

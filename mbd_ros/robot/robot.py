@@ -607,10 +607,13 @@ class Robot:
         Rigid trees, fixed or floating base, codegen or not; ValueError for closed loops, mimic
         couplings and flexible links."""
         derivatives = self._derivatives("inverse_dynamics_derivatives")
-        q, v, qdd = self._checked(q, v, qdd, "qdd")
         out = tuple(np.empty((3, self.nv, self.nv)))
         self._tree.set_loads(None if f_ext is None else self._link_wrench_array(f_ext))
-        status = derivatives.inverse(q, v, qdd, out)
+        try:   # the kernel checks sizes, NaN/inf and quaternions itself
+            status = derivatives.inverse(q, v, qdd, out)
+        except TypeError:   # not C-contiguous float64 vectors: convert, then check
+            q, v, qdd = self._checked(q, v, qdd, "qdd")
+            status = derivatives.inverse(q, v, qdd, out)
         if status:
             self._raise(status, q, v, qdd, None, "qdd")
         if self._forces is not None:
@@ -628,14 +631,19 @@ class Robot:
         Same conventions, loads and robot kinds as inverse_dynamics_derivatives (q on the
         tangent space; force elements by central differences)."""
         derivatives = self._derivatives("forward_dynamics_derivatives")
-        q, v, tau = self._checked(q, v, tau, "tau")
         out = tuple(np.empty((3, self.nv, self.nv)))
         if self._forces is None:
             self._tree.set_loads(None if f_ext is None else self._link_wrench_array(f_ext))
-            status = derivatives.forward(q, v, tau, np.empty(self.nv), out)
+            qdd = np.empty(self.nv)
+            try:   # the kernel checks sizes, NaN/inf and quaternions itself
+                status = derivatives.forward(q, v, tau, qdd, out)
+            except TypeError:   # not C-contiguous float64 vectors: convert, then check
+                q, v, tau = self._checked(q, v, tau, "tau")
+                status = derivatives.forward(q, v, tau, qdd, out)
             if status:
                 self._raise(status, q, v, tau, None, "tau")
             return out
+        q, v, tau = self._checked(q, v, tau, "tau")
         qdd = self.forward_dynamics(q, v, tau, f_ext=f_ext)
         dq, dv, mass = self.inverse_dynamics_derivatives(q, v, qdd, f_ext)
         status = derivatives.forward_from_inverse(dq, dv, mass)
