@@ -6,10 +6,11 @@ q, v and the third vector). Supported: rigid trees, fixed or floating base, gene
 (the generic kernels on the same model arrays), with URDF damping and friction, external
 wrenches, and force elements / add_force callbacks, whose contribution is differentiated by
 central differences on the tangent space (`element_derivatives`). Closed loops, mimic couplings
-and flexible links raise one ValueError (`unsupported_kind`, raised by
-`Derivatives.check_supported`).
+and flexible links raise one ValueError (`check_supported`).
 """
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 
@@ -34,6 +35,16 @@ def unsupported_kind(robot):
     return None
 
 
+def check_supported(robot, method):
+    """Raise ValueError naming `method` and the robot's kind when the derivatives do not cover
+    it: the one place where closed loops, mimic couplings and flexible links are refused."""
+    kind = unsupported_kind(robot)
+    if kind is not None:
+        raise ValueError(f"{method}: not available for a robot with {kind} (analytic derivatives "
+                         "cover rigid trees, fixed or floating base, with damping, friction, "
+                         "external wrenches and force elements; docs/derivatives.md)")
+
+
 def dof_structure(body_int):
     """dof_int (nv, DOF_INT_WIDTH): for every dof its body and the previous dof on its path to
     the root (the joint's own previous axis, else the parent joint's last one; -1 at the root)."""
@@ -53,13 +64,12 @@ def dof_structure(body_int):
 
 
 class Derivatives:
-    """Workspaces and calls of the derivative kernels for one rigid tree."""
+    """Workspaces and calls of the derivative kernels for one rigid tree:
+    rnea(q, v, qdd, tau, dq, dv, dqdd) and aba(q, v, tau, qdd, tau_scratch, dq, dv, dtau) are
+    the kernels with the model and workspace arrays bound (status codes, never raise)."""
 
-    def __init__(self, tree, unsupported=None):
+    def __init__(self, tree):
         self.tree = tree
-        self.unsupported = unsupported
-        if unsupported is not None:   # no rigid arrays to build on
-            return
         rows = tree.body_int.shape[0]
         nv = tree.nv
         self.dwork = np.zeros((rows, K.DWORK_WIDTH))
@@ -67,31 +77,14 @@ class Derivatives:
         self.dof_int = dof_structure(tree.body_int)
         self.factor = np.zeros((nv, nv))
         self.tau = np.zeros(nv)
+        self.qdd = np.zeros(nv)
         self.element_tau = np.zeros(nv)
         self.q_step = np.zeros(tree.nq)
         self.step = np.zeros(nv)
-
-    def check_supported(self, method):
-        """Raise ValueError naming `method` and the robot's kind when it is not covered."""
-        if self.unsupported is not None:
-            raise ValueError(f"{method}: not available for a robot with {self.unsupported} "
-                             "(analytic derivatives cover rigid trees, fixed or floating base, "
-                             "with damping, friction, external wrenches and force elements; "
-                             "docs/derivatives.md)")
-
-    def inverse(self, q, v, qdd, out):
-        """(dtau/dq, dtau/dv, M) into out (three (nv, nv) arrays) with the loads in the tree's
-        loaded workspace; returns the status."""
-        tree = self.tree
-        return K.rnea_derivatives(tree.body_int, tree.body_float, tree.work, self.dwork,
-                                  self.dof_work, self.dof_int, q, v, qdd, self.tau, *out)
-
-    def forward(self, q, v, tau, qdd, out):
-        """qdd = FD and (dqdd/dq, dqdd/dv, M^-1) into out; returns the status."""
-        tree = self.tree
-        return K.aba_derivatives(tree.body_int, tree.body_float, tree.work, self.dwork,
-                                 self.dof_work, self.dof_int, self.factor, q, v, tau, qdd,
-                                 self.tau, *out)
+        arrays = (tree.body_int, tree.body_float, tree.work, self.dwork, self.dof_work,
+                  self.dof_int)
+        self.rnea = partial(K.rnea_derivatives, *arrays)
+        self.aba = partial(K.aba_derivatives, *arrays, self.factor)
 
     def forward_from_inverse(self, dq, dv, mass):
         """dq, dv <- -M^-1 dq, -M^-1 dv; mass <- M^-1 (in place); returns the status."""

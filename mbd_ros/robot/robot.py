@@ -591,7 +591,6 @@ class Robot:
         return constraints.loops.cut_wrenches(q, lam)
 
     # ------------------------------------------------------------------ derivatives
-    @locked
     def inverse_dynamics_derivatives(self, q, v, qdd, f_ext=None):
         """(dtau_dq, dtau_dv, dtau_dqdd), each (nv, nv): partial derivatives of
         inverse_dynamics(q, v, qdd, f_ext) (Carpentier and Mansard, RSS 2018; analytic and
@@ -606,23 +605,26 @@ class Robot:
         differences on the tangent space (step eps^(1/3), ~1e-10 relative; docs/derivatives.md).
         Rigid trees, fixed or floating base, codegen or not; ValueError for closed loops, mimic
         couplings and flexible links."""
-        derivatives = self._derivatives("inverse_dynamics_derivatives")
-        out = tuple(np.empty((3, self.nv, self.nv)))
-        self._tree.set_loads(None if f_ext is None else self._link_wrench_array(f_ext))
-        try:   # the kernel checks sizes, NaN/inf and quaternions itself
-            status = derivatives.inverse(q, v, qdd, out)
-        except TypeError:   # not C-contiguous float64 vectors: convert, then check
-            q, v, qdd = self._checked(q, v, qdd, "qdd")
-            status = derivatives.inverse(q, v, qdd, out)
-        if status:
-            self._raise(status, q, v, qdd, None, "qdd")
-        if self._forces is not None:
-            d_q, d_v = derivatives.element_derivatives(self._forces, self.time, q, v)
-            out[0][:] += d_q
-            out[1][:] += d_v
-        return out
+        with self._lock:   # inline rather than @locked: ~0.1 us of a ~3 us call
+            derivatives = self.__dict__.get("_derivative_work") or \
+                self._derivatives("inverse_dynamics_derivatives")
+            out = np.empty((3, self.nv, self.nv))
+            d_q, d_v, d_qdd = out[0], out[1], out[2]
+            self._tree.set_loads(None if f_ext is None else self._link_wrench_array(f_ext))
+            try:   # the kernel checks sizes, NaN/inf and quaternions itself
+                status = derivatives.rnea(q, v, qdd, derivatives.tau, d_q, d_v, d_qdd)
+            except TypeError:   # not C-contiguous float64 vectors: convert, then check
+                q, v, qdd = self._checked(q, v, qdd, "qdd")
+                status = derivatives.rnea(q, v, qdd, derivatives.tau, d_q, d_v, d_qdd)
+            if status:
+                self._raise(status, q, v, qdd, None, "qdd")
+            if self._forces is not None:
+                elements_q, elements_v = derivatives.element_derivatives(self._forces, self.time,
+                                                                         q, v)
+                d_q += elements_q
+                d_v += elements_v
+            return d_q, d_v, d_qdd
 
-    @locked
     def forward_dynamics_derivatives(self, q, v, tau, f_ext=None):
         """(dqdd_dq, dqdd_dv, dqdd_dtau), each (nv, nv): partial derivatives of
         forward_dynamics(q, v, tau, f_ext) (RSS 2018, as Pinocchio's computeABADerivatives):
@@ -630,35 +632,37 @@ class Robot:
         that qdd, and dqdd_dtau = M^-1 (M factorised along the tree, Featherstone's LTDL).
         Same conventions, loads and robot kinds as inverse_dynamics_derivatives (q on the
         tangent space; force elements by central differences)."""
-        derivatives = self._derivatives("forward_dynamics_derivatives")
-        out = tuple(np.empty((3, self.nv, self.nv)))
-        if self._forces is None:
+        with self._lock:
+            derivatives = self.__dict__.get("_derivative_work") or \
+                self._derivatives("forward_dynamics_derivatives")
+            if self._forces is not None:
+                q, v, tau = self._checked(q, v, tau, "tau")
+                qdd = self.forward_dynamics(q, v, tau, f_ext=f_ext)
+                d_q, d_v, d_tau = self.inverse_dynamics_derivatives(q, v, qdd, f_ext)
+                status = derivatives.forward_from_inverse(d_q, d_v, d_tau)
+                if status:
+                    self._raise(status, q, v, tau, None, "tau")
+                return d_q, d_v, d_tau
+            out = np.empty((3, self.nv, self.nv))
+            d_q, d_v, d_tau = out[0], out[1], out[2]
             self._tree.set_loads(None if f_ext is None else self._link_wrench_array(f_ext))
-            qdd = np.empty(self.nv)
             try:   # the kernel checks sizes, NaN/inf and quaternions itself
-                status = derivatives.forward(q, v, tau, qdd, out)
+                status = derivatives.aba(q, v, tau, derivatives.qdd, derivatives.tau, d_q, d_v,
+                                         d_tau)
             except TypeError:   # not C-contiguous float64 vectors: convert, then check
                 q, v, tau = self._checked(q, v, tau, "tau")
-                status = derivatives.forward(q, v, tau, qdd, out)
+                status = derivatives.aba(q, v, tau, derivatives.qdd, derivatives.tau, d_q, d_v,
+                                         d_tau)
             if status:
                 self._raise(status, q, v, tau, None, "tau")
-            return out
-        q, v, tau = self._checked(q, v, tau, "tau")
-        qdd = self.forward_dynamics(q, v, tau, f_ext=f_ext)
-        dq, dv, mass = self.inverse_dynamics_derivatives(q, v, qdd, f_ext)
-        status = derivatives.forward_from_inverse(dq, dv, mass)
-        if status:
-            self._raise(status, q, v, tau, None, "tau")
-        return dq, dv, mass
+            return d_q, d_v, d_tau
 
     def _derivatives(self, method):
-        """The derivative kernels' workspaces of this robot (built at the first call); raises
-        ValueError naming `method` for a kind of robot they do not cover."""
-        derivatives = self.__dict__.get("_derivative_work")
-        if derivatives is None:
-            from .derivatives import Derivatives, unsupported_kind
-            derivatives = self._derivative_work = Derivatives(self._tree, unsupported_kind(self))
-        derivatives.check_supported(method)
+        """The derivative kernels' workspaces of this robot, built at the first call; raises
+        ValueError naming `method` for a kind of robot they do not cover (derivatives.py)."""
+        from .derivatives import Derivatives, check_supported
+        check_supported(self, method)
+        derivatives = self._derivative_work = Derivatives(self._tree)
         return derivatives
 
     # ------------------------------------------------------------------ loads
