@@ -232,6 +232,37 @@ def test_random_trees_with_spherical_planar_free_joints_vs_differences(seed):
                               f"random tree {seed} ({sorted(set(robot.joint_types))})")
 
 
+EXTENSION_JOINTS_XML = """<robot name="extension_joints">
+  <link name="base"><inertial><mass value="2.0"/>
+    <inertia ixx="0.05" iyy="0.06" izz="0.07" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="screw" type="helical"><parent link="base"/><child link="l0"/>
+    <origin xyz="0 0.1 0.2" rpy="0.3 -0.2 0.1"/><axis xyz="0 0.6 0.8" pitch="0.05"/></joint>
+  <link name="l0"><inertial><origin xyz="0.05 -0.02 0.21"/><mass value="1.3"/>
+    <inertia ixx="0.031" iyy="0.027" izz="0.012" ixy="0.002" ixz="-0.001" iyz="0.0015"/></inertial></link>
+  <joint name="cyl" type="cylindrical"><parent link="l0"/><child link="l1"/>
+    <origin xyz="0.3 0 0.1" rpy="0 0.4 0"/><axis xyz="0.48 0 0.64"/></joint>
+  <link name="l1"><inertial><origin xyz="0.12 0.03 -0.04"/><mass value="0.9"/>
+    <inertia ixx="0.011" iyy="0.019" izz="0.016" ixy="-0.001" ixz="0.0008" iyz="0"/></inertial></link>
+  <joint name="uni" type="universal"><parent link="l1"/><child link="l2"/>
+    <origin xyz="0 0.25 0" rpy="-0.5 0.1 0.7"/><axis xyz="0 0 1"/><axis2 xyz="0.6 0.8 0"/></joint>
+  <link name="l2"><inertial><origin xyz="-0.03 0.08 0.05"/><mass value="0.7"/>
+    <inertia ixx="0.008" iyy="0.006" izz="0.009" ixy="0.0005" ixz="0" iyz="-0.0007"/></inertial></link>
+</robot>"""
+
+
+def test_helical_cylindrical_universal_joints_vs_differences():
+    """The URDF extension joints (docs/formats.md) on a floating base."""
+    robot = mbd_ros.load(EXTENSION_JOINTS_XML, floating_base=True)
+    assert {"helical", "cylindrical"} <= set(robot.joint_types), robot.joint_types
+    rng = np.random.default_rng(12)
+    for k in range(2):
+        q = robot.random_configuration(rng)
+        v = rng.standard_normal(robot.nv)
+        x = rng.standard_normal(robot.nv)
+        check_against_differences(robot, q, v, x, some_link_wrenches(robot, rng, 2),
+                                  f"extension joints state {k}")
+
+
 def test_random_trees_cover_the_multi_axis_joints():
     kinds = set()
     for seed in (1, 2, 3, 4, 5, 6):
