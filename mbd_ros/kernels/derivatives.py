@@ -1,45 +1,55 @@
 """Analytic derivatives of the inverse and forward dynamics of a rigid tree.
 
 Carpentier and Mansard, "Analytical Derivatives of Rigid Body Dynamics Algorithms", RSS 2018
-(Pinocchio's computeRNEADerivatives / computeABADerivatives), written over the package's flat
-model arrays (model/layout.py) and in its conventions (kernels/rnea.py, kernels/kinematics.py):
-spatial vectors [linear; angular], the universe accelerating by -g.
+[RSS18]: the RNEA differentiated in the root frame, as Pinocchio implements it
+(computeRNEADerivatives, rnea-derivatives.hxx; computeABADerivatives), written over the
+package's flat model arrays (model/layout.py) and in its conventions (kernels/rnea.py,
+kernels/kinematics.py): spatial vectors [linear; angular], the universe accelerating by -g.
+The comments cite the equations (D1)-(D8) below, which restate [RSS18]'s in this notation.
 
 The recursion works in the root ("world", o) frame, where a tangent perturbation dq_j of joint j
 (q (+) dq, the exponential map of robot.integrate, as Pinocchio's) moves the whole subtree of j
 rigidly by the world motion column s = oS_j (every joint's S_j is constant in its body frame,
-kernels/kinematics.py). With
+kernels/kinematics.py). The RNEA in the root frame:
 
-    ov_i  = ov_p + oS_i v_i                                  (world velocity,      [RSS18 eq. 5])
-    oa_i  = oa_p + oS_i qdd_i + ov_i x oS_i v_i              (world acceleration,  oa_0 = -g)
-    of_i  = oI_i oa_i + ov_i x* oI_i ov_i - of^ext_i         (net body wrench)
-    F_i   = sum of of_k over the subtree of i,   tau_i = oS_i^T F_i  (+ passive joint forces)
+(D1) ov_i = ov_p + oS_i v_i
+(D2) oa_i = oa_p + oS_i qdd_i + ov_i x oS_i v_i,  oa_0 = -g
+(D3) of_i = oI_i oa_i + ov_i x* oI_i ov_i - of^ext_i;  F_i = sum of of_k over the subtree of i;
+     tau_i = oS_i^T F_i (+ the passive joint forces)
 
-the columns of joint j (parent p) are                                       [RSS18 Alg. 1-2]
+The columns of joint j (parent p):
 
-    dV/dq_j = ov_p x oS_j        dA/dq_j = oa_p x oS_j + ov_p x dV/dq_j
-    dA/dv_j = dV/dq_j + ov_j x oS_j
+(D4) dV/dq_j = ov_p x oS_j,  dA/dq_j = oa_p x oS_j + ov_p x dV/dq_j,
+     dA/dv_j = dV/dq_j + ov_j x oS_j
 
-and with the subtree sums Ycrb_i = sum oI_k and dYcrb_i = sum B_k, where
-B_k = ov_k x* oI_k - oI_k (ov_k x) + (. x* oI_k ov_k) (Pinocchio's doYcrb), for j an ancestor of i
-or i itself (the rigid part of the subtree's motion cancels in tau_i = oS_i^T F_i):
+and the variation of body k's inertia (Pinocchio's doYcrb), such that a velocity change dv that
+is not a rigid rotation changes of_k by oI_k da + B_k dv:
 
-    dtau_i/dq_j = oS_i^T (Ycrb_i dA/dq_j + dYcrb_i dV/dq_j)
-    dtau_i/dv_j = oS_i^T (Ycrb_i dA/dv_j + dYcrb_i oS_j)
+(D5) B_k = ov_k x* oI_k - oI_k (ov_k x) + (. x* oI_k ov_k)
+
+With the subtree sums Ycrb_i = sum oI_k and dYcrb_i = sum B_k, for j an ancestor of i or i
+itself (the rigid part of the subtree's motion cancels in tau_i = oS_i^T F_i):
+
+(D6) dtau_i/dq_j = oS_i^T (Ycrb_i dA/dq_j + dYcrb_i dV/dq_j)
+     dtau_i/dv_j = oS_i^T (Ycrb_i dA/dv_j + dYcrb_i oS_j)
 
 and for j a strict descendant of i (the subtree of j moves under i's fixed axis):
 
-    dtau_i/dq_j = oS_i^T (Ycrb_j dA/dq_j + dYcrb_j dV/dq_j + oS_j x* F_j)
-    dtau_i/dv_j = oS_i^T (Ycrb_j dA/dv_j + dYcrb_j oS_j)
-    dtau_i/dqdd_j = oS_i^T Ycrb_j oS_j = M_ij.
+(D7) dtau_i/dq_j = oS_i^T (Ycrb_j dA/dq_j + dYcrb_j dV/dq_j + oS_j x* F_j)
+     dtau_i/dv_j = oS_i^T (Ycrb_j dA/dv_j + dYcrb_j oS_j)
+     dtau_i/dqdd_j = oS_i^T Ycrb_j oS_j = M_ij
 
 External wrenches (work[:, FEXT], body frame) are carried by their body (follower loads, as
 forward_dynamics applies them): they enter only through F_j in the oS_j x* F_j term. The joint
 damping and smoothed friction of the tree add d/dv (b v + f tanh(v / v_s)) on the diagonal.
+Cost O(nv * depth), as [RSS18]'s.
 
-Forward dynamics: qdd = ABA(q, v, tau); then dqdd/dx = -M^-1 dtau/dx at that qdd and
-dqdd/dtau = M^-1 [RSS18 §IV-C], with M factorised as L^T D L along the tree's sparsity
-(Featherstone's RBDA, Tables 6.3-6.4: the LTDL factorisation and its back-substitutions).
+Forward dynamics ([RSS18]'s route):
+
+(D8) qdd = ABA(q, v, tau);  dqdd/dx = -M^-1 dtau/dx (x = q, v) at that qdd;  dqdd/dtau = M^-1
+
+with M factorised as L^T D L along the tree's sparsity (Featherstone's RBDA, Tables 6.3-6.4:
+the LTDL factorisation and its back-substitutions).
 
 Workspaces (per robot, built once: robot/derivatives.py): `dwork` (nb + 1, DWORK_WIDTH) per body,
 `dof_work` (nv, DOF_WIDTH) per degree of freedom, `dof_int` (nv, DOF_INT_WIDTH) the tree's dof
@@ -136,8 +146,8 @@ def dot3(a, ai, ac, b, bi, bc):
 
 @njit(inline="always")
 def inertia_variation(dwork, i):
-    """The variation B_i = ov x* oI - oI (ov x) + (. x* oh) of body i, oh = oI ov [RSS18 §IV-B;
-    Pinocchio's Inertia::variation + addForceCrossMatrix], so that d of_i = oI_i da + B_i dv for
+    """The variation B_i = ov x* oI - oI (ov x) + (. x* oh) of body i, oh = oI ov (D5);
+    Pinocchio's Inertia::variation + addForceCrossMatrix, so that d of_i = oI_i da + B_i dv for
     a velocity change dv that is not a rigid rotation. With oI = [[m, -[h]], [[h], I_o]] and
     ov = [v; w], oh = [f; n], its blocks are (from [a][b] = b a^T - (a.b) 1 and
     [a][b] - [b][a] = [a x b])
@@ -218,7 +228,7 @@ ABA_DERIVATIVES = types.int64(*DERIVATIVE_ARRAYS, signatures.MATRIX, *(signature
 def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v, qdd, tau_out,
                      dq_out, dv_out, da_out):
     """tau (nv,) = ID(q, v, qdd) and its partial derivatives dq_out = dtau/dq (tangent space),
-    dv_out = dtau/dv, da_out = dtau/dqdd = M, each (nv, nv) [RSS18 Alg. 1 and 2, world frame].
+    dv_out = dtau/dv, da_out = dtau/dqdd = M, each (nv, nv) [RSS18; (D1)-(D7)].
 
     Model: body_int, body_float. Data: work (poses; FEXT read: the loads, body frame), dwork,
     dof_work; dof_int the dof structure. Outputs must not overlap the inputs (the facade passes
@@ -244,7 +254,7 @@ def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v,
         dwork[0, OA + k] = 0.0
     for k in range(3):
         dwork[0, OA + k] = -body_float[0, GRAVITY + k]
-    # ---- forward pass, base -> tips: world kinematics, columns, body wrenches  [RSS18 Alg. 1]
+    # ---- forward pass, base -> tips: world kinematics, columns, body wrenches  [(D1)-(D5)]
     for i in range(1, nb + 1):
         parent = body_int[i, PARENT]
         nv_joint = body_int[i, JOINT_NV_COL]
@@ -265,10 +275,10 @@ def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v,
                             dof_work, jc, S_O)
             for r in range(6):
                 dwork[i, OH + r] += dof_work[jc, S_O + r] * v[jc]
-        # ov_i = ov_p + oS_i v_i                                          [RSS18 eq. 5]
+        # ov_i = ov_p + oS_i v_i                                          (D1)
         for r in range(6):
             dwork[i, OV + r] = dwork[parent, OV + r] + dwork[i, OH + r]
-        # oa_i = oa_p + oS_i qdd_i + ov_i x oS_i v_i                        [RSS18 eq. 6]
+        # oa_i = oa_p + oS_i qdd_i + ov_i x oS_i v_i                        (D2)
         cross_motion(dwork, i, OV, dwork, i, OH, dwork, i, OA)
         for r in range(6):
             s = dwork[parent, OA + r] + dwork[i, OA + r]
@@ -276,7 +286,7 @@ def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v,
                 s += dof_work[iv + c, S_O + r] * qdd[iv + c]
             dwork[i, OA + r] = s
         # dV/dq = ov_p x oS,  dA/dq = oa_p x oS + ov_p x dV/dq,  dA/dv = dV/dq + ov_i x oS
-        #                                                  [RSS18 eqs. 9-11; Pinocchio's J, dJ]
+        #                                                  (D4) (Pinocchio's J, dJ)
         for c in range(nv_joint):
             jc = iv + c
             cross_motion(dwork, parent, OV, dof_work, jc, S_O, dof_work, jc, DVDQ)
@@ -292,7 +302,7 @@ def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v,
         for k in range(10):
             dwork[i, YCRB + k] = 0.0
         add_rigid_inertia_to_parent(work, i, WORLD_ROT, dwork, i, TMP, dwork, i, YCRB)
-        # oh = oI ov;  of = oI oa + ov x* oh - oX^* f^ext                  [RSS18 eq. 7]
+        # oh = oI ov;  of = oI oa + ov x* oh - oX^* f^ext                  (D3)
         rigid_parameters_times(dwork, i, YCRB, dwork, i, OV, dwork, i, OH)
         rigid_parameters_times(dwork, i, YCRB, dwork, i, OA, dwork, i, OF)
         add_cross_force(dwork, i, OV, dwork, i, OH, dwork, i, OF)
@@ -302,7 +312,7 @@ def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v,
         for r in range(6):
             dwork[i, OF + r] -= dwork[i, TMP + r]
         inertia_variation(dwork, i)
-    # ---- backward pass, tips -> base: subtree sums and the matrices' entries  [RSS18 Alg. 2]
+    # ---- backward pass, tips -> base: subtree sums and the matrices' entries  [(D6)-(D7)]
     for i in range(nb, 0, -1):
         parent = body_int[i, PARENT]
         nv_joint = body_int[i, JOINT_NV_COL]
@@ -311,7 +321,7 @@ def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v,
             jc = iv + c
             tau_out[jc] = dot6(dof_work, jc, S_O, dwork, i, OF)
             # dF/dqdd = Ycrb oS,  dYcrb^T oS (angular part: the linear one is 0),
-            # dF/dq = Ycrb dA/dq + dYcrb dV/dq,  dF/dv = Ycrb dA/dv + dYcrb oS  [RSS18 eqs. 12-13]
+            # dF/dq = Ycrb dA/dq + dYcrb dV/dq,  dF/dv = Ycrb dA/dv + dYcrb oS  (D6)-(D7)
             rigid_parameters_times(dwork, i, YCRB, dof_work, jc, S_O, dof_work, jc, YS)
             rigid_parameters_times(dwork, i, YCRB, dof_work, jc, DADQ, dof_work, jc, DFDQ)
             variation_times(dwork, i, dof_work, jc, DVDQ, dof_work, jc, DFDQ)
@@ -330,7 +340,7 @@ def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v,
                 dof_work[jc, DYT + r] += (dwork[i, VAR_C + r] * dof_work[jc, S_O + 3]
                                           + dwork[i, VAR_C + 3 + r] * dof_work[jc, S_O + 4]
                                           + dwork[i, VAR_C + 6 + r] * dof_work[jc, S_O + 5])
-            # the column as the ancestors' rows see it: + oS x* F_i        [RSS18 eq. 14]
+            # the column as the ancestors' rows see it: + oS x* F_i        (D7)
             for r in range(6):
                 dof_work[jc, DFDQ_BELOW + r] = dof_work[jc, DFDQ + r]
             add_cross_force(dof_work, jc, S_O, dwork, i, OF, dof_work, jc, DFDQ_BELOW)
@@ -439,7 +449,7 @@ def ltdl_solve(dof_int, factor, x, scale, identity):
 @njit(cache=True)
 def forward_from_inverse(dof_int, factor, dq, dv, mass):
     """dq <- -M^-1 dq, dv <- -M^-1 dv, mass (M on entry) <- M^-1: the forward dynamics'
-    derivatives from the inverse dynamics' at qdd = FD(q, v, tau) [RSS18 §IV-C, eq. 15].
+    derivatives from the inverse dynamics' at qdd = FD(q, v, tau) (D8).
     Returns STATUS_OK, or STATUS_SINGULAR + the body of a non-positive pivot."""
     nv = mass.shape[0]
     bad = tree_ltdl(dof_int, mass, factor)
@@ -461,7 +471,7 @@ def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor
                     qdd_out, tau_scratch, dq_out, dv_out, dtau_out):
     """qdd_out = FD(q, v, tau) (ABA, loads in work[:, FEXT]) and its partial derivatives:
     dq_out = dqdd/dq (tangent space), dv_out = dqdd/dv, dtau_out = dqdd/dtau = M^-1, each
-    (nv, nv): dqdd/dx = -M^-1 dtau/dx of rnea_derivatives at (q, v, qdd) [RSS18 §IV-C].
+    (nv, nv): dqdd/dx = -M^-1 dtau/dx of rnea_derivatives at (q, v, qdd) (D8).
     Returns a status code (layout.STATUS_SINGULAR + body when M is singular); never raises."""
     status = forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out)
     if status != STATUS_OK:
