@@ -371,3 +371,23 @@ def test_bad_inputs_name_the_argument():
         robot.inverse_dynamics_derivatives(q[:-1], z, z)
     with pytest.raises(ValueError, match="unknown link"):
         robot.forward_dynamics_derivatives(q, z, z, f_ext={"no_such_link": np.zeros(6)})
+
+
+def test_out_arrays_are_filled_and_checked():
+    robot = mbd_ros.load(str(ARM))
+    rng = np.random.default_rng(2)
+    q, v, x = robot.random_configuration(rng), rng.standard_normal(robot.nv), rng.standard_normal(robot.nv)
+    n = robot.nv
+    for method in ("inverse_dynamics_derivatives", "forward_dynamics_derivatives"):
+        expected = getattr(robot, method)(q, v, x)
+        out = tuple(np.full((n, n), np.nan) for _ in range(3))
+        result = getattr(robot, method)(q, v, x, out=out)
+        assert all(r is o for r, o in zip(result, out)), method
+        for r, e in zip(result, expected):
+            assert np.array_equal(r, e), method
+        with pytest.raises(ValueError, match=r"out\[1\] must be a writable C-contiguous"):
+            getattr(robot, method)(q, v, x, out=(out[0], np.zeros((n, n + 1)), out[2]))
+        with pytest.raises(ValueError, match=r"out\[2\] must not share memory"):
+            getattr(robot, method)(q, v, x, out=(out[0], out[1], out[0]))
+        with pytest.raises(ValueError, match="out must be None or a tuple of three"):
+            getattr(robot, method)(q, v, x, out=out[0])

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..kernels import derivatives as K
 from ..model import layout as L
+from . import arguments as A
 
 # central-difference step of the force elements' contribution: h = eps^(1/3) balances the
 # O(h^2) truncation error against the O(eps / h) round-off: both ~ eps^(2/3) ~ 4e-11 relative to
@@ -43,6 +44,24 @@ def check_supported(robot, method):
         raise ValueError(f"{method}: not available for a robot with {kind} (analytic derivatives "
                          "cover rigid trees, fixed or floating base, with damping, friction, "
                          "external wrenches and force elements; docs/derivatives.md)")
+
+
+def outputs(out, nv, *inputs):
+    """The three (nv, nv) result arrays: views of one new (3, nv, nv) block for out None, else
+    out = (d_first, d_second, d_third) validated (writable C-contiguous float64 (nv, nv), not
+    sharing memory with each other or with the inputs: the kernels write them from their
+    start); ValueError naming the one at fault."""
+    if out is None:
+        block = np.empty((3, nv, nv))
+        return block[0], block[1], block[2]
+    if not isinstance(out, (tuple, list)) or len(out) != 3:
+        raise ValueError(f"out must be None or a tuple of three ({nv}, {nv}) arrays, got "
+                         f"{type(out).__name__}")
+    arrays = tuple(A.output(o, (nv, nv), f"out[{k}]") for k, o in enumerate(out))
+    for k, o in enumerate(arrays):
+        if A.shares_memory(o, *inputs, *arrays[:k]):
+            raise ValueError(f"out[{k}] must not share memory with an input or another out array")
+    return arrays
 
 
 def dof_structure(body_int):
@@ -89,6 +108,10 @@ class Derivatives:
                   self.dof_int)
         self.rnea = partial(K.rnea_derivatives, *arrays)
         self.aba = partial(K.aba_derivatives, *arrays, self.factor)
+
+    def outputs(self, out, *inputs):
+        """The three (nv, nv) result arrays (module function `outputs`)."""
+        return outputs(out, self.tree.nv, *inputs)
 
     def forward_from_inverse(self, dq, dv, mass):
         """dq, dv <- -M^-1 dq, -M^-1 dv; mass <- M^-1 (in place); returns the status."""
