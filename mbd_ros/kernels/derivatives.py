@@ -67,8 +67,8 @@ from .entry import entry_point
 
 from ..model.layout import (ACC, DAMPING, FEXT, FRICTION, FRICTION_SPEED, GRAVITY, IDX_Q, IDX_V,
                             JOINT_NV_COL, JOINT_REVOLUTE, JOINT_TYPE, MOTION_SUBSPACE, PARENT,
-                            ROT, SPATIAL_INERTIA, STATUS_OK, STATUS_SHAPE_OUT, STATUS_SINGULAR, TRANSFORM_SCRATCH,
-                            WORLD_ROT)
+                            ROT, SPATIAL_INERTIA, STATUS_OK, STATUS_SHAPE_OUT, STATUS_SINGULAR,
+                            TRANSFORM_SCRATCH, WORLD_ROT)
 from .aba import forward_dynamics
 from .kinematics import compose_world_pose, joint_pose, revolute_pose, set_world_root, state_status
 from .output_checks import STATUS_NOT_FINITE
@@ -122,9 +122,12 @@ def motion_to_world(pose, pi, pc, m, mi, mc, out, oi, oc):
     ox = pose[pi, pc] * w0 + pose[pi, pc + 1] * w1 + pose[pi, pc + 2] * w2
     oy = pose[pi, pc + 3] * w0 + pose[pi, pc + 4] * w1 + pose[pi, pc + 5] * w2
     oz = pose[pi, pc + 6] * w0 + pose[pi, pc + 7] * w1 + pose[pi, pc + 8] * w2
-    out[oi, oc] = pose[pi, pc] * v0 + pose[pi, pc + 1] * v1 + pose[pi, pc + 2] * v2 + py * oz - pz * oy
-    out[oi, oc + 1] = pose[pi, pc + 3] * v0 + pose[pi, pc + 4] * v1 + pose[pi, pc + 5] * v2 + pz * ox - px * oz
-    out[oi, oc + 2] = pose[pi, pc + 6] * v0 + pose[pi, pc + 7] * v1 + pose[pi, pc + 8] * v2 + px * oy - py * ox
+    out[oi, oc] = (pose[pi, pc] * v0 + pose[pi, pc + 1] * v1 + pose[pi, pc + 2] * v2
+                   + py * oz - pz * oy)
+    out[oi, oc + 1] = (pose[pi, pc + 3] * v0 + pose[pi, pc + 4] * v1 + pose[pi, pc + 5] * v2
+                       + pz * ox - px * oz)
+    out[oi, oc + 2] = (pose[pi, pc + 6] * v0 + pose[pi, pc + 7] * v1 + pose[pi, pc + 8] * v2
+                       + px * oy - py * ox)
     out[oi, oc + 3] = ox
     out[oi, oc + 4] = oy
     out[oi, oc + 5] = oz

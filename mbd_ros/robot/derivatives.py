@@ -76,13 +76,14 @@ def dof_structure(body_int):
         parent = int(body_int[i, L.PARENT])
         for c in range(int(body_int[i, L.JOINT_NV_COL])):
             dofs[iv + c, K.DOF_BODY] = i
-            end = int(body_int[i, L.SUBTREE_END])   # one past the subtree's last body
-            last = end - 1
-            dofs[iv + c, K.DOF_SUBTREE_END] = body_int[last, L.IDX_V] + body_int[last, L.JOINT_NV_COL]
+            last = int(body_int[i, L.SUBTREE_END]) - 1   # the subtree's last body
+            dofs[iv + c, K.DOF_SUBTREE_END] = (body_int[last, L.IDX_V]
+                                               + body_int[last, L.JOINT_NV_COL])
             if c > 0:
                 dofs[iv + c, K.DOF_PARENT] = iv + c - 1
             elif parent > 0:
-                dofs[iv, K.DOF_PARENT] = body_int[parent, L.IDX_V] + body_int[parent, L.JOINT_NV_COL] - 1
+                dofs[iv, K.DOF_PARENT] = (body_int[parent, L.IDX_V]
+                                          + body_int[parent, L.JOINT_NV_COL] - 1)
     return dofs
 
 
