@@ -590,6 +590,80 @@ class Robot:
         constraints.loops.state(q, np.zeros(self.nv))   # the cut frames at this q
         return constraints.loops.cut_wrenches(q, lam)
 
+    # ------------------------------------------------------------------ derivatives
+    def inverse_dynamics_derivatives(self, q, v, qdd, f_ext=None, out=None):
+        """(dtau_dq, dtau_dv, dtau_dqdd), each (nv, nv): partial derivatives of
+        inverse_dynamics(q, v, qdd, f_ext) (Carpentier and Mansard, RSS 2018; analytic and
+        recursive, as Pinocchio's computeRNEADerivatives). dtau_dqdd = M(q).
+
+        Derivatives w.r.t. q are on the tangent space: column k is d tau / d eps of
+        q (+) eps e_k = robot.integrate(q, eps e_k, 1), so free (v = [linear, angular] in the body
+        frame) and spherical joints have nv columns, as Pinocchio's. Included: gravity, the URDF
+        joint damping and smoothed friction (damping_forces), f_ext (see joint_wrenches: link
+        wrenches in their link frames, carried by the links), and the force elements and
+        add_force callbacks at t = self.time, whose part is differentiated by central
+        differences on the tangent space (step eps^(1/3), ~1e-10 relative; docs/derivatives.md).
+        Rigid trees, fixed or floating base, codegen or not; ValueError for closed loops, mimic
+        couplings and flexible links. out: None, or three writable C-contiguous float64
+        (nv, nv) arrays to fill and return (no allocation), sharing memory with nothing."""
+        with self._lock:   # inline rather than @locked: ~0.1 us of a ~3 us call
+            derivatives = self.__dict__.get("_derivative_work") or \
+                self._derivatives("inverse_dynamics_derivatives")
+            d_q, d_v, d_qdd = derivatives.outputs(out, q, v, qdd)
+            self._tree.set_loads(None if f_ext is None else self._link_wrench_array(f_ext))
+            try:   # the kernel checks sizes, NaN/inf and quaternions itself
+                status = derivatives.rnea(q, v, qdd, derivatives.tau, d_q, d_v, d_qdd)
+            except TypeError:   # not C-contiguous float64 vectors: convert, then check
+                q, v, qdd = self._checked(q, v, qdd, "qdd")
+                status = derivatives.rnea(q, v, qdd, derivatives.tau, d_q, d_v, d_qdd)
+            if status:
+                self._raise(status, q, v, qdd, None, "qdd")
+            if self._forces is not None:
+                elements_q, elements_v = derivatives.element_derivatives(self._forces, self.time,
+                                                                         q, v)
+                d_q += elements_q
+                d_v += elements_v
+            return d_q, d_v, d_qdd
+
+    def forward_dynamics_derivatives(self, q, v, tau, f_ext=None, out=None):
+        """(dqdd_dq, dqdd_dv, dqdd_dtau), each (nv, nv): partial derivatives of
+        forward_dynamics(q, v, tau, f_ext) (RSS 2018, as Pinocchio's computeABADerivatives):
+        qdd = FD(q, v, tau), then dqdd_dx = -M^-1 dtau_dx of inverse_dynamics_derivatives at
+        that qdd, and dqdd_dtau = M^-1 (M factorised along the tree, Featherstone's LTDL).
+        Same conventions, loads, robot kinds and `out` as inverse_dynamics_derivatives (q on
+        the tangent space; force elements by central differences)."""
+        with self._lock:
+            derivatives = self.__dict__.get("_derivative_work") or \
+                self._derivatives("forward_dynamics_derivatives")
+            if self._forces is not None:
+                q, v, tau = self._checked(q, v, tau, "tau")
+                qdd = self.forward_dynamics(q, v, tau, f_ext=f_ext)
+                d_q, d_v, d_tau = self.inverse_dynamics_derivatives(q, v, qdd, f_ext, out)
+                status = derivatives.forward_from_inverse(d_q, d_v, d_tau)
+                if status:
+                    self._raise(status, q, v, tau, None, "tau")
+                return d_q, d_v, d_tau
+            d_q, d_v, d_tau = derivatives.outputs(out, q, v, tau)
+            self._tree.set_loads(None if f_ext is None else self._link_wrench_array(f_ext))
+            try:   # the kernel checks sizes, NaN/inf and quaternions itself
+                status = derivatives.aba(q, v, tau, derivatives.qdd, derivatives.tau, d_q, d_v,
+                                         d_tau)
+            except TypeError:   # not C-contiguous float64 vectors: convert, then check
+                q, v, tau = self._checked(q, v, tau, "tau")
+                status = derivatives.aba(q, v, tau, derivatives.qdd, derivatives.tau, d_q, d_v,
+                                         d_tau)
+            if status:
+                self._raise(status, q, v, tau, None, "tau")
+            return d_q, d_v, d_tau
+
+    def _derivatives(self, method):
+        """The derivative kernels' workspaces of this robot, built at the first call; raises
+        ValueError naming `method` for a kind of robot they do not cover (derivatives.py)."""
+        from .derivatives import Derivatives, check_supported
+        check_supported(self, method)
+        derivatives = self._derivative_work = Derivatives(self._tree)
+        return derivatives
+
     # ------------------------------------------------------------------ loads
     def _apply_loads(self, q, v, f_ext):
         """Put the loads of one call at (q, v, self.time) into the tree's loaded workspace: the

@@ -1,0 +1,110 @@
+"""Per-call time of the analytic derivatives of the dynamics against Pinocchio's, interleaved in
+one process (bench/common.py): Robot.inverse_dynamics_derivatives vs
+pinocchio.computeRNEADerivatives and Robot.forward_dynamics_derivatives vs
+pinocchio.computeABADerivatives, on example-robot-data robots, passive forces off (Pinocchio has
+none), no external wrenches. Each call returns its three (nv, nv) matrices (Pinocchio's Python
+binding returns its Data's matrices; computeABADerivatives fills data.ddq_dq, ddq_dv, Minv).
+Results are checked against Pinocchio before timing (relative to the matrix norm, 1e-10).
+Timed in process CPU time (time_interleaved_cpu), not wall time: on a shared machine the wall
+clock counts the waits for a core.
+
+    PYTHONPATH=. .venv/bin/python bench/bench_derivatives.py [--robots ur5 panda solo12]
+        [--rounds 200] [--out file.md]
+
+Target: ours / Pinocchio <= 0.7 per call (generic kernels).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import timeit
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import (add_repo_to_path, finish_report, fmt_us, load_pair,  # noqa: E402
+                    machine_markdown, md_table, random_state, robot_xml, target_verdict,
+                    this_command)
+
+add_repo_to_path()
+TARGET = 0.7
+CHECK_RTOL = 1e-10
+
+
+def time_interleaved_cpu(stmts, namespace, rounds, target_s=2e-3, warmup=3):
+    """common.time_interleaved with the process's CPU time as the clock: on a machine shared
+    with other jobs (load average above the core count) wall-clock samples include the time the
+    process waits for a core, ~3x at a load of 6 on 2 cores; CPU time does not (the cache
+    pollution by the other jobs remains). Each round times `number` calls of every statement,
+    the order rotated every round. Returns {label: {"min", "median"}} in us."""
+    timers = {k: timeit.Timer(s, timer=time.process_time, globals=namespace)
+              for k, s in stmts.items()}
+    for t in timers.values():
+        t.timeit(warmup)
+    est = max(min(t.timeit(20) for _ in range(3)) / 20 for t in timers.values())
+    number = max(1, int(target_s / max(est, 1e-9)))
+    samples = {k: [] for k in timers}
+    labels = list(timers)
+    for r in range(rounds):
+        shift = r % len(labels)
+        for k in labels[shift:] + labels[:shift]:
+            samples[k].append(timers[k].timeit(number) / number)
+    return {k: {"min": 1e6 * min(s), "median": 1e6 * float(np.median(s))}
+            for k, s in samples.items()}
+
+
+def rel_matrix_err(ours, ref):
+    ref = np.asarray(ref)
+    return float(np.max(np.abs(np.asarray(ours) - ref)) / max(np.linalg.norm(ref, 2), 1e-300))
+
+
+def main():
+    import pinocchio as pin
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--robots", nargs="+", default=["ur5", "panda", "solo12", "talos_reduced"])
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    md = ["## Derivatives of the dynamics: per call, ours vs Pinocchio", "",
+          machine_markdown(this_command()), ""]
+    notes, failures, rows = [], [], []
+    rng = np.random.default_rng(0)
+    for name in args.robots:
+        xml, floating, robot_notes = robot_xml(name)
+        notes += robot_notes
+        robot, model, data, perm = load_pair(xml, floating)
+        (q, v, x), (qp, vp, xp) = random_state(robot, perm, rng)
+        ix = np.ix_(perm.v_inv, perm.v_inv)
+        ours = robot.inverse_dynamics_derivatives(q, v, x)
+        ref = pin.computeRNEADerivatives(model, data, qp, vp, xp)
+        errs = [rel_matrix_err(o, np.asarray(r)[ix]) for o, r in zip(ours, ref)]
+        ours = robot.forward_dynamics_derivatives(q, v, x)
+        pin.computeABADerivatives(model, data, qp, vp, xp)
+        minv = np.triu(data.Minv) + np.triu(data.Minv, 1).T
+        errs += [rel_matrix_err(o, np.asarray(r)[ix])
+                 for o, r in zip(ours, (data.ddq_dq, data.ddq_dv, minv))]
+        if max(errs) > CHECK_RTOL:
+            failures.append(f"{name}: max relative error vs Pinocchio {max(errs):.2e} > {CHECK_RTOL:g}")
+        ns = dict(robot=robot, pin=pin, model=model, data=data, q=q, v=v, x=x, qp=qp, vp=vp, xp=xp)
+        times = time_interleaved_cpu({
+            "ours ID": "robot.inverse_dynamics_derivatives(q, v, x)",
+            "pin ID": "pin.computeRNEADerivatives(model, data, qp, vp, xp)",
+            "ours FD": "robot.forward_dynamics_derivatives(q, v, x)",
+            "pin FD": "pin.computeABADerivatives(model, data, qp, vp, xp)",
+        }, ns, rounds=args.rounds)
+        for what in ("ID", "FD"):
+            o, p = times[f"ours {what}"]["median"], times[f"pin {what}"]["median"]
+            rows.append([name, robot.nv, what, fmt_us(o), fmt_us(p), target_verdict(o / p, TARGET),
+                         f"{max(errs):.1e}"])
+    md += [md_table(["robot", "nv", "call", "ours (us, median)", "pinocchio (us, median)",
+                     "ratio ours / pin", "max rel. error vs pin"], rows), ""]
+    notes.append("ID = inverse_dynamics_derivatives vs computeRNEADerivatives; FD = "
+                 "forward_dynamics_derivatives vs computeABADerivatives; medians of interleaved "
+                 "rounds, process CPU time (time_interleaved_cpu)")
+    return finish_report(md, notes, failures, args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
