@@ -207,7 +207,8 @@ closure_wrenches forward_dynamics_batch inverse_dynamics_batch link_pose kinetic
 potential_energy elastic_energy highest_frequency add_force force_element_values step summary
 compile_c_calls drop_c_calls compile_all call_paths loop_state loop_jacobian constraint_jacobian
 closure_residual partition assemble project_velocity project_acceleration project_state analyze
-multipliers apply_mimic couple_in_place""".split()
+multipliers apply_mimic couple_in_place body_names inertial_parameters regressor with_inertial_parameters
+inverse_dynamics_derivatives forward_dynamics_derivatives""".split()
 
 
 def test_every_robot_has_every_public_name():
