@@ -709,6 +709,167 @@ class Robot:
         self._check_state(q, _EMPTY, _EMPTY, "")
         return self._tree.highest_frequency(q)
 
+    # ------------------------------------------------------------------ frame kinematics
+    # Conventions (docs/controllers.md, "Frame kinematics"): spatial vectors [linear; angular];
+    # frame "world" (root axes, about the root origin: Pinocchio WORLD), "local" (link axes,
+    # about the link origin: LOCAL), "local_world_aligned" (root axes, about the link origin:
+    # LOCAL_WORLD_ALIGNED, the default). `link`: any of link_names, fixed-joint links included.
+    # Rigid trees (fixed or floating base; codegen robots run the same generic kernels);
+    # constrained robots give the open tree's quantities in tree coordinates; flexible robots
+    # raise ValueError (frames.for_tree). One kernel call on the robot's own frame workspace per
+    # call (atomic under the GIL, like the lock-free dynamics); odd inputs take _frame_general.
+    _frame_kinematics = None
+
+    def _frames(self, method):
+        """The robot's FrameKinematics (robot/frames.py), built at the first call."""
+        kinematics = self._frame_kinematics
+        if kinematics is None:
+            from . import frames
+            with self._lock:
+                if self._frame_kinematics is None:
+                    self._frame_kinematics = frames.for_tree(self._tree, method)
+                kinematics = self._frame_kinematics
+        return kinematics
+
+    @locked
+    def _frame_general(self, call, shape, q, v=None, qdd=None, out=None):
+        """call(q, v, qdd, out) -> status on converted and checked arguments (ValueError naming
+        the one at fault); out validated, and computed privately when it overlaps an input."""
+        q = A.vector(q, self.nq, "q")
+        v = _EMPTY if v is None else A.vector(v, self.nv, "v")
+        qdd = _EMPTY if qdd is None else A.vector(qdd, self.nv, "qdd")
+        self._check_state(q, v, qdd, "qdd")
+        result = self._result(out, shape, q, v, qdd)
+        status = call(q, v, qdd, result)
+        if status:
+            self._raise(status, q, v, qdd, result, "qdd")
+        if out is not None and result is not out:
+            out[:] = result
+            return out
+        return result
+
+    def link_velocity(self, q, v, link, frame="local_world_aligned", out=None):
+        """(6,) spatial velocity [linear; angular] of `link`'s frame in `frame`: J v with J =
+        link_jacobian(q, link, frame) (Pinocchio getFrameVelocity; KDL ChainFkSolverVel).
+        "local_world_aligned": velocity of the link origin and angular velocity, root axes."""
+        kinematics = self._frame_kinematics or self._frames("link_velocity")
+        index, code = kinematics.target(link, frame)
+        if out is None:
+            out = np.empty(6)
+        if kinematics.velocity(q, v, index, code, out):
+            return self._frame_general(
+                lambda q_, v_, _, o: kinematics.velocity(q_, v_, index, code, o), (6,), q, v,
+                out=out)
+        return out
+
+    def link_acceleration(self, q, v, qdd, link, frame="local_world_aligned", out=None):
+        """(6,) CLASSICAL acceleration of `link`'s frame in `frame` (gravity not included):
+        [a_lin + w x v_lin; alpha] of the spatial acceleration and velocity there (Pinocchio
+        getFrameClassicalAcceleration after forwardKinematics(q, v, qdd)). In
+        "local_world_aligned" ("local"): the second time derivative of the link origin and the
+        angular acceleration in root (link) axes; with qdd = 0 in "local_world_aligned" it is
+        the drift d/dt(J) v of link_jacobian(q, link, "local_world_aligned"). In "world": that
+        of the body point at the root origin (Pinocchio's convention)."""
+        kinematics = self._frame_kinematics or self._frames("link_acceleration")
+        index, code = kinematics.target(link, frame)
+        if out is None:
+            out = np.empty(6)
+        if kinematics.acceleration(q, v, qdd, index, code, out):
+            return self._frame_general(
+                lambda q_, v_, a_, o: kinematics.acceleration(q_, v_, a_, index, code, o), (6,),
+                q, v, qdd, out)
+        return out
+
+    def link_jacobian(self, q, link, frame="local_world_aligned", out=None):
+        """(6, nv) Jacobian J of `link`'s frame: link_velocity(q, v, link, frame) = J v, rows
+        [linear; angular] in `frame` (Pinocchio computeFrameJacobian; KDL ChainJntToJacSolver,
+        whose Jacobian is "local_world_aligned"). Columns of joints not above the link are
+        zero; a free joint's six columns act on its body-frame velocity. O(depth of the link)."""
+        kinematics = self._frame_kinematics or self._frames("link_jacobian")
+        index, code = kinematics.target(link, frame)
+        result, status = kinematics.jacobian(q, index, code, out)
+        if status:
+            return self._frame_general(
+                lambda q_, _, __, o: kinematics.jacobian(q_, index, code, o)[1], (6, self.nv),
+                q, out=out)
+        return result
+
+    def center_of_mass(self, q, out=None):
+        """(3,) centre of mass of the moving bodies in the root frame (Pinocchio centerOfMass:
+        links welded to a fixed base's root do not move and are not counted)."""
+        kinematics = self._frame_kinematics or self._frames("center_of_mass")
+        if out is None:
+            out = np.empty(3)
+        if kinematics.center_of_mass(q, out):
+            return self._frame_general(lambda q_, _, __, o: kinematics.center_of_mass(q_, o),
+                                       (3,), q, out=out)
+        return out
+
+    def com_jacobian(self, q, out=None):
+        """(3, nv) Jacobian of center_of_mass(q), root axes: c' = J_c v (Pinocchio
+        jacobianCenterOfMass). O(n)."""
+        kinematics = self._frame_kinematics or self._frames("com_jacobian")
+        if out is None:
+            out = np.empty((3, self.nv))
+        if kinematics.com_jacobian(q, out):
+            return self._frame_general(lambda q_, _, __, o: kinematics.com_jacobian(q_, o),
+                                       (3, self.nv), q, out=out)
+        return out
+
+    def centroidal_momentum_matrix(self, q, out=None):
+        """(6, nv) centroidal momentum matrix A_G (Orin, Goswami & Lee 2013): h_G = A_G v is
+        [linear momentum; angular momentum about the centre of mass], root axes (Pinocchio
+        computeCentroidalMap / ccrba's Ag). O(n)."""
+        kinematics = self._frame_kinematics or self._frames("centroidal_momentum_matrix")
+        if out is None:
+            out = np.empty((6, self.nv))
+        if kinematics.centroidal_momentum_matrix(q, out):
+            return self._frame_general(
+                lambda q_, _, __, o: kinematics.centroidal_momentum_matrix(q_, o), (6, self.nv),
+                q, out=out)
+        return out
+
+    def mass_matrix_inverse(self, q, out=None):
+        """(nv, nv) M(q)^-1 of the tree by the recursive O(n^2) algorithm of Carpentier &
+        Mansard 2018 (Pinocchio computeMinverse), not by inverting M; symmetric, both triangles.
+        ValueError naming the joint when its articulated inertia is singular."""
+        kinematics = self._frame_kinematics or self._frames("mass_matrix_inverse")
+        if out is None:
+            out = np.empty((self.nv, self.nv))
+        if kinematics.mass_matrix_inverse(q, out):
+            return self._frame_general(
+                lambda q_, _, __, o: kinematics.mass_matrix_inverse(q_, o), (self.nv, self.nv),
+                q, out=out)
+        return out
+
+    @locked
+    def operational_space_inertia(self, q, link, frame="local_world_aligned", damping=None):
+        """(6, 6) operational-space inertia Lambda = (J M^-1 J^T)^-1 of `link` (J =
+        link_jacobian(q, link, frame), M^-1 = mass_matrix_inverse(q); Khatib 1987). ValueError
+        naming the link when J M^-1 J^T is singular (the link cannot accelerate in some
+        direction: fewer than six joints above it, or a kinematic singularity), unless
+        `damping` > 0 is given: then (J M^-1 J^T + damping 1)^-1 (Tikhonov)."""
+        kinematics = self._frame_kinematics or self._frames("operational_space_inertia")
+        index, code = kinematics.target(link, frame)
+        if damping is None:
+            damping = 0.0
+        else:
+            damping = A.real_scalar(damping, "damping")
+            if not (np.isfinite(damping) and damping >= 0.0):
+                raise ValueError(f"damping must be a finite number >= 0, got {damping}")
+        q = A.vector(q, self.nq, "q")
+        self._check_state(q, _EMPTY, _EMPTY, "")
+        out = np.empty((6, 6))
+        status, solved = kinematics.operational_space_inertia(q, index, code, damping, out)
+        if not solved:
+            self._raise(status, q, _EMPTY, _EMPTY, None, "")
+        if status:
+            raise ValueError(f"operational_space_inertia: J M^-1 J^T of link '{link}' is "
+                             "singular (the link cannot accelerate in some direction: fewer "
+                             "than six independent joints above it, or a singular "
+                             "configuration); pass damping > 0 for (J M^-1 J^T + damping I)^-1")
+        return out
+
     # ------------------------------------------------------------------ constraints
     @property
     def baumgarte(self):

@@ -1,0 +1,162 @@
+"""Frame kinematics and centroidal quantities of a Robot's tree (docs/controllers.md, "Frame
+kinematics"): link velocities, classical accelerations and Jacobians, the centre of mass and
+its Jacobian, the centroidal momentum matrix, M^-1 and the operational-space inertia.
+
+One FrameKinematics per robot, built at the first call: the model arrays of the rigid tree (a
+generated tree has the same arrays: its frame kinematics run these generic kernels) and private
+workspaces. Each call is one kernel call on them, which holds the GIL (atomic, as the tree's
+lock-free calls), so no lock is taken; a non-zero status (bad or unusual input) goes to
+`_general`, which converts and checks the arguments and raises a ValueError naming the one at
+fault. Links: any of robot.link_names; a link welded by fixed joints is its body plus a
+constant offset (link_float's LINK_ROT/LINK_POS), as link_pose reads it.
+
+Frames: "world", "local", "local_world_aligned" (kernels/frame_kinematics.py's docstring).
+Flexible robots are not supported: `for_tree` raises the ValueError naming the method.
+"""
+from __future__ import annotations
+
+import difflib
+
+import numpy as np
+
+from ..errors import excerpt
+from ..kernels import centroidal as C
+from ..kernels import frame_kinematics as K
+from ..kernels import minverse as MI
+from ..kernels import operational_space as OS
+from . import arguments as A
+
+FRAMES = {"world": K.FRAME_WORLD, "local": K.FRAME_LOCAL,
+          "local_world_aligned": K.FRAME_LOCAL_WORLD_ALIGNED}
+DEFAULT_FRAME = "local_world_aligned"
+_EMPTY = A.EMPTY
+
+
+def frame_code(frame):
+    """The kernel code of a frame name; ValueError listing the three otherwise."""
+    try:
+        return FRAMES[frame]
+    except (KeyError, TypeError):
+        raise ValueError(f"frame must be one of 'world', 'local', 'local_world_aligned', got "
+                         f"{excerpt(frame, 60)}") from None
+
+
+def unknown_link_message(link, names):
+    """'unknown link ...' with the closest names (or the first few)."""
+    close = difflib.get_close_matches(str(link), names, n=4, cutoff=0.5)
+    hint = (f"did you mean {', '.join(repr(n) for n in close)}?" if close else
+            f"links: {', '.join(names[:8])}{', ...' if len(names) > 8 else ''}")
+    return f"unknown link '{excerpt(str(link), 60)}' ({hint})"
+
+
+def for_tree(tree, method):
+    """FrameKinematics of a rigid (or generated) tree; ValueError naming `method` for a
+    flexible one (the one place where that kind is refused)."""
+    if tree.kind == "flexible":
+        raise ValueError(f"{method}: not supported for robots with flexible links (their frame "
+                         "kinematics would need the elastic columns; see docs/controllers.md)")
+    return FrameKinematics(tree)
+
+
+class FrameKinematics:
+    """Kernels and workspaces of one robot's frame kinematics (module docstring)."""
+
+    def __init__(self, tree):
+        self.tree = tree
+        self.nq = tree.nq
+        self.nv = tree.nv
+        self.link_names = list(tree.model.link_names)
+        self.link_index = dict(tree.link_index)
+        self.body_int = tree.body_int
+        self.body_float = tree.body_float
+        self.link_int = np.ascontiguousarray(tree.link_int)
+        self.link_float = np.ascontiguousarray(tree.link_float)
+        rows = self.body_int.shape[0]
+        self.work = np.zeros((rows, K.FRAME_WORK_WIDTH))
+        self.blocks = np.zeros((6 * rows, self.nv))       # M^-1's per-body 6 x nv blocks
+        self.minv = np.zeros((self.nv, self.nv))
+        self.jacobian_scratch = np.zeros((6, self.nv))
+        self.osi_scratch = np.zeros((6, self.nv + 6))
+        self.targets = {}          # (link, frame) -> (link index, frame code), once validated
+
+    # ------------------------------------------------------------------ arguments
+    def target(self, link, frame):
+        """(link index, frame code), validated once per pair."""
+        try:
+            return self.targets[(link, frame)]
+        except (KeyError, TypeError):
+            pass
+        A.link_name(link, self.link_names)
+        index = self.link_index.get(link)
+        if index is None:
+            raise ValueError(unknown_link_message(link, self.link_names))
+        code = frame_code(frame)
+        self.targets[(link, frame)] = (index, code)
+        return index, code
+
+    # ------------------------------------------------------------------ link kinematics
+    def jacobian(self, q, index, code, out):
+        if out is None:
+            out = np.empty((6, self.nv))
+        try:
+            status = K.frame_jacobian(self.body_int, self.body_float, self.link_int,
+                                      self.link_float, self.work, q, index, code, out)
+        except TypeError:
+            status = -1
+        return out, status
+
+    def velocity(self, q, v, index, code, out):
+        try:
+            status = K.frame_velocity(self.body_int, self.body_float, self.link_int,
+                                      self.link_float, self.work, q, v, index, code, out)
+        except TypeError:
+            status = -1
+        return status
+
+    def acceleration(self, q, v, qdd, index, code, out):
+        try:
+            status = K.frame_classical_acceleration(self.body_int, self.body_float,
+                                                    self.link_int, self.link_float, self.work,
+                                                    q, v, qdd, index, code, out)
+        except TypeError:
+            status = -1
+        return status
+
+    # ------------------------------------------------------------------ centroidal
+    def center_of_mass(self, q, out):
+        try:
+            return C.center_of_mass(self.body_int, self.body_float, self.work, q, out)
+        except TypeError:
+            return -1
+
+    def com_jacobian(self, q, out):
+        try:
+            return C.com_jacobian(self.body_int, self.body_float, self.work, q, out)
+        except TypeError:
+            return -1
+
+    def centroidal_momentum_matrix(self, q, out):
+        try:
+            return C.centroidal_momentum_matrix(self.body_int, self.body_float, self.work, q,
+                                                out)
+        except TypeError:
+            return -1
+
+    # ------------------------------------------------------------------ inverse inertia
+    def mass_matrix_inverse(self, q, out):
+        try:
+            return MI.mass_matrix_inverse(self.body_int, self.body_float, self.work, self.blocks,
+                                          q, out)
+        except TypeError:
+            return -1
+
+    def operational_space_inertia(self, q, index, code, damping, out):
+        """Status of Lambda at q (q checked by the caller): the link's Jacobian and M^-1 into
+        the private scratch, then the 6 x 6 solve. OS.STATUS_SINGULAR + the tree's statuses."""
+        _, status = self.jacobian(q, index, code, self.jacobian_scratch)
+        if status == 0:
+            status = self.mass_matrix_inverse(q, self.minv)
+        if status:
+            return status, False
+        return OS.operational_space_inertia(self.jacobian_scratch, self.minv, damping,
+                                            self.osi_scratch, out), True
