@@ -8,10 +8,10 @@ is expressed in one of three frames (code `frame`):
 - FRAME_LOCAL (LOCAL): the link's axes, about the link origin;
 - FRAME_LOCAL_WORLD_ALIGNED (LOCAL_WORLD_ALIGNED): root-frame axes, about the link origin.
 
-Method: the link's body b hangs from the root through the chain of its ancestors (bodies are
-numbered so that parent < child). One walk up from b records the chain (PATH_NEXT: the next body
-down), then one pass down the chain composes the root-frame poses ^0T_i and maps each joint's
-motion subspace to the root frame at the root origin,
+Method: the link's body b hangs from the root through the chain of its ancestors. Bodies are
+numbered depth first (parent < child, the subtree of i is [i, SUBTREE_END_i)), so i is on the
+chain iff i <= b < SUBTREE_END_i: one pass over 1..b, down the chain, composes the root-frame
+poses ^0T_i and maps each joint's motion subspace to the root frame at the root origin,
 
     S^0_i = ^0X_i S_i:   w = R_i w_S,   v = R_i v_S + p_i x (R_i w_S)       [RBDA eq. 2.24]
 
@@ -33,7 +33,7 @@ root resp. link axes; in "world" the classical acceleration of the body point at
 
 Gravity is not included (these are kinematic quantities). The workspace `work` has
 FRAME_WORK_WIDTH columns: the tree's layout (ROT, WORLD_ROT, VEL, ACC, TRANSFORM_SCRATCH used
-here, VEL/ACC in ROOT coordinates unlike the dynamics kernels) plus PATH_NEXT and S_WORLD.
+here, VEL/ACC in ROOT coordinates unlike the dynamics kernels) plus S_WORLD, LINK_POSE, TMP.
 """
 from numba import njit, types
 
@@ -43,7 +43,7 @@ from .output_checks import STATUS_ALIASED, overlaps
 from .spatial import compose_pose
 
 from ..model.layout import (ACC, IDX_Q, IDX_V, JOINT_NV_COL, JOINT_REVOLUTE, JOINT_TYPE,
-                            LINK_BODY, LINK_ROT, MOTION_SUBSPACE, PARENT, ROT, STATUS_OK,
+                            LINK_BODY, LINK_ROT, MOTION_SUBSPACE, PARENT, ROT, STATUS_OK, SUBTREE_END,
                             STATUS_SHAPE_OUT, TRANSFORM_SCRATCH, VEL, WORK_WIDTH, WORLD_POS,
                             WORLD_ROT)
 
@@ -52,11 +52,10 @@ FRAME_LOCAL = 1
 FRAME_LOCAL_WORLD_ALIGNED = 2
 
 # ---- workspace columns beyond the tree's layout ----
-PATH_NEXT = WORK_WIDTH          # 1: the next body down the chain to the link's body (-1: none)
-S_WORLD = WORK_WIDTH + 1        # 36: S^0_i, the motion subspace in root coordinates (k columns)
-LINK_POSE = WORK_WIDTH + 37     # 12: (row 0) the link frame's pose in the root frame
-TMP = WORK_WIDTH + 49           # 12: (row 0) scratch motions
-FRAME_WORK_WIDTH = WORK_WIDTH + 61
+S_WORLD = WORK_WIDTH            # 36: S^0_i, the motion subspace in root coordinates (k columns)
+LINK_POSE = WORK_WIDTH + 36     # 12: (row 0) the link frame's pose in the root frame
+TMP = WORK_WIDTH + 48           # 12: (row 0) scratch motions
+FRAME_WORK_WIDTH = WORK_WIDTH + 60
 
 _f8 = types.float64
 _i8 = types.int64
@@ -69,19 +68,6 @@ VELOCITY_SIGNATURE = _i8(_INT2, _FLOAT2, _INT2, _FLOAT2, _FLOAT2, _VECTOR, _VECT
                          _VECTOR)
 ACCELERATION_SIGNATURE = _i8(_INT2, _FLOAT2, _INT2, _FLOAT2, _FLOAT2, _VECTOR, _VECTOR, _VECTOR,
                              _i8, _i8, _VECTOR)
-
-
-@njit(inline="always")
-def mark_path(body_int, work, b):
-    """Record the chain root -> b in work[:, PATH_NEXT]; return its first body (-1 if b is the
-    universe: a link welded to the fixed root)."""
-    below = -1
-    i = b
-    while i > 0:
-        work[i, PATH_NEXT] = below
-        below = i
-        i = body_int[i, PARENT]
-    return below
 
 
 @njit(inline="always")
@@ -192,18 +178,17 @@ def frame_jacobian(body_int, body_float, link_int, link_float, work, q, link, fr
             out[r, c] = 0.0
     b = link_int[link, LINK_BODY]
     set_world_root(work)
-    i = mark_path(body_int, work, b)
-    while i > 0:
-        chain_pose_and_subspace(body_int, body_float, work, q, i)
-        i = int(work[i, PATH_NEXT])
+    for i in range(1, b + 1):
+        if body_int[i, SUBTREE_END] > b:   # i is b or one of its ancestors
+            chain_pose_and_subspace(body_int, body_float, work, q, i)
     set_link_pose(link_float, work, b, link)
     # columns of the chain's joints: S^0_i in the frame
-    i = b
-    while i > 0:
-        iv = body_int[i, IDX_V]
-        for j in range(body_int[i, JOINT_NV_COL]):
-            world_motion_to_frame(frame, work, work, i, S_WORLD + 6 * j, False, out, iv + j, 0)
-        i = body_int[i, PARENT]
+    for i in range(1, b + 1):
+        if body_int[i, SUBTREE_END] > b:
+            iv = body_int[i, IDX_V]
+            for j in range(body_int[i, JOINT_NV_COL]):
+                world_motion_to_frame(frame, work, work, i, S_WORLD + 6 * j, False, out, iv + j,
+                                      0)
     return STATUS_OK
 
 
@@ -221,8 +206,9 @@ def frame_velocity(body_int, body_float, link_int, link_float, work, q, v, link,
     set_world_root(work)
     for r in range(6):
         work[0, VEL + r] = 0.0
-    i = mark_path(body_int, work, b)
-    while i > 0:
+    for i in range(1, b + 1):
+        if body_int[i, SUBTREE_END] <= b:   # not on the chain to b
+            continue
         k = chain_pose_and_subspace(body_int, body_float, work, q, i)
         parent = body_int[i, PARENT]
         iv = body_int[i, IDX_V]
@@ -232,7 +218,6 @@ def frame_velocity(body_int, body_float, link_int, link_float, work, q, v, link,
             for j in range(k):
                 s += work[i, S_WORLD + 6 * j + r] * v[iv + j]
             work[i, VEL + r] = s
-        i = int(work[i, PATH_NEXT])
     set_link_pose(link_float, work, b, link)
     world_motion_to_frame(frame, work, work, b, VEL, True, work, 0, TMP)
     for r in range(6):
@@ -257,8 +242,9 @@ def frame_classical_acceleration(body_int, body_float, link_int, link_float, wor
     for r in range(6):
         work[0, VEL + r] = 0.0
         work[0, ACC + r] = 0.0
-    i = mark_path(body_int, work, b)
-    while i > 0:
+    for i in range(1, b + 1):
+        if body_int[i, SUBTREE_END] <= b:   # not on the chain to b
+            continue
         k = chain_pose_and_subspace(body_int, body_float, work, q, i)
         parent = body_int[i, PARENT]
         iv = body_int[i, IDX_V]
@@ -292,7 +278,6 @@ def frame_classical_acceleration(body_int, body_float, link_int, link_float, wor
         work[i, ACC + 3] += wy * tz - wz * ty
         work[i, ACC + 4] += wz * tx - wx * tz
         work[i, ACC + 5] += wx * ty - wy * tx
-        i = int(work[i, PATH_NEXT])
     set_link_pose(link_float, work, b, link)
     world_motion_to_frame(frame, work, work, b, VEL, True, work, 0, TMP)
     world_motion_to_frame(frame, work, work, b, ACC, True, work, 0, TMP + 6)

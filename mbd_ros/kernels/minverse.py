@@ -157,6 +157,57 @@ def mass_matrix_inverse(body_int, body_float, work, blocks, q, out):
         iv = body_int[i, IDX_V]
         parent = body_int[i, PARENT]
         i6 = 6 * i
+        if k == 1 and parent > 0:
+            # one dof: straight-line code per column (no inner loops over k)
+            p6 = 6 * parent
+            d_inv = work[i, D_INV]
+            r0 = work[i, ROT]
+            r1 = work[i, ROT + 1]
+            r2 = work[i, ROT + 2]
+            r3 = work[i, ROT + 3]
+            r4 = work[i, ROT + 4]
+            r5 = work[i, ROT + 5]
+            r6 = work[i, ROT + 6]
+            r7 = work[i, ROT + 7]
+            r8 = work[i, ROT + 8]
+            px = work[i, ROT + 9]
+            py = work[i, ROT + 10]
+            pz = work[i, ROT + 11]
+            u0 = work[i, U_MAT]
+            u1 = work[i, U_MAT + 1]
+            u2 = work[i, U_MAT + 2]
+            u3 = work[i, U_MAT + 3]
+            u4 = work[i, U_MAT + 4]
+            u5 = work[i, U_MAT + 5]
+            s0 = body_float[i, MOTION_SUBSPACE]
+            s1 = body_float[i, MOTION_SUBSPACE + 1]
+            s2 = body_float[i, MOTION_SUBSPACE + 2]
+            s3 = body_float[i, MOTION_SUBSPACE + 3]
+            s4 = body_float[i, MOTION_SUBSPACE + 4]
+            s5 = body_float[i, MOTION_SUBSPACE + 5]
+            for c in range(iv, nv):
+                wx = blocks[p6 + 3, c]
+                wy = blocks[p6 + 4, c]
+                wz = blocks[p6 + 5, c]
+                lx = blocks[p6, c] - (py * wz - pz * wy)
+                ly = blocks[p6 + 1, c] - (pz * wx - px * wz)
+                lz = blocks[p6 + 2, c] - (px * wy - py * wx)
+                a0 = r0 * lx + r3 * ly + r6 * lz
+                a1 = r1 * lx + r4 * ly + r7 * lz
+                a2 = r2 * lx + r5 * ly + r8 * lz
+                a3 = r0 * wx + r3 * wy + r6 * wz
+                a4 = r1 * wx + r4 * wy + r7 * wz
+                a5 = r2 * wx + r5 * wy + r8 * wz
+                m = out[iv, c] - d_inv * (u0 * a0 + u1 * a1 + u2 * a2 + u3 * a3 + u4 * a4
+                                          + u5 * a5)
+                out[iv, c] = m
+                blocks[i6, c] = a0 + s0 * m
+                blocks[i6 + 1, c] = a1 + s1 * m
+                blocks[i6 + 2, c] = a2 + s2 * m
+                blocks[i6 + 3, c] = a3 + s3 * m
+                blocks[i6 + 4, c] = a4 + s4 * m
+                blocks[i6 + 5, c] = a5 + s5 * m
+            continue
         for c in range(iv, nv):
             if parent > 0:
                 p6 = 6 * parent
