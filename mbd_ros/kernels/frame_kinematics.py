@@ -35,6 +35,7 @@ Gravity is not included (these are kinematic quantities). The workspace `work` h
 FRAME_WORK_WIDTH columns: the tree's layout (ROT, WORLD_ROT, VEL, ACC, TRANSFORM_SCRATCH used
 here, VEL/ACC in ROOT coordinates unlike the dynamics kernels) plus S_WORLD, LINK_POSE, TMP.
 """
+import numpy as np
 from numba import njit, types
 
 from .entry import entry_point
@@ -55,33 +56,40 @@ FRAME_LOCAL_WORLD_ALIGNED = 2
 S_WORLD = WORK_WIDTH            # 36: S^0_i, the motion subspace in root coordinates (k columns)
 LINK_POSE = WORK_WIDTH + 36     # 12: (row 0) the link frame's pose in the root frame
 TMP = WORK_WIDTH + 48           # 12: (row 0) scratch motions
-FRAME_WORK_WIDTH = WORK_WIDTH + 60
+# constant link table, row = link index (the workspace has max(nb + 1, n_links) rows), written
+# once by `frame_workspace`: fewer kernel arguments (numba's dispatch costs ~0.06-0.1 us each)
+LINK_TABLE_BODY = WORK_WIDTH + 60   # 1: the link's body (as a float)
+LINK_TABLE_POSE = WORK_WIDTH + 61   # 12: the link frame's pose in its body frame
+FRAME_WORK_WIDTH = WORK_WIDTH + 73
 
 _f8 = types.float64
 _i8 = types.int64
 _INT2 = types.Array(_i8, 2, "C")
 _FLOAT2 = types.Array(_f8, 2, "C")
 _VECTOR = types.Array(_f8, 1, "C")
-# (body_int, body_float, link_int, link_float, work, q, [v, [qdd]], link, frame, out)
-JACOBIAN_SIGNATURE = _i8(_INT2, _FLOAT2, _INT2, _FLOAT2, _FLOAT2, _VECTOR, _i8, _i8, _FLOAT2)
-VELOCITY_SIGNATURE = _i8(_INT2, _FLOAT2, _INT2, _FLOAT2, _FLOAT2, _VECTOR, _VECTOR, _i8, _i8,
-                         _VECTOR)
-ACCELERATION_SIGNATURE = _i8(_INT2, _FLOAT2, _INT2, _FLOAT2, _FLOAT2, _VECTOR, _VECTOR, _VECTOR,
-                             _i8, _i8, _VECTOR)
+# (body_int, body_float, work, q, [v, [qdd]], link, frame, out)
+JACOBIAN_SIGNATURE = _i8(_INT2, _FLOAT2, _FLOAT2, _VECTOR, _i8, _i8, _FLOAT2)
+VELOCITY_SIGNATURE = _i8(_INT2, _FLOAT2, _FLOAT2, _VECTOR, _VECTOR, _i8, _i8, _VECTOR)
+ACCELERATION_SIGNATURE = _i8(_INT2, _FLOAT2, _FLOAT2, _VECTOR, _VECTOR, _VECTOR, _i8, _i8,
+                             _VECTOR)
+
+
+def frame_workspace(body_int, link_int, link_float):
+    """A new workspace (max(nb + 1, n_links), FRAME_WORK_WIDTH) with the link table filled."""
+    n_links = link_int.shape[0]
+    work = np.zeros((max(body_int.shape[0], n_links), FRAME_WORK_WIDTH))
+    work[:n_links, LINK_TABLE_BODY] = link_int[:, LINK_BODY]
+    work[:n_links, LINK_TABLE_POSE:LINK_TABLE_POSE + 12] = link_float[:, LINK_ROT:LINK_ROT + 12]
+    return work
 
 
 @njit(inline="always")
-def chain_pose_and_subspace(body_int, body_float, work, q, i):
-    """Body i of the chain: its pose in the parent (ROT), in the root frame (WORLD_ROT), and
-    S^0_i = ^0X_i S_i at S_WORLD (module docstring). Returns k, the joint's number of columns."""
-    parent = body_int[i, PARENT]
-    joint_type = body_int[i, JOINT_TYPE]
-    if joint_type == JOINT_REVOLUTE:
-        revolute_pose(body_float, i, q[body_int[i, IDX_Q]], work, i, ROT)
-    else:
-        joint_pose(joint_type, body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
-                   TRANSFORM_SCRATCH)
-    compose_pose(work, parent, WORLD_ROT, work, i, ROT, work, i, WORLD_ROT)
+def world_pose_and_subspace(body_int, body_float, work, i):
+    """Body i of the chain, its pose in the parent (ROT) computed: its pose in the root frame
+    (WORLD_ROT), and S^0_i = ^0X_i S_i at S_WORLD (module docstring). Returns k, the joint's
+    number of columns. (The joint pose stays in the kernels' loops: an out-of-line call inside
+    an inlined helper made numba keep reference counts around it, ~3x slower on ur5.)"""
+    compose_pose(work, body_int[i, PARENT], WORLD_ROT, work, i, ROT, work, i, WORLD_ROT)
     k = body_int[i, JOINT_NV_COL]
     px = work[i, WORLD_POS]
     py = work[i, WORLD_POS + 1]
@@ -106,9 +114,9 @@ def chain_pose_and_subspace(body_int, body_float, work, q, i):
 
 
 @njit(inline="always")
-def set_link_pose(link_float, work, b, link):
+def set_link_pose(work, b, link):
     """work[0, LINK_POSE:+12] = ^0T_b ^bT_link (the link's pose in the root frame)."""
-    compose_pose(work, b, WORLD_ROT, link_float, link, LINK_ROT, work, 0, LINK_POSE)
+    compose_pose(work, b, WORLD_ROT, work, link, LINK_TABLE_POSE, work, 0, LINK_POSE)
 
 
 @njit(inline="always")
@@ -163,7 +171,7 @@ def vector_dims(body_int):
 
 
 @entry_point(JACOBIAN_SIGNATURE)
-def frame_jacobian(body_int, body_float, link_int, link_float, work, q, link, frame, out):
+def frame_jacobian(body_int, body_float, work, q, link, frame, out):
     """out (6, nv) = J with v_link = J v in `frame` (module docstring). Returns a status."""
     if overlaps(out, q):
         return STATUS_ALIASED
@@ -176,12 +184,18 @@ def frame_jacobian(body_int, body_float, link_int, link_float, work, q, link, fr
     for r in range(6):
         for c in range(nv):
             out[r, c] = 0.0
-    b = link_int[link, LINK_BODY]
+    b = int(work[link, LINK_TABLE_BODY])
     set_world_root(work)
     for i in range(1, b + 1):
         if body_int[i, SUBTREE_END] > b:   # i is b or one of its ancestors
-            chain_pose_and_subspace(body_int, body_float, work, q, i)
-    set_link_pose(link_float, work, b, link)
+            joint_type = body_int[i, JOINT_TYPE]
+            if joint_type == JOINT_REVOLUTE:
+                revolute_pose(body_float, i, q[body_int[i, IDX_Q]], work, i, ROT)
+            else:
+                joint_pose(joint_type, body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
+                           TRANSFORM_SCRATCH)
+            world_pose_and_subspace(body_int, body_float, work, i)
+    set_link_pose(work, b, link)
     # columns of the chain's joints: S^0_i in the frame
     for i in range(1, b + 1):
         if body_int[i, SUBTREE_END] > b:
@@ -193,7 +207,7 @@ def frame_jacobian(body_int, body_float, link_int, link_float, work, q, link, fr
 
 
 @entry_point(VELOCITY_SIGNATURE)
-def frame_velocity(body_int, body_float, link_int, link_float, work, q, v, link, frame, out):
+def frame_velocity(body_int, body_float, work, q, v, link, frame, out):
     """out (6,) = the link's spatial velocity J v in `frame`. Returns a status."""
     if overlaps(out, q) or overlaps(out, v):
         return STATUS_ALIASED
@@ -202,14 +216,20 @@ def frame_velocity(body_int, body_float, link_int, link_float, work, q, v, link,
         return status
     if out.shape[0] != 6:
         return STATUS_SHAPE_OUT
-    b = link_int[link, LINK_BODY]
+    b = int(work[link, LINK_TABLE_BODY])
     set_world_root(work)
     for r in range(6):
         work[0, VEL + r] = 0.0
     for i in range(1, b + 1):
         if body_int[i, SUBTREE_END] <= b:   # not on the chain to b
             continue
-        k = chain_pose_and_subspace(body_int, body_float, work, q, i)
+        joint_type = body_int[i, JOINT_TYPE]
+        if joint_type == JOINT_REVOLUTE:
+            revolute_pose(body_float, i, q[body_int[i, IDX_Q]], work, i, ROT)
+        else:
+            joint_pose(joint_type, body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
+                       TRANSFORM_SCRATCH)
+        k = world_pose_and_subspace(body_int, body_float, work, i)
         parent = body_int[i, PARENT]
         iv = body_int[i, IDX_V]
         # v_i = v_p + S^0_i qd_i                                  [RBDA eq. 7.34, root coords]
@@ -218,7 +238,7 @@ def frame_velocity(body_int, body_float, link_int, link_float, work, q, v, link,
             for j in range(k):
                 s += work[i, S_WORLD + 6 * j + r] * v[iv + j]
             work[i, VEL + r] = s
-    set_link_pose(link_float, work, b, link)
+    set_link_pose(work, b, link)
     world_motion_to_frame(frame, work, work, b, VEL, True, work, 0, TMP)
     for r in range(6):
         out[r] = work[0, TMP + r]
@@ -226,8 +246,7 @@ def frame_velocity(body_int, body_float, link_int, link_float, work, q, v, link,
 
 
 @entry_point(ACCELERATION_SIGNATURE)
-def frame_classical_acceleration(body_int, body_float, link_int, link_float, work, q, v, qdd,
-                                 link, frame, out):
+def frame_classical_acceleration(body_int, body_float, work, q, v, qdd, link, frame, out):
     """out (6,) = the link's classical acceleration in `frame`: [a_lin + w x v_lin; alpha] of the
     spatial acceleration and velocity there (module docstring). Returns a status."""
     if overlaps(out, q) or overlaps(out, v) or overlaps(out, qdd):
@@ -237,7 +256,7 @@ def frame_classical_acceleration(body_int, body_float, link_int, link_float, wor
         return status
     if out.shape[0] != 6:
         return STATUS_SHAPE_OUT
-    b = link_int[link, LINK_BODY]
+    b = int(work[link, LINK_TABLE_BODY])
     set_world_root(work)
     for r in range(6):
         work[0, VEL + r] = 0.0
@@ -245,7 +264,13 @@ def frame_classical_acceleration(body_int, body_float, link_int, link_float, wor
     for i in range(1, b + 1):
         if body_int[i, SUBTREE_END] <= b:   # not on the chain to b
             continue
-        k = chain_pose_and_subspace(body_int, body_float, work, q, i)
+        joint_type = body_int[i, JOINT_TYPE]
+        if joint_type == JOINT_REVOLUTE:
+            revolute_pose(body_float, i, q[body_int[i, IDX_Q]], work, i, ROT)
+        else:
+            joint_pose(joint_type, body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
+                       TRANSFORM_SCRATCH)
+        k = world_pose_and_subspace(body_int, body_float, work, i)
         parent = body_int[i, PARENT]
         iv = body_int[i, IDX_V]
         # v_i = v_p + S^0_i qd_i;  a_i = a_p + S^0_i qdd_i + v_i x (S^0_i qd_i)
@@ -278,7 +303,7 @@ def frame_classical_acceleration(body_int, body_float, link_int, link_float, wor
         work[i, ACC + 3] += wy * tz - wz * ty
         work[i, ACC + 4] += wz * tx - wx * tz
         work[i, ACC + 5] += wx * ty - wy * tx
-    set_link_pose(link_float, work, b, link)
+    set_link_pose(work, b, link)
     world_motion_to_frame(frame, work, work, b, VEL, True, work, 0, TMP)
     world_motion_to_frame(frame, work, work, b, ACC, True, work, 0, TMP + 6)
     wx = work[0, TMP + 3]

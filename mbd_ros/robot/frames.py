@@ -16,6 +16,7 @@ Flexible robots are not supported: `for_tree` raises the ValueError naming the m
 from __future__ import annotations
 
 import difflib
+from functools import partial
 
 import numpy as np
 
@@ -72,12 +73,13 @@ class FrameKinematics:
         self.link_int = np.ascontiguousarray(tree.link_int)
         self.link_float = np.ascontiguousarray(tree.link_float)
         rows = self.body_int.shape[0]
-        self.work = np.zeros((rows, K.FRAME_WORK_WIDTH))
+        self.work = K.frame_workspace(self.body_int, self.link_int, self.link_float)
         self.blocks = np.zeros((6 * rows, self.nv))       # M^-1's per-body 6 x nv blocks
         self.minv = np.zeros((self.nv, self.nv))
         self.jacobian_scratch = np.zeros((6, self.nv))
         self.osi_scratch = np.zeros((6, self.nv + 6))
         self.targets = {}          # (link, frame) -> (link index, frame code), once validated
+        self.bind_kernels()
 
     # ------------------------------------------------------------------ arguments
     def target(self, link, frame):
@@ -94,68 +96,39 @@ class FrameKinematics:
         self.targets[(link, frame)] = (index, code)
         return index, code
 
-    # ------------------------------------------------------------------ link kinematics
-    def jacobian(self, q, index, code, out):
-        if out is None:
-            out = np.empty((6, self.nv))
-        try:
-            status = K.frame_jacobian(self.body_int, self.body_float, self.link_int,
-                                      self.link_float, self.work, q, index, code, out)
-        except TypeError:
-            status = -1
-        return out, status
+    # ------------------------------------------------------------------ kernel calls
+    # The fast paths of robot.py call these partials (C-level functools.partial: no Python frame
+    # between the method and the kernel) inside try/except TypeError (numba refuses arguments
+    # of other types: the general path then converts them). Each returns a status.
 
-    def velocity(self, q, v, index, code, out):
-        try:
-            status = K.frame_velocity(self.body_int, self.body_float, self.link_int,
-                                      self.link_float, self.work, q, v, index, code, out)
-        except TypeError:
-            status = -1
-        return status
+    def bind_kernels(self):
+        """The kernels bound to this robot's arrays: jacobian(q, link, frame, out),
+        velocity(q, v, link, frame, out), acceleration(q, v, qdd, link, frame, out),
+        center_of_mass(q, out), com_jacobian(q, out), centroidal(q, out), minverse(q, out)."""
+        link_arrays = tree_arrays = (self.body_int, self.body_float, self.work)
+        self.jacobian = partial(K.frame_jacobian, *link_arrays)
+        self.velocity = partial(K.frame_velocity, *link_arrays)
+        self.acceleration = partial(K.frame_classical_acceleration, *link_arrays)
+        self.center_of_mass = partial(C.center_of_mass, *tree_arrays)
+        self.com_jacobian = partial(C.com_jacobian, *tree_arrays)
+        self.centroidal = partial(C.centroidal_momentum_matrix, *tree_arrays)
+        self.minverse = partial(MI.mass_matrix_inverse, self.body_int, self.body_float,
+                                self.work, self.blocks)
 
-    def acceleration(self, q, v, qdd, index, code, out):
+    @staticmethod
+    def status_of(call, *args):
+        """call(*args), or -1 when numba refuses the argument types."""
         try:
-            status = K.frame_classical_acceleration(self.body_int, self.body_float,
-                                                    self.link_int, self.link_float, self.work,
-                                                    q, v, qdd, index, code, out)
-        except TypeError:
-            status = -1
-        return status
-
-    # ------------------------------------------------------------------ centroidal
-    def center_of_mass(self, q, out):
-        try:
-            return C.center_of_mass(self.body_int, self.body_float, self.work, q, out)
-        except TypeError:
-            return -1
-
-    def com_jacobian(self, q, out):
-        try:
-            return C.com_jacobian(self.body_int, self.body_float, self.work, q, out)
-        except TypeError:
-            return -1
-
-    def centroidal_momentum_matrix(self, q, out):
-        try:
-            return C.centroidal_momentum_matrix(self.body_int, self.body_float, self.work, q,
-                                                out)
+            return call(*args)
         except TypeError:
             return -1
 
     # ------------------------------------------------------------------ inverse inertia
-    def mass_matrix_inverse(self, q, out):
-        try:
-            return MI.mass_matrix_inverse(self.body_int, self.body_float, self.work, self.blocks,
-                                          q, out)
-        except TypeError:
-            return -1
-
     def operational_space_inertia(self, q, index, code, damping, out):
-        """Status of Lambda at q (q checked by the caller): the link's Jacobian and M^-1 into
-        the private scratch, then the 6 x 6 solve. OS.STATUS_SINGULAR + the tree's statuses."""
-        _, status = self.jacobian(q, index, code, self.jacobian_scratch)
-        if status == 0:
-            status = self.mass_matrix_inverse(q, self.minv)
+        """(status, solved) of Lambda at q (q checked by the caller): the link's Jacobian and
+        M^-1 into the private scratch, then the 6 x 6 solve. solved False: a tree status."""
+        status = self.jacobian(q, index, code, self.jacobian_scratch) or \
+            self.minverse(q, self.minv)
         if status:
             return status, False
         return OS.operational_space_inertia(self.jacobian_scratch, self.minv, damping,

@@ -753,13 +753,20 @@ class Robot:
         link_jacobian(q, link, frame) (Pinocchio getFrameVelocity; KDL ChainFkSolverVel).
         "local_world_aligned": velocity of the link origin and angular velocity, root axes."""
         kinematics = self._frame_kinematics or self._frames("link_velocity")
-        index, code = kinematics.target(link, frame)
+        try:
+            index, code = kinematics.targets[link, frame]
+        except (KeyError, TypeError):
+            index, code = kinematics.target(link, frame)
         if out is None:
             out = np.empty(6)
-        if kinematics.velocity(q, v, index, code, out):
+        try:
+            status = kinematics.velocity(q, v, index, code, out)
+        except TypeError:
+            status = -1
+        if status:
             return self._frame_general(
-                lambda q_, v_, _, o: kinematics.velocity(q_, v_, index, code, o), (6,), q, v,
-                out=out)
+                lambda q_, v_, _, o: kinematics.status_of(kinematics.velocity, q_, v_, index,
+                                                          code, o), (6,), q, v, out=out)
         return out
 
     def link_acceleration(self, q, v, qdd, link, frame="local_world_aligned", out=None):
@@ -771,13 +778,20 @@ class Robot:
         the drift d/dt(J) v of link_jacobian(q, link, "local_world_aligned"). In "world": that
         of the body point at the root origin (Pinocchio's convention)."""
         kinematics = self._frame_kinematics or self._frames("link_acceleration")
-        index, code = kinematics.target(link, frame)
+        try:
+            index, code = kinematics.targets[link, frame]
+        except (KeyError, TypeError):
+            index, code = kinematics.target(link, frame)
         if out is None:
             out = np.empty(6)
-        if kinematics.acceleration(q, v, qdd, index, code, out):
+        try:
+            status = kinematics.acceleration(q, v, qdd, index, code, out)
+        except TypeError:
+            status = -1
+        if status:
             return self._frame_general(
-                lambda q_, v_, a_, o: kinematics.acceleration(q_, v_, a_, index, code, o), (6,),
-                q, v, qdd, out)
+                lambda q_, v_, a_, o: kinematics.status_of(kinematics.acceleration, q_, v_, a_,
+                                                           index, code, o), (6,), q, v, qdd, out)
         return out
 
     def link_jacobian(self, q, link, frame="local_world_aligned", out=None):
@@ -786,61 +800,59 @@ class Robot:
         whose Jacobian is "local_world_aligned"). Columns of joints not above the link are
         zero; a free joint's six columns act on its body-frame velocity. O(depth of the link)."""
         kinematics = self._frame_kinematics or self._frames("link_jacobian")
-        index, code = kinematics.target(link, frame)
-        result, status = kinematics.jacobian(q, index, code, out)
+        try:
+            index, code = kinematics.targets[link, frame]
+        except (KeyError, TypeError):
+            index, code = kinematics.target(link, frame)
+        if out is None:
+            out = np.empty((6, self.nv))
+        try:
+            status = kinematics.jacobian(q, index, code, out)
+        except TypeError:
+            status = -1
         if status:
             return self._frame_general(
-                lambda q_, _, __, o: kinematics.jacobian(q_, index, code, o)[1], (6, self.nv),
-                q, out=out)
-        return result
+                lambda q_, _, __, o: kinematics.status_of(kinematics.jacobian, q_, index, code,
+                                                          o), (6, self.nv), q, out=out)
+        return out
+
+    def _frame_matrix(self, method, name, shape, q, out):
+        """The call `name` (one of FrameKinematics' q-only kernels) into out (or a new array)."""
+        kinematics = self._frame_kinematics or self._frames(method)
+        call = getattr(kinematics, name)
+        if out is None:
+            out = np.empty(shape)
+        try:
+            status = call(q, out)
+        except TypeError:
+            status = -1
+        if status:
+            return self._frame_general(
+                lambda q_, _, __, o: kinematics.status_of(call, q_, o), shape, q, out=out)
+        return out
 
     def center_of_mass(self, q, out=None):
         """(3,) centre of mass of the moving bodies in the root frame (Pinocchio centerOfMass:
         links welded to a fixed base's root do not move and are not counted)."""
-        kinematics = self._frame_kinematics or self._frames("center_of_mass")
-        if out is None:
-            out = np.empty(3)
-        if kinematics.center_of_mass(q, out):
-            return self._frame_general(lambda q_, _, __, o: kinematics.center_of_mass(q_, o),
-                                       (3,), q, out=out)
-        return out
+        return self._frame_matrix("center_of_mass", "center_of_mass", (3,), q, out)
 
     def com_jacobian(self, q, out=None):
         """(3, nv) Jacobian of center_of_mass(q), root axes: c' = J_c v (Pinocchio
         jacobianCenterOfMass). O(n)."""
-        kinematics = self._frame_kinematics or self._frames("com_jacobian")
-        if out is None:
-            out = np.empty((3, self.nv))
-        if kinematics.com_jacobian(q, out):
-            return self._frame_general(lambda q_, _, __, o: kinematics.com_jacobian(q_, o),
-                                       (3, self.nv), q, out=out)
-        return out
+        return self._frame_matrix("com_jacobian", "com_jacobian", (3, self.nv), q, out)
 
     def centroidal_momentum_matrix(self, q, out=None):
         """(6, nv) centroidal momentum matrix A_G (Orin, Goswami & Lee 2013): h_G = A_G v is
         [linear momentum; angular momentum about the centre of mass], root axes (Pinocchio
         computeCentroidalMap / ccrba's Ag). O(n)."""
-        kinematics = self._frame_kinematics or self._frames("centroidal_momentum_matrix")
-        if out is None:
-            out = np.empty((6, self.nv))
-        if kinematics.centroidal_momentum_matrix(q, out):
-            return self._frame_general(
-                lambda q_, _, __, o: kinematics.centroidal_momentum_matrix(q_, o), (6, self.nv),
-                q, out=out)
-        return out
+        return self._frame_matrix("centroidal_momentum_matrix", "centroidal", (6, self.nv), q,
+                                  out)
 
     def mass_matrix_inverse(self, q, out=None):
         """(nv, nv) M(q)^-1 of the tree by the recursive O(n^2) algorithm of Carpentier &
         Mansard 2018 (Pinocchio computeMinverse), not by inverting M; symmetric, both triangles.
         ValueError naming the joint when its articulated inertia is singular."""
-        kinematics = self._frame_kinematics or self._frames("mass_matrix_inverse")
-        if out is None:
-            out = np.empty((self.nv, self.nv))
-        if kinematics.mass_matrix_inverse(q, out):
-            return self._frame_general(
-                lambda q_, _, __, o: kinematics.mass_matrix_inverse(q_, o), (self.nv, self.nv),
-                q, out=out)
-        return out
+        return self._frame_matrix("mass_matrix_inverse", "minverse", (self.nv, self.nv), q, out)
 
     @locked
     def operational_space_inertia(self, q, link, frame="local_world_aligned", damping=None):
