@@ -361,3 +361,27 @@ def test_floating_base_free_joint_columns_act_on_the_body_velocity(mbd, erd_dir)
     assert_close(J[:, iv:iv + 6], np.eye(6), "solo12 base_link local Jacobian of the free joint")
     assert_close(np.delete(J, np.s_[iv:iv + 6], axis=1), np.zeros((6, robot.nv - 6)),
                  "solo12 base_link: no other joint moves it", 0.0)
+
+
+def test_threads_sharing_one_robot_get_their_own_results(erd_dir):
+    """Calls from several threads on one Robot (each one kernel call on the shared frame
+    workspace, atomic under the GIL) return what the same calls return serially."""
+    from concurrent.futures import ThreadPoolExecutor
+    robot = mbd_ros.load(str(erd_dir / ROBOTS["panda"][0]), passive_forces=False)
+    rng = np.random.default_rng(11)
+    states = [(robot.random_configuration(rng), rng.standard_normal(robot.nv)) for _ in range(8)]
+    links = ["panda_hand", "panda_link4", "panda_leftfinger", "panda_link8"]
+
+    def work(k):
+        q, v = states[k % len(states)]
+        link = links[k % len(links)]
+        return (robot.link_jacobian(q, link), robot.link_velocity(q, v, link, "local"),
+                robot.centroidal_momentum_matrix(q), robot.mass_matrix_inverse(q),
+                robot.operational_space_inertia(q, link, damping=1e-6))
+
+    serial = [work(k) for k in range(64)]
+    with ThreadPoolExecutor(4) as pool:
+        parallel = list(pool.map(work, range(64)))
+    for k, (a, b) in enumerate(zip(serial, parallel)):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y, err_msg=f"call {k}")
