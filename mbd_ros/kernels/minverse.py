@@ -18,7 +18,7 @@ pass 3 (down), for the columns c >= iv only (the upper triangle: M^-1 is symmetr
 then the lower triangle is mirrored. F_i and A_i share the storage `blocks` ((nb+1) * 6, nv).
 Bodies are numbered depth first, so a subtree's dofs are the contiguous range [iv, e).
 """
-from numba import types
+from numba import njit, types
 
 from .entry import entry_point
 from .kinematics import joint_pose, revolute_pose, state_status
@@ -36,6 +36,85 @@ _INT2 = types.Array(_i8, 2, "C")
 _FLOAT2 = types.Array(_f8, 2, "C")
 _VECTOR = types.Array(_f8, 1, "C")
 MINVERSE_SIGNATURE = _i8(_INT2, _FLOAT2, _FLOAT2, _FLOAT2, _VECTOR, _FLOAT2)
+
+
+@njit(inline="always")
+def one_dof_up(body_int, body_float, work, blocks, out, i, iv, e, parent):
+    """Pass 2 for a one-dof joint, straight-line code per column (module docstring):
+    U = M* S, d = S^T U; Minv[iv, c] = (delta - S^T F_i[:, c]) / d; then, below a moving parent,
+    F_p += ^iX_p^T (F_i + U Minv[iv, :]) and M*_p += ^iX_p^T (M* - U U^T / d) ^iX_p.
+    Returns False when d is not positive (singular articulated inertia)."""
+    for r in range(6):
+        s = 0.0
+        for c in range(6):
+            s += work[i, ART_INERTIA + 6 * r + c] * body_float[i, MOTION_SUBSPACE + c]
+        work[i, U_MAT + r] = s
+    d = 0.0
+    for r in range(6):
+        d += body_float[i, MOTION_SUBSPACE + r] * work[i, U_MAT + r]
+    if not d > 1e-13 * (abs(work[i, ART_INERTIA]) + abs(work[i, ART_INERTIA + 21])):
+        return False
+    d_inv = 1.0 / d
+    work[i, D_INV] = d_inv
+    s0 = body_float[i, MOTION_SUBSPACE]
+    s1 = body_float[i, MOTION_SUBSPACE + 1]
+    s2 = body_float[i, MOTION_SUBSPACE + 2]
+    s3 = body_float[i, MOTION_SUBSPACE + 3]
+    s4 = body_float[i, MOTION_SUBSPACE + 4]
+    s5 = body_float[i, MOTION_SUBSPACE + 5]
+    i6 = 6 * i
+    out[iv, iv] = d_inv       # F_i has no entries on the joint's own column
+    for c in range(iv + 1, e):
+        out[iv, c] = -d_inv * (s0 * blocks[i6, c] + s1 * blocks[i6 + 1, c]
+                               + s2 * blocks[i6 + 2, c] + s3 * blocks[i6 + 3, c]
+                               + s4 * blocks[i6 + 4, c] + s5 * blocks[i6 + 5, c])
+    if parent == 0:
+        return True
+    u0 = work[i, U_MAT]
+    u1 = work[i, U_MAT + 1]
+    u2 = work[i, U_MAT + 2]
+    u3 = work[i, U_MAT + 3]
+    u4 = work[i, U_MAT + 4]
+    u5 = work[i, U_MAT + 5]
+    r0 = work[i, ROT]
+    r1 = work[i, ROT + 1]
+    r2 = work[i, ROT + 2]
+    r3 = work[i, ROT + 3]
+    r4 = work[i, ROT + 4]
+    r5 = work[i, ROT + 5]
+    r6 = work[i, ROT + 6]
+    r7 = work[i, ROT + 7]
+    r8 = work[i, ROT + 8]
+    px = work[i, ROT + 9]
+    py = work[i, ROT + 10]
+    pz = work[i, ROT + 11]
+    p6 = 6 * parent
+    for c in range(iv, e):
+        m = out[iv, c]
+        f0 = blocks[i6, c] + u0 * m
+        f1 = blocks[i6 + 1, c] + u1 * m
+        f2 = blocks[i6 + 2, c] + u2 * m
+        f3 = blocks[i6 + 3, c] + u3 * m
+        f4 = blocks[i6 + 4, c] + u4 * m
+        f5 = blocks[i6 + 5, c] + u5 * m
+        # n_p = R n, t_p = R t + p x (R n)                                   [RBDA eq. 2.25]
+        nx = r0 * f0 + r1 * f1 + r2 * f2
+        ny = r3 * f0 + r4 * f1 + r5 * f2
+        nz = r6 * f0 + r7 * f1 + r8 * f2
+        blocks[p6, c] += nx
+        blocks[p6 + 1, c] += ny
+        blocks[p6 + 2, c] += nz
+        blocks[p6 + 3, c] += r0 * f3 + r1 * f4 + r2 * f5 + py * nz - pz * ny
+        blocks[p6 + 4, c] += r3 * f3 + r4 * f4 + r5 * f5 + pz * nx - px * nz
+        blocks[p6 + 5, c] += r6 * f3 + r7 * f4 + r8 * f5 + px * ny - py * nx
+    # M*_i - U U^T / d (rank one), then to the parent                      [RBDA eq. 7.43]
+    for r in range(6):
+        ur = work[i, U_MAT + r] * d_inv
+        for c in range(6):
+            work[i, ART_INERTIA + 6 * r + c] -= ur * work[i, U_MAT + c]
+    add_inertia_to_parent(work, i, ROT, work, i, ART_INERTIA, work, i, TRANSFORM_SCRATCH,
+                          work, parent, ART_INERTIA)
+    return True
 
 
 @entry_point(MINVERSE_SIGNATURE)
@@ -76,6 +155,10 @@ def mass_matrix_inverse(body_int, body_float, work, blocks, q, out):
         end = body_int[i, SUBTREE_END]
         e = body_int[end, IDX_V] if end <= nb else nv
         parent = body_int[i, PARENT]
+        if k == 1 and not one_dof_up(body_int, body_float, work, blocks, out, i, iv, e, parent):
+            return STATUS_SINGULAR + i
+        if k == 1:
+            continue
         # U = M*_i S_i (6 x k, column-major), D = S^T U into SCRATCH, D^-1 into D_INV
         for j in range(k):
             for r in range(6):
