@@ -62,6 +62,11 @@ def namespace(robot, model, data, perm, ours, pins, link):
     q, v, a = ours
     qp, vp, ap = pins
     nv = robot.nv
+    for _ in range(2):   # the q-only methods install their C-level entries at the second call
+        for method, shape in (("center_of_mass", (3,)), ("com_jacobian", (3, nv)),
+                              ("centroidal_momentum_matrix", (6, nv)),
+                              ("mass_matrix_inverse", (nv, nv))):
+            getattr(robot, method)(q, out=np.empty(shape))
     return {
         "pin": pin, "np": np, "model": model, "data": data, "robot": robot,
         "jac": robot.link_jacobian, "vel": robot.link_velocity, "acc": robot.link_acceleration,

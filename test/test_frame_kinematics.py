@@ -385,3 +385,32 @@ def test_threads_sharing_one_robot_get_their_own_results(erd_dir):
     for k, (a, b) in enumerate(zip(serial, parallel)):
         for x, y in zip(a, b):
             np.testing.assert_array_equal(x, y, err_msg=f"call {k}")
+
+
+def test_c_level_entries_give_the_same_results_and_errors(erd_dir):
+    """center_of_mass, com_jacobian, centroidal_momentum_matrix and mass_matrix_inverse
+    (q, out=out) get a C-level entry (mbd_ros/fastcall) at their second fast call: the same
+    bits as the numba path, and bad input still raises the documented ValueError."""
+    from conftest import require_fastcall
+    require_fastcall()
+    robot = mbd_ros.load(str(erd_dir / ROBOTS["solo12"][0]), floating_base=True,
+                         passive_forces=False)
+    q = robot.random_configuration(4)
+    nv = robot.nv
+    shapes = {"center_of_mass": (3,), "com_jacobian": (3, nv),
+              "centroidal_momentum_matrix": (6, nv), "mass_matrix_inverse": (nv, nv)}
+    for method, shape in shapes.items():
+        expected = getattr(robot, method)(q)          # numba's dispatcher
+        out = np.empty(shape)
+        for _ in range(3):
+            getattr(robot, method)(q, out=out)
+        assert type(robot.__dict__.get(method)).__name__ == "KernelCall", method
+        out[:] = 0.0
+        assert getattr(robot, method)(q, out=out) is out
+        np.testing.assert_array_equal(out, expected, err_msg=method)
+        bad = q.copy()
+        bad[3:7] = [1.0, 1.0, 0.0, 0.0]              # not a unit quaternion
+        with pytest.raises(ValueError, match="unit norm"):
+            getattr(robot, method)(bad, out=out)
+        with pytest.raises(ValueError, match="out must be"):
+            getattr(robot, method)(q, out=np.empty((2, 2)))

@@ -30,6 +30,10 @@ from . import arguments as A
 FRAMES = {"world": K.FRAME_WORLD, "local": K.FRAME_LOCAL,
           "local_world_aligned": K.FRAME_LOCAL_WORLD_ALIGNED}
 DEFAULT_FRAME = "local_world_aligned"
+# the q-only methods with a C-level entry: method -> (out rows, out columns (0: a vector))
+C_ENTRY_METHODS = {"center_of_mass": lambda nv: (3, 0), "com_jacobian": lambda nv: (3, nv),
+                   "centroidal_momentum_matrix": lambda nv: (6, nv),
+                   "mass_matrix_inverse": lambda nv: (nv, nv)}
 _EMPTY = A.EMPTY
 
 
@@ -79,6 +83,7 @@ class FrameKinematics:
         self.jacobian_scratch = np.zeros((6, self.nv))
         self.osi_scratch = np.zeros((6, self.nv + 6))
         self.targets = {}          # (link, frame) -> (link index, frame code), once validated
+        self.c_pending = dict.fromkeys(C_ENTRY_METHODS, 0)   # fast calls before the C entry
         self.bind_kernels()
 
     # ------------------------------------------------------------------ arguments
@@ -122,6 +127,24 @@ class FrameKinematics:
             return call(*args)
         except TypeError:
             return -1
+
+    # ------------------------------------------------------------------ C-level entries
+    def install_c_entry(self, robot, method):
+        """Replace robot.<method> (one of C_ENTRY_METHODS) by a KernelCall of its C entry
+        (mbd_ros/fastcall, fastcall/frame_entries.py): the form method(q, out=out) then skips
+        numba's dispatcher. Returns the KernelCall, or None without the C extension."""
+        from .. import fastcall
+        if not fastcall.AVAILABLE:
+            return None
+        from ..fastcall.frame_entries import ENTRIES
+        rows, cols = C_ENTRY_METHODS[method](self.nv)
+        bound = [self.body_int, self.body_float, self.work]
+        dims = fastcall.dims_of(*bound) + (self.nq, rows, cols)
+        if method == "mass_matrix_inverse":
+            bound.append(self.blocks)
+            dims += fastcall.dims_of(self.blocks)
+        return fastcall.install(robot, method, ENTRIES[method], tuple(bound), dims,
+                                (self.nq, rows), out_cols=cols)
 
     # ------------------------------------------------------------------ inverse inertia
     def operational_space_inertia(self, q, index, code, damping, out):

@@ -829,7 +829,26 @@ class Robot:
         if status:
             return self._frame_general(
                 lambda q_, _, __, o: kinematics.status_of(call, q_, o), shape, q, out=out)
+        if method in kinematics.c_pending:
+            self._promote_frame_call(kinematics, method)
         return out
+
+    def _promote_frame_call(self, kinematics, method):
+        """Install the C-level entry of a q-only frame method at its second fast call (as the
+        dynamics' _promote_c_call; a failure leaves numba's dispatcher, with a warning)."""
+        with self._lock:
+            calls = kinematics.c_pending.get(method)
+            if calls is None:
+                return
+            if calls < 1:
+                kinematics.c_pending[method] = calls + 1
+                return
+            del kinematics.c_pending[method]
+            try:
+                kinematics.install_c_entry(self, method)
+            except Exception as exc:   # keep numba's dispatcher: slower per call, same results
+                warnings.warn(f"{method}: no C-level entry ({type(exc).__name__}: {exc}); calls "
+                              "go through numba's dispatcher", RuntimeWarning, stacklevel=4)
 
     def center_of_mass(self, q, out=None):
         """(3,) centre of mass of the moving bodies in the root frame (Pinocchio centerOfMass:
