@@ -5,10 +5,12 @@ its Jacobian, the centroidal momentum matrix, M^-1 and the operational-space ine
 One FrameKinematics per robot, built at the first call: the model arrays of the rigid tree (a
 generated tree has the same arrays: its frame kinematics run these generic kernels) and private
 workspaces. Each call is one kernel call on them, which holds the GIL (atomic, as the tree's
-lock-free calls), so no lock is taken; a non-zero status (bad or unusual input) goes to
-`_general`, which converts and checks the arguments and raises a ValueError naming the one at
-fault. Links: any of robot.link_names; a link welded by fixed joints is its body plus a
-constant offset (link_float's LINK_ROT/LINK_POS), as link_pose reads it.
+lock-free calls), so no lock is taken; a non-zero status (bad or unusual input) goes to the
+Robot's `_frame_general`, which converts and checks the arguments and raises a ValueError naming
+the one at fault. The q-only methods get a C-level entry (fastcall/frame_entries.py) at their
+second fast call (`install_c_entry`). Links: any of robot.link_names; a link welded by fixed
+joints is its body plus a constant offset (link_float's LINK_ROT/LINK_POS, copied into the
+workspace's link table), as link_pose reads it.
 
 Frames: "world", "local", "local_world_aligned" (kernels/frame_kinematics.py's docstring).
 Flexible robots are not supported: `for_tree` raises the ValueError naming the method.

@@ -718,6 +718,8 @@ class Robot:
     # constrained robots give the open tree's quantities in tree coordinates; flexible robots
     # raise ValueError (frames.for_tree). One kernel call on the robot's own frame workspace per
     # call (atomic under the GIL, like the lock-free dynamics); odd inputs take _frame_general.
+    # The q-only methods get a C-level entry (KernelCall) at their second fast call, as the
+    # dynamics (_promote_frame_call).
     _frame_kinematics = None
 
     def _frames(self, method):
