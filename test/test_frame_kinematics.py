@@ -376,6 +376,8 @@ def test_threads_sharing_one_robot_get_their_own_results(erd_dir):
         q, v = states[k % len(states)]
         link = links[k % len(links)]
         return (robot.link_jacobian(q, link), robot.link_velocity(q, v, link, "local"),
+                robot.link_jacobian(q, link, out=np.empty((6, robot.nv))),      # C entries
+                robot.link_velocity(q, v, link, "world", out=np.empty(6)),
                 robot.centroidal_momentum_matrix(q), robot.mass_matrix_inverse(q),
                 robot.operational_space_inertia(q, link, damping=1e-6))
 
@@ -414,3 +416,40 @@ def test_c_level_entries_give_the_same_results_and_errors(erd_dir):
             getattr(robot, method)(bad, out=out)
         with pytest.raises(ValueError, match="out must be"):
             getattr(robot, method)(q, out=np.empty((2, 2)))
+
+
+def test_link_calls_with_out_get_c_level_entries_with_the_same_results_and_errors(erd_dir):
+    """link_jacobian / link_velocity / link_acceleration(..., out=out) call a KernelCall per
+    (method, link, frame) from their second such call: the same bits as numba's path, and bad
+    input still raises the documented ValueError (through the KernelCall's fallback)."""
+    from conftest import require_fastcall
+    require_fastcall()
+    robot = mbd_ros.load(str(erd_dir / ROBOTS["solo12"][0]), floating_base=True,
+                         passive_forces=False)
+    rng = np.random.default_rng(9)
+    q = robot.random_configuration(rng)
+    v, a = rng.standard_normal(robot.nv), rng.standard_normal(robot.nv)
+    bad_q = q.copy()
+    bad_q[3:7] = [1.0, 1.0, 0.0, 0.0]
+    for frame in FRAMES:
+        calls = {"link_jacobian": (lambda o, qq=q: robot.link_jacobian(qq, "FL_FOOT", frame, o),
+                                   (6, robot.nv)),
+                 "link_velocity": (lambda o, qq=q: robot.link_velocity(qq, v, "FL_FOOT", frame,
+                                                                       o), (6,)),
+                 "link_acceleration": (lambda o, qq=q: robot.link_acceleration(
+                     qq, v, a, "FL_FOOT", frame, o), (6,))}
+        for method, (call, shape) in calls.items():
+            expected = call(None)
+            out = np.empty(shape)
+            for _ in range(3):
+                call(out)
+            kernel_call = robot._frame_kinematics.link_calls[method, "FL_FOOT", frame]
+            fast_before = kernel_call.counts()[0]
+            out[:] = 0.0
+            assert call(out) is out
+            assert kernel_call.counts()[0] == fast_before + 1, f"{method}: not the C entry"
+            np.testing.assert_array_equal(out, expected, err_msg=f"{method} {frame}")
+            with pytest.raises(ValueError, match="unit norm"):
+                call(out, bad_q)
+            with pytest.raises(ValueError, match="out must be"):
+                call(np.empty((2, 2)))

@@ -86,6 +86,9 @@ class FrameKinematics:
         self.osi_scratch = np.zeros((6, self.nv + 6))
         self.targets = {}          # (link, frame) -> (link index, frame code), once validated
         self.c_pending = dict.fromkeys(C_ENTRY_METHODS, 0)   # fast calls before the C entry
+        self.link_calls = {}       # (method, link, frame) -> KernelCall (robot._promote_link_call)
+        self.link_counts = {}      # (method, link, frame) -> fast calls with out= so far
+        self.link_targets = []     # the KernelCalls' [link index, frame code] arrays, kept alive
         self.bind_kernels()
 
     # ------------------------------------------------------------------ arguments
@@ -147,6 +150,25 @@ class FrameKinematics:
             dims += fastcall.dims_of(self.blocks)
         return fastcall.install(robot, method, ENTRIES[method], tuple(bound), dims,
                                 (self.nq, rows), out_cols=cols)
+
+    def link_call(self, method, index, code, fallback):
+        """A KernelCall of the link method `method` ("link_jacobian" | "link_velocity" |
+        "link_acceleration") for link `index` in frame `code`: call(q[, v[, qdd]], out=out),
+        any other form or a non-zero status going to `fallback` with the same arguments. None
+        without the C extension."""
+        from .. import fastcall
+        if not fastcall.AVAILABLE:
+            return None
+        from ..fastcall.frame_entries import LINK_ENTRIES
+        target = np.array([index, code], dtype=np.int64)
+        self.link_targets.append(target)     # the KernelCall reads it through a raw pointer
+        bound = (self.body_int, self.body_float, self.work, target)
+        dims = fastcall.dims_of(self.body_int, self.body_float, self.work) + (self.nq, self.nv)
+        inputs = {"link_jacobian": (self.nq,), "link_velocity": (self.nq, self.nv),
+                  "link_acceleration": (self.nq, self.nv, self.nv)}[method]
+        rows, cols = (6, self.nv) if method == "link_jacobian" else (6, 0)
+        return fastcall.KernelCall(fastcall.c_entry(LINK_ENTRIES[method]).address, bound, dims,
+                                   inputs + (rows,), fallback, cols)
 
     # ------------------------------------------------------------------ inverse inertia
     def operational_space_inertia(self, q, index, code, damping, out):

@@ -755,10 +755,22 @@ class Robot:
         link_jacobian(q, link, frame) (Pinocchio getFrameVelocity; KDL ChainFkSolverVel).
         "local_world_aligned": velocity of the link origin and angular velocity, root axes."""
         kinematics = self._frame_kinematics or self._frames("link_velocity")
+        if out is not None:
+            try:
+                call = kinematics.link_calls["link_velocity", link, frame]
+            except (KeyError, TypeError):
+                call = None
+            if call is not None:
+                return call(q, v, out=out)
+        return self._link_velocity_numba(q, v, link, frame, out)
+
+    def _link_velocity_numba(self, q, v, link, frame, out):
+        kinematics = self._frame_kinematics
         try:
             index, code = kinematics.targets[link, frame]
         except (KeyError, TypeError):
             index, code = kinematics.target(link, frame)
+        given = out is not None
         if out is None:
             out = np.empty(6)
         try:
@@ -769,6 +781,9 @@ class Robot:
             return self._frame_general(
                 lambda q_, v_, _, o: kinematics.status_of(kinematics.velocity, q_, v_, index,
                                                           code, o), (6,), q, v, out=out)
+        if given:
+            self._promote_link_call(kinematics, "link_velocity", link, frame, index, code,
+                                    self._link_velocity_numba)
         return out
 
     def link_acceleration(self, q, v, qdd, link, frame="local_world_aligned", out=None):
@@ -780,10 +795,22 @@ class Robot:
         the drift d/dt(J) v of link_jacobian(q, link, "local_world_aligned"). In "world": that
         of the body point at the root origin (Pinocchio's convention)."""
         kinematics = self._frame_kinematics or self._frames("link_acceleration")
+        if out is not None:
+            try:
+                call = kinematics.link_calls["link_acceleration", link, frame]
+            except (KeyError, TypeError):
+                call = None
+            if call is not None:
+                return call(q, v, qdd, out=out)
+        return self._link_acceleration_numba(q, v, qdd, link, frame, out)
+
+    def _link_acceleration_numba(self, q, v, qdd, link, frame, out):
+        kinematics = self._frame_kinematics
         try:
             index, code = kinematics.targets[link, frame]
         except (KeyError, TypeError):
             index, code = kinematics.target(link, frame)
+        given = out is not None
         if out is None:
             out = np.empty(6)
         try:
@@ -794,6 +821,9 @@ class Robot:
             return self._frame_general(
                 lambda q_, v_, a_, o: kinematics.status_of(kinematics.acceleration, q_, v_, a_,
                                                            index, code, o), (6,), q, v, qdd, out)
+        if given:
+            self._promote_link_call(kinematics, "link_acceleration", link, frame, index, code,
+                                    self._link_acceleration_numba)
         return out
 
     def link_jacobian(self, q, link, frame="local_world_aligned", out=None):
@@ -802,10 +832,22 @@ class Robot:
         whose Jacobian is "local_world_aligned"). Columns of joints not above the link are
         zero; a free joint's six columns act on its body-frame velocity. O(depth of the link)."""
         kinematics = self._frame_kinematics or self._frames("link_jacobian")
+        if out is not None:
+            try:
+                call = kinematics.link_calls["link_jacobian", link, frame]
+            except (KeyError, TypeError):
+                call = None
+            if call is not None:
+                return call(q, out=out)
+        return self._link_jacobian_numba(q, link, frame, out)
+
+    def _link_jacobian_numba(self, q, link, frame, out):
+        kinematics = self._frame_kinematics
         try:
             index, code = kinematics.targets[link, frame]
         except (KeyError, TypeError):
             index, code = kinematics.target(link, frame)
+        given = out is not None
         if out is None:
             out = np.empty((6, self.nv))
         try:
@@ -816,7 +858,34 @@ class Robot:
             return self._frame_general(
                 lambda q_, _, __, o: kinematics.status_of(kinematics.jacobian, q_, index, code,
                                                           o), (6, self.nv), q, out=out)
+        if given:
+            self._promote_link_call(kinematics, "link_jacobian", link, frame, index, code,
+                                    self._link_jacobian_numba)
         return out
+
+    def _promote_link_call(self, kinematics, method, link, frame, index, code, numba_path):
+        """At the second fast call with out= of (method, link, frame): a KernelCall of its C
+        entry (FrameKinematics.link_call) that the method calls from then on; its fallback is
+        numba_path with link and frame bound (which raises or converts)."""
+        key = (method, link, frame)
+        with self._lock:
+            if key in kinematics.link_calls:
+                return
+            calls = kinematics.link_counts.get(key, 0)
+            if calls < 1:
+                kinematics.link_counts[key] = calls + 1
+                return
+            try:
+                call = kinematics.link_call(method, index, code,
+                                            functools.partial(numba_path, link=link, frame=frame))
+            except Exception as exc:   # keep numba's dispatcher: slower per call, same results
+                warnings.warn(f"{method}: no C-level entry ({type(exc).__name__}: {exc}); calls "
+                              "go through numba's dispatcher", RuntimeWarning, stacklevel=4)
+                call = None
+            if call is not None:
+                kinematics.link_calls[key] = call
+            else:
+                kinematics.link_counts[key] = -10 ** 18   # never again
 
     def _frame_matrix(self, method, name, shape, q, out):
         """The call `name` (one of FrameKinematics' q-only kernels) into out (or a new array)."""
