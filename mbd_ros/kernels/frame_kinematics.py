@@ -33,7 +33,10 @@ root resp. link axes; in "world" the classical acceleration of the body point at
 
 Gravity is not included (these are kinematic quantities). The workspace `work` has
 FRAME_WORK_WIDTH columns: the tree's layout (ROT, WORLD_ROT, VEL, ACC, TRANSFORM_SCRATCH used
-here, VEL/ACC in ROOT coordinates unlike the dynamics kernels) plus S_WORLD, LINK_POSE, TMP.
+here, VEL/ACC in ROOT coordinates unlike the dynamics kernels) plus S_WORLD, LINK_POSE, TMP,
+and max(nb + 1, n_links) rows: the constant link table (LINK_TABLE_BODY, LINK_TABLE_POSE) is
+in its last columns (`frame_workspace`). Entry points: lazily compiled with one explicit
+signature each (entry.py's entry_point: @njit(signature, cache=True) compiled at first use).
 """
 import numpy as np
 from numba import njit, types
