@@ -783,6 +783,269 @@ class Robot:
         self._check_state(q, _EMPTY, _EMPTY, "")
         return self._tree.highest_frequency(q)
 
+    # ------------------------------------------------------------------ frame kinematics
+    # Conventions (docs/controllers.md, "Frame kinematics"): spatial vectors [linear; angular];
+    # frame "world" (root axes, about the root origin: Pinocchio WORLD), "local" (link axes,
+    # about the link origin: LOCAL), "local_world_aligned" (root axes, about the link origin:
+    # LOCAL_WORLD_ALIGNED, the default). `link`: any of link_names, fixed-joint links included.
+    # Rigid trees (fixed or floating base; codegen robots run the same generic kernels);
+    # constrained robots give the open tree's quantities in tree coordinates; flexible robots
+    # raise ValueError (frames.for_tree). One kernel call on the robot's own frame workspace per
+    # call (atomic under the GIL, like the lock-free dynamics); odd inputs take _frame_general.
+    # The q-only methods get a C-level entry (KernelCall) at their second fast call, as the
+    # dynamics (_promote_frame_call).
+    _frame_kinematics = None
+
+    def _frames(self, method):
+        """The robot's FrameKinematics (robot/frames.py), built at the first call."""
+        kinematics = self._frame_kinematics
+        if kinematics is None:
+            from . import frames
+            with self._lock:
+                if self._frame_kinematics is None:
+                    self._frame_kinematics = frames.for_tree(self._tree, method)
+                kinematics = self._frame_kinematics
+        return kinematics
+
+    @locked
+    def _frame_general(self, call, shape, q, v=None, qdd=None, out=None):
+        """call(q, v, qdd, out) -> status on converted and checked arguments (ValueError naming
+        the one at fault); out validated, and computed privately when it overlaps an input."""
+        q = A.vector(q, self.nq, "q")
+        v = _EMPTY if v is None else A.vector(v, self.nv, "v")
+        qdd = _EMPTY if qdd is None else A.vector(qdd, self.nv, "qdd")
+        self._check_state(q, v, qdd, "qdd")
+        result = self._result(out, shape, q, v, qdd)
+        status = call(q, v, qdd, result)
+        if status:
+            self._raise(status, q, v, qdd, result, "qdd")
+        if out is not None and result is not out:
+            out[:] = result
+            return out
+        return result
+
+    def link_velocity(self, q, v, link, frame="local_world_aligned", out=None):
+        """(6,) spatial velocity [linear; angular] of `link`'s frame in `frame`: J v with J =
+        link_jacobian(q, link, frame) (Pinocchio getFrameVelocity; KDL ChainFkSolverVel).
+        "local_world_aligned": velocity of the link origin and angular velocity, root axes."""
+        kinematics = self._frame_kinematics or self._frames("link_velocity")
+        if out is not None:
+            try:
+                call = kinematics.link_calls["link_velocity", link, frame]
+            except (KeyError, TypeError):
+                call = None
+            if call is not None:
+                return call(q, v, out=out)
+        return self._link_velocity_numba(q, v, link, frame, out)
+
+    def _link_velocity_numba(self, q, v, link, frame, out):
+        kinematics = self._frame_kinematics
+        try:
+            index, code = kinematics.targets[link, frame]
+        except (KeyError, TypeError):
+            index, code = kinematics.target(link, frame)
+        given = out is not None
+        if out is None:
+            out = np.empty(6)
+        try:
+            status = kinematics.velocity(q, v, index, code, out)
+        except TypeError:
+            status = -1
+        if status:
+            return self._frame_general(
+                lambda q_, v_, _, o: kinematics.status_of(kinematics.velocity, q_, v_, index,
+                                                          code, o), (6,), q, v, out=out)
+        if given:
+            self._promote_link_call(kinematics, "link_velocity", link, frame, index, code,
+                                    self._link_velocity_numba)
+        return out
+
+    def link_acceleration(self, q, v, qdd, link, frame="local_world_aligned", out=None):
+        """(6,) CLASSICAL acceleration of `link`'s frame in `frame` (gravity not included):
+        [a_lin + w x v_lin; alpha] of the spatial acceleration and velocity there (Pinocchio
+        getFrameClassicalAcceleration after forwardKinematics(q, v, qdd)). In
+        "local_world_aligned" ("local"): the second time derivative of the link origin and the
+        angular acceleration in root (link) axes; with qdd = 0 in "local_world_aligned" it is
+        the drift d/dt(J) v of link_jacobian(q, link, "local_world_aligned"). In "world": that
+        of the body point at the root origin (Pinocchio's convention)."""
+        kinematics = self._frame_kinematics or self._frames("link_acceleration")
+        if out is not None:
+            try:
+                call = kinematics.link_calls["link_acceleration", link, frame]
+            except (KeyError, TypeError):
+                call = None
+            if call is not None:
+                return call(q, v, qdd, out=out)
+        return self._link_acceleration_numba(q, v, qdd, link, frame, out)
+
+    def _link_acceleration_numba(self, q, v, qdd, link, frame, out):
+        kinematics = self._frame_kinematics
+        try:
+            index, code = kinematics.targets[link, frame]
+        except (KeyError, TypeError):
+            index, code = kinematics.target(link, frame)
+        given = out is not None
+        if out is None:
+            out = np.empty(6)
+        try:
+            status = kinematics.acceleration(q, v, qdd, index, code, out)
+        except TypeError:
+            status = -1
+        if status:
+            return self._frame_general(
+                lambda q_, v_, a_, o: kinematics.status_of(kinematics.acceleration, q_, v_, a_,
+                                                           index, code, o), (6,), q, v, qdd, out)
+        if given:
+            self._promote_link_call(kinematics, "link_acceleration", link, frame, index, code,
+                                    self._link_acceleration_numba)
+        return out
+
+    def link_jacobian(self, q, link, frame="local_world_aligned", out=None):
+        """(6, nv) Jacobian J of `link`'s frame: link_velocity(q, v, link, frame) = J v, rows
+        [linear; angular] in `frame` (Pinocchio computeFrameJacobian; KDL ChainJntToJacSolver,
+        whose Jacobian is "local_world_aligned"). Columns of joints not above the link are
+        zero; a free joint's six columns act on its body-frame velocity. O(depth of the link)."""
+        kinematics = self._frame_kinematics or self._frames("link_jacobian")
+        if out is not None:
+            try:
+                call = kinematics.link_calls["link_jacobian", link, frame]
+            except (KeyError, TypeError):
+                call = None
+            if call is not None:
+                return call(q, out=out)
+        return self._link_jacobian_numba(q, link, frame, out)
+
+    def _link_jacobian_numba(self, q, link, frame, out):
+        kinematics = self._frame_kinematics
+        try:
+            index, code = kinematics.targets[link, frame]
+        except (KeyError, TypeError):
+            index, code = kinematics.target(link, frame)
+        given = out is not None
+        if out is None:
+            out = np.empty((6, self.nv))
+        try:
+            status = kinematics.jacobian(q, index, code, out)
+        except TypeError:
+            status = -1
+        if status:
+            return self._frame_general(
+                lambda q_, _, __, o: kinematics.status_of(kinematics.jacobian, q_, index, code,
+                                                          o), (6, self.nv), q, out=out)
+        if given:
+            self._promote_link_call(kinematics, "link_jacobian", link, frame, index, code,
+                                    self._link_jacobian_numba)
+        return out
+
+    def _promote_link_call(self, kinematics, method, link, frame, index, code, numba_path):
+        """At the second fast call with out= of (method, link, frame): a KernelCall of its C
+        entry (FrameKinematics.link_call) that the method calls from then on; its fallback is
+        numba_path with link and frame bound (which raises or converts)."""
+        key = (method, link, frame)
+        with self._lock:
+            if key in kinematics.link_calls:
+                return
+            calls = kinematics.link_counts.get(key, 0)
+            if calls < 1:
+                kinematics.link_counts[key] = calls + 1
+                return
+            try:
+                call = kinematics.link_call(method, index, code,
+                                            functools.partial(numba_path, link=link, frame=frame))
+            except Exception as exc:   # keep numba's dispatcher: slower per call, same results
+                warnings.warn(f"{method}: no C-level entry ({type(exc).__name__}: {exc}); calls "
+                              "go through numba's dispatcher", RuntimeWarning, stacklevel=4)
+                call = None
+            if call is not None:
+                kinematics.link_calls[key] = call
+            else:
+                kinematics.link_counts[key] = -10 ** 18   # never again
+
+    def _frame_matrix(self, method, name, shape, q, out):
+        """The call `name` (one of FrameKinematics' q-only kernels) into out (or a new array)."""
+        kinematics = self._frame_kinematics or self._frames(method)
+        call = getattr(kinematics, name)
+        if out is None:
+            out = np.empty(shape)
+        try:
+            status = call(q, out)
+        except TypeError:
+            status = -1
+        if status:
+            return self._frame_general(
+                lambda q_, _, __, o: kinematics.status_of(call, q_, o), shape, q, out=out)
+        if method in kinematics.c_pending:
+            self._promote_frame_call(kinematics, method)
+        return out
+
+    def _promote_frame_call(self, kinematics, method):
+        """Install the C-level entry of a q-only frame method at its second fast call (as the
+        dynamics' _promote_c_call; a failure leaves numba's dispatcher, with a warning)."""
+        with self._lock:
+            calls = kinematics.c_pending.get(method)
+            if calls is None:
+                return
+            if calls < 1:
+                kinematics.c_pending[method] = calls + 1
+                return
+            del kinematics.c_pending[method]
+            try:
+                kinematics.install_c_entry(self, method)
+            except Exception as exc:   # keep numba's dispatcher: slower per call, same results
+                warnings.warn(f"{method}: no C-level entry ({type(exc).__name__}: {exc}); calls "
+                              "go through numba's dispatcher", RuntimeWarning, stacklevel=4)
+
+    def center_of_mass(self, q, out=None):
+        """(3,) centre of mass of the moving bodies in the root frame (Pinocchio centerOfMass:
+        links welded to a fixed base's root do not move and are not counted)."""
+        return self._frame_matrix("center_of_mass", "center_of_mass", (3,), q, out)
+
+    def com_jacobian(self, q, out=None):
+        """(3, nv) Jacobian of center_of_mass(q), root axes: c' = J_c v (Pinocchio
+        jacobianCenterOfMass). O(n)."""
+        return self._frame_matrix("com_jacobian", "com_jacobian", (3, self.nv), q, out)
+
+    def centroidal_momentum_matrix(self, q, out=None):
+        """(6, nv) centroidal momentum matrix A_G (Orin, Goswami & Lee 2013): h_G = A_G v is
+        [linear momentum; angular momentum about the centre of mass], root axes (Pinocchio
+        computeCentroidalMap / ccrba's Ag). O(n)."""
+        return self._frame_matrix("centroidal_momentum_matrix", "centroidal", (6, self.nv), q,
+                                  out)
+
+    def mass_matrix_inverse(self, q, out=None):
+        """(nv, nv) M(q)^-1 of the tree by the recursive O(n^2) algorithm of Carpentier &
+        Mansard 2018 (Pinocchio computeMinverse), not by inverting M; symmetric, both triangles.
+        ValueError naming the joint when its articulated inertia is singular."""
+        return self._frame_matrix("mass_matrix_inverse", "minverse", (self.nv, self.nv), q, out)
+
+    @locked
+    def operational_space_inertia(self, q, link, frame="local_world_aligned", damping=None):
+        """(6, 6) operational-space inertia Lambda = (J M^-1 J^T)^-1 of `link` (J =
+        link_jacobian(q, link, frame), M^-1 = mass_matrix_inverse(q); Khatib 1987). ValueError
+        naming the link when J M^-1 J^T is singular (the link cannot accelerate in some
+        direction: fewer than six joints above it, or a kinematic singularity), unless
+        `damping` > 0 is given: then (J M^-1 J^T + damping 1)^-1 (Tikhonov)."""
+        kinematics = self._frame_kinematics or self._frames("operational_space_inertia")
+        index, code = kinematics.target(link, frame)
+        if damping is None:
+            damping = 0.0
+        else:
+            damping = A.real_scalar(damping, "damping")
+            if not (np.isfinite(damping) and damping >= 0.0):
+                raise ValueError(f"damping must be a finite number >= 0, got {damping}")
+        q = A.vector(q, self.nq, "q")
+        self._check_state(q, _EMPTY, _EMPTY, "")
+        out = np.empty((6, 6))
+        status, solved = kinematics.operational_space_inertia(q, index, code, damping, out)
+        if not solved:
+            self._raise(status, q, _EMPTY, _EMPTY, None, "")
+        if status:
+            raise ValueError(f"operational_space_inertia: J M^-1 J^T of link '{link}' is "
+                             "singular (the link cannot accelerate in some direction: fewer "
+                             "than six independent joints above it, or a singular "
+                             "configuration); pass damping > 0 for (J M^-1 J^T + damping I)^-1")
+        return out
+
     # ------------------------------------------------------------------ constraints
     @property
     def baumgarte(self):

@@ -1,0 +1,118 @@
+"""Per-call cost of the frame kinematics and centroidal quantities, mbd_ros vs Pinocchio, called
+from Python, one state per call, interleaved in one process (common.time_interleaved).
+
+    PYTHONPATH=. python bench/bench_frame_kinematics.py [--quick] [--rounds N] [--robots ur5,panda]
+
+| ours | Pinocchio |
+|---|---|
+| robot.link_jacobian(q, link, out=J) | pin.computeFrameJacobian(model, data, q, fid, LOCAL_WORLD_ALIGNED) (its own kinematics pass on the link's chain) |
+| robot.link_velocity(q, v, link, out=) | pin.forwardKinematics(model, data, q, v) + pin.getFrameVelocity(...) |
+| robot.link_acceleration(q, v, a, link, out=) | pin.forwardKinematics(model, data, q, v, a) + pin.getFrameClassicalAcceleration(...) |
+| robot.center_of_mass(q, out=) | pin.centerOfMass(model, data, q) |
+| robot.com_jacobian(q, out=) | pin.jacobianCenterOfMass(model, data, q) |
+| robot.centroidal_momentum_matrix(q, out=) | pin.computeCentroidalMap(model, data, q) |
+| robot.mass_matrix_inverse(q, out=) | pin.computeMinverse(model, data, q) (upper triangle only) |
+
+Every pair is first checked to agree to 1e-9 relative on the benchmarked state. Ratios are
+ours / Pinocchio from the minima (< 1: mbd_ros faster); target (issue): <= 0.5.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common as C  # noqa: E402
+
+C.add_repo_to_path()
+
+LINKS = {"ur5": "tool0", "panda": "panda_hand", "solo12": "FL_FOOT",
+         "talos_reduced": "left_sole_link"}
+TARGET = 0.5
+
+CASES = [  # label, ours, pinocchio, check (ours expression, pinocchio expression)
+    ("link_jacobian", "jac(q, link, out=o_j)",
+     "pin.computeFrameJacobian(model, data, qp, fid, LWA)",
+     ("jac(q, link)", "pin.computeFrameJacobian(model, data, qp, fid, LWA)[:, vinv]")),
+    ("link_velocity", "vel(q, v, link, out=o_6)",
+     "pin.forwardKinematics(model, data, qp, vp); pin.getFrameVelocity(model, data, fid, LWA)",
+     ("vel(q, v, link)", "(pin.forwardKinematics(model, data, qp, vp), "
+                         "pin.getFrameVelocity(model, data, fid, LWA).vector)[1]")),
+    ("link_acceleration", "acc(q, v, a, link, out=o_6)",
+     "pin.forwardKinematics(model, data, qp, vp, ap); "
+     "pin.getFrameClassicalAcceleration(model, data, fid, LWA)",
+     ("acc(q, v, a, link)", "(pin.forwardKinematics(model, data, qp, vp, ap), "
+                            "pin.getFrameClassicalAcceleration(model, data, fid, LWA).vector)[1]")),
+    ("center_of_mass", "com(q, out=o_3)", "pin.centerOfMass(model, data, qp)",
+     ("com(q)", "pin.centerOfMass(model, data, qp)")),
+    ("com_jacobian", "jcom(q, out=o_3n)", "pin.jacobianCenterOfMass(model, data, qp)",
+     ("jcom(q)", "pin.jacobianCenterOfMass(model, data, qp)[:, vinv]")),
+    ("centroidal_momentum_matrix", "ag(q, out=o_6n)", "pin.computeCentroidalMap(model, data, qp)",
+     ("ag(q)", "pin.computeCentroidalMap(model, data, qp)[:, vinv]")),
+    ("mass_matrix_inverse", "minv(q, out=o_nn)", "pin.computeMinverse(model, data, qp)",
+     ("minv(q)", "sym(pin.computeMinverse(model, data, qp))[np.ix_(vinv, vinv)]")),
+]
+
+
+def namespace(robot, model, data, perm, ours, pins, link):
+    import pinocchio as pin
+    q, v, a = ours
+    qp, vp, ap = pins
+    nv = robot.nv
+    for _ in range(2):   # the q-only methods install their C-level entries at the second call
+        for method, shape in (("center_of_mass", (3,)), ("com_jacobian", (3, nv)),
+                              ("centroidal_momentum_matrix", (6, nv)),
+                              ("mass_matrix_inverse", (nv, nv))):
+            getattr(robot, method)(q, out=np.empty(shape))
+    return {
+        "pin": pin, "np": np, "model": model, "data": data, "robot": robot,
+        "jac": robot.link_jacobian, "vel": robot.link_velocity, "acc": robot.link_acceleration,
+        "com": robot.center_of_mass, "jcom": robot.com_jacobian,
+        "ag": robot.centroidal_momentum_matrix, "minv": robot.mass_matrix_inverse,
+        "q": q, "v": v, "a": a, "qp": qp, "vp": vp, "ap": ap, "link": link,
+        "fid": model.getFrameId(link), "LWA": pin.LOCAL_WORLD_ALIGNED, "vinv": perm.v_inv,
+        "sym": lambda m: np.triu(m) + np.triu(m, 1).T,
+        "o_j": np.empty((6, nv)), "o_6": np.empty(6), "o_3": np.empty(3),
+        "o_3n": np.empty((3, nv)), "o_6n": np.empty((6, nv)), "o_nn": np.empty((nv, nv)),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--robots", default=",".join(LINKS))
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    rounds = 20 if args.quick else args.rounds
+    md = ["## Frame kinematics per call vs Pinocchio (`bench_frame_kinematics.py`)", "",
+          C.machine_markdown(C.this_command()), ""]
+    notes, failures = [], []
+    header = ["robot", "nv", "call", "ours µs (min)", "pin µs (min)", "ratio"]
+    rows = []
+    for name in args.robots.split(","):
+        xml, floating, robot_notes = C.robot_xml(name)
+        notes += robot_notes
+        robot, model, data, perm = C.load_pair(xml, floating)
+        rng = np.random.default_rng(0)
+        ours, pins = C.random_state(robot, perm, rng)
+        ns = namespace(robot, model, data, perm, ours, pins, LINKS[name])
+        for label, mine, theirs, (check_ours, check_pin) in CASES:
+            err = C.rel_err(eval(check_ours, ns), eval(check_pin, ns))
+            if not err <= C.RTOL:
+                failures.append(f"{name} {label}: ours vs Pinocchio relative error {err:.2e}")
+            timing = C.time_interleaved({"ours": mine, "pin": theirs}, ns, rounds=rounds)
+            ratio = timing["ours"]["min"] / timing["pin"]["min"]
+            rows.append([name, robot.nv, label, C.fmt_us(timing["ours"]["min"]),
+                         C.fmt_us(timing["pin"]["min"]), C.target_verdict(ratio, TARGET)])
+            print(f"{name:14s} {label:28s} ours {timing['ours']['min']:7.3f} µs  "
+                  f"pin {timing['pin']['min']:7.3f} µs  ratio {ratio:.2f}", flush=True)
+    md += [C.md_table(header, rows), ""]
+    return C.finish_report(md, notes, failures, args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
