@@ -208,7 +208,9 @@ potential_energy elastic_energy highest_frequency add_force force_element_values
 compile_c_calls drop_c_calls compile_all call_paths loop_state loop_jacobian constraint_jacobian
 closure_residual partition assemble project_velocity project_acceleration project_state analyze
 multipliers apply_mimic couple_in_place body_names inertial_parameters regressor with_inertial_parameters
-inverse_dynamics_derivatives forward_dynamics_derivatives""".split()
+inverse_dynamics_derivatives forward_dynamics_derivatives link_velocity link_acceleration link_jacobian
+center_of_mass com_jacobian centroidal_momentum_matrix mass_matrix_inverse
+operational_space_inertia""".split()
 
 
 def test_every_robot_has_every_public_name():
