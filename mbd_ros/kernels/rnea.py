@@ -4,6 +4,8 @@ tau = M(q) qdd + b(q, v) - tau_passive, and the wrench f^p_i every joint transmi
 """
 import math
 
+from numba import njit
+
 from . import signatures
 from .entry import entry_point
 
@@ -82,3 +84,18 @@ def inverse_dynamics(body_int, body_float, work, q, v, qdd, tau_out):
     if not all_finite(tau_out):
         return STATUS_NOT_FINITE
     return STATUS_OK
+
+
+@njit(cache=True)
+def remove_passive_forces(body_int, body_float, v, tau):
+    """tau -= damping v + friction tanh(v / friction_speed) per dof: the passive term that
+    inverse_dynamics adds, the same expression, so that bias_forces = inverse_dynamics(q, v, 0)
+    minus it is the tree's b(q, v) alone without a second pass over the tree."""
+    for i in range(1, body_int.shape[0]):
+        iv = body_int[i, IDX_V]
+        for j in range(body_int[i, JOINT_NV_COL]):
+            damping = body_float[i, DAMPING + j]
+            friction = body_float[i, FRICTION + j]
+            if damping != 0.0 or friction != 0.0:
+                rate = v[iv + j]
+                tau[iv + j] -= damping * rate + friction * math.tanh(rate / body_float[i, FRICTION_SPEED])

@@ -20,6 +20,7 @@ from ..kernels.configuration import mechanical_energy as _mechanical_energy
 from ..kernels.crba import mass_matrix as _mass_matrix
 from ..kernels.kinematics import check_state as _check_state
 from ..kernels.kinematics import forward_kinematics as _forward_kinematics
+from ..kernels.link_pose import link_pose as _link_pose
 from ..kernels.wrenches import joint_wrenches as _joint_wrenches
 from ..kernels.wrenches import load_link_wrenches as _load_link_wrenches
 from .tree import Tree
@@ -129,13 +130,10 @@ class RigidTree(Tree):
                 self.work[body, L.WORLD_POS:L.WORLD_POS + 3])
 
     def link_pose(self, q, link):
-        """(4, 4) pose of link index `link` in the root frame at q."""
-        self.kinematics(q)
-        body_rot, body_pos = self.body_pose(self.link_body(link))
-        link_rot, link_pos = self.link_placement(link)
-        pose = np.eye(4)
-        pose[:3, :3] = body_rot @ link_rot
-        pose[:3, 3] = body_pos + body_rot @ link_pos
+        """(4, 4) pose of link index `link` in the root frame at q (validated)."""
+        pose = np.empty((4, 4))
+        _link_pose(self.body_int, self.body_float, self.work, self.link_int, self.link_float, q,
+                   _EMPTY, link, pose)
         return pose
 
     def energies(self, q, v):

@@ -36,6 +36,7 @@ from ..model import layout as L
 from ..errors import ModelError, excerpt
 from ..kernels.checked import STATUS_ALIASED, STATUS_NOT_FINITE
 from ..kernels.finite import all_finite
+from ..kernels.rnea import remove_passive_forces as _remove_passive_forces
 from . import arguments as A
 from . import prescribed as P
 from .constraints import PROJECTION_TOLERANCE, Constraints, StepReport, null_space
@@ -122,6 +123,7 @@ class Robot:
         self.mimic_coupling = mimic.coupling if mimic is not None else np.eye(self.nv)
         self.mimic_independent = mimic.independent if mimic is not None else np.arange(self.nv)
         self._scratch = np.zeros(self.nv)
+        self._zero_velocity = np.zeros(self.nv)   # qdd = 0 of bias_forces (never written)
         self._total_tau = np.zeros(self.nv)
         self._free_calls = dict(tree.free_calls)   # replaced by the C entries once installed
         self._update_paths()
@@ -481,6 +483,21 @@ class Robot:
                     return out
             except TypeError:
                 pass
+        elif self._plain and self.flexible is None:
+            # b = ID(q, v, 0) minus the passive term ID adds: the dynamics' fast path (its C
+            # entry) and one small kernel, ~1 us instead of ~13 us through the general path
+            if out is None:
+                out = np.empty(self.nv)
+            try:   # status 0 also says that out overlaps none of the inputs (checked first)
+                status = self._free_calls["inverse_dynamics"](q, v, self._zero_velocity, out)
+            except TypeError:   # not C-contiguous float64 vectors: convert, then check
+                status = -1
+            if status == 0:
+                if "inverse_dynamics" in self._c_pending:
+                    self._promote_c_call("inverse_dynamics")
+                if self.model.passive_forces:
+                    _remove_passive_forces(self._tree.body_int, self._tree.body_float, v, out)
+                return out
         return self._bias_forces_general(q, v, out)
 
     @locked
