@@ -607,8 +607,11 @@ class Robot:
         couplings and flexible links. out: None, or three writable C-contiguous float64
         (nv, nv) arrays to fill and return (no allocation), sharing memory with nothing."""
         with self._lock:   # inline rather than @locked: ~0.1 us of a ~3 us call
-            derivatives = self.__dict__.get("_derivative_work") or \
-                self._derivatives("inverse_dynamics_derivatives")
+            derivatives = self.__dict__.get("_derivative_work")
+            if derivatives is None:   # first call, or a constrained / flexible robot
+                derivatives = self._derivatives("inverse_dynamics_derivatives")
+                if derivatives is None:
+                    return self._general_derivatives("inverse", q, v, qdd, "qdd", f_ext, out)
             d_q, d_v, d_qdd = derivatives.outputs(out, q, v, qdd)
             self._tree.set_loads(None if f_ext is None else self._link_wrench_array(f_ext))
             try:   # the kernel checks sizes, NaN/inf and quaternions itself
@@ -633,8 +636,11 @@ class Robot:
         Same conventions, loads, robot kinds and `out` as inverse_dynamics_derivatives (q on
         the tangent space; force elements by central differences)."""
         with self._lock:
-            derivatives = self.__dict__.get("_derivative_work") or \
-                self._derivatives("forward_dynamics_derivatives")
+            derivatives = self.__dict__.get("_derivative_work")
+            if derivatives is None:   # first call, or a constrained / flexible robot
+                derivatives = self._derivatives("forward_dynamics_derivatives")
+                if derivatives is None:
+                    return self._general_derivatives("forward", q, v, tau, "tau", f_ext, out)
             if self._forces is not None:
                 q, v, tau = self._checked(q, v, tau, "tau")
                 qdd = self.forward_dynamics(q, v, tau, f_ext=f_ext)
@@ -657,12 +663,31 @@ class Robot:
             return d_q, d_v, d_tau
 
     def _derivatives(self, method):
-        """The derivative kernels' workspaces of this robot, built at the first call; raises
-        ValueError naming `method` for a kind of robot they do not cover (derivatives.py)."""
+        """The derivative kernels' workspaces of a rigid tree, built at the first call; None for
+        a robot with constraints or flexible links (_general_derivatives then runs). Raises
+        ValueError naming `method` for a kind of robot the derivatives do not cover
+        (derivatives.check_supported)."""
         from .derivatives import Derivatives, check_supported
         check_supported(self, method)
+        if self.flexible is not None or not self._constraints.empty:
+            return None
         derivatives = self._derivative_work = Derivatives(self._tree)
         return derivatives
+
+    def _general_derivatives(self, which, q, v, x, x_name, f_ext, out):
+        """forward_dynamics_derivatives / inverse_dynamics_derivatives ("forward" / "inverse")
+        of a robot with closed loops, mimic couplings or flexible links (caller holds the lock;
+        constrained_derivatives.py)."""
+        from .constrained_derivatives import GeneralDerivatives
+        from .derivatives import outputs
+        general = self.__dict__.get("_general_derivative_work")
+        if general is None:
+            general = self._general_derivative_work = GeneralDerivatives(self)
+        q, v, x = self._checked(q, v, x, x_name)
+        if f_ext is not None:
+            self._link_wrench_array(f_ext)   # its errors before any work
+        results = outputs(out, self.nv, q, v, x)
+        return getattr(general, which)(q, v, x, f_ext, results)
 
     # ------------------------------------------------------------------ loads
     def _apply_loads(self, q, v, f_ext):
