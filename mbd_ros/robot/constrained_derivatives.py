@@ -67,6 +67,12 @@ class GeneralDerivatives:
         self.step = np.zeros(nv)
         self.q_step = np.zeros(robot.nq)
         self.v_step = np.zeros(nv)
+        m = self.constraints.n_rows
+        self.tau_tree = np.zeros(nv)
+        self.b_q = np.zeros((nv, nv))         # d(G^T lambda)/dq
+        self.c_q = np.zeros((m, nv))          # d(G qdd + gamma~)/dq, /dv
+        self.c_v = np.zeros((m, nv))
+        self.act_q = np.zeros((nv, nv))       # d(Act(q) b)/dq
 
     # ------------------------------------------------------------------ tree part
     def tree_inverse(self, q, v, qdd, f_ext):
@@ -115,13 +121,9 @@ class GeneralDerivatives:
         differences of the rows on the tangent space (step CONSTRAINT_STEP; in v scaled by
         max(1, |v_k|))."""
         constraints = self.constraints
-        nv = self.nv
-        m = constraints.n_rows
-        b_q = np.empty((nv, nv))
-        c_q = np.empty((m, nv))
-        c_v = np.empty((m, nv))
+        b_q, c_q, c_v = self.b_q, self.c_q, self.c_v
         h = CONSTRAINT_STEP
-        for k in range(nv):
+        for k in range(self.nv):
             self.step[:] = 0.0
             self.step[k] = h
             self.tree.integrate(q, self.step, 1.0, self.q_step)
@@ -147,7 +149,7 @@ class GeneralDerivatives:
         jump at the manifold; holding the rank differentiates the branch through q, which is
         the derivative along the manifold and its smooth extension."""
         constraints = self.constraints
-        result = np.empty((self.nv, self.nv))
+        result = self.act_q
         h = CONSTRAINT_STEP
         zero = np.zeros(self.nv)
         for k in range(self.nv):
@@ -175,7 +177,7 @@ class GeneralDerivatives:
             b_q = c_q = c_v = None
         else:
             jacobian = constraints.acceleration_rows(q, v)[0]
-            tau_tree = np.empty(self.nv)
+            tau_tree = self.tau_tree
             robot._tree_inverse_dynamics(q, v, qdd, f_ext, tau_tree)
             # the multipliers of this solution: G^T lambda = ID(q, v, qdd) - tau (minimum norm)
             lam = np.linalg.lstsq(jacobian.T, tau_tree - tau, rcond=RANK_TOLERANCE)[0]
@@ -188,7 +190,7 @@ class GeneralDerivatives:
         robot = self.robot
         d_q, d_v, d_qdd = outputs
         robot.inverse_dynamics(q, v, qdd, f_ext=f_ext)   # its checks (loop-consistent qdd...)
-        tau_tree = np.empty(self.nv)
+        tau_tree = self.tau_tree
         robot._tree_inverse_dynamics(q, v, qdd, f_ext, tau_tree)
         id_q, id_v, mass = self.tree_inverse(q, v, qdd, f_ext)
         if self.constraints.empty:
