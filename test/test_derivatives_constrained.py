@@ -325,3 +325,19 @@ def test_inverse_derivatives_refuse_what_inverse_dynamics_refuses():
     q, v, _ = state(robot, 7)
     with pytest.raises(ValueError, match="violates the loop acceleration constraint"):
         robot.inverse_dynamics_derivatives(q, v, np.ones(robot.nv))
+
+
+def test_codegen_closed_loop_robot_gives_the_generic_results():
+    """A codegen=True robot runs the generic derivative kernels on the same model arrays (its
+    generated mass matrix and inverse dynamics differ from the generic ones by round-off, which
+    the library's central differences of the rows (step h = eps^(1/3)) amplify by 1 / h: the
+    tolerance is FD_SAFETY eps^(2/3) of the matrix's norm)."""
+    generic = fourbar()
+    generated = fourbar(codegen=True)
+    assert generated.tree.kind == "generated"
+    q, v, tau = state(generic, 8)
+    qdd = generic.forward_dynamics(q, v, tau)
+    for method, x in (("forward_dynamics_derivatives", tau), ("inverse_dynamics_derivatives", qdd)):
+        for a, b in zip(getattr(generated, method)(q, v, x), getattr(generic, method)(q, v, x)):
+            assert np.abs(a - b).max() <= FD_SAFETY * EPS ** (2 / 3) * np.linalg.norm(b, 2), \
+                method
