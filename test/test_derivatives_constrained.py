@@ -354,3 +354,76 @@ def test_codegen_closed_loop_robot_gives_the_generic_results():
         for a, b in zip(getattr(generated, method)(q, v, x), getattr(generic, method)(q, v, x)):
             assert np.abs(a - b).max() <= FD_SAFETY * EPS ** (2 / 3) * np.linalg.norm(b, 2), \
                 method
+
+
+# ---- against Pinocchio's constraint dynamics ----------------------------------------------------
+
+def state_manifold_directions(robot, q, v):
+    """(dQ (nv, k), dV (nv, k)): tangent directions of the constrained state manifold at an
+    assembled, loop-consistent (q, v): dq along null(G), dv keeping G v = 0 to first order
+    (dv = -G^+ d(G v)/dq dq, by central differences of the rows). Along them every formulation
+    of the same loop gives the same accelerations, so the derivatives agree; off them they
+    differ with the rows' parametrisation (ours: world components, Pinocchio's: frame A)."""
+    jacobian = robot.constraint_jacobian(q)
+    d_q = null_space(jacobian)[0]
+    h = 1e-6
+    d_gv = np.array([(robot.loop_state(robot.integrate(q, h * n, 1.0), v)[2]
+                      - robot.loop_state(robot.integrate(q, -h * n, 1.0), v)[2]) / (2.0 * h)
+                     for n in d_q.T]).T
+    return d_q, -np.linalg.pinv(jacobian, rcond=1e-9) @ d_gv
+
+
+@pytest.mark.parametrize("name", ["fourbar_spherical", "spatial_rssr", "cut:spherical",
+                                  "cut:fixed"])
+def test_forward_derivatives_vs_pinocchio_constraint_dynamics(pin, name):
+    """Pinocchio 4.1, the cuts as RigidConstraintModels (test_closed_loops.py's cases):
+    - dqdd/dtau against computeConstraintDynamicsDerivatives' ddq_dtau (every case);
+    - the derivative along the state manifold's directions against
+      computeConstraintDynamicsDerivatives (ddq_dq, ddq_dv) for the 6D cut, and against central
+      differences of pin.constraintDynamics itself for the 3D cuts: for CONTACT_3D between two
+      moving joints Pinocchio 4.1's ddq_dq differs from central differences of its own
+      constraintDynamics by 3e-2 to 1.6 relative (measured), so it is not a reference there;
+      on the 6D welded chain its proximal iterations leave ~1e-13 in qdd, which a central
+      difference would divide by 2h (measured 1.4e-8 relative), so its derivatives are used.
+    Tolerances: 1e-9 of the largest entry against Pinocchio's derivatives (its proximal solve
+    converges to 1e-14; our rows' central differences carry ~eps^(2/3) = 4e-11 of the scale);
+    FD_SAFETY (h^2 + eps/h) of the scale against its central differences (h = 1e-5)."""
+    from loop_oracle import LoopReference, pin_constraint_dynamics
+    from test_closed_loops import case as loop_case
+    from test_closed_loops import loop_consistent_state
+    robot, xml, closures, q0, floating = loop_case(name, pin)
+    reference = LoopReference(pin, xml, closures, floating)
+    kind = {"spherical": pin.ContactType.CONTACT_3D,
+            "fixed": pin.ContactType.CONTACT_6D}[reference.cuts[0]["type"]]
+    perm = np.ix_(reference.oracle.vperm, reference.oracle.vperm)
+    for seed in (31, 32):
+        q, v, rng = loop_consistent_state(robot, q0, seed)
+        tau = rng.uniform(-1.0, 1.0, robot.nv)
+        _, _, models, datas, data = pin_constraint_dynamics(reference, q, v, tau, kind)
+        pin.computeConstraintDynamicsDerivatives(reference.model, data, models, datas,
+                                                 pin.ProximalSettings(1e-14, 1e-12, 100))
+        d_q, d_v, d_tau = robot.forward_dynamics_derivatives(q, v, tau)
+        what = f"{name} seed {seed}"
+        pin_tau = np.asarray(data.ddq_dtau)[perm]
+        assert np.abs(d_tau - pin_tau).max() <= 1e-9 * np.abs(pin_tau).max(), \
+            f"{what}: dqdd_dtau vs Pinocchio's ddq_dtau"
+        dq_dirs, dv_dirs = state_manifold_directions(robot, q, v)
+        ours = d_q @ dq_dirs + d_v @ dv_dirs
+        if kind == pin.ContactType.CONTACT_6D:
+            theirs = (np.asarray(data.ddq_dq)[perm] @ dq_dirs
+                      + np.asarray(data.ddq_dv)[perm] @ dv_dirs)
+            assert np.abs(ours - theirs).max() <= 1e-9 * np.abs(theirs).max(), \
+                f"{what}: along the state manifold vs Pinocchio's ddq_dq, ddq_dv"
+            continue
+        h = FD_STEP
+        columns = []
+        for j in range(dq_dirs.shape[1]):
+            plus = pin_constraint_dynamics(reference, robot.integrate(q, h * dq_dirs[:, j], 1.0),
+                                           v + h * dv_dirs[:, j], tau, kind)[0]
+            minus = pin_constraint_dynamics(reference, robot.integrate(q, -h * dq_dirs[:, j], 1.0),
+                                            v - h * dv_dirs[:, j], tau, kind)[0]
+            columns.append((plus - minus) / (2.0 * h))
+        differences_pin = np.array(columns).T
+        scale = max(1.0, np.abs(differences_pin).max())
+        assert np.abs(ours - differences_pin).max() <= FD_SAFETY * (h * h + EPS / h) * scale, \
+            f"{what}: along the state manifold vs central differences of pin.constraintDynamics"
