@@ -37,7 +37,8 @@ add_repo_to_path()
 ROOT = Path(__file__).resolve().parent.parent
 # name: (urdf, closures file, forces file or None)
 LOOPS = {"fourbar": ("fourbar.urdf", "fourbar_closures.yaml", None),
-         "double_wishbone": ("double_wishbone.urdf", "double_wishbone.yaml", "double_wishbone.yaml"),
+         "double_wishbone": ("double_wishbone.urdf", "double_wishbone.yaml",
+                             "double_wishbone.yaml"),
          "delta3": ("delta3.urdf", "delta3_closures.yaml", None)}
 TARGET = 0.7
 CHECK_RTOL = 1e-10
@@ -80,7 +81,8 @@ def loop_rows(names, rounds):
         urdf, closures, forces = LOOPS[name]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            robot = mbd_ros.load(str(ROOT / "urdf" / urdf), closures=str(ROOT / "config" / closures),
+            robot = mbd_ros.load(str(ROOT / "urdf" / urdf),
+                                 closures=str(ROOT / "config" / closures),
                                  forces=None if forces is None else str(ROOT / "config" / forces))
         rng = np.random.default_rng(0)
         q = robot.assemble(robot.integrate(robot.neutral(), 0.05 * rng.standard_normal(robot.nv),
