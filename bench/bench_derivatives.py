@@ -9,9 +9,14 @@ Timed in process CPU time (time_interleaved_cpu), not wall time: on a shared mac
 clock counts the waits for a core.
 
     PYTHONPATH=. .venv/bin/python bench/bench_derivatives.py [--robots ur5 panda solo12]
-        [--rounds 200] [--out file.md]
+        [--loops fourbar double_wishbone] [--rounds 200] [--out file.md]
 
 Target: ours / Pinocchio <= 0.7 per call (generic kernels).
+
+Closed-loop robots (--loops: the sample four-bar, the double wishbone with its strut, the
+delta robot): the derivatives (KKT differentiation, robot/constrained_derivatives.py) per call
+against the robot's own forward_dynamics per call (no Pinocchio counterpart of our loop
+formalism is timed), at an assembled state; no target.
 """
 from __future__ import annotations
 
@@ -29,6 +34,12 @@ from common import (add_repo_to_path, finish_report, fmt_us, load_pair,  # noqa:
                     this_command)
 
 add_repo_to_path()
+ROOT = Path(__file__).resolve().parent.parent
+# name: (urdf, closures file, forces file or None)
+LOOPS = {"fourbar": ("fourbar.urdf", "fourbar_closures.yaml", None),
+         "double_wishbone": ("double_wishbone.urdf", "double_wishbone.yaml",
+                             "double_wishbone.yaml"),
+         "delta3": ("delta3.urdf", "delta3_closures.yaml", None)}
 TARGET = 0.7
 CHECK_RTOL = 1e-10
 
@@ -60,10 +71,43 @@ def rel_matrix_err(ours, ref):
     return float(np.max(np.abs(np.asarray(ours) - ref)) / max(np.linalg.norm(ref, 2), 1e-300))
 
 
+def loop_rows(names, rounds):
+    """Rows [robot, nv, rows, call, us, ratio to forward_dynamics] of the closed-loop robots."""
+    import warnings
+
+    import mbd_ros
+    rows = []
+    for name in names:
+        urdf, closures, forces = LOOPS[name]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            robot = mbd_ros.load(str(ROOT / "urdf" / urdf),
+                                 closures=str(ROOT / "config" / closures),
+                                 forces=None if forces is None else str(ROOT / "config" / forces))
+        rng = np.random.default_rng(0)
+        q = robot.assemble(robot.integrate(robot.neutral(), 0.05 * rng.standard_normal(robot.nv),
+                                           1.0))
+        v = robot.project_velocity(q, rng.standard_normal(robot.nv))
+        tau = np.zeros(robot.nv) if not robot.actuated_joints else rng.standard_normal(robot.nv)
+        qdd = robot.forward_dynamics(q, v, tau)
+        ns = dict(robot=robot, q=q, v=v, tau=tau, qdd=qdd)
+        stmts = {"forward_dynamics": "robot.forward_dynamics(q, v, tau)",
+                 "forward_dynamics_derivatives": "robot.forward_dynamics_derivatives(q, v, tau)"}
+        if robot.actuated_joints:   # a passive mechanism's inverse dynamics raises off tau = 0
+            stmts["inverse_dynamics_derivatives"] = "robot.inverse_dynamics_derivatives(q, v, qdd)"
+        times = time_interleaved_cpu(stmts, ns, rounds=rounds)
+        base = times["forward_dynamics"]["median"]
+        for call in stmts:
+            t = times[call]["median"]
+            rows.append([name, robot.nv, robot.n_constraints, call, fmt_us(t), f"{t / base:.0f}"])
+    return rows
+
+
 def main():
     import pinocchio as pin
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--robots", nargs="+", default=["ur5", "panda", "solo12", "talos_reduced"])
+    parser.add_argument("--loops", nargs="*", default=list(LOOPS), choices=list(LOOPS))
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -100,6 +144,11 @@ def main():
                          f"{max(errs):.1e}"])
     md += [md_table(["robot", "nv", "call", "ours (us, median)", "pinocchio (us, median)",
                      "ratio ours / pin", "max rel. error vs pin"], rows), ""]
+    if args.loops:
+        md += ["### Closed-loop robots: per call, vs the robot's forward_dynamics", "",
+               md_table(["robot", "nv", "constraint rows", "call", "us (median)",
+                         "x forward_dynamics"], loop_rows(args.loops, max(10, args.rounds // 10))),
+               ""]
     notes.append("ID = inverse_dynamics_derivatives vs computeRNEADerivatives; FD = "
                  "forward_dynamics_derivatives vs computeABADerivatives; medians of interleaved "
                  "rounds, process CPU time (time_interleaved_cpu)")

@@ -33,10 +33,6 @@ import mbd_ros
 
 ROOT = Path(__file__).resolve().parent.parent
 ARM = ROOT / "urdf" / "arm7.urdf"           # damping and Coulomb friction on every joint
-FOURBAR = ROOT / "urdf" / "fourbar.urdf"
-FOURBAR_CLOSURES = ROOT / "config" / "fourbar_closures.yaml"
-FLEXIBLE_ARM = ROOT / "urdf" / "flexible_arm.urdf"
-FLEXIBLE_ARM_YAML = ROOT / "config" / "flexible_arm.yaml"
 
 PIN_RTOL = 1e-10
 FD_STEP = 1e-5
@@ -336,30 +332,6 @@ def test_codegen_robot_gives_the_generic_results(erd_dir):
     for method in ("inverse_dynamics_derivatives", "forward_dynamics_derivatives"):
         for a, b in zip(getattr(generated, method)(q, v, x), getattr(generic, method)(q, v, x)):
             assert np.array_equal(a, b), method
-
-
-def test_unsupported_kinds_raise_naming_method_and_kind():
-    import warnings
-    mimic_xml = """<?xml version="1.0"?><robot name="g"><link name="base"/>
-      <link name="a"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
-      <link name="b"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
-      <joint name="ja" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/>
-        <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
-      <joint name="jb" type="revolute"><parent link="base"/><child link="b"/><axis xyz="0 1 0"/>
-        <limit lower="-1" upper="1" effort="1" velocity="1"/><mimic joint="ja" multiplier="1"/></joint>
-    </robot>"""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        robots = {
-            "closed loops": mbd_ros.load(str(FOURBAR), closures=str(FOURBAR_CLOSURES)),
-            "flexible links": mbd_ros.load(str(FLEXIBLE_ARM), flexible=str(FLEXIBLE_ARM_YAML)),
-            "mimic couplings": mbd_ros.load(mimic_xml, mimic=True),
-        }
-    for kind, robot in robots.items():
-        q, z = robot.neutral(), np.zeros(robot.nv)
-        for method in ("inverse_dynamics_derivatives", "forward_dynamics_derivatives"):
-            with pytest.raises(ValueError, match=f"{method}: not available for a robot with {kind}"):
-                getattr(robot, method)(q, z, z)
 
 
 def test_bad_inputs_name_the_argument():

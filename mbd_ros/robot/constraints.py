@@ -776,6 +776,24 @@ class Constraints:
         return out
 
     # ------------------------------------------------------------------ inverse dynamics
+    def actuation_forces(self, jacobian, tau_tree, rank=None):
+        """(tau, N^T S, a, N^T tau_tree) of actuation without its checks: the actuated dofs'
+        forces tau = S a, a = (N^T S)^+ N^T tau_tree (least squares, minimum norm), N an
+        orthonormal basis of null(G) (the result does not depend on which; `rank`: that of G,
+        else numerical). Linear in tau_tree, which may be (nv,) or (nv, k) (k right-hand sides);
+        constrained_derivatives.py differentiates it."""
+        if rank is None or jacobian.shape[0] == 0:
+            null, _ = null_space(jacobian)
+        else:
+            null = np.linalg.svd(jacobian)[2][rank:].T
+        act = self.actuated_dofs
+        reduced = null[act].T            # N^T S, S the selection of the actuated dofs
+        target = null.T @ tau_tree
+        actuation, *_ = np.linalg.lstsq(reduced, target, rcond=RANK_TOLERANCE)
+        tau = np.zeros((self.nv,) + np.shape(tau_tree)[1:])
+        tau[act] = actuation
+        return tau, reduced, actuation, target
+
     def actuation(self, q, v, qdd, tau_tree):
         """(tau (nv,) on the actuated dofs, lambda (n,)) with tau_tree = tau + G^T lambda for the
         constraint-consistent qdd; tau minimum-norm (redundant actuation), lambda minimum-norm
@@ -798,13 +816,7 @@ class Constraints:
             if abs(residual[self.n_loop_rows + k]) > 1e-9 * max(1.0, abs(qdd[iv_l])):
                 raise ValueError(f"qdd breaks a mimic coupling (qdd[{iv_m}] must be "
                                  f"{multiplier} x qdd[{iv_l}])")
-        null, _ = null_space(jacobian)
-        act = self.actuated_dofs
-        selection = np.zeros((self.nv, len(act)))
-        selection[act, np.arange(len(act))] = 1.0
-        reduced = null.T @ selection
-        target = null.T @ tau_tree
-        actuation, *_ = np.linalg.lstsq(reduced, target, rcond=RANK_TOLERANCE)
+        tau, reduced, actuation, target = self.actuation_forces(jacobian, tau_tree)
         if np.abs(reduced @ actuation - target).max(initial=0.0) > \
                 1e-8 * max(1.0, np.abs(target).max(initial=0.0)) and self.nv == self.robot.model.nv:
             # (with elastic coordinates, which no drive moves, a qdd their dynamics do not
@@ -812,8 +824,6 @@ class Constraints:
             raise ValueError("the actuated joints cannot produce this motion (the mechanism is "
                              "under-actuated here or at a singular configuration); actuated: "
                              f"{self.actuated_joints}")
-        tau = np.zeros(self.nv)
-        tau[act] = actuation
         # the same rank cut-off as the recursive solver, so both give the same min-norm lambda
         lam, *_ = np.linalg.lstsq(jacobian.T, tau_tree - tau, rcond=RANK_TOLERANCE)
         return tau, lam

@@ -6,7 +6,8 @@ q, v and the third vector). Supported: rigid trees, fixed or floating base, gene
 (the generic kernels on the same model arrays), with URDF damping and friction, external
 wrenches, and force elements / add_force callbacks, whose contribution is differentiated by
 central differences on the tangent space (`element_derivatives`). Closed loops, mimic couplings
-and flexible links raise one ValueError (`check_supported`).
+and flexible links: constrained_derivatives.py (built on these workspaces for rigid trees);
+a kind without derivatives would raise one ValueError (`check_supported`).
 """
 from __future__ import annotations
 
@@ -25,25 +26,20 @@ ELEMENT_STEP = float(np.finfo(float).eps) ** (1.0 / 3.0)
 
 
 def unsupported_kind(robot):
-    """The kind of robot the derivatives do not cover ("closed loops", "mimic couplings",
-    "flexible links"), or None."""
-    if robot.flexible is not None:
-        return "flexible links"
-    if robot.closure_names:
-        return "closed loops"
-    if robot.mimic_joints:
-        return "mimic couplings"
+    """The kind of robot the derivatives do not cover, or None. Every kind is covered today:
+    rigid trees here, closed loops, mimic couplings and flexible links in
+    constrained_derivatives.py; a kind added to the library without derivatives is refused
+    here, the one refusal point."""
     return None
 
 
 def check_supported(robot, method):
     """Raise ValueError naming `method` and the robot's kind when the derivatives do not cover
-    it: the one place where closed loops, mimic couplings and flexible links are refused."""
+    it (unsupported_kind): the one place where a kind of robot is refused."""
     kind = unsupported_kind(robot)
     if kind is not None:
-        raise ValueError(f"{method}: not available for a robot with {kind} (analytic derivatives "
-                         "cover rigid trees, fixed or floating base, with damping, friction, "
-                         "external wrenches and force elements; docs/derivatives.md)")
+        raise ValueError(f"{method}: not available for a robot with {kind} "
+                         "(docs/derivatives.md)")
 
 
 def outputs(out, nv, *inputs):

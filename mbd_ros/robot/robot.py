@@ -620,12 +620,25 @@ class Robot:
         wrenches in their link frames, carried by the links), and the force elements and
         add_force callbacks at t = self.time, whose part is differentiated by central
         differences on the tangent space (step eps^(1/3), ~1e-10 relative; docs/derivatives.md).
-        Rigid trees, fixed or floating base, codegen or not; ValueError for closed loops, mimic
-        couplings and flexible links. out: None, or three writable C-contiguous float64
-        (nv, nv) arrays to fill and return (no allocation), sharing memory with nothing."""
+        Every kind of robot: rigid trees (fixed or floating base, codegen or not: analytic);
+        closed loops and mimic couplings (robot/constrained_derivatives.py): inverse_dynamics
+        returns tau = Act(q) ID_tree(q, v, qdd), Act the actuation map (least squares on
+        null(G)), so dtau_dqdd = Act M, dtau_dv = Act dID/dv, dtau_dq = Act dID/dq + d(Act b)/dq
+        (that last term by central differences, ~1e-10 relative, G's rank held at its value at
+        q); inverse_dynamics accepts only a loop-consistent qdd (same ValueError here), and only
+        the columns of dtau_dqdd along null(G) are intrinsic (the others are the formula's).
+        Flexible links: the tree part by central differences of the tree's inverse dynamics
+        (elastic coordinates included, step eps^(1/3); agrees with a converged central
+        difference to ~1e-10 relative), dtau_dqdd = M exactly.
+        out: None, or three writable C-contiguous float64 (nv, nv) arrays to fill and return,
+        sharing memory with nothing (rigid trees: no allocation; the other kinds allocate
+        their dense intermediates)."""
         with self._lock:   # inline rather than @locked: ~0.1 us of a ~3 us call
-            derivatives = self.__dict__.get("_derivative_work") or \
-                self._derivatives("inverse_dynamics_derivatives")
+            derivatives = self.__dict__.get("_derivative_work")
+            if derivatives is None:   # first call, or a constrained / flexible robot
+                derivatives = self._derivatives("inverse_dynamics_derivatives")
+                if derivatives is None:
+                    return self._general_derivatives("inverse", q, v, qdd, "qdd", f_ext, out)
             d_q, d_v, d_qdd = derivatives.outputs(out, q, v, qdd)
             self._tree.set_loads(None if f_ext is None else self._link_wrench_array(f_ext))
             try:   # the kernel checks sizes, NaN/inf and quaternions itself
@@ -648,10 +661,27 @@ class Robot:
         qdd = FD(q, v, tau), then dqdd_dx = -M^-1 dtau_dx of inverse_dynamics_derivatives at
         that qdd, and dqdd_dtau = M^-1 (M factorised along the tree, Featherstone's LTDL).
         Same conventions, loads, robot kinds and `out` as inverse_dynamics_derivatives (q on
-        the tangent space; force elements by central differences)."""
+        the tangent space; force elements by central differences).
+
+        Closed loops and mimic couplings: the derivatives of what forward_dynamics returns with
+        its default method (all default methods solve the same KKT system
+        M qdd + h - tau = G^T lambda, G qdd + gamma + 2 alpha G v + beta^2 g = 0, Baumgarte
+        gains included), as functions on the full tangent space (a perturbation of q may open
+        the loops: a central difference of forward_dynamics gives the same). Differentiating
+        the KKT system: [M -G^T; G 0] [dqdd; dlambda] = -[dID/dx - d(G^T lambda)/dx; d(G qdd +
+        gamma~)/dx], the tree's dID/dx analytic (rigid) and the rows' terms by central
+        differences at fixed qdd and lambda (step eps^(1/3), ~1e-10 relative), solved through
+        the Schur complement G M^-1 G^T (pseudo-inverse: redundant rows allowed); dqdd_dtau =
+        M^-1 - M^-1 G^T (G M^-1 G^T)^+ G M^-1, with G dqdd_dtau = 0. Flexible links: the tree's
+        dID/dx by central differences (see inverse_dynamics_derivatives), then the same solve
+        (no rows: -M^-1 dID/dx, M^-1). Without `prescribed` joints (forward_dynamics' default).
+        """
         with self._lock:
-            derivatives = self.__dict__.get("_derivative_work") or \
-                self._derivatives("forward_dynamics_derivatives")
+            derivatives = self.__dict__.get("_derivative_work")
+            if derivatives is None:   # first call, or a constrained / flexible robot
+                derivatives = self._derivatives("forward_dynamics_derivatives")
+                if derivatives is None:
+                    return self._general_derivatives("forward", q, v, tau, "tau", f_ext, out)
             if self._forces is not None:
                 q, v, tau = self._checked(q, v, tau, "tau")
                 qdd = self.forward_dynamics(q, v, tau, f_ext=f_ext)
@@ -674,12 +704,31 @@ class Robot:
             return d_q, d_v, d_tau
 
     def _derivatives(self, method):
-        """The derivative kernels' workspaces of this robot, built at the first call; raises
-        ValueError naming `method` for a kind of robot they do not cover (derivatives.py)."""
+        """The derivative kernels' workspaces of a rigid tree, built at the first call; None for
+        a robot with constraints or flexible links (_general_derivatives then runs). Raises
+        ValueError naming `method` for a kind of robot the derivatives do not cover
+        (derivatives.check_supported)."""
         from .derivatives import Derivatives, check_supported
         check_supported(self, method)
+        if self.flexible is not None or not self._constraints.empty:
+            return None
         derivatives = self._derivative_work = Derivatives(self._tree)
         return derivatives
+
+    def _general_derivatives(self, which, q, v, x, x_name, f_ext, out):
+        """forward_dynamics_derivatives / inverse_dynamics_derivatives ("forward" / "inverse")
+        of a robot with closed loops, mimic couplings or flexible links (caller holds the lock;
+        constrained_derivatives.py)."""
+        from .constrained_derivatives import GeneralDerivatives
+        from .derivatives import outputs
+        general = self.__dict__.get("_general_derivative_work")
+        if general is None:
+            general = self._general_derivative_work = GeneralDerivatives(self)
+        q, v, x = self._checked(q, v, x, x_name)
+        if f_ext is not None:
+            self._link_wrench_array(f_ext)   # its errors before any work
+        results = outputs(out, self.nv, q, v, x)
+        return getattr(general, which)(q, v, x, f_ext, results)
 
     # ------------------------------------------------------------------ loads
     def _apply_loads(self, q, v, f_ext):
