@@ -62,8 +62,8 @@ import math
 from numba import njit
 
 from ..model.flexible.layout import (ACC, ATTACH, BIAS, FLEX, FLEX_MASS, FLEX_S0, FLEX_SF,
-                                     FWORK, IDX_QF, IDX_V, IDX_VF, INERTIA, MOTION_SUBSPACE, NF,
-                                     NV_JOINT, PARENT, ROT, SCRATCH, VEL, WORLD_POS, WORLD_ROT,
+                                     FWORK, IDX_Q, IDX_QF, IDX_V, IDX_VF, INERTIA, MOTION_SUBSPACE, NF,
+                                     NQ_JOINT, NV_JOINT, PARENT, ROT, SCRATCH, VEL, WORLD_POS, WORLD_ROT,
                                      XI)
 from ..model.layout import STATUS_OK, STATUS_SHAPE_OUT, STATUS_SINGULAR
 from .flexible_dynamics import (body_kinematics, check_inputs, check_quaternions, mass_matrix,
@@ -79,7 +79,17 @@ PIVOT_TOL = 1e-13
 
 
 @njit(cache=True)
-def _state_status(fint, nq, nv, q, v, qdd, check_v, check_qdd):
+def _state_status(fint, q, v, qdd, check_v, check_qdd):
+    """Status of q (and v, qdd when checked) against the tree's sizes: nq, nv are the ends of
+    the joints' and elastic coordinates' ranges in fint."""
+    nq = 0
+    nv = 0
+    for i in range(1, fint.shape[0]):
+        nq = max(nq, fint[i, IDX_Q] + fint[i, NQ_JOINT])
+        nv = max(nv, fint[i, IDX_V] + fint[i, NV_JOINT])
+        if fint[i, NF] > 0:
+            nq = max(nq, fint[i, IDX_QF] + fint[i, NF])
+            nv = max(nv, fint[i, IDX_VF] + fint[i, NF])
     status = check_inputs(nq, nv, q, v, qdd, check_v, check_qdd)
     return status or check_quaternions(fint, q)
 
@@ -130,11 +140,10 @@ def flexible_link_jacobian(fint, ffloat, fdata, work, fwork, end_int, end_float,
                            end_state, unit, q, link, frame, out):
     """out (6, nv) = J with the link's twist J v in `frame`, elastic columns included (module
     docstring): column k is the twist of the unit velocity e_k. Returns a status."""
-    nq = q.shape[0]
     nv = unit.shape[0]
     if overlaps(out, q):
         return STATUS_ALIASED
-    status = _state_status(fint, nq, nv, q, q, q, False, False)
+    status = _state_status(fint, q, q, q, False, False)
     if status != STATUS_OK:
         return status
     if out.ndim != 2 or out.shape[0] != 6 or out.shape[1] != nv:
@@ -158,7 +167,7 @@ def flexible_link_velocity(fint, ffloat, fdata, work, fwork, end_int, end_float,
     """out (6,) = the link's twist J v in `frame` (one kinematics pass). Returns a status."""
     if overlaps(out, q) or overlaps(out, v):
         return STATUS_ALIASED
-    status = _state_status(fint, q.shape[0], v.shape[0], q, v, v, True, False)
+    status = _state_status(fint, q, v, v, True, False)
     if status != STATUS_OK:
         return status
     if out.shape[0] != 6:
@@ -203,7 +212,7 @@ def flexible_link_acceleration(fint, ffloat, fdata, work, fwork, end_int, end_fl
     included). Returns a status."""
     if overlaps(out, q) or overlaps(out, v) or overlaps(out, qdd):
         return STATUS_ALIASED
-    status = _state_status(fint, q.shape[0], v.shape[0], q, v, qdd, True, True)
+    status = _state_status(fint, q, v, qdd, True, True)
     if status != STATUS_OK:
         return status
     if out.shape[0] != 6:
@@ -307,13 +316,13 @@ def _first_moment(fint, ffloat, fdata, work, q, out, o):
             s1 = ffloat[i, INERTIA + 6 * 3 + 2]
             s2 = ffloat[i, INERTIA + 6 * 4 + 0]
         else:
-            o = fint[i, FLEX]
-            sf = o + FLEX_SF
+            flex = fint[i, FLEX]
+            sf = flex + FLEX_SF
             iqf = fint[i, IDX_QF]
-            mass = fdata[o + FLEX_MASS]
-            s0 = fdata[o + FLEX_S0]
-            s1 = fdata[o + FLEX_S0 + 1]
-            s2 = fdata[o + FLEX_S0 + 2]
+            mass = fdata[flex + FLEX_MASS]
+            s0 = fdata[flex + FLEX_S0]
+            s1 = fdata[flex + FLEX_S0 + 1]
+            s2 = fdata[flex + FLEX_S0 + 2]
             for k in range(n):
                 qk = q[iqf + k]
                 s0 += fdata[sf + k] * qk
@@ -333,7 +342,7 @@ def flexible_center_of_mass(fint, ffloat, fdata, work, fwork, q, out):
     docstring; zeros without moving mass). Returns a status."""
     if overlaps(out, q):
         return STATUS_ALIASED
-    status = _state_status(fint, q.shape[0], 0, q, q, q, False, False)
+    status = _state_status(fint, q, q, q, False, False)
     if status != STATUS_OK:
         return status
     if out.shape[0] != 3:
@@ -353,7 +362,7 @@ def flexible_centroidal(fint, ffloat, fdata, work, fwork, unit, scratch, q, rows
     nv = unit.shape[0]
     if overlaps(out, q):
         return STATUS_ALIASED
-    status = _state_status(fint, q.shape[0], nv, q, q, q, False, False)
+    status = _state_status(fint, q, q, q, False, False)
     if status != STATUS_OK:
         return status
     if out.ndim != 2 or out.shape[0] != rows or out.shape[1] != nv:
