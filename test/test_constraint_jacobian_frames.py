@@ -112,3 +112,50 @@ def test_tree_quantities_equal_those_of_the_urdf_without_closures(name):
     for method in ("center_of_mass", "com_jacobian", "centroidal_momentum_matrix",
                    "mass_matrix_inverse"):
         np.testing.assert_array_equal(getattr(closed, method)(q), getattr(tree, method)(q))
+
+
+def flexible_fourbar_with_tip_link():
+    """config/flexible_fourbar.yaml's mechanism with a massless link 'tip' welded at the
+    flexible rocker's tip (0.5 m) and the spherical cut moved onto that link's origin (the same
+    deformed point: a welded link's frame rides on the beam's deformed tip)."""
+    import warnings
+    urdf = (ROOT / "urdf" / "flexible_fourbar.urdf").read_text().replace(
+        "</robot>", '<link name="tip"/><joint name="tip_mount" type="fixed"><parent link="beam"/>'
+                    '<child link="tip"/><origin xyz="0.5 0 0"/></joint></robot>')
+    spec = yaml.safe_load((ROOT / "config" / "flexible_fourbar.yaml").read_text())
+    cut = dict(spec["closures"][0], child="tip", child_origin={"xyz": [0.0, 0.0, 0.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        robot = mbd_ros.load(urdf, closures={"closures": [cut], "actuated": spec["actuated"]},
+                             flexible={"flexible_links": spec["flexible_links"]})
+    return robot, cut
+
+
+def test_flexible_loop_null_space_moves_the_deformed_cut_point_with_the_coupler():
+    """A flexible four-bar (spherical cut at the beam's deformed tip, here the origin of a link
+    welded there), assembled deformed: for v in the null space of G (whose elastic columns come
+    from the loops' own frame kernels, kernels/flexible_frames.py) the coupler's cut point and
+    the tip link move with the same velocity by link_velocity (elastic columns included; 1e-12
+    relative); a v outside the null space separates them."""
+    from test_flexible_loops import assembled
+    robot, cut = flexible_fourbar_with_tip_link()
+    parent_origin = origin_of(cut, "parent_origin")
+    rng = np.random.default_rng(8)
+    for crank in (0.4, 0.7, 1.3):
+        q = assembled(robot, crank)
+        q[robot.elastic_q_indices] = rng.normal(size=len(robot.elastic_q_indices)) * 1e-3
+        q = robot.assemble(q, elastic=True)
+        assert np.abs(q[robot.elastic_q_indices]).max() > 1e-5     # deformed
+        G = robot.constraint_jacobian(q)
+        null = scipy.linalg.null_space(G)
+        v = null @ rng.standard_normal(null.shape[1])
+        assert np.abs(v[robot.elastic_v_indices]).max() > 1e-2      # elastic motion too
+        xa, va, _, _ = cut_point_motion(robot, q, v, "coupler", parent_origin)
+        xb, vb, _, _ = cut_point_motion(robot, q, v, "tip", np.zeros(3))
+        assert_close(xa, xb, f"crank {crank}: the cut points coincide", 1e-9)
+        assert_close(va, vb, f"crank {crank}: cut points' velocities for G v = 0",
+                     ROUNDOFF_SAFETY * robot.nv * EPS * 1e3)
+        free = rng.standard_normal(robot.nv)
+        _, va, _, _ = cut_point_motion(robot, q, free, "coupler", parent_origin)
+        _, vb, _, _ = cut_point_motion(robot, q, free, "tip", np.zeros(3))
+        assert np.abs(va - vb).max() > 1e-3
