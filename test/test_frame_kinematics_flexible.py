@@ -41,7 +41,8 @@ def flexible_arm():
 
 # robot -> (factory, {link: where it is relative to the flexible link})
 ROBOTS = {
-    "flexible_arm": (flexible_arm, {"upper_arm": "before", "forearm": "on", "tool": "welded"}),
+    "flexible_arm": (flexible_arm, {"base": "root", "upper_arm": "before", "forearm": "on",
+                                    "tool": "welded"}),
     "flange": (lambda: on_flange("fixed", second=True),
                {"arm": "before", "beam": "on", "tool": "welded", "link2": "beyond"}),
     "space_robot": (space_robot, {"hub": "before", "beam": "on", "tip": "beyond"}),
@@ -105,7 +106,7 @@ def test_twist_is_derivative_of_link_pose_in_the_three_frames(case):
                              f"{what}: link_velocity vs d/dt link_pose", FD_TOL)
                 assert_close(J @ v, twist, f"{what}: J v vs link_velocity",
                              ROUNDOFF_SAFETY * robot.nv * EPS * np.abs(J).sum(axis=1).max())
-                if where == "before":
+                if where in ("root", "before"):
                     assert not J[:, elastic].any(), f"{what}: elastic columns before the link"
                 elif where != "on":
                     assert np.abs(J[:, elastic]).max() > 1e-3, f"{what}: no elastic columns"
@@ -231,6 +232,33 @@ def test_center_of_mass_is_the_mean_of_the_deformed_points():
         assert np.linalg.norm(robot.center_of_mass(q) - robot.center_of_mass(undeformed)) > 1e-5
         assert_close(robot.center_of_mass(q), expected, "com vs mean of the deformed points",
                      1e-12)
+
+
+def test_centroidal_momentum_of_a_fixed_base_flexible_robot_is_the_points_momentum():
+    """The same welded beam, deformed and moving: A_G v = [P; L_0 - c x P] with the momentum of
+    the oracle's points, P = sum m x', L_0 = sum m x x x' + R_beam sum J_j (w_beam + Psi_j qd_f)
+    (the beam nodes' rotary inertia), x' by central differences of the points (h = 1e-6). The
+    oracle's M equals the model's to 1e-6 relative (test_flexible_welded); same tolerance here."""
+    robot = on_flange("fixed", second=False)
+    fb = robot.flexible.bodies[0]
+    n_beam = 4 * 10
+    J, Psi = fb.points.inertia[:n_beam], fb.points.Psi[:n_beam]
+    rng = np.random.default_rng(9)
+    h = 1e-6
+    for k in range(3):
+        q = np.concatenate([rng.uniform(-2, 2, 1), rng.normal(size=6) * 2e-3])
+        v = np.concatenate([rng.normal(size=1), rng.normal(size=6) * 0.05])
+        masses, points = flange_points(robot, q)
+        xdot = (flange_points(robot, q + h * v)[1] - flange_points(robot, q - h * v)[1]) / (2 * h)
+        R_beam = _rot([0, 1, 0], q[0]) @ _rpy(*FLANGE_RPY)
+        w_beam = R_beam.T @ np.array([0.0, v[0], 0.0])          # j1 turns about the root's y
+        spin = np.einsum("pkl,pl->k", J, w_beam + Psi @ v[fb.iv:])
+        P = masses @ xdot
+        L0 = np.einsum("p,pk->k", masses, np.cross(points, xdot)) + R_beam @ spin
+        c = masses @ points / masses.sum()
+        expected = np.concatenate([P, L0 - np.cross(c, P)])
+        assert_close(robot.centroidal_momentum_matrix(q) @ v, expected,
+                     f"state {k}: A_G v vs the oracle points' momentum", 1e-6)
 
 
 def test_centroidal_momentum_of_a_floating_flexible_robot_is_its_momentum():
