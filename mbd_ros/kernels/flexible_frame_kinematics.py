@@ -22,9 +22,10 @@ S_i qd_i, seed 002 eq. 3 with the parent's node motion). The link's twist in `fr
 
     local_world_aligned: [xd; w_e],   local: R_e^T [xd; w_e],   world: [xd - w_e x x; w_e].
 
-Jacobian: the twist is linear in v, so column k is the twist of the unit velocity e_k (one
-kinematics pass down to the link's body per column, O(nv depth): no recursive Jacobian of the
-floating frame of reference here; correctness first).
+Jacobian: the twist is linear in v, so column k is the twist of the unit velocity e_k: the poses
+and node Jacobians once, then per column the velocity recursion down to the link's body,
+O(nv depth) (columns of coordinates that do not move the link's body are zero; no recursive
+Jacobian of the floating frame of reference here).
 
 Classical acceleration: the body accelerations of the RNEA's forward pass without gravity
 (a_i = X_i (a_p + Xi_i qdd_f,p) + c_i + S_i qdd_i; Featherstone RBDA eq. 5.7 with the node
@@ -103,6 +104,43 @@ def _chain_kinematics(fint, ffloat, fdata, work, fwork, last, q, v, velocities):
         body_kinematics(fint, ffloat, fdata, work, fwork, i, q, v, velocities)
 
 
+@njit(cache=True)
+def _body_velocity(fint, ffloat, fwork, work, i, v):
+    """V_i = X_i (V_p + Xi_i v_f,p) + S_i v_i (seed 002 eq. 3 with the parent's node motion;
+    RBDA eq. 5.7's velocity), body components, with body i's pose (ROT, POS) and node Jacobian
+    Xi already in work / fwork (body_kinematics without velocities)."""
+    p = fint[i, PARENT]
+    for r in range(6):
+        work[i, SCRATCH + r] = work[p, VEL + r]
+    if fint[i, ATTACH] >= 0:
+        n_p = fint[p, NF]
+        xi = fint[i, XI]
+        ivf = fint[p, IDX_VF]
+        for r in range(6):
+            s = 0.0
+            for a in range(n_p):
+                s += fwork[xi + r * n_p + a] * v[ivf + a]
+            work[i, SCRATCH + r] += s
+    motion_to_child(work, i, ROT, work, i, SCRATCH, work, i, VEL)
+    iv = fint[i, IDX_V]
+    for r in range(6):
+        s = 0.0
+        for j in range(fint[i, NV_JOINT]):
+            s += ffloat[i, MOTION_SUBSPACE + 6 * j + r] * v[iv + j]
+        work[i, VEL + r] += s
+
+
+@njit(inline="always")
+def _moves(fint, dof_body, k, b):
+    """Whether velocity coordinate k (of body dof_body[k]: its joint or its modes) moves body b:
+    that body is b or one of b's ancestors (parents are numbered first)."""
+    d = dof_body[k]
+    j = b
+    while j > d:
+        j = fint[j, PARENT]
+    return j == d
+
+
 @njit(inline="always")
 def _motion_in_frame(frame, end_state, e, lx, ly, lz, ax, ay, az):
     """A motion [l; a] of link e given in root axes about its origin (local_world_aligned), with
@@ -137,9 +175,11 @@ def _twist_in_frame(frame, end_state, e):
 
 @njit(cache=True)
 def flexible_link_jacobian(fint, ffloat, fdata, work, fwork, end_int, end_float, end_data,
-                           end_state, unit, q, link, frame, out):
+                           end_state, unit, dof_body, q, link, frame, out):
     """out (6, nv) = J with the link's twist J v in `frame`, elastic columns included (module
-    docstring): column k is the twist of the unit velocity e_k. Returns a status."""
+    docstring): the poses and node Jacobians once, then column k is the twist of the unit
+    velocity e_k (the velocity recursion down to the link's body), zero for a coordinate that
+    does not move the link's body (dof_body: the body of each coordinate). Returns a status."""
     nv = unit.shape[0]
     if overlaps(out, q):
         return STATUS_ALIASED
@@ -149,12 +189,19 @@ def flexible_link_jacobian(fint, ffloat, fdata, work, fwork, end_int, end_float,
     if out.ndim != 2 or out.shape[0] != 6 or out.shape[1] != nv:
         return STATUS_SHAPE_OUT
     b = end_int[link, END_BODY]
+    _chain_kinematics(fint, ffloat, fdata, work, fwork, b, q, q, False)
+    for j in range(nv):
+        unit[j] = 0.0
     for k in range(nv):
-        for j in range(nv):
-            unit[j] = 0.0
+        if b == 0 or not _moves(fint, dof_body, k, b):
+            for r in range(6):
+                out[r, k] = 0.0
+            continue
         unit[k] = 1.0
-        _chain_kinematics(fint, ffloat, fdata, work, fwork, b, q, unit, True)
+        for i in range(1, b + 1):
+            _body_velocity(fint, ffloat, fwork, work, i, unit)
         compute_end_state(work, end_int, end_float, end_data, q, unit, link, end_state)
+        unit[k] = 0.0
         m = _twist_in_frame(frame, end_state, link)
         for r in range(6):
             out[r, k] = m[r]
@@ -378,10 +425,10 @@ def flexible_centroidal(fint, ffloat, fdata, work, fwork, unit, scratch, q, rows
     c1 = scratch[4] * inv_mass
     c2 = scratch[5] * inv_mass
     for k in range(nv):
-        for j in range(nv):
-            unit[j] = 0.0
         unit[k] = 1.0
-        _chain_kinematics(fint, ffloat, fdata, work, fwork, nb, q, unit, True)
+        for i in range(1, nb + 1):      # poses and node Jacobians from mechanical_energy
+            _body_velocity(fint, ffloat, fwork, work, i, unit)
+        unit[k] = 0.0
         p0 = p1 = p2 = l0 = l1 = l2 = 0.0
         for i in range(1, nb + 1):
             # the body's spatial momentum about its reference origin, body components, in
@@ -401,8 +448,8 @@ def flexible_centroidal(fint, ffloat, fdata, work, fwork, unit, scratch, q, rows
                     h = 0.0
                     for c in range(6):
                         h += fwork[mm + r * w6 + c] * work[i, VEL + c]
-                    for a in range(n):
-                        h += fwork[mm + r * w6 + 6 + a] * unit[ivf + a]
+                    if k >= ivf and k < ivf + n:     # qd_f = e_k on this body's modes
+                        h += fwork[mm + r * w6 + 6 + k - ivf]
                     work[i, SCRATCH + r] = h
             # to the root: P = R p, L_0 = R l + p_w x P
             for r in range(3):

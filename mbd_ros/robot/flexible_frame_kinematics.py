@@ -71,7 +71,8 @@ class FlexibleFrameKinematics(FrameKinematics):
         t = self.tree
         model = (t.fint, t.ffloat, t.fdata, self.work, self.fwork)
         ends = (self.end_int, self.end_float, self.end_data, self.end_state)
-        self.jacobian = partial(K.flexible_link_jacobian, *model, *ends, self.unit)
+        self.jacobian = partial(K.flexible_link_jacobian, *model, *ends, self.unit,
+                                self.dof_body)
         self.velocity = partial(K.flexible_link_velocity, *model, *ends)
         self.acceleration = partial(K.flexible_link_acceleration, *model, *ends)
         self.center_of_mass = partial(K.flexible_center_of_mass, *model)
