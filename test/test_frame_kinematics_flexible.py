@@ -15,6 +15,7 @@ space robot with a flexible appendage on a spherical joint (test_flexible_floati
 """
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ from conftest import EPS, ROUNDOFF_SAFETY, assert_close, solve_tol
 from test_flexible_floating import deformed_state, space_robot, world_momentum
 from test_flexible_welded import (BEAM_L, FLANGE_RPY, FLANGE_XYZ, TOOL_AT, TOOL_POINTS, _rot,
                                   _rpy, load_quiet, on_flange)
+from test_flexible_exudyn import exu  # noqa: F401 -- the Exudyn fixture
 from test_frame_kinematics import FD_TOL, FRAMES, H, fd_twist, vee_log
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -332,3 +334,107 @@ def test_out_arguments_and_errors_on_a_flexible_robot():
         robot.center_of_mass(q[:-1])
     with pytest.raises(ValueError, match="frame must be one of"):
         robot.link_velocity(q, v, "tool", "body")
+
+
+# ==== against Exudyn =============================================================================
+def exudyn_tip_velocity(exu, positions, masses, shapes, K, omega0, t_end, dt):
+    """Tip node position and velocity (world) of test_flexible_exudyn's flexible pendulum in
+    Exudyn's ObjectFFRFreducedOrder (same lumped modal data), gravity as nodal forces, every
+    1e-3 s: two arrays of rows t, x, y, z."""
+    import scipy.sparse
+    from exudyn.FEM import FEMinterface, ObjectFFRFreducedOrderInterface
+    from exudyn.itemInterface import (GenericJoint, LoadForceVector, MarkerBodyRigid,
+                                      MarkerNodeRigid, MarkerSuperElementPosition, ObjectGround,
+                                      SensorMarker)
+    n = len(masses)
+    SC = exu.SystemContainer()
+    mbs = SC.AddSystem()
+    fem = FEMinterface()
+    fem.nodes = {"Position": positions}
+    fem.massMatrix = scipy.sparse.csr_matrix(np.diag(np.repeat(masses, 3)))
+    fem.stiffnessMatrix = scipy.sparse.csr_matrix(np.eye(3 * n))   # replaced by K_ff below
+    fem.modeBasis = {"matrix": shapes[:, :, :3].reshape(len(shapes), 3 * n).T.copy(),
+                     "type": "NormalModes"}
+    cms = ObjectFFRFreducedOrderInterface(fem)
+    cms.stiffnessMatrixReduced = K
+    body = cms.AddObjectFFRFreducedOrder(mbs, positionRef=[0, 0, 0], gravity=[0, 0, 0],
+                                         initialAngularVelocity=[0, omega0, 0])
+    for j in range(n):
+        marker = mbs.AddMarker(MarkerSuperElementPosition(bodyNumber=body["oFFRFreducedOrder"],
+                                                          meshNodeNumbers=[j],
+                                                          weightingFactors=[1.0]))
+        mbs.AddLoad(LoadForceVector(markerNumber=marker, loadVector=[0, 0, -EXU_G * masses[j]]))
+    ground = mbs.AddObject(ObjectGround())
+    m_ground = mbs.AddMarker(MarkerBodyRigid(bodyNumber=ground, localPosition=[0, 0, 0]))
+    m_frame = mbs.AddMarker(MarkerNodeRigid(nodeNumber=body["nRigidBody"]))
+    mbs.AddObject(GenericJoint(markerNumbers=[m_ground, m_frame],
+                               constrainedAxes=[1, 1, 1, 1, 0, 1]))
+    m_tip = mbs.AddMarker(MarkerSuperElementPosition(bodyNumber=body["oFFRFreducedOrder"],
+                                                     meshNodeNumbers=[n - 1],
+                                                     weightingFactors=[1.0]))
+    sensors = [mbs.AddSensor(SensorMarker(markerNumber=m_tip, storeInternal=True,
+                                          outputVariableType=kind))
+               for kind in (exu.OutputVariableType.Position, exu.OutputVariableType.Velocity)]
+    mbs.Assemble()
+    settings = exu.SimulationSettings()
+    settings.timeIntegration.numberOfSteps = int(round(t_end / dt))
+    settings.timeIntegration.endTime = t_end
+    settings.timeIntegration.generalizedAlpha.spectralRadius = 1.0
+    settings.timeIntegration.newton.relativeTolerance = 1e-10
+    settings.timeIntegration.verboseMode = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        settings.solutionSettings.writeSolutionToFile = False
+        settings.solutionSettings.sensorsWritePeriod = 1e-3
+        settings.displayStatistics = False
+        settings.displayComputationTime = False
+    exu.SolveDynamic(mbs, settings)
+    return [mbs.GetSensorStoredData(sensor) for sensor in sensors]
+
+
+EXU_G = 9.81
+
+
+def test_tip_velocity_matches_exudyn_ffrf(exu, tmp_path):
+    """test_flexible_exudyn's flexible pendulum (0.5 m strip, 3 modes, 11 lumped nodes), thrown
+    upwards at 3 rad/s under gravity for 0.3 s: link_velocity of the welded 'tip' link (elastic
+    columns included) along our RK4 trajectory against the velocity of Exudyn's tip node along
+    its own (generalized-alpha, spectral radius 1). The two trajectories differ by the
+    integrators' phase errors on the stiff modes, |dx| (measured: the tip positions'
+    difference, ~1e-6 m); a difference dx oscillating at most at the highest natural frequency
+    w_max differs in velocity by at most w_max |dx|, so the bound is 2 w_max max|dx|; the elastic
+    part of the tip velocity (J's elastic columns times v_f) is more than 10 times that."""
+    from mbd_ros.robot.integrators import Simulator
+    from flexible_models import lumped_modal_data, pendulum_urdf
+    from test_flexible_exudyn import AREA, IY, LENGTH, MODES, NODES
+    t_end, dt, omega0 = 0.3, 1e-4, 3.0
+    path = tmp_path / "strip.npz"
+    positions, masses, shapes, K = lumped_modal_data(path, LENGTH, AREA, IY, NODES, MODES)
+    their_x, their_v = exudyn_tip_velocity(exu, positions, masses, shapes, K, omega0, t_end, dt)
+    robot = load_quiet(pendulum_urdf(LENGTH), gravity=(0, 0, -EXU_G),
+                       flexible={"flexible_links": [{"link": "beam", "modal_data": str(path)}]})
+    v = np.zeros(robot.nv)
+    v[0] = omega0
+    sim = Simulator(robot, dt, "rk4", q=robot.neutral(), v=v)
+    tau = np.zeros(robot.nv)
+    every = int(round(1e-3 / dt))
+    e = robot.elastic_v_indices
+    xs, vs, elastic = [], [], 0.0
+    for k in range(int(round(t_end / dt)) + 1):
+        if k % every == 0:
+            xs.append([sim.time, *robot.link_pose(sim.q, "tip")[:3, 3]])
+            vs.append([sim.time, *robot.link_velocity(sim.q, sim.v, "tip")[:3]])
+            J = robot.link_jacobian(sim.q, "tip")
+            elastic = max(elastic, np.abs(J[:3, e] @ sim.v[e]).max())
+        if k < int(round(t_end / dt)):
+            sim.step(tau)
+    our_x, our_v = np.array(xs), np.array(vs)
+    assert len(our_v) == len(their_v) == 301
+    np.testing.assert_allclose(our_v[:, 0], their_v[:, 0], atol=1e-9)
+    dx = np.abs(our_x[:, 1:] - their_x[:, 1:]).max()
+    assert dx < 2e-5                     # test_flexible_exudyn's position tolerance
+    w_max = 2 * np.pi * robot.flexible.bodies[0].frequencies.max()
+    bound = 2 * w_max * dx
+    difference = np.abs(our_v[:, 1:] - their_v[:, 1:]).max()
+    assert difference <= bound, f"tip velocity differs by {difference:.2e} m/s > {bound:.2e}"
+    assert elastic > 10 * bound, f"elastic part {elastic:.2e} m/s vs bound {bound:.2e}"
