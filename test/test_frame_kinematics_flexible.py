@@ -438,3 +438,29 @@ def test_tip_velocity_matches_exudyn_ffrf(exu, tmp_path):
     difference = np.abs(our_v[:, 1:] - their_v[:, 1:]).max()
     assert difference <= bound, f"tip velocity differs by {difference:.2e} m/s > {bound:.2e}"
     assert elastic > 10 * bound, f"elastic part {elastic:.2e} m/s vs bound {bound:.2e}"
+
+
+def test_threads_sharing_one_flexible_robot_get_their_own_results():
+    """Calls from several threads on one flexible Robot (each one kernel call on its private
+    frame workspaces, atomic under the GIL; operational_space_inertia under the Robot's lock)
+    return what the same calls return serially, bit for bit."""
+    from concurrent.futures import ThreadPoolExecutor
+    case = Case("flange")
+    robot = case.robot
+    links = list(case.links)
+
+    def work(k):
+        q, v, qdd = case.states[k % len(case.states)]
+        link = links[k % len(links)]
+        return (robot.link_jacobian(q, link), robot.link_velocity(q, v, link, "local"),
+                robot.link_acceleration(q, v, qdd, link, "world", out=np.empty(6)),
+                robot.center_of_mass(q), robot.centroidal_momentum_matrix(q),
+                robot.mass_matrix_inverse(q),
+                robot.operational_space_inertia(q, link, damping=1e-6))
+
+    serial = [work(k) for k in range(48)]
+    with ThreadPoolExecutor(4) as pool:
+        parallel = list(pool.map(work, range(48)))
+    for k, (a, b) in enumerate(zip(serial, parallel)):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y, err_msg=f"call {k}")

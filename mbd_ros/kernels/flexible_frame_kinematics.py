@@ -7,8 +7,8 @@ FRAME_WORLD (root axes, about the root origin), FRAME_LOCAL (link axes, about th
 FRAME_LOCAL_WORLD_ALIGNED (root axes, about the link origin).
 
 A link is an "end" of kernels/flexible_forces.py (one end per link, end index = link index,
-robot/flexible_tree.py FlexibleTree.frame_ends_of_links): its origin c and axes in its body's
-reference frame; on a flexible body (the flexible link itself or a link welded to it) the origin
+built by robot/flexible_frame_kinematics.py with flexible_force_loads.frame_ends): its origin c
+and axes in its body's reference frame; on a flexible body (the flexible link itself or a link welded to it) the origin
 moves to the deformed point u = c + Phi_t q_f and the axes turn by the Cayley rotation of
 g = Phi_r q_f, exactly as link_pose places it (FlexibleTree.deformed_placement; the flexible
 link's own frame is its reference frame, the clamp, where Phi = 0). Its world pose and velocity
@@ -63,9 +63,9 @@ import math
 from numba import njit
 
 from ..model.flexible.layout import (ACC, ATTACH, BIAS, FLEX, FLEX_MASS, FLEX_S0, FLEX_SF,
-                                     FWORK, IDX_Q, IDX_QF, IDX_V, IDX_VF, INERTIA, MOTION_SUBSPACE, NF,
-                                     NQ_JOINT, NV_JOINT, PARENT, ROT, SCRATCH, VEL, WORLD_POS, WORLD_ROT,
-                                     XI)
+                                     FWORK, IDX_Q, IDX_QF, IDX_V, IDX_VF, INERTIA,
+                                     MOTION_SUBSPACE, NF, NQ_JOINT, NV_JOINT, PARENT, ROT,
+                                     SCRATCH, VEL, WORLD_POS, WORLD_ROT, XI)
 from ..model.layout import STATUS_OK, STATUS_SHAPE_OUT, STATUS_SINGULAR
 from .flexible_dynamics import (body_kinematics, check_inputs, check_quaternions, mass_matrix,
                                 mechanical_energy, set_base)

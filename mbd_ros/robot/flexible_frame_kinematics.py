@@ -25,7 +25,8 @@ from .frames import FrameKinematics
 class FlexibleFrameKinematics(FrameKinematics):
     """Kernels and workspaces of one flexible robot's frame kinematics (module docstring)."""
 
-    def __init__(self, tree):     # noqa: D107 -- the rigid arrays of FrameKinematics are unused
+    def __init__(self, tree):
+        # FrameKinematics' attributes that robot.py reads, without its rigid model arrays
         self.tree = tree
         self.nq = tree.nq
         self.nv = tree.nv
