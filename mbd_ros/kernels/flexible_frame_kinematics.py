@@ -8,11 +8,11 @@ FRAME_LOCAL_WORLD_ALIGNED (root axes, about the link origin).
 
 A link is an "end" of kernels/flexible_forces.py (one end per link, end index = link index,
 built by robot/flexible_frame_kinematics.py with flexible_force_loads.frame_ends): its origin c
-and axes in its body's reference frame; on a flexible body (the flexible link itself or a link welded to it) the origin
-moves to the deformed point u = c + Phi_t q_f and the axes turn by the Cayley rotation of
-g = Phi_r q_f, exactly as link_pose places it (FlexibleTree.deformed_placement; the flexible
-link's own frame is its reference frame, the clamp, where Phi = 0). Its world pose and velocity
-(compute_end_state):
+and axes in its body's reference frame; on a flexible body (the flexible link itself or a link
+welded to it) the origin moves to the deformed point u = c + Phi_t q_f and the axes turn by the
+Cayley rotation of g = Phi_r q_f, exactly as link_pose places it (FlexibleTree.deformed_placement;
+the flexible link's own frame is its reference frame, the clamp, where Phi = 0). Its world pose
+and velocity (compute_end_state):
 
     x = p_b + R_b u,   xd = R_b (v + w x u + Phi_t qd_f),   w_e = R_b (w + G(g) Phi_r qd_f)
 
