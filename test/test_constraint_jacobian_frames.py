@@ -114,14 +114,19 @@ def test_tree_quantities_equal_those_of_the_urdf_without_closures(name):
         np.testing.assert_array_equal(getattr(closed, method)(q), getattr(tree, method)(q))
 
 
+def _tip_urdf():
+    """urdf/flexible_fourbar.urdf with a massless link 'tip' welded at the beam's tip."""
+    return (ROOT / "urdf" / "flexible_fourbar.urdf").read_text().replace(
+        "</robot>", '<link name="tip"/><joint name="tip_mount" type="fixed"><parent link="beam"/>'
+                    '<child link="tip"/><origin xyz="0.5 0 0"/></joint></robot>')
+
+
 def flexible_fourbar_with_tip_link():
     """config/flexible_fourbar.yaml's mechanism with a massless link 'tip' welded at the
     flexible rocker's tip (0.5 m) and the spherical cut moved onto that link's origin (the same
     deformed point: a welded link's frame rides on the beam's deformed tip)."""
     import warnings
-    urdf = (ROOT / "urdf" / "flexible_fourbar.urdf").read_text().replace(
-        "</robot>", '<link name="tip"/><joint name="tip_mount" type="fixed"><parent link="beam"/>'
-                    '<child link="tip"/><origin xyz="0.5 0 0"/></joint></robot>')
+    urdf = _tip_urdf()
     spec = yaml.safe_load((ROOT / "config" / "flexible_fourbar.yaml").read_text())
     cut = dict(spec["closures"][0], child="tip", child_origin={"xyz": [0.0, 0.0, 0.0]})
     with warnings.catch_warnings():
@@ -159,3 +164,29 @@ def test_flexible_loop_null_space_moves_the_deformed_cut_point_with_the_coupler(
         _, va, _, _ = cut_point_motion(robot, q, free, "coupler", parent_origin)
         _, vb, _, _ = cut_point_motion(robot, q, free, "tip", np.zeros(3))
         assert np.abs(va - vb).max() > 1e-3
+
+
+def test_flexible_closed_loop_tree_quantities_equal_the_flexible_tree():
+    """The flexible four-bar with its closure gives, bit for bit, the frame and centroidal
+    quantities of the same flexible URDF loaded without the closure (tree coordinates, elastic
+    columns included)."""
+    import warnings
+    closed, _ = flexible_fourbar_with_tip_link()
+    spec = yaml.safe_load((ROOT / "config" / "flexible_fourbar.yaml").read_text())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        tree = mbd_ros.load(_tip_urdf(), flexible={"flexible_links": spec["flexible_links"]})
+    assert tree.nv == closed.nv and list(tree.link_names) == list(closed.link_names)
+    rng = np.random.default_rng(6)
+    q = closed.random_configuration(rng)
+    q[closed.elastic_q_indices] = rng.normal(size=len(closed.elastic_q_indices)) * 1e-3
+    v, qdd = rng.standard_normal(closed.nv), rng.standard_normal(closed.nv)
+    for link in closed.link_names:
+        for frame in FRAMES:
+            np.testing.assert_array_equal(closed.link_jacobian(q, link, frame),
+                                          tree.link_jacobian(q, link, frame))
+            np.testing.assert_array_equal(closed.link_acceleration(q, v, qdd, link, frame),
+                                          tree.link_acceleration(q, v, qdd, link, frame))
+    for method in ("center_of_mass", "com_jacobian", "centroidal_momentum_matrix",
+                   "mass_matrix_inverse"):
+        np.testing.assert_array_equal(getattr(closed, method)(q), getattr(tree, method)(q))
