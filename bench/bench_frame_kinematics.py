@@ -15,6 +15,11 @@ from Python, one state per call, interleaved in one process (common.time_interle
 
 Every pair is first checked to agree to 1e-9 relative on the benchmarked state. Ratios are
 ours / Pinocchio from the minima (< 1: mbd_ros faster); target (issue): <= 0.5.
+
+Flexible links (no Pinocchio peer): the sample flexible arm (urdf/flexible_arm.urdf with
+config/flexible_arm.yaml: 2 joints + 4 modes, link `tool` welded at the flexible forearm's tip)
+against the same URDF loaded rigid (2 joints), same calls with out=, ratio flexible / rigid
+(`--flexible-only` runs just that table; `--robots ""` skips the Pinocchio rows).
 """
 from __future__ import annotations
 
@@ -80,12 +85,65 @@ def namespace(robot, model, data, perm, ours, pins, link):
     }
 
 
+FLEXIBLE_CALLS = [  # label, call ({p}: the robot's name prefix; link "tool", out= arrays)
+    ("link_jacobian", "{p}r.link_jacobian({p}q, 'tool', out={p}o_j)"),
+    ("link_velocity", "{p}r.link_velocity({p}q, {p}v, 'tool', out={p}o_6)"),
+    ("link_acceleration", "{p}r.link_acceleration({p}q, {p}v, {p}a, 'tool', out={p}o_6)"),
+    ("center_of_mass", "{p}r.center_of_mass({p}q, out={p}o_3)"),
+    ("com_jacobian", "{p}r.com_jacobian({p}q, out={p}o_3n)"),
+    ("centroidal_momentum_matrix", "{p}r.centroidal_momentum_matrix({p}q, out={p}o_6n)"),
+    ("mass_matrix_inverse", "{p}r.mass_matrix_inverse({p}q, out={p}o_nn)"),
+    ("operational_space_inertia", "{p}r.operational_space_inertia({p}q, 'tool', damping=1e-6)"),
+]
+
+
+def flexible_namespace(robot, rng, prefix):
+    """Names (prefixed) for FLEXIBLE_CALLS on `robot` at a random deformed state, C-level
+    entries installed where the robot has them."""
+    nv = robot.nv
+    q = robot.random_configuration(rng)
+    q[robot.elastic_q_indices] = rng.normal(size=len(robot.elastic_q_indices)) * 1e-3
+    ns = {"r": robot, "q": q, "v": rng.normal(size=nv), "a": rng.normal(size=nv),
+          "o_j": np.empty((6, nv)), "o_6": np.empty(6), "o_3": np.empty(3),
+          "o_3n": np.empty((3, nv)), "o_6n": np.empty((6, nv)), "o_nn": np.empty((nv, nv))}
+    ns = {prefix + k: value for k, value in ns.items()}
+    for _ in range(3):   # compile, then the second calls with out= install the C-level entries
+        for _, call in FLEXIBLE_CALLS:
+            eval(call.format(p=prefix), ns)
+    return ns
+
+
+def flexible_rows(rounds):
+    """[label, rigid µs, flexible µs, ratio] of FLEXIBLE_CALLS, interleaved; and the two nv."""
+    import warnings
+    import mbd_ros
+    root = Path(__file__).resolve().parent.parent
+    urdf = str(root / "urdf" / "flexible_arm.urdf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        flexible = mbd_ros.load(urdf, flexible=str(root / "config" / "flexible_arm.yaml"))
+        rigid = mbd_ros.load(urdf)
+    rng = np.random.default_rng(0)
+    ns = {**flexible_namespace(flexible, rng, "f_"), **flexible_namespace(rigid, rng, "r_")}
+    rows = []
+    for label, call in FLEXIBLE_CALLS:
+        timing = C.time_interleaved({"flexible": call.format(p="f_"),
+                                     "rigid": call.format(p="r_")}, ns, rounds=rounds)
+        ratio = timing["flexible"]["min"] / timing["rigid"]["min"]
+        rows.append([label, C.fmt_us(timing["rigid"]["min"]),
+                     C.fmt_us(timing["flexible"]["min"]), f"{ratio:.1f}"])
+        print(f"flexible_arm   {label:28s} rigid {timing['rigid']['min']:7.3f} µs  "
+              f"flexible {timing['flexible']['min']:7.3f} µs  ratio {ratio:.1f}", flush=True)
+    return rows, flexible.nv, rigid.nv
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--robots", default=",".join(LINKS))
     parser.add_argument("--out")
+    parser.add_argument("--flexible-only", action="store_true")
     args = parser.parse_args()
     rounds = 20 if args.quick else args.rounds
     md = ["## Frame kinematics per call vs Pinocchio (`bench_frame_kinematics.py`)", "",
@@ -93,7 +151,7 @@ def main():
     notes, failures = [], []
     header = ["robot", "nv", "call", "ours µs (min)", "pin µs (min)", "ratio"]
     rows = []
-    for name in args.robots.split(","):
+    for name in ([] if args.flexible_only else [r for r in args.robots.split(",") if r]):
         xml, floating, robot_notes = C.robot_xml(name)
         notes += robot_notes
         robot, model, data, perm = C.load_pair(xml, floating)
@@ -110,7 +168,12 @@ def main():
                          C.fmt_us(timing["pin"]["min"]), C.target_verdict(ratio, TARGET)])
             print(f"{name:14s} {label:28s} ours {timing['ours']['min']:7.3f} µs  "
                   f"pin {timing['pin']['min']:7.3f} µs  ratio {ratio:.2f}", flush=True)
-    md += [C.md_table(header, rows), ""]
+    if rows:
+        md += [C.md_table(header, rows), ""]
+    flex_rows, nv_flex, nv_rigid = flexible_rows(rounds)
+    md += [f"### Flexible arm (nv {nv_flex}) vs the same arm rigid (nv {nv_rigid}), link `tool`",
+           "", C.md_table(["call", "rigid µs (min)", "flexible µs (min)", "flexible / rigid"],
+                          flex_rows), ""]
     return C.finish_report(md, notes, failures, args.out)
 
 

@@ -294,25 +294,6 @@ def test_codegen_robot_matches_the_generic_one(erd_dir):
                                   generic.centroidal_momentum_matrix(q))
 
 
-def test_flexible_robot_is_refused_naming_the_method():
-    robot = mbd_ros.load(str(ROOT / "urdf" / "flexible_arm.urdf"),
-                         flexible=str(ROOT / "config" / "flexible_arm.yaml"))
-    q = robot.neutral()
-    v = np.zeros(robot.nv)
-    calls = {"link_jacobian": lambda: robot.link_jacobian(q, "forearm"),
-             "link_velocity": lambda: robot.link_velocity(q, v, "forearm"),
-             "link_acceleration": lambda: robot.link_acceleration(q, v, v, "forearm"),
-             "center_of_mass": lambda: robot.center_of_mass(q),
-             "com_jacobian": lambda: robot.com_jacobian(q),
-             "centroidal_momentum_matrix": lambda: robot.centroidal_momentum_matrix(q),
-             "mass_matrix_inverse": lambda: robot.mass_matrix_inverse(q),
-             "operational_space_inertia": lambda: robot.operational_space_inertia(q, "forearm")}
-    for method, call in calls.items():
-        with pytest.raises(ValueError, match=f"{method}: not supported for robots with "
-                                             "flexible links"):
-            call()
-
-
 def test_bad_arguments_name_what_is_wrong(erd_dir):
     robot = mbd_ros.load(str(erd_dir / ROBOTS["ur5"][0]), passive_forces=False)
     q = robot.neutral()

@@ -223,6 +223,12 @@ class FlexibleTree(Tree):
         w2 = scipy.linalg.eigh(stiffness, mass, eigvals_only=True)
         return float(np.sqrt(max(w2.max(), 0.0)) / (2 * np.pi))
 
+    def frame_kinematics(self):
+        """A new FlexibleFrameKinematics of this tree (robot/flexible_frame_kinematics.py): the
+        Robot's link Jacobians, velocities, accelerations and centroidal quantities."""
+        from .flexible_frame_kinematics import FlexibleFrameKinematics
+        return FlexibleFrameKinematics(self)
+
     # ------------------------------------------------------------------ C entries
     def c_entry(self, name):
         """(C entry function, bound arrays, dims, lengths, out columns) of the free call `name`

@@ -13,7 +13,8 @@ joints is its body plus a constant offset (link_float's LINK_ROT/LINK_POS, copie
 workspace's link table), as link_pose reads it.
 
 Frames: "world", "local", "local_world_aligned" (kernels/frame_kinematics.py's docstring).
-Flexible robots are not supported: `for_tree` raises the ValueError naming the method.
+Flexible robots: `for_tree` returns their FlexibleFrameKinematics (same contract, elastic
+columns; robot/flexible_frame_kinematics.py).
 """
 from __future__ import annotations
 
@@ -57,11 +58,12 @@ def unknown_link_message(link, names):
 
 
 def for_tree(tree, method):
-    """FrameKinematics of a rigid (or generated) tree; ValueError naming `method` for a
-    flexible one (the one place where that kind is refused)."""
+    """FrameKinematics of a rigid (or generated) tree; a flexible tree's own
+    (FlexibleTree.frame_kinematics: robot/flexible_frame_kinematics.py, the elastic columns
+    included). `method`: the calling method, for an error of a kind without frame kinematics
+    (every tree kind has them today)."""
     if tree.kind == "flexible":
-        raise ValueError(f"{method}: not supported for robots with flexible links (their frame "
-                         "kinematics would need the elastic columns; see docs/controllers.md)")
+        return tree.frame_kinematics()
     return FrameKinematics(tree)
 
 

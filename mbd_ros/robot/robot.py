@@ -856,7 +856,7 @@ class Robot:
     # LOCAL_WORLD_ALIGNED, the default). `link`: any of link_names, fixed-joint links included.
     # Rigid trees (fixed or floating base; codegen robots run the same generic kernels);
     # constrained robots give the open tree's quantities in tree coordinates; flexible robots
-    # raise ValueError (frames.for_tree). One kernel call on the robot's own frame workspace per
+    # theirs with the elastic columns (frames.for_tree -> robot/flexible_frame_kinematics.py). One kernel call on the robot's own frame workspace per
     # call (atomic under the GIL, like the lock-free dynamics); odd inputs take _frame_general.
     # The q-only methods get a C-level entry (KernelCall) at their second fast call, as the
     # dynamics (_promote_frame_call).
@@ -970,7 +970,9 @@ class Robot:
         """(6, nv) Jacobian J of `link`'s frame: link_velocity(q, v, link, frame) = J v, rows
         [linear; angular] in `frame` (Pinocchio computeFrameJacobian; KDL ChainJntToJacSolver,
         whose Jacobian is "local_world_aligned"). Columns of joints not above the link are
-        zero; a free joint's six columns act on its body-frame velocity. O(depth of the link)."""
+        zero; a free joint's six columns act on its body-frame velocity. O(depth of the link).
+        Flexible robots: (6, nv) with the elastic columns; a link welded to a flexible link is at
+        its deformed attachment, as link_pose (docs/controllers.md, "Kinds of robot")."""
         kinematics = self._frame_kinematics or self._frames("link_jacobian")
         if out is not None:
             try:
@@ -1063,7 +1065,8 @@ class Robot:
 
     def center_of_mass(self, q, out=None):
         """(3,) centre of mass of the moving bodies in the root frame (Pinocchio centerOfMass:
-        links welded to a fixed base's root do not move and are not counted)."""
+        links welded to a fixed base's root do not move and are not counted); deformed for
+        flexible links (their first moments S_0 + S_f q_f)."""
         return self._frame_matrix("center_of_mass", "center_of_mass", (3,), q, out)
 
     def com_jacobian(self, q, out=None):
@@ -1081,7 +1084,8 @@ class Robot:
     def mass_matrix_inverse(self, q, out=None):
         """(nv, nv) M(q)^-1 of the tree by the recursive O(n^2) algorithm of Carpentier &
         Mansard 2018 (Pinocchio computeMinverse), not by inverting M; symmetric, both triangles.
-        ValueError naming the joint when its articulated inertia is singular."""
+        Flexible robots: the dense Cholesky inverse of their M (O(nv^3)). ValueError naming the
+        joint when its articulated inertia (or M's pivot) is singular."""
         return self._frame_matrix("mass_matrix_inverse", "minverse", (self.nv, self.nv), q, out)
 
     @locked
