@@ -24,7 +24,8 @@ No command yet, or an effort command older than ``command_timeout``: zero effort
 warning). Position and velocity commands (``joint_commands`` position / velocity fields,
 ``~/position_commands``, ``~/velocity_commands``) are held and tracked by emulated drives; the
 URDF limits are enforced; a floating base publishes ``~/odom`` and /tf, with an optional ground
-contact; a diverged simulation halts until ``~/reset`` (plant_interface.py, docs/plant.md).
+contact; a diverged simulation halts until ``~/reset``; ``~/pause``, ``~/unpause``, ``~/step``,
+``~/set_state`` make it a simulator (plant_interface.py, docs/plant.md).
 ``prescribed_joints`` follow the trajectories of ``~/prescribed_trajectory``
 (trajectory_msgs/JointTrajectory) while the others are free; their joint_states effort is the
 force they need (prescribed_interface.py).
@@ -106,7 +107,8 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                      "implicit_euler (stiff springs and damping) or symplectic_euler (trees)",
                      one_of(*INTEGRATORS))
         self.declare("initial_positions", None, "simulate: initial positions of `joints`, in "
-                     "their order (default: zeros)", finite_vector(), type_=D)
+                     "their order (default: zeros, joints whose zero is outside their URDF "
+                     "position limits at the nearest limit)", finite_vector(), type_=D)
         self.declare("initial_velocities", None, "simulate: initial velocities of `joints` "
                      "(default: zeros)", finite_vector(), type_=D)
         self.declare("baumgarte_kp", 100.0, "closed loops: Baumgarte position gain of the "

@@ -28,6 +28,17 @@ stiffness, damping, friction, slip velocity, ground height; mbd_ros.contact), ``
 integrator steps per cycle for stiff contacts, ``initial_base_pose`` (default: lifted onto the
 ground).
 
+Command subscriptions: reliable (keep last 1; joint_commands 10); a transient-local publisher's
+held command is taken by a watched transient-local subscription (held_command_subscription).
+
+Simulator services: ``~/pause``, ``~/unpause``, ``~/step`` (std_srvs/Trigger; ``step_cycles``
+cycles while paused) and ``~/set_state`` (rcl_interfaces/srv/SetParameters: positions and
+velocities by joint name, validated, all or nothing); lockstep-safe with /clock (paused: no
+/clock; a step of N cycles advances it by N periods). Start: with ``initial_positions`` unset,
+joints whose zero is outside their URDF position limits start at the nearest limit
+(forward_dynamics.py). Floating base: /tf at ``tf_rate_hz`` with the stamp of its cycle's
+~/odom; ``frame_prefix`` on every frame id (docs/plant.md).
+
 Divergence: a non-finite state or a joint speed above ``max_speed`` halts the plant at the last
 sane state: it stops publishing joint_states and the other outputs, /diagnostics reports ERROR
 until ``~/reset`` (std_srvs/Trigger: back to the initial state, commands dropped) is called or
