@@ -176,6 +176,7 @@ class PlantInterface:
         # simulator services (docs/plant.md, "Simulator services")
         from rcl_interfaces.srv import SetParameters
         self.paused = False
+        self._state_index = None   # ~/set_state's names -> joint_states entries (this jmap)
         self.sim_services = [
             self.create_service(Trigger, "~/pause", self._on_pause),
             self.create_service(Trigger, "~/unpause", self._on_unpause),
