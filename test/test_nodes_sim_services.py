@@ -23,6 +23,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy", reason="ROS 2 rclpy is not installed (pip install "
                             "'mbd_ros[ros]' for the PyPI wheels, or source a ROS 2 install)")
 
+from builtin_interfaces.msg import Time  # noqa: E402
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue  # noqa: E402
 from rcl_interfaces.srv import SetParameters  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
@@ -197,7 +198,67 @@ def test_pause_step_set_state_unpause(ros):
     ok, message = trigger(ros, f"/{node}/unpause")
     assert ok and "resumed" in message, message
     resumed = clock_ns(ros)
-    ros.spin_until(lambda: clock_ns(ros) >= resumed + 100 * PERIOD_NS, 30.0,
-                   what="/clock after unpause")
+    ros.spin_until(lambda: clock_ns(ros) >= resumed + 100 * PERIOD_NS and stamp_key(
+        ros.last(f"{ns}/joint_states").header.stamp) >= resumed + 100 * PERIOD_NS, 30.0,
+        what="/clock and joint_states after unpause")
     d = ros.wait_diagnostics(node, lambda d: d.get("paused") == "no")
     assert d["paused"] == "no"
+
+
+@pytest.fixture
+def own_domain(ros):
+    """A domain of its own: the plants of the other tests publish /clock on the module's."""
+    other = Ros(salt=151)
+    yield other
+    other.close()
+
+
+def test_pause_in_lockstep_with_an_external_clock(own_domain):
+    """use_sim_time, an external /clock: paused, the plant takes no step for the /clock
+    messages that keep coming; ~/step runs its cycles on the plant's grid; after ~/unpause the
+    next /clock anchors it again (its states stamped with that /clock's time)."""
+    ros = own_domain
+    ns = "/lock"
+    node = "lock/forward_dynamics"
+    topic = f"{ns}/joint_states"
+    states = ros.subscribe(JointState, topic)
+    ros.start("forward_dynamics", {"urdf_path": ARM, "mode": "simulate", "rate_hz": RATE,
+                                   "use_sim_time": True, "initial_positions": Q0,
+                                   "hold_initial_positions": True, "wrench_joints": ["none"]},
+              remaps={"__ns": ns})
+    now = {"ns": 1_000_000_000}
+
+    def tick():   # the external clock: 10 ms of simulated time per message
+        now["ns"] += 10_000_000
+        ros.publish(Clock, "/clock", Clock(clock=Time(sec=now["ns"] // 10**9,
+                                                      nanosec=now["ns"] % 10**9)))
+    ros.spin_until(lambda: len(states) > 20, READY_TIMEOUT, every=0.02, action=tick,
+                   what="states in lockstep with /clock")
+    ok, message = trigger(ros, f"/{node}/pause")
+    assert ok, message
+    # /clock keeps coming; once what was published before the pause has arrived, no state
+    end = now["ns"] + 500_000_000
+    ros.spin_until(lambda: now["ns"] >= end, 30.0, every=0.02, action=tick,
+                   what="0.5 s of /clock while paused")
+    n_states = len(states)
+    last = stamp_key(states[-1][1].header.stamp)
+    end = now["ns"] + 1_000_000_000
+    ros.spin_until(lambda: now["ns"] >= end, 30.0, every=0.02, action=tick,
+                   what="1 s more of /clock while paused")
+    assert len(states) == n_states, "paused, yet stepping with /clock"
+    # step 3: three states on the plant's grid, right after the last one
+    assert set_values(ros, f"/{node}/set_parameters", step_cycles=3) == [(True, "")]
+    ok, message = trigger(ros, f"/{node}/step")
+    assert ok, message
+    ros.spin_until(lambda: len(states) >= n_states + 3, 30.0, what="3 stepped states")
+    ros.spin(0.3)
+    stamps = [stamp_key(m.header.stamp) for _, m in states[n_states:]]
+    assert stamps == [last + k * PERIOD_NS for k in (1, 2, 3)], (last, stamps)
+    # unpause: the next /clock anchors the plant, its states follow that clock again
+    ok, message = trigger(ros, f"/{node}/unpause")
+    assert ok, message
+    resumed_at = now["ns"]
+    ros.spin_until(lambda: stamp_key(ros.last(topic).header.stamp) > resumed_at, 30.0,
+                   every=0.02, action=tick, what="states after unpause, on the /clock time")
+    newest = stamp_key(ros.last(topic).header.stamp)
+    assert newest <= now["ns"]
