@@ -18,17 +18,19 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch_ros.actions import LifecycleNode
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from robot_args import launch_value, robot_arguments, robot_from_launch  # noqa: E402  (beside)
+from robot_args import (launch_value, params_file_path, robot_arguments,  # noqa: E402 (beside)
+                        robot_from_launch)
 
 
 def _node(context):
 
     def arg(name):
         return launch_value(context, name)
-    robot, _ = robot_from_launch(context)
+    robot, share = robot_from_launch(context)
     overrides = dict(robot, closures_path=arg('closures'), mode=arg('mode'),
                      rate_hz=float(arg('rate')))
-    parameters = ([arg('params_file')] if arg('params_file') else []) + [overrides]
+    params_file = params_file_path(arg('params_file'), share)   # relative: in the share dir
+    parameters = ([params_file] if params_file else []) + [overrides]
     return [LifecycleNode(
         package='mbd_ros', executable='inverse_dynamics', name='inverse_dynamics',
         namespace=arg('namespace'), output='screen', parameters=parameters,
@@ -46,7 +48,9 @@ def generate_launch_description():
                         'computed_torque: PD on the reference through the inverse dynamics'),
         DeclareLaunchArgument(
             'params_file', default_value='',
-            description='node parameters (YAML), optional: joints, kp, kd, ...'),
+            description='node parameters (YAML), optional: joints, kp, kd, ... (an absolute '
+                        'path or one relative to the package share directory; a missing file '
+                        'is an error)'),
         DeclareLaunchArgument(
             'rate', default_value='0.0',
             description='0: one output per joint_states message; > 0: timer rate in Hz'),

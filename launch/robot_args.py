@@ -14,6 +14,17 @@ robot_parameters(robot_description, urdf, xacro_args, search_dirs), first match 
 
 robot_arguments() declares the launch arguments this reads (robot_description, urdf, xacro_args,
 closures), and robot_from_launch(context) reads them back: the shared part of every launch file.
+
+`urdf:=none` (NO_URDF, any case) means no URDF, as an empty value does: `ros2 launch` refuses
+`urdf:=''` on its command line, so an empty default could not be restored from there.
+
+The plant's arguments (forward_dynamics.launch.py), as plain functions tested without launch:
+- params_file_path(params_file, share): '' -> None; a relative path is resolved in the
+  package's share directory; a file that does not exist is an error (ValueError naming
+  params_file and the paths tried), never silently ignored;
+- plant_overrides(use_sim_time, publish_clock, initial_positions): node parameters from the
+  text of the launch arguments ('' leaves a parameter to the params file or the default);
+- topic_remappings(...): (from, to) remappings of the command and state topics.
 """
 import os
 import shlex
@@ -21,6 +32,15 @@ import sys
 import xml.etree.ElementTree as ElementTree
 
 ONE_DOF = ('revolute', 'continuous', 'prismatic')
+NO_URDF = 'none'   # urdf:=none: no URDF (ros2 launch refuses urdf:='')
+# launch argument -> the node's topic it remaps (forward_dynamics.launch.py)
+PLANT_TOPICS = {
+    'joint_states_topic': 'joint_states',
+    'joint_commands_topic': 'joint_commands',
+    'effort_commands_topic': '~/effort_commands',
+    'position_commands_topic': '~/position_commands',
+    'velocity_commands_topic': '~/velocity_commands',
+}
 MAX_FILE_BYTES = 32 << 20   # the nodes' cap on a URDF (mbd_ros.urdf.MAX_URDF_BYTES)
 
 
@@ -79,6 +99,8 @@ def robot_parameters(robot_description='', urdf='', xacro_args='', search_dirs=(
     if robot_description and robot_description.strip():
         return {'robot_description': robot_description}
     mappings = parse_xacro_args(xacro_args)
+    if urdf and urdf.strip().lower() == NO_URDF:
+        urdf = ''
     if urdf and urdf.strip():
         path = resolve_path(urdf.strip(), search_dirs)
         if path.lower().endswith('.xacro'):
@@ -89,6 +111,73 @@ def robot_parameters(robot_description='', urdf='', xacro_args='', search_dirs=(
     if mappings:
         raise ValueError('xacro_args given without a xacro file in the urdf argument')
     return {}
+
+
+def params_file_path(params_file, share):
+    """The parameter file of the `params_file` launch argument: None for '', an absolute path
+    as is, a relative one in the package's share directory; ValueError if it does not exist."""
+    text = (params_file or '').strip()
+    if not text:
+        return None
+    path = text if os.path.isabs(text) else os.path.join(str(share), text)
+    if not os.path.isfile(path):
+        where = path if os.path.isabs(text) else f'{path} (relative paths are resolved in the ' \
+            f'package share directory {share})'
+        raise ValueError(f'params_file: {text!r} not found: {where}')
+    return path
+
+
+def _bool_argument(name, text):
+    value = text.strip().lower()
+    if value not in ('true', 'false'):
+        raise ValueError(f'{name}: {text!r} is not true or false')
+    return value == 'true'
+
+
+def parse_positions(text, name='initial_positions'):
+    """'[0.1, -0.2]', '0.1 -0.2' or '0.1,-0.2' -> [0.1, -0.2]; '' -> None; ValueError naming the
+    argument for anything that is not a list of finite numbers."""
+    body = (text or '').strip()
+    if not body:
+        return None
+    if body.startswith('[') and body.endswith(']'):
+        body = body[1:-1]
+    values = []
+    for item in body.replace(',', ' ').split():
+        try:
+            x = float(item)
+        except ValueError:
+            raise ValueError(f'{name}: {item!r} is not a number (give e.g. "[0.0, -1.57]", in '
+                             'the order of the `joints` parameter)') from None
+        if x != x or x in (float('inf'), float('-inf')):
+            raise ValueError(f'{name}: {item!r}: NaN and inf are refused')
+        values.append(x)
+    if not values:
+        raise ValueError(f'{name}: {text!r} has no values')
+    return values
+
+
+def plant_overrides(use_sim_time='', publish_clock='', initial_positions=''):
+    """Node parameters of the plant's launch arguments ('' leaves a parameter alone)."""
+    overrides = {}
+    if use_sim_time.strip():
+        overrides['use_sim_time'] = _bool_argument('use_sim_time', use_sim_time)
+    if publish_clock.strip():
+        overrides['publish_clock'] = _bool_argument('publish_clock', publish_clock)
+    positions = parse_positions(initial_positions)
+    if positions is not None:
+        overrides['initial_positions'] = positions
+    return overrides
+
+
+def topic_remappings(**topics):
+    """[(node topic, new name)] for the non-empty arguments of PLANT_TOPICS (keyword = the
+    launch argument's name)."""
+    unknown = sorted(set(topics) - set(PLANT_TOPICS))
+    if unknown:
+        raise ValueError(f'unknown topic arguments {unknown}; known: {sorted(PLANT_TOPICS)}')
+    return [(PLANT_TOPICS[name], value.strip()) for name, value in topics.items()
+            if value and value.strip()]
 
 
 def commanded_joints(robot, closures_path=''):
@@ -146,9 +235,9 @@ def robot_arguments(urdf_default='', urdf_description=None, closures_description
             description='URDF XML of the robot (takes precedence over urdf)'),
         DeclareLaunchArgument(
             'urdf', default_value=urdf_default,
-            description=urdf_description or 'URDF or xacro file of the robot (empty, with no '
-                                             'robot_description: wait for the robot_description '
-                                             'topic)'),
+            description=urdf_description or 'URDF or xacro file of the robot (empty or '
+                                             f'"{NO_URDF}", with no robot_description: wait for '
+                                             'the robot_description topic)'),
         DeclareLaunchArgument(
             'xacro_args', default_value='',
             description='arguments of a xacro file, "name:=value name:=value"'),

@@ -76,7 +76,8 @@ def standing_solo(tf_msgs, erd_dir):
              "ground_contact": True, "contact_links": FEET, "contact_radius": FOOT_RADIUS,
              "substeps": 2, "drive_kp": 1e4, "drive_kd": 200.0, "joints": SOLO_JOINTS,
              "initial_positions": SOLO_STANDING, "wrench_joints": ["none"],
-             "hold_initial_positions": True, "publish_clock": True})],
+             "hold_initial_positions": True, "publish_clock": True,
+             "tf_rate_hz": 1000.0})],   # /tf at every cycle (the default is 100 Hz)
             remaps={"__ns": ns})
         def span_ns(received):
             """Simulated time from the first to the last transform received (ns)."""
@@ -194,3 +195,55 @@ def test_closure_wrench_frames_are_urdf_links():
         assert len(specs) == len(robot.closure_names) > 0
         for spec, name in zip(specs, robot.closure_names):
             assert spec.child in robot.link_names, (urdf, name, spec.child)
+
+
+def test_tf_rate_and_frame_prefix(tf_msgs):
+    """A floating robot at 1 kHz with the default tf_rate_hz (100) publishes /tf at 100 Hz of
+    its (simulated) time: over a window of stamps that ~/odom (full rate) covers, one transform
+    per 10 ms slot, each with the stamp and pose of the ~/odom of its cycle; frame_prefix
+    prefixes the frame ids of both."""
+    from nav_msgs.msg import Odometry
+    from ros_harness import Ros, warm_numba_cache
+    arm = str(URDF / "arm7.urdf")
+    warm_numba_cache(mbd_ros.load(arm, floating_base=True))
+    ros = Ros(salt=137)
+    try:
+        ns = "/tf_rate"
+        tf = ros.subscribe(tf_msgs, "/tf")
+        odom = ros.subscribe(Odometry, f"{ns}/forward_dynamics/odom")
+        ros.start("forward_dynamics", {"urdf_path": arm, "mode": "simulate", "rate_hz": 1000.0,
+                                       "floating_base": True, "publish_clock": True,
+                                       "frame_prefix": "r1/", "wrench_joints": ["none"]},
+                  remaps={"__ns": ns})
+        ros.spin_until(lambda: len(tf) > 150 and len(odom) > 1500, 300.0,
+                       what="1.5 s of ~/odom and /tf")
+        tf_msgs_ = [m for _, m in tf]
+        odom_msgs = {stamp_ns(m.header.stamp): m for _, m in odom}
+    finally:
+        ros.close()
+    for m in odom_msgs.values():
+        assert (m.header.frame_id, m.child_frame_id) == ("r1/odom", "r1/base_link")
+    stamps = []
+    for msg in tf_msgs_:
+        assert len(msg.transforms) == 1
+        t = msg.transforms[0]
+        assert (t.header.frame_id, t.child_frame_id) == ("r1/odom", "r1/base_link")
+        stamps.append(stamp_ns(t.header.stamp))
+    # the window: the stamps ~/odom covers without a gap (reliable, 1 ms apart)
+    keys = sorted(odom_msgs)
+    first, last = keys[0], keys[-1]
+    assert last - first >= 1_000_000_000 and len(keys) >= 0.9 * ((last - first) // 1_000_000 + 1)
+    inside = [k for k in stamps if first <= k <= last]
+    slots = (last // 10_000_000) - (first // 10_000_000) + 1
+    assert slots - 2 <= len(inside) <= slots, (len(inside), slots)   # 100 Hz, not 1 kHz
+    assert len(set(inside)) == len(inside)
+    assert all(k // 10_000_000 != j // 10_000_000 for j, k in zip(inside, inside[1:]))
+    for msg in tf_msgs_:
+        t = msg.transforms[0]
+        key = stamp_ns(t.header.stamp)
+        if key in odom_msgs:   # the same stamp and pose as the ~/odom of that cycle
+            pose = odom_msgs[key].pose.pose
+            assert (t.transform.translation.x, t.transform.translation.z,
+                    t.transform.rotation.w) == (pose.position.x, pose.position.z,
+                                                pose.orientation.w)
+    assert sum(k in odom_msgs for k in inside) >= 0.9 * len(inside)

@@ -24,7 +24,8 @@ No command yet, or an effort command older than ``command_timeout``: zero effort
 warning). Position and velocity commands (``joint_commands`` position / velocity fields,
 ``~/position_commands``, ``~/velocity_commands``) are held and tracked by emulated drives; the
 URDF limits are enforced; a floating base publishes ``~/odom`` and /tf, with an optional ground
-contact; a diverged simulation halts until ``~/reset`` (plant_interface.py, docs/plant.md).
+contact; a diverged simulation halts until ``~/reset``; ``~/pause``, ``~/unpause``, ``~/step``,
+``~/set_state`` make it a simulator (plant_interface.py, docs/plant.md).
 ``prescribed_joints`` follow the trajectories of ``~/prescribed_trajectory``
 (trajectory_msgs/JointTrajectory) while the others are free; their joint_states effort is the
 force they need (prescribed_interface.py).
@@ -69,6 +70,7 @@ from trajectory_msgs.msg import JointTrajectory
 from ..kernels.finite import all_finite
 from ..robot.joint_map import JointMap, JointMapError, duplicates
 from ..robot.integrators import INTEGRATORS
+from ..simulation.limits import onto_position_limits, outside_position_limits
 from . import diagnostics as diag
 from . import message_caps
 from .base import DynamicsNode, finite_vector, one_of, run
@@ -77,7 +79,7 @@ from .messages import (AccelerationsOut, JointStateOut, Listeners, WrenchOut, ti
                        topic_token, unique_topic_tokens)
 from .plant_interface import PlantInterface
 from .prescribed_interface import PrescribedInterface
-from .qos import CLOCK_QOS, CLOCK_SUBSCRIBE_QOS, PUBLISH_QOS, SUBSCRIBE_QOS
+from .qos import CLOCK_QOS, CLOCK_SUBSCRIBE_QOS, COMMAND_QOS, JOINT_COMMAND_QOS, PUBLISH_QOS
 
 MODES = ("observe", "simulate")
 
@@ -105,7 +107,8 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                      "implicit_euler (stiff springs and damping) or symplectic_euler (trees)",
                      one_of(*INTEGRATORS))
         self.declare("initial_positions", None, "simulate: initial positions of `joints`, in "
-                     "their order (default: zeros)", finite_vector(), type_=D)
+                     "their order (default: zeros, joints whose zero is outside their URDF "
+                     "position limits at the nearest limit)", finite_vector(), type_=D)
         self.declare("initial_velocities", None, "simulate: initial velocities of `joints` "
                      "(default: zeros)", finite_vector(), type_=D)
         self.declare("baumgarte_kp", 100.0, "closed loops: Baumgarte position gain of the "
@@ -152,6 +155,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         self.limit = np.asarray(robot.effort_limits, dtype=float).copy() \
             if self.param("limit_efforts") else None
         self.wrench_rows = self._wrench_rows()
+        prefix = self.param("frame_prefix")   # frame ids, as robot_state_publisher's
         self.missed = 0
         self.singular = 0
         self.saturated = 0
@@ -169,9 +173,10 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                                           f"~/wrenches/{token}: '{topic_token(name)}' is taken by "
                                           "another joint's name")
         self.wrench_outs = [
-            (row, WrenchOut(robot.wrench_frames[row]), track.track(self.create_lifecycle_publisher(
-                WrenchStamped, f"~/wrenches/{wrench_tokens[row]}",
-                PUBLISH_QOS))) for row in self.wrench_rows]
+            (row, WrenchOut(prefix + robot.wrench_frames[row]),
+             track.track(self.create_lifecycle_publisher(
+                 WrenchStamped, f"~/wrenches/{wrench_tokens[row]}", PUBLISH_QOS)))
+            for row in self.wrench_rows]
         # closure wrenches are published in the child-side link frame (a frame TF knows), moved
         # from the cut frame B (child_origin in that link): f_L = R f_B, t_L = R t_B + p x f_L
         closure_set = getattr(robot, "closure_set", None)
@@ -184,7 +189,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         self._cut_pos = np.array([spec.child_origin[:3, 3] for spec in specs]).reshape(-1, 3)
         self._wc_link = np.zeros((len(specs), 6))
         self.closure_outs = [
-            (k, WrenchOut(frames[k]), track.track(self.create_lifecycle_publisher(
+            (k, WrenchOut(prefix + frames[k]), track.track(self.create_lifecycle_publisher(
                 WrenchStamped, f"~/closure_wrenches/{token}", PUBLISH_QOS)))
             for k, token in enumerate(unique_topic_tokens(robot.closure_names))]
         self._wrench_pubs = [pub for _, _, pub in self.wrench_outs]
@@ -247,9 +252,11 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
             values = self.param(name)
             if values:
                 if len(values) != len(jm.joints):
-                    raise ValueError(f"{name} has {len(values)} values, `joints` has "
-                                     f"{len(jm.joints)} ({jm.joints})")
+                    raise ValueError(f"{name} has {len(values)} values; it needs "
+                                     f"{len(jm.joints)}, one per joint of `joints`, in that "
+                                     f"order: {jm.joints}")
                 target[index] = values
+        self._start_within_limits(self.q0, explicit=bool(self.param("initial_positions")))
         if getattr(robot, "mimic_joints", None):   # [mimic joints] on their leaders
             self.q0, self.v0 = robot.apply_mimic(self.q0, self.v0)
         if robot.closure_names and hasattr(robot, "assemble"):
@@ -280,17 +287,43 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         # commands are taken serialized: their sizes are checked on the bytes before any object
         # is built (message_caps.py), so an oversized message costs no more than a good one
         message_caps.warm_up()
-        self.subs.append(self.create_subscription(
-            Float64MultiArray, "~/effort_commands", self._on_effort_command, SUBSCRIBE_QOS,
+        self._held = {}   # held-command topics (plant_interface.held_command_subscription)
+        self.subs.append(self.create_subscription(   # reliable: qos.py
+            Float64MultiArray, "~/effort_commands", self._on_effort_command, COMMAND_QOS,
             raw=True))
-        self.subs.append(self.create_subscription(
-            JointState, "joint_commands", self._on_joint_command_data, SUBSCRIBE_QOS,
-            raw=True))
+        self.subs.append(self.held_command_subscription(
+            JointState, "joint_commands", self._on_joint_command_data, JOINT_COMMAND_QOS))
         self.configure_plant_interface()   # position/velocity commands, ~/reset
         self.configure_prescribed()   # prescribed joints, ~/prescribed_trajectory
         self.timer = None
         self._clock_sub = None
         self._follow_clock = False
+
+    def _start_within_limits(self, q0, explicit):
+        """With enforce_limits: an explicit initial_positions outside the URDF position limits
+        is refused (ValueError naming the parameter, the joints, their limits, and what the
+        parameter needs); without one, the joints whose zero lies outside their limits start at
+        the nearest limit (mbd_ros.simulation.limits.onto_position_limits), logged at INFO."""
+        if not self.param("enforce_limits"):
+            return
+        jm = self.jmap
+        if explicit:
+            bad = outside_position_limits(self.robot, q0)
+            if bad:
+                joints = ", ".join(f"'{n}' = {x:g} outside [{lo:g}, {hi:g}]"
+                                   for n, x, lo, hi in bad[:10])
+                raise ValueError(f"initial_positions: {joints} (URDF position limits; "
+                                 "enforce_limits is true). initial_positions needs "
+                                 f"{len(jm.joints)} values, one per joint of `joints`, in that "
+                                 f"order: {jm.joints}; leave it unset to start at zero, joints "
+                                 "whose zero is outside their limits at the nearest limit")
+            return
+        moved = onto_position_limits(self.robot, q0)
+        if moved:
+            self.get_logger().info(
+                "initial_positions unset: joints whose zero lies outside their URDF position "
+                "limits start at the nearest limit: " + ", ".join(
+                    f"{n} = {new:g}" for n, _, new in moved))
 
     def _warm_up(self):
         """One full cycle of library calls, so numba compiles (or loads from its cache) every
@@ -347,6 +380,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
             # publish_clock this node is what moves it (the old deadlock)
             self.timer = self.create_timer(1.0 / self.rate_hz, self._on_cycle,
                                            clock=self.steady_clock)
+            self.start_latched_watch()   # transient-local command publishers (plant_interface)
             self._clock_base_ns = None
             self._apply_time_source()
 
@@ -355,6 +389,8 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
             self.destroy_timer(self.timer)
             self.timer = None
         self._drop_clock_subscription()
+        if self.mode == "simulate":
+            self.stop_latched_watch()
 
     # ------------------------------------------------------------------ time source [time source]
     # Three ways the simulate plant keeps time (docs/nodes.md, "Time"):
@@ -393,7 +429,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
 
     def _on_clock(self, msg):
         """External /clock (use_sim_time): run the cycles up to the state at that time."""
-        if not self.active or not self._follow_clock:
+        if not self.active or not self._follow_clock or self.paused:
             return
         t0 = time.perf_counter_ns()
         # negative, malformed or backwards /clock: ignored (the node's ROS clock guard,
@@ -590,7 +626,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         self._command_expired = False
 
     def _on_cycle(self):
-        if not self.active or self._follow_clock:
+        if not self.active or self._follow_clock or self.paused:
             return
         t0 = time.perf_counter_ns()
         now = time.monotonic_ns()
@@ -741,7 +777,8 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                        ("saturated cycles", self.plant.limits.saturated if self.plant.limits
                         else 0),
                        ("diverged steps", self.diverged),
-                       ("halted cycles", self.halted_cycles)]
+                       ("halted cycles", self.halted_cycles),
+                       ("paused", "yes" if self.paused else "no")]
         level, message = diag.OK, ""
         if self.mode == "simulate":
             values += self.plant_diagnostics() + self.prescribed_diagnostics()

@@ -28,6 +28,17 @@ stiffness, damping, friction, slip velocity, ground height; mbd_ros.contact), ``
 integrator steps per cycle for stiff contacts, ``initial_base_pose`` (default: lifted onto the
 ground).
 
+Command subscriptions: reliable (keep last 1; joint_commands 10); a transient-local publisher's
+held command is taken by a watched transient-local subscription (held_command_subscription).
+
+Simulator services: ``~/pause``, ``~/unpause``, ``~/step`` (std_srvs/Trigger; ``step_cycles``
+cycles while paused) and ``~/set_state`` (rcl_interfaces/srv/SetParameters: positions and
+velocities by joint name, validated, all or nothing); lockstep-safe with /clock (paused: no
+/clock; a step of N cycles advances it by N periods). Start: with ``initial_positions`` unset,
+joints whose zero is outside their URDF position limits start at the nearest limit
+(forward_dynamics.py). Floating base: /tf at ``tf_rate_hz`` with the stamp of its cycle's
+~/odom; ``frame_prefix`` on every frame id (docs/plant.md).
+
 Divergence: a non-finite state or a joint speed above ``max_speed`` halts the plant at the last
 sane state: it stops publishing joint_states and the other outputs, /diagnostics reports ERROR
 until ``~/reset`` (std_srvs/Trigger: back to the initial state, commands dropped) is called or
@@ -50,7 +61,7 @@ from ..simulation.limits import JointLimits
 from ..simulation.plant import MAX_SPEED, Plant
 from .base import MAX_BYTES_PER_ENTRY, WARNING_PERIOD, finite_vector, gains
 from .message_caps import MessageSizeError, float64_array, joint_state_counts
-from .qos import PUBLISH_QOS, SUBSCRIBE_QOS
+from .qos import COMMAND_QOS, LATCHED_COMMAND_QOS, PUBLISH_QOS
 
 
 class PlantInterface:
@@ -72,6 +83,8 @@ class PlantInterface:
         self.declare("hold_initial_positions", False, "simulate: the drives start (and restart "
                      "after ~/reset) in position mode holding initial_positions, as a driver "
                      "that holds its position at power-up (false: effort mode, zero effort)")
+        self.declare("step_cycles", 1, "simulate: cycles run by one ~/step call while paused "
+                     "(std_srvs/Trigger carries no number)", int_range=(1, 1_000_000))
         self.declare_floating_parameters()
 
     def make_plant(self, q0, v0):
@@ -155,13 +168,20 @@ class PlantInterface:
         self._drive_index = {name: k for k, name in enumerate(self.jmap.joints)}
         self._drive_lookup = {}
         self.counts.update({"position_commands": 0, "velocity_commands": 0})
-        self.subs.append(self.create_subscription(   # serialized: see _array_command
-            Float64MultiArray, "~/position_commands", self._on_position_command, SUBSCRIBE_QOS,
-            raw=True))
-        self.subs.append(self.create_subscription(
-            Float64MultiArray, "~/velocity_commands", self._on_velocity_command, SUBSCRIBE_QOS,
-            raw=True))
+        self.subs.append(self.held_command_subscription(   # serialized: see _array_command
+            Float64MultiArray, "~/position_commands", self._on_position_command, COMMAND_QOS))
+        self.subs.append(self.held_command_subscription(
+            Float64MultiArray, "~/velocity_commands", self._on_velocity_command, COMMAND_QOS))
         self.reset_service = self.create_service(Trigger, "~/reset", self._on_reset)
+        # simulator services (docs/plant.md, "Simulator services")
+        from rcl_interfaces.srv import SetParameters
+        self.paused = False
+        self._state_index = None   # ~/set_state's names -> joint_states entries (this jmap)
+        self.sim_services = [
+            self.create_service(Trigger, "~/pause", self._on_pause),
+            self.create_service(Trigger, "~/unpause", self._on_unpause),
+            self.create_service(Trigger, "~/step", self._on_step),
+            self.create_service(SetParameters, "~/set_state", self._on_set_state)]
         self.configure_floating()
 
     def cleanup_plant_interface(self):
@@ -170,6 +190,260 @@ class PlantInterface:
         if service is not None:
             self.destroy_service(service)
         self.reset_service = None
+        for service in getattr(self, "sim_services", []):
+            self.destroy_service(service)
+        self.sim_services = []
+
+    # ------------------------------------------------------------------ held commands
+    # A volatile subscription never receives what was published before it matched: a plant
+    # started after a controller that published its held command once (transient local, as a
+    # latched topic) would never get it. The held-command topics (position, velocity,
+    # joint_commands) are watched every LATCHED_WATCH_PERIOD s; for each new transient-local
+    # publisher a transient-local subscription takes its last sample, applied unless the
+    # volatile subscription received a command on that topic meanwhile (a newer one), then is
+    # destroyed. Watching instead of always subscribing transient local: a transient-local
+    # subscription does not match volatile publishers, the usual ones, and would make them warn
+    # about incompatible QoS.
+    LATCHED_WATCH_PERIOD = 0.25   # s
+    LATCHED_KEEP = 5.0            # s a transient-local subscription waits for its sample
+
+    def held_command_subscription(self, msg_type, topic, callback, qos):
+        """A reliable, volatile, serialized subscription of a held-command topic, whose
+        transient-local publishers are watched (see above)."""
+        if not hasattr(self, "_held"):
+            self._held = {}
+        state = {"type": msg_type, "callback": callback, "count": 0, "gids": set(),
+                 "latched": None}
+
+        def on_message(data):
+            state["count"] += 1
+            callback(data)
+        sub = self.create_subscription(msg_type, topic, on_message, qos, raw=True)
+        self._held[sub.topic_name] = state
+        return sub
+
+    def start_latched_watch(self):
+        self.stop_latched_watch()
+        self._latched_timer = self.create_timer(self.LATCHED_WATCH_PERIOD, self._watch_latched,
+                                                clock=self.steady_clock)
+        self._watch_latched()
+
+    def stop_latched_watch(self):
+        timer = getattr(self, "_latched_timer", None)
+        if timer is not None:
+            self.destroy_timer(timer)
+        self._latched_timer = None
+        for state in getattr(self, "_held", {}).values():
+            self._drop_latched(state)
+            state["gids"].clear()
+
+    def _drop_latched(self, state):
+        if state["latched"] is not None:
+            self.destroy_subscription(state["latched"][0])
+        state["latched"] = None
+
+    def _watch_latched(self):
+        from rclpy.qos import DurabilityPolicy
+        now = time.monotonic()
+        for topic, state in self._held.items():
+            latched = state["latched"]
+            if latched is not None and (latched[2] or now - latched[1] > self.LATCHED_KEEP):
+                self._drop_latched(state)
+            try:
+                infos = self.get_publishers_info_by_topic(topic)
+            except Exception:   # a graph query failing must not stop the plant
+                continue
+            new = {bytes(i.endpoint_gid) for i in infos
+                   if i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL} - \
+                state["gids"]
+            if not new:
+                continue
+            state["gids"] |= new
+            self._drop_latched(state)
+            count = state["count"]
+            box = [None, now, False]
+
+            def on_latched(data, state=state, count=count, box=box):
+                if box[2]:
+                    return
+                box[2] = True   # one sample per subscription; dropped by the next watch
+                if state["count"] == count:   # nothing newer on the volatile subscription
+                    state["callback"](data)
+            box[0] = self.create_subscription(state["type"], topic, on_latched,
+                                              LATCHED_COMMAND_QOS, raw=True)
+            state["latched"] = box
+
+    # ------------------------------------------------------------------ simulator services
+    def _not_running(self, response):
+        """A reason the simulator services cannot act now (in response), or None."""
+        if not self.active:
+            response.success, response.message = False, "the node is not active"
+            return True
+        return False
+
+    def _on_pause(self, request, response):
+        """~/pause (std_srvs/Trigger): no steps, no outputs, no /clock until ~/unpause (or
+        ~/step N); simulated time stands still."""
+        if self._not_running(response):
+            return response
+        was = self.paused
+        self.paused = True
+        response.success = True
+        response.message = ("already paused" if was else "paused") + \
+            f" at t = {self.sim.time:.9f} s (simulated)"
+        if not was:
+            self.get_logger().info(response.message)
+        return response
+
+    def _on_unpause(self, request, response):
+        """~/unpause (std_srvs/Trigger): steps resume from the paused state; the schedule is
+        re-anchored (simulated time goes on from where it stood; with wall-clock stamps the
+        next state is stamped with the system time now, in lockstep with the next /clock)."""
+        if self._not_running(response):
+            return response
+        was = self.paused
+        self.paused = False
+        self._start_ns = None          # _on_cycle re-anchors its schedule (and stamps)
+        self._clock_base_ns = None     # _on_clock re-anchors on the next /clock
+        response.success = True
+        response.message = ("resumed" if was else "not paused") + \
+            f" at t = {self.sim.time:.9f} s (simulated)"
+        if was:
+            self.get_logger().info(response.message)
+        return response
+
+    def _on_step(self, request, response):
+        """~/step (std_srvs/Trigger): while paused, run `step_cycles` cycles now (each publishes
+        its outputs, and /clock with publish_clock, as a running cycle does), then stay
+        paused. std_srvs has no request carrying a number: the count is the `step_cycles`
+        parameter (default 1; settable at runtime)."""
+        if self._not_running(response):
+            return response
+        if not self.paused:
+            response.success = False
+            response.message = "not paused: call ~/pause first (a running plant steps by itself)"
+            return response
+        n = int(self.param("step_cycles"))
+        done = 0
+        for _ in range(n):
+            if self.halted:
+                break
+            self._run_cycle(0, time.perf_counter_ns())
+            done += 1
+        response.success = done == n
+        response.message = f"stepped {done} of {n} cycles (step_cycles) to t = " \
+            f"{self.sim.time:.9f} s" + (f"; halted: the simulation {self.halt_reason}"
+                                          if self.halted else "")
+        return response
+
+    def _on_set_state(self, request, response):
+        """~/set_state (rcl_interfaces/srv/SetParameters, used as a typed list of values by
+        joint name): each parameter's name is a joint_states name, its value the position (a
+        double or integer) or [position] / [position, velocity] (a double array; velocity 0
+        when absent). Joints not named keep their state. Every entry is checked (known joint,
+        no duplicate, one or two values, finite, within the URDF position and velocity limits
+        with enforce_limits); one bad entry refuses the whole request (nothing applied), with a
+        reason per entry. Applied between two cycles: the next joint_states carries it. The
+        drives keep their modes and commands; a halted plant resumes."""
+        from rcl_interfaces.msg import SetParametersResult
+        names = [p.name for p in request.parameters]
+        reasons = self._set_state_reasons(request.parameters) if self.active else \
+            ["the node is not active"] * len(names)
+        ok = not any(reasons) and (self.active)
+        if ok:
+            try:
+                self._apply_set_state(request.parameters)
+            except (ValueError, FloatingPointError) as exc:
+                ok = False
+                reasons = [f"not applied: {exc}"] * len(names)
+        for name, reason in zip(names, reasons):
+            response.results.append(SetParametersResult(
+                successful=ok, reason=reason or ("set" if ok else "not applied: another entry "
+                                                 "was refused")))
+        if ok:
+            self.get_logger().info(f"~/set_state: {len(names)} joints set at t = "
+                                   f"{self.sim.time:.9f} s")
+        return response
+
+    def _set_state_values(self, value):
+        """(position, velocity) of a ParameterValue, or an error text."""
+        from rcl_interfaces.msg import ParameterType as T
+        if value.type == T.PARAMETER_DOUBLE:
+            values = [value.double_value]
+        elif value.type == T.PARAMETER_INTEGER:
+            values = [float(value.integer_value)]
+        elif value.type == T.PARAMETER_DOUBLE_ARRAY:
+            values = list(value.double_array_value)
+        elif value.type == T.PARAMETER_INTEGER_ARRAY:
+            values = [float(x) for x in value.integer_array_value]
+        else:
+            return "the value must be a double (position) or a double array [position] or " \
+                   "[position, velocity]"
+        if len(values) not in (1, 2):
+            return f"{len(values)} values: give [position] or [position, velocity]"
+        if not np.isfinite(values).all():
+            return "NaN or inf refused"
+        return (float(values[0]), float(values[1]) if len(values) == 2 else 0.0)
+
+    def _set_state_reasons(self, parameters):
+        """One error text (or '') per entry of a ~/set_state request."""
+        jm = self.jmap
+        index = getattr(self, "_state_index", None)
+        if index is None:
+            index = self._state_index = {n: k for k, n in enumerate(jm.state_names)}
+        if not parameters:
+            return []
+        lower, upper = (np.asarray(x, dtype=float) for x in self.robot.position_limits)
+        vmax = np.asarray(self.robot.velocity_limits, dtype=float)
+        enforce = self.param("enforce_limits")
+        seen = set()
+        reasons = []
+        for p in parameters[:jm.max_names + 1]:
+            name = p.name
+            if len(parameters) > jm.max_names:
+                reasons.append(f"{len(parameters)} entries: more than {jm.max_names}")
+                continue
+            if name not in index:
+                more = " ..." if len(jm.state_names) > 20 else ""
+                reasons.append(f"unknown joint '{name[:80]}' (the joint_states names are "
+                               f"{jm.state_names[:20]}{more})")
+                continue
+            if name in seen:
+                reasons.append(f"joint '{name}' named twice")
+                continue
+            seen.add(name)
+            values = self._set_state_values(p.value)
+            if isinstance(values, str):
+                reasons.append(f"joint '{name}': {values}")
+                continue
+            position, velocity = values
+            iv = int(jm.state_iv[index[name]])
+            if enforce and not lower[iv] <= position <= upper[iv]:
+                reasons.append(f"joint '{name}': position {position:g} outside its URDF limits "
+                               f"[{lower[iv]:g}, {upper[iv]:g}] (enforce_limits is true)")
+            elif enforce and 0.0 < vmax[iv] < np.inf and abs(velocity) > vmax[iv]:
+                reasons.append(f"joint '{name}': velocity {velocity:g} beyond its URDF <limit "
+                               f"velocity> {vmax[iv]:g} (enforce_limits is true)")
+            else:
+                reasons.append("")
+        return reasons + [""] * (len(parameters) - len(reasons))
+
+    def _apply_set_state(self, parameters):
+        """The checked ~/set_state entries into the simulator's state (time goes on)."""
+        jm, robot, sim = self.jmap, self.robot, self.sim
+        index = self._state_index
+        q, v = sim.q.copy(), sim.v.copy()
+        for p in parameters:
+            k = index[p.name]
+            q[jm.state_iq[k]], v[jm.state_iv[k]] = self._set_state_values(p.value)
+        if getattr(robot, "mimic_joints", None):
+            q, v = robot.apply_mimic(q, v)
+        if robot.closure_names and hasattr(robot, "assemble"):
+            q = np.asarray(robot.assemble(q), dtype=float)
+            v = np.asarray(robot.project_velocity(q, v), dtype=float)
+        sim.reset(q, v, time=sim.time)
+        self.halted = False
+        self.halt_reason = ""
 
     # ------------------------------------------------------------------ commands
     def _array_command(self, serialized, kind):
@@ -374,7 +648,8 @@ class PlantInterface:
             return None
         if name in ("initial_positions", "initial_velocities"):
             if value and len(value) != n:
-                return f"{name} has {len(value)} values, `joints` has {n} ({self.jmap.joints})"
+                return f"{name} has {len(value)} values; it needs {n}, one per joint of " \
+                       f"`joints`, in that order: {self.jmap.joints}"
             error = finite_vector()(value)
             if error:
                 return error
@@ -383,10 +658,12 @@ class PlantInterface:
                 (v0, self.jmap.joint_iv)
             target[index] = value if value else 0.0
             try:
+                if name == "initial_positions":   # forward_dynamics.py
+                    self._start_within_limits(q0, explicit=bool(value))
                 self._check_initial_velocities(v0)
                 self.reset_plant(q0, v0)
             except ValueError as exc:
-                return f"{name}: {exc}"
+                return str(exc) if str(exc).startswith(name) else f"{name}: {exc}"
             self.get_logger().info(f"new {name}: plant reset")
             return None
         if name == "enforce_limits" or name == "limit_efforts":
@@ -411,6 +688,12 @@ class PlantInterface:
             plant.sim.integrator = value
             self._set_substeps(substeps)
             return None
+        if name == "tf_rate_hz":
+            if getattr(self, "pub_odom", None) is not None:
+                self.set_tf_rate(float(value))
+            return None
+        if name == "step_cycles":
+            return None   # read by each ~/step call
         if name == "max_catch_up":
             self.max_catch_up = int(value)
             return None
@@ -441,6 +724,8 @@ class PlantInterface:
         sim.reset(sim.q.copy(), sim.v.copy(), time=sim.time)
         timeout = self.param("command_timeout")
         self.timeout_cycles = int(round(timeout * rate_hz)) if timeout > 0 else 0
+        if getattr(self, "pub_odom", None) is not None:
+            self.set_tf_rate(self.param("tf_rate_hz"))
         if getattr(self, "timer", None) is not None:
             self.destroy_timer(self.timer)
             self._start_ns = None            # re-anchor the schedule
@@ -482,6 +767,14 @@ class PlantInterface:
                      "root link (floating base)")
         self.declare("publish_tf", True, "floating base: publish odom -> root link on /tf "
                      "(tf2_msgs/TFMessage, where tf2_msgs is installed)")
+        self.declare("tf_rate_hz", 100.0, "floating base: rate of the /tf transform, Hz, in "
+                     "simulated time (at most one per cycle: rate_hz or more publishes every "
+                     "cycle); ~/odom keeps the full rate_hz, and a /tf message carries the stamp "
+                     "and pose of the ~/odom of its cycle", float_range=(0.001, 1e6))
+        self.declare("frame_prefix", "", "prepended to the frame ids the plant publishes "
+                     "(~/odom and /tf: odom_frame and the root link; the wrench frames), as "
+                     "robot_state_publisher's frame_prefix, so several robots share one TF tree "
+                     "(e.g. 'robot1/')")
 
     def floating_joint(self):
         """(q index, v index) of the root free joint, or None for a fixed-base robot."""
@@ -539,9 +832,11 @@ class PlantInterface:
         if root is None:
             return
         from nav_msgs.msg import Odometry
+        prefix = self.param("frame_prefix")
         self._odom = Odometry()
-        self._odom.header.frame_id = self.param("odom_frame")
-        self._odom.child_frame_id = self.robot.link_names[0]
+        self._odom.header.frame_id = prefix + self.param("odom_frame")
+        self._odom.child_frame_id = prefix + self.robot.link_names[0]
+        self.set_tf_rate(self.param("tf_rate_hz"))
         self.pub_odom = self.create_lifecycle_publisher(Odometry, "~/odom", PUBLISH_QOS)
         if self.param("publish_tf"):
             try:
@@ -582,10 +877,23 @@ class PlantInterface:
         lin.x, lin.y, lin.z = float(v[iv]), float(v[iv + 1]), float(v[iv + 2])
         ang.x, ang.y, ang.z = float(v[iv + 3]), float(v[iv + 4]), float(v[iv + 5])
         self.pub_odom.publish(odom)
-        if self.pub_tf is not None:
-            tf = self._tf
-            tf.header.stamp = stamp
-            t, r = tf.transform.translation, tf.transform.rotation
-            t.x, t.y, t.z = p.x, p.y, p.z
-            r.x, r.y, r.z, r.w = o.x, o.y, o.z, o.w
-            self.pub_tf.publish(self._tf_msg)
+        if self.pub_tf is None:
+            return
+        # /tf at tf_rate_hz of the stamps' time base: the first cycle of each tf period
+        ns = stamp.sec * 1_000_000_000 + stamp.nanosec
+        if self._tf_period_ns > 0:
+            slot = ns // self._tf_period_ns
+            if slot == self._tf_slot:
+                return
+            self._tf_slot = slot
+        tf = self._tf
+        tf.header.stamp = stamp
+        t, r = tf.transform.translation, tf.transform.rotation
+        t.x, t.y, t.z = p.x, p.y, p.z
+        r.x, r.y, r.z, r.w = o.x, o.y, o.z, o.w
+        self.pub_tf.publish(self._tf_msg)
+
+    def set_tf_rate(self, rate_hz):
+        """/tf every 1 / rate_hz s of the stamps (0 period: every cycle)."""
+        self._tf_period_ns = int(round(1e9 / rate_hz)) if rate_hz < self.rate_hz else 0
+        self._tf_slot = None

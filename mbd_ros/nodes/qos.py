@@ -8,6 +8,15 @@
   The simulate plant following an external /clock subscribes best effort, keep last 10 (it
   catches up on any skipped time, so a lost message only merges two steps).
 
+- Commands of the simulate plant: reliable (a one-shot command is never lost), keep last 1 for
+  the full-vector topics (``~/position_commands``, ``~/velocity_commands``,
+  ``~/effort_commands``: the latest supersedes the others), keep last 10 for ``joint_commands``
+  (by-name commands of joint subsets must not replace each other). A reliable subscription does
+  not match a best-effort publisher. Transient local where the publisher offers it: the plant
+  watches the publishers of its held-command topics and, for a transient-local one, takes its
+  last held command with a transient-local subscription (LATCHED_COMMAND_QOS; a volatile
+  subscription never receives what was published before it matched).
+
 Every subscription is keep-last with a small depth: a flood of messages can only replace
 queued ones, never grow a queue (docs/nodes.md, "Executor and floods").
 """
@@ -31,3 +40,12 @@ CLOCK_SUBSCRIBE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
 DIAGNOSTICS_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
                              reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.VOLATILE)
+COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                         reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.VOLATILE)
+JOINT_COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                               reliability=ReliabilityPolicy.RELIABLE,
+                               durability=DurabilityPolicy.VOLATILE)
+LATCHED_COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                                 reliability=ReliabilityPolicy.RELIABLE,
+                                 durability=DurabilityPolicy.TRANSIENT_LOCAL)

@@ -229,3 +229,39 @@ def _check_stop_status(status):
     if status < 0:
         raise ValueError("the joints on their position stops have a singular inverse "
                          "mass matrix block")
+
+
+def onto_position_limits(robot, q):
+    """Move every 1-dof joint of q (nq,) whose value lies outside its URDF position limits onto
+    the nearest limit, in place. Returns [(joint name, old value, new value)] of the moved
+    joints (empty when q was inside every limit).
+
+    The default start of a simulated robot is its zero configuration; a joint whose zero is not
+    allowed (the Panda's panda_joint4, limits [-3.07, -0.07]) would be refused as a start. The
+    nearest limit is the smallest change of the zero configuration (the middle of the range
+    would move such a joint by half its range), and it keeps every other joint at zero."""
+    lower, upper = (np.asarray(x, dtype=float) for x in robot.position_limits)
+    moved = []
+    for name, kind, iq, iv in zip(robot.joint_names, robot.joint_types, robot.idx_q,
+                                  robot.idx_v):
+        if kind not in ONE_DOF_TYPES:
+            continue
+        lo, hi = lower[iv], upper[iv]
+        value = float(q[iq])
+        if lo > hi:
+            raise ValueError(f"joint '{name}': URDF position limits lower {lo:g} > upper {hi:g}")
+        new = min(max(value, lo), hi)
+        if new != value:
+            q[iq] = new
+            moved.append((name, value, float(new)))
+    return moved
+
+
+def outside_position_limits(robot, q, tol=1e-9):
+    """[(joint name, value, lower, upper)] of the 1-dof joints of q (nq,) outside their URDF
+    position limits by more than tol."""
+    lower, upper = (np.asarray(x, dtype=float) for x in robot.position_limits)
+    return [(name, float(q[iq]), float(lower[iv]), float(upper[iv]))
+            for name, kind, iq, iv in zip(robot.joint_names, robot.joint_types, robot.idx_q,
+                                          robot.idx_v)
+            if kind in ONE_DOF_TYPES and not lower[iv] - tol <= q[iq] <= upper[iv] + tol]
