@@ -20,6 +20,7 @@ import math
 
 from numba import njit, types
 
+from .cos_sin import cos_sin_of, cos_sin_rows, rows_needed
 from .entry import entry_point
 from .kinematics import joint_pose, set_world_root, state_status
 from .output_checks import STATUS_ALIASED, STATUS_NOT_FINITE, overlaps
@@ -53,15 +54,21 @@ def poses_and_mass(body_int, body_float, work, q, store_relative):
     root frame at SUBTREE (starting the subtree sums). Returns their sums over the bodies, the
     total mass and first moment (m, hx, hy, hz).
 
-    The revolute joints' cos and sin first, in a loop of their own (at COS_SIN: independent libm
-    calls that spill nothing); then ^0T_i = ^0T_p ^pT_i with ^pT_i and ^0T_i in registers
+    The cos and sin of q first, in a loop of their own (cos_sin.py: vectorized, into the
+    frame workspace's last rows; libm calls at COS_SIN on a workspace without them);
+    then ^0T_i = ^0T_p ^pT_i with ^pT_i and ^0T_i in registers
     (pose_tuples.py), each stored once."""
     nb = body_int.shape[0] - 1
-    for i in range(1, nb + 1):
-        if body_int[i, JOINT_TYPE] == JOINT_REVOLUTE:
-            angle = q[body_int[i, IDX_Q]]
-            work[i, COS_SIN] = math.cos(angle)
-            work[i, COS_SIN + 1] = math.sin(angle)
+    row = work.shape[0] - rows_needed(q.shape[0], work.shape[1])
+    vectorized = row > nb       # the frame workspace has the rows (frame_workspace)
+    if vectorized:
+        cos_sin_rows(q, q.shape[0], work, row)
+    else:
+        for i in range(1, nb + 1):
+            if body_int[i, JOINT_TYPE] == JOINT_REVOLUTE:
+                angle = q[body_int[i, IDX_Q]]
+                work[i, COS_SIN] = math.cos(angle)
+                work[i, COS_SIN + 1] = math.sin(angle)
     set_world_root(work)
     for k in range(4):
         work[0, SUBTREE + k] = 0.0
@@ -69,8 +76,12 @@ def poses_and_mass(body_int, body_float, work, q, store_relative):
     for i in range(1, nb + 1):
         joint_type = body_int[i, JOINT_TYPE]
         if joint_type == JOINT_REVOLUTE:
-            relative = revolute_relative_pose(body_float, i, work[i, COS_SIN],
-                                              work[i, COS_SIN + 1])
+            if vectorized:
+                c, s = cos_sin_of(work, row, body_int[i, IDX_Q])
+            else:
+                c = work[i, COS_SIN]
+                s = work[i, COS_SIN + 1]
+            relative = revolute_relative_pose(body_float, i, c, s)
             if store_relative:
                 store_pose(relative, work, i, ROT)
         else:
@@ -98,7 +109,7 @@ def poses_and_mass(body_int, body_float, work, q, store_relative):
     return m_total, hx, hy, hz
 
 
-@entry_point(VECTOR_SIGNATURE)
+@entry_point(VECTOR_SIGNATURE, fastmath={"contract"})
 def center_of_mass(body_int, body_float, work, q, out):
     """out (3,) = the centre of mass of the moving bodies, root frame. Returns a status
     (STATUS_NOT_FINITE when they have no mass)."""
@@ -118,7 +129,7 @@ def center_of_mass(body_int, body_float, work, q, out):
     return STATUS_OK
 
 
-@entry_point(MATRIX_SIGNATURE)
+@entry_point(MATRIX_SIGNATURE, fastmath={"contract"})
 def com_jacobian(body_int, body_float, work, q, out):
     """out (3, nv) = dc/dq (c the centre of mass, root frame; module docstring)."""
     if overlaps(out, q):
