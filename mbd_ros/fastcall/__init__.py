@@ -27,6 +27,11 @@ compiles it; warm, from numba's cache, installing costs ~10-40 ms), or at once w
 ``robot.compile_c_calls()`` (the nodes do, before going active). Robots whose force elements or add_force callbacks are attached later drop them
 (``drop_c_calls``). Without a C compiler at install the extension is missing (``AVAILABLE`` is
 False) and everything runs through numba's dispatcher as before.
+
+Link methods (robot.link_jacobian / link_velocity / link_acceleration): one KernelCall per
+(method, link, frame) (robot/frames.py, FrameKinematics.link_call), reached from a ``LinkCall``
+installed on the instance (``add_link_call``) that looks the pair up in C; every other form goes
+to the Python method.
 """
 from __future__ import annotations
 
