@@ -51,3 +51,26 @@ def test_beyond_the_reduction_limit_libm_values_and_blocks_of_rows():
     np.testing.assert_allclose(ours, reference, rtol=0.0, atol=4 * EPS)
     for k in (5, 300, 650):                                 # recomputed by libm: the same bits
         assert ours[0, k] == reference[0, k] and ours[1, k] == reference[1, k]
+
+
+def test_centroidal_kernels_without_the_rows_take_libm_with_the_same_results(erd_dir):
+    """A frame workspace without the cos/sin rows (frame_workspace(..., nq=0)) takes the libm
+    loop: center_of_mass and com_jacobian agree with the vectorized path to a few ulp of the
+    result's scale (the two cos/sin differ by <= 4 ulp, composed along chains of ~7 poses
+    and summed over 33 bodies: 64 eps)."""
+    import mbd_ros
+    from mbd_ros.kernels import centroidal as CE
+    from mbd_ros.kernels import frame_kinematics as K
+    robot = mbd_ros.load(str(erd_dir / "talos_data/robots/talos_reduced.urdf"),
+                         floating_base=True, passive_forces=False)
+    kinematics = robot._frames("center_of_mass")
+    plain = K.frame_workspace(kinematics.body_int, kinematics.link_int, kinematics.link_float)
+    assert plain.shape[0] < kinematics.work.shape[0]     # no cos/sin rows: the libm path
+    q = robot.random_configuration(np.random.default_rng(5))
+    for kernel, shape in ((CE.center_of_mass, (3,)), (CE.com_jacobian, (3, robot.nv))):
+        with_rows, without = np.empty(shape), np.empty(shape)
+        assert kernel(kinematics.body_int, kinematics.body_float, kinematics.work, q,
+                      with_rows) == 0
+        assert kernel(kinematics.body_int, kinematics.body_float, plain, q, without) == 0
+        scale = np.abs(without).max()
+        np.testing.assert_allclose(with_rows, without, rtol=0.0, atol=64 * EPS * scale)

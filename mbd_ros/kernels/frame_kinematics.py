@@ -83,10 +83,10 @@ ACCELERATION_SIGNATURE = _i8(_INT2, _FLOAT2, _FLOAT2, _VECTOR, _VECTOR, _VECTOR,
                              _VECTOR)
 
 
-def frame_workspace(body_int, link_int, link_float, nq):
+def frame_workspace(body_int, link_int, link_float, nq=0):
     """A new workspace (max(nb + 1, n_links) + cos_sin.rows_needed(nq, FRAME_WORK_WIDTH),
     FRAME_WORK_WIDTH) with the link table filled; its last rows take cos and sin of q
-    (centroidal.py's pose pass)."""
+    (centroidal.py's pose pass; without them, nq = 0, that pass calls libm per joint)."""
     n_links = link_int.shape[0]
     trig_rows = 2 * ((nq + FRAME_WORK_WIDTH - 1) // FRAME_WORK_WIDTH)   # cos_sin.rows_needed
     work = np.zeros((max(body_int.shape[0], n_links) + trig_rows, FRAME_WORK_WIDTH))
