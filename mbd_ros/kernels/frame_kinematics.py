@@ -50,13 +50,13 @@ from numba import njit, types
 
 from .entry import entry_point
 from .kinematics import joint_pose, state_status
-from .pose_tuples import (IDENTITY_POSE, compose, pose_at, revolute_relative_pose,
-                          subspace_column)
+from .pose_tuples import (IDENTITY_POSE, compose, free_relative_pose, pose_at,
+                          revolute_relative_pose, subspace_column)
 from .output_checks import STATUS_ALIASED, overlaps
 
-from ..model.layout import (IDX_Q, IDX_V, JOINT_NV_COL, JOINT_REVOLUTE, JOINT_TYPE, LINK_BODY,
-                            LINK_ROT, ROT, STATUS_OK, STATUS_SHAPE_OUT,
-                            SUBTREE_END, TRANSFORM_SCRATCH, WORK_WIDTH)
+from ..model.layout import (IDX_Q, IDX_V, JOINT_FREE, JOINT_NV_COL, JOINT_REVOLUTE, JOINT_TYPE,
+                            LINK_BODY, LINK_ROT, ROT, STATUS_OK, STATUS_SHAPE_OUT, SUBTREE_END,
+                            TRANSFORM_SCRATCH, WORK_WIDTH)
 
 FRAME_WORLD = 0
 FRAME_LOCAL = 1
@@ -179,6 +179,8 @@ def frame_jacobian(body_int, body_float, work, q, link, frame, out):
         if joint_type == JOINT_REVOLUTE:
             relative = revolute_relative_pose(body_float, i, work[i, COS_SIN],
                                               work[i, COS_SIN + 1])
+        elif joint_type == JOINT_FREE:
+            relative = free_relative_pose(body_float, i, q, body_int[i, IDX_Q])
         else:
             joint_pose(joint_type, body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
                        TRANSFORM_SCRATCH)
@@ -224,6 +226,8 @@ def frame_velocity(body_int, body_float, work, q, v, link, frame, out):
         if joint_type == JOINT_REVOLUTE:
             relative = revolute_relative_pose(body_float, i, work[i, COS_SIN],
                                               work[i, COS_SIN + 1])
+        elif joint_type == JOINT_FREE:
+            relative = free_relative_pose(body_float, i, q, body_int[i, IDX_Q])
         else:
             joint_pose(joint_type, body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
                        TRANSFORM_SCRATCH)
@@ -266,6 +270,8 @@ def frame_classical_acceleration(body_int, body_float, work, q, v, qdd, link, fr
         if joint_type == JOINT_REVOLUTE:
             relative = revolute_relative_pose(body_float, i, work[i, COS_SIN],
                                               work[i, COS_SIN + 1])
+        elif joint_type == JOINT_FREE:
+            relative = free_relative_pose(body_float, i, q, body_int[i, IDX_Q])
         else:
             joint_pose(joint_type, body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
                        TRANSFORM_SCRATCH)

@@ -92,3 +92,20 @@ def subspace_column(body_float, i, j, pose):
             pose[3] * x0 + pose[4] * x1 + pose[5] * x2 + pz * wx - px * wz,
             pose[6] * x0 + pose[7] * x1 + pose[8] * x2 + px * wy - py * wx,
             wx, wy, wz)
+
+
+@njit(inline="always")
+def free_relative_pose(body_float, i, q, iq):
+    """Pose of body i in its parent for a free joint, q[iq:iq+7] = [x y z qx qy qz qw], as a
+    12-tuple: R = R_T R(quaternion), p = p_T + R_T [x y z] (kinematics.joint_pose's free case,
+    spatial.rotation_from_quaternion: Hamilton, unit quaternion checked by the caller)."""
+    qx = q[iq + 3]
+    qy = q[iq + 4]
+    qz = q[iq + 5]
+    qw = q[iq + 6]
+    joint = (1.0 - 2.0 * (qy * qy + qz * qz), 2.0 * (qx * qy - qz * qw),
+             2.0 * (qx * qz + qy * qw), 2.0 * (qx * qy + qz * qw),
+             1.0 - 2.0 * (qx * qx + qz * qz), 2.0 * (qy * qz - qx * qw),
+             2.0 * (qx * qz - qy * qw), 2.0 * (qy * qz + qx * qw),
+             1.0 - 2.0 * (qx * qx + qy * qy), q[iq], q[iq + 1], q[iq + 2])
+    return compose(pose_at(body_float, i, PLACEMENT_ROT), joint)
