@@ -15,6 +15,11 @@ centerOfMass / jacobianCenterOfMass / ccrba, are not counted.
   joint j: the momentum of its subtree moving with S_j, I^c_j S_j (composite rigid-body inertia,
   as in the CRBA, RBDA §6.2), carried to the root origin and root axes by the force transform
   ^0X_j^*, then the angular part moved to the centre of mass: n_G = n_0 - c x f.
+
+The pose pass (`poses_and_mass`) takes cos and sin of q from one vectorized loop (cos_sin.py)
+into the frame workspace's last rows and carries each body's poses in registers
+(pose_tuples.py). center_of_mass and com_jacobian are compiled with fastmath={"contract"} only
+(multiply-adds fused; no other IEEE relaxation).
 """
 import math
 
