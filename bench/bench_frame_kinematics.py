@@ -67,11 +67,16 @@ def namespace(robot, model, data, perm, ours, pins, link):
     q, v, a = ours
     qp, vp, ap = pins
     nv = robot.nv
-    for _ in range(2):   # the q-only methods install their C-level entries at the second call
+    for _ in range(2):   # the methods install their C-level entries at the second call with out=
         for method, shape in (("center_of_mass", (3,)), ("com_jacobian", (3, nv)),
                               ("centroidal_momentum_matrix", (6, nv)),
                               ("mass_matrix_inverse", (nv, nv))):
             getattr(robot, method)(q, out=np.empty(shape))
+        # (robot.link_* become LinkCalls: read them below, after this, as a program calling
+        # robot.link_jacobian(...) in its loop does)
+        robot.link_jacobian(q, link, out=np.empty((6, nv)))
+        robot.link_velocity(q, v, link, out=np.empty(6))
+        robot.link_acceleration(q, v, a, link, out=np.empty(6))
     return {
         "pin": pin, "np": np, "model": model, "data": data, "robot": robot,
         "jac": robot.link_jacobian, "vel": robot.link_velocity, "acc": robot.link_acceleration,

@@ -27,6 +27,11 @@ compiles it; warm, from numba's cache, installing costs ~10-40 ms), or at once w
 ``robot.compile_c_calls()`` (the nodes do, before going active). Robots whose force elements or add_force callbacks are attached later drop them
 (``drop_c_calls``). Without a C compiler at install the extension is missing (``AVAILABLE`` is
 False) and everything runs through numba's dispatcher as before.
+
+Link methods (robot.link_jacobian / link_velocity / link_acceleration): one KernelCall per
+(method, link, frame) (robot/frames.py, FrameKinematics.link_call), reached from a ``LinkCall``
+installed on the instance (``add_link_call``) that looks the pair up in C; every other form goes
+to the Python method.
 """
 from __future__ import annotations
 
@@ -53,6 +58,10 @@ try:
     from ._fastcall import KernelCall
 except ImportError:          # built without a C compiler: numba's dispatcher only
     KernelCall = None
+try:
+    from ._fastcall import LinkCall
+except ImportError:          # no extension, or one built before LinkCall existed
+    LinkCall = None
 
 AVAILABLE = KernelCall is not None
 
@@ -144,3 +153,26 @@ def uninstall(robot, names=NAMES):
 def installed(robot, name):
     """True when robot.<name> is a KernelCall."""
     return AVAILABLE and isinstance(robot.__dict__.get(name), KernelCall)
+
+
+# the link methods' inputs before `link`: a LinkCall passes them, then out, to the pair's entry
+LINK_INPUTS = {"link_jacobian": 1, "link_velocity": 2, "link_acceleration": 3}
+
+
+def add_link_call(robot, method, link, frame, call, default_frame):
+    """Route robot.<method>(inputs..., link[, frame], out=out) (method one of LINK_INPUTS) to
+    `call`, the KernelCall of that (link, frame), at C level: the robot's LinkCall (installed
+    on the instance at its first pair, with the class's method as fallback) gets the pair in its
+    table. Pairs whose link or frame is not an exact str stay with the Python method. Returns
+    the LinkCall, or None without it (the Python method then calls `call`). Caller holds the
+    robot's lock."""
+    if LinkCall is None:
+        return None
+    dispatch = robot.__dict__.get(method)
+    if not isinstance(dispatch, LinkCall):
+        dispatch = LinkCall({}, LINK_INPUTS[method], getattr(type(robot), method).__get__(robot),
+                            default_frame)
+        setattr(robot, method, dispatch)
+    if type(link) is str and type(frame) is str:
+        dispatch.table.setdefault(frame, {})[link] = call
+    return dispatch

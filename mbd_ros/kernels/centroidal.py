@@ -15,14 +15,23 @@ centerOfMass / jacobianCenterOfMass / ccrba, are not counted.
   joint j: the momentum of its subtree moving with S_j, I^c_j S_j (composite rigid-body inertia,
   as in the CRBA, RBDA §6.2), carried to the root origin and root axes by the force transform
   ^0X_j^*, then the angular part moved to the centre of mass: n_G = n_0 - c x f.
+
+The pose pass (`poses_and_mass`) takes cos and sin of q from one vectorized loop (cos_sin.py)
+into the frame workspace's last rows and carries each body's poses in registers
+(pose_tuples.py). center_of_mass and com_jacobian are compiled with fastmath={"contract"} only
+(multiply-adds fused; no other IEEE relaxation).
 """
+import math
+
 from numba import njit, types
 
+from .cos_sin import cos_sin_of, cos_sin_rows, rows_needed
 from .entry import entry_point
-from .kinematics import joint_pose, revolute_pose, set_world_root, state_status
+from .kinematics import joint_pose, set_world_root, state_status
 from .output_checks import STATUS_ALIASED, STATUS_NOT_FINITE, overlaps
-from .spatial import (add_rigid_inertia_to_parent, compose_pose, rigid_parameters,
-                      rigid_parameters_times)
+from .pose_tuples import (compose, pose_at, revolute_relative_pose, store_pose,
+                          subspace_column)
+from .spatial import add_rigid_inertia_to_parent, rigid_parameters, rigid_parameters_times
 
 from ..model.layout import (ACC, ART_INERTIA, COM, IDX_Q, IDX_V, JOINT_NV_COL, JOINT_REVOLUTE,
                             JOINT_TYPE, MASS, MOTION_SUBSPACE, PARENT, ROT, SCRATCH,
@@ -31,6 +40,8 @@ from ..model.layout import (ACC, ART_INERTIA, COM, IDX_Q, IDX_V, JOINT_NV_COL, J
 
 COMPOSITE = ART_INERTIA   # 10: composite rigid-body inertia (m, h, I_o) in the body frame
 SUBTREE = ACC             # 4: subtree mass and first moment sum m_i c_i (root frame)
+COS_SIN = TRANSFORM_SCRATCH   # 2: cos and sin of a revolute joint's angle (its pose scratch,
+                              # unused for revolute joints)
 
 _f8 = types.float64
 _i8 = types.int64
@@ -42,65 +53,68 @@ MATRIX_SIGNATURE = _i8(_INT2, _FLOAT2, _FLOAT2, _VECTOR, _FLOAT2)
 
 
 @njit(inline="always")
-def poses_and_mass(body_int, body_float, work, q):
-    """Pass down: every body's pose in its parent (ROT) and root frame (WORLD_ROT), and its mass
-    and first moment m_i c_i in the root frame at SUBTREE (starting the subtree sums)."""
+def poses_and_mass(body_int, body_float, work, q, store_relative):
+    """Pass down: every body's pose in its root frame (WORLD_ROT) and, when store_relative (a
+    constant of the caller), in its parent (ROT), and its mass and first moment m_i c_i in the
+    root frame at SUBTREE (starting the subtree sums). Returns their sums over the bodies, the
+    total mass and first moment (m, hx, hy, hz).
+
+    The cos and sin of q first, in a loop of their own (cos_sin.py: vectorized, into the
+    frame workspace's last rows; libm calls at COS_SIN on a workspace without them);
+    then ^0T_i = ^0T_p ^pT_i with ^pT_i and ^0T_i in registers
+    (pose_tuples.py), each stored once."""
     nb = body_int.shape[0] - 1
+    row = work.shape[0] - rows_needed(q.shape[0], work.shape[1])
+    vectorized = row > nb       # the frame workspace has the rows (frame_workspace)
+    if vectorized:
+        cos_sin_rows(q, q.shape[0], work, row)
+    else:
+        for i in range(1, nb + 1):
+            if body_int[i, JOINT_TYPE] == JOINT_REVOLUTE:
+                angle = q[body_int[i, IDX_Q]]
+                work[i, COS_SIN] = math.cos(angle)
+                work[i, COS_SIN + 1] = math.sin(angle)
     set_world_root(work)
     for k in range(4):
         work[0, SUBTREE + k] = 0.0
+    m_total = hx = hy = hz = 0.0
     for i in range(1, nb + 1):
         joint_type = body_int[i, JOINT_TYPE]
         if joint_type == JOINT_REVOLUTE:
-            revolute_pose(body_float, i, q[body_int[i, IDX_Q]], work, i, ROT)
+            if vectorized:
+                c, s = cos_sin_of(work, row, body_int[i, IDX_Q])
+            else:
+                c = work[i, COS_SIN]
+                s = work[i, COS_SIN + 1]
+            relative = revolute_relative_pose(body_float, i, c, s)
+            if store_relative:
+                store_pose(relative, work, i, ROT)
         else:
             joint_pose(joint_type, body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
                        TRANSFORM_SCRATCH)
-        compose_pose(work, body_int[i, PARENT], WORLD_ROT, work, i, ROT, work, i, WORLD_ROT)
+            relative = pose_at(work, i, ROT)
+        pose = compose(pose_at(work, body_int[i, PARENT], WORLD_ROT), relative)
+        store_pose(pose, work, i, WORLD_ROT)
         m = body_float[i, MASS]
+        cx = body_float[i, COM]
+        cy = body_float[i, COM + 1]
+        cz = body_float[i, COM + 2]
+        # m c_i = m (p_i + R_i c_i^body)
+        mx = m * (pose[9] + pose[0] * cx + pose[1] * cy + pose[2] * cz)
+        my = m * (pose[10] + pose[3] * cx + pose[4] * cy + pose[5] * cz)
+        mz = m * (pose[11] + pose[6] * cx + pose[7] * cy + pose[8] * cz)
         work[i, SUBTREE] = m
-        for r in range(3):
-            c = (work[i, WORLD_POS + r] + work[i, WORLD_ROT + 3 * r] * body_float[i, COM]
-                 + work[i, WORLD_ROT + 3 * r + 1] * body_float[i, COM + 1]
-                 + work[i, WORLD_ROT + 3 * r + 2] * body_float[i, COM + 2])
-            work[i, SUBTREE + 1 + r] = m * c
+        work[i, SUBTREE + 1] = mx
+        work[i, SUBTREE + 2] = my
+        work[i, SUBTREE + 3] = mz
+        m_total += m
+        hx += mx
+        hy += my
+        hz += mz
+    return m_total, hx, hy, hz
 
 
-@njit(inline="always")
-def subspace_at_root(body_float, work, i, j, oc):
-    """work[0, oc:+6] = S^0 = ^0X_i S_i[:, j], column j of joint i at the root origin, root axes."""
-    s = MOTION_SUBSPACE + 6 * j
-    for r in range(3):
-        work[0, oc + 3 + r] = (work[i, WORLD_ROT + 3 * r] * body_float[i, s + 3]
-                               + work[i, WORLD_ROT + 3 * r + 1] * body_float[i, s + 4]
-                               + work[i, WORLD_ROT + 3 * r + 2] * body_float[i, s + 5])
-        work[0, oc + r] = (work[i, WORLD_ROT + 3 * r] * body_float[i, s]
-                           + work[i, WORLD_ROT + 3 * r + 1] * body_float[i, s + 1]
-                           + work[i, WORLD_ROT + 3 * r + 2] * body_float[i, s + 2])
-    px = work[i, WORLD_POS]
-    py = work[i, WORLD_POS + 1]
-    pz = work[i, WORLD_POS + 2]
-    wx = work[0, oc + 3]
-    wy = work[0, oc + 4]
-    wz = work[0, oc + 5]
-    work[0, oc] += py * wz - pz * wy
-    work[0, oc + 1] += pz * wx - px * wz
-    work[0, oc + 2] += px * wy - py * wx
-
-
-@njit(inline="always")
-def total_centre(body_int, work):
-    """Sum the bodies' masses and first moments into row 0 (no subtree sums). -> total mass."""
-    nb = body_int.shape[0] - 1
-    for k in range(4):
-        work[0, SUBTREE + k] = 0.0
-    for i in range(1, nb + 1):
-        for k in range(4):
-            work[0, SUBTREE + k] += work[i, SUBTREE + k]
-    return work[0, SUBTREE]
-
-
-@entry_point(VECTOR_SIGNATURE)
+@entry_point(VECTOR_SIGNATURE, fastmath={"contract"})
 def center_of_mass(body_int, body_float, work, q, out):
     """out (3,) = the centre of mass of the moving bodies, root frame. Returns a status
     (STATUS_NOT_FINITE when they have no mass)."""
@@ -111,16 +125,16 @@ def center_of_mass(body_int, body_float, work, q, out):
         return status
     if out.shape[0] != 3:
         return STATUS_SHAPE_OUT
-    poses_and_mass(body_int, body_float, work, q)
-    m = total_centre(body_int, work)
+    m, hx, hy, hz = poses_and_mass(body_int, body_float, work, q, False)
     if not m > 0.0:
         return STATUS_NOT_FINITE
-    for r in range(3):
-        out[r] = work[0, SUBTREE + 1 + r] / m
+    out[0] = hx / m
+    out[1] = hy / m
+    out[2] = hz / m
     return STATUS_OK
 
 
-@entry_point(MATRIX_SIGNATURE)
+@entry_point(MATRIX_SIGNATURE, fastmath={"contract"})
 def com_jacobian(body_int, body_float, work, q, out):
     """out (3, nv) = dc/dq (c the centre of mass, root frame; module docstring)."""
     if overlaps(out, q):
@@ -132,10 +146,7 @@ def com_jacobian(body_int, body_float, work, q, out):
     nv = body_int[nb, IDX_V] + body_int[nb, JOINT_NV_COL] if nb > 0 else 0
     if out.shape[0] != 3 or out.shape[1] != nv:
         return STATUS_SHAPE_OUT
-    poses_and_mass(body_int, body_float, work, q)
-    m_total = 0.0
-    for i in range(1, nb + 1):
-        m_total += work[i, SUBTREE]
+    m_total = poses_and_mass(body_int, body_float, work, q, False)[0]
     if not m_total > 0.0:
         return STATUS_NOT_FINITE
     inv_m = 1.0 / m_total
@@ -146,15 +157,13 @@ def com_jacobian(body_int, body_float, work, q, out):
         hy = work[i, SUBTREE + 2]
         hz = work[i, SUBTREE + 3]
         iv = body_int[i, IDX_V]
+        pose = pose_at(work, i, WORLD_ROT)
         for j in range(body_int[i, JOINT_NV_COL]):
-            subspace_at_root(body_float, work, i, j, SCRATCH)
-            wx = work[0, SCRATCH + 3]
-            wy = work[0, SCRATCH + 4]
-            wz = work[0, SCRATCH + 5]
+            vx, vy, vz, wx, wy, wz = subspace_column(body_float, i, j, pose)
             # (m v + w x h) / m_total
-            out[0, iv + j] = (m * work[0, SCRATCH] + wy * hz - wz * hy) * inv_m
-            out[1, iv + j] = (m * work[0, SCRATCH + 1] + wz * hx - wx * hz) * inv_m
-            out[2, iv + j] = (m * work[0, SCRATCH + 2] + wx * hy - wy * hx) * inv_m
+            out[0, iv + j] = (m * vx + wy * hz - wz * hy) * inv_m
+            out[1, iv + j] = (m * vy + wz * hx - wx * hz) * inv_m
+            out[2, iv + j] = (m * vz + wx * hy - wy * hx) * inv_m
         parent = body_int[i, PARENT]
         for k in range(4):
             work[parent, SUBTREE + k] += work[i, SUBTREE + k]
@@ -174,13 +183,12 @@ def centroidal_momentum_matrix(body_int, body_float, work, q, out):
     nv = body_int[nb, IDX_V] + body_int[nb, JOINT_NV_COL] if nb > 0 else 0
     if out.shape[0] != 6 or out.shape[1] != nv:
         return STATUS_SHAPE_OUT
-    poses_and_mass(body_int, body_float, work, q)
-    m = total_centre(body_int, work)
+    m, hx, hy, hz = poses_and_mass(body_int, body_float, work, q, True)
     if not m > 0.0:
         return STATUS_NOT_FINITE
-    cx = work[0, SUBTREE + 1] / m
-    cy = work[0, SUBTREE + 2] / m
-    cz = work[0, SUBTREE + 3] / m
+    cx = hx / m
+    cy = hy / m
+    cz = hz / m
     for i in range(1, nb + 1):
         rigid_parameters(body_float, i, SPATIAL_INERTIA, work, i, COMPOSITE)
     # pass up: I^c_i complete at i; column block I^c_i S_i, to the root, about the centre

@@ -10,8 +10,10 @@ is expressed in one of three frames (code `frame`):
 
 Method: the link's body b hangs from the root through the chain of its ancestors. Bodies are
 numbered depth first (parent < child, the subtree of i is [i, SUBTREE_END_i)), so i is on the
-chain iff i <= b < SUBTREE_END_i: one pass over 1..b, down the chain, composes the root-frame
-poses ^0T_i and maps each joint's motion subspace to the root frame at the root origin,
+chain iff i <= b < SUBTREE_END_i, and each chain body's parent is the previous chain body. One
+pass over 1..b, down the chain, composes the root-frame poses ^0T_i = ^0T_p ^pT_i (carried in
+registers, not in the workspace) and maps each joint's motion subspace to the root frame at the
+root origin,
 
     S^0_i = ^0X_i S_i:   w = R_i w_S,   v = R_i v_S + p_i x (R_i w_S)       [RBDA eq. 2.24]
 
@@ -22,7 +24,8 @@ In root coordinates the velocities and accelerations simply add along the chain
 
 and the Jacobian's column block of joint i is S^0_i (the world Jacobian, Pinocchio's
 computeJointJacobians); columns of joints off the chain are zero. A world motion m0 = [v0; w] is
-then moved to the link frame (pose R_l, p_l in the root frame):
+then moved to the link frame (pose R_l, p_l in the root frame) with a cross product and a
+rotation (no 6 x 6 transform):
 
     local_world_aligned: [v0 + w x p_l; w],      local: R_l^T [v0 + w x p_l; w].
 
@@ -32,38 +35,41 @@ is the second time derivative of the link origin's position (and the angular acc
 root resp. link axes; in "world" the classical acceleration of the body point at the root origin.
 
 Gravity is not included (these are kinematic quantities). The workspace `work` has
-FRAME_WORK_WIDTH columns: the tree's layout (ROT, WORLD_ROT, VEL, ACC, TRANSFORM_SCRATCH used
-here, VEL/ACC in ROOT coordinates unlike the dynamics kernels) plus S_WORLD, LINK_POSE, TMP,
-and max(nb + 1, n_links) rows: the constant link table (LINK_TABLE_BODY, LINK_TABLE_POSE) is
-in its last columns (`frame_workspace`). Entry points: lazily compiled with one explicit
-signature each (entry.py's entry_point: @njit(signature, cache=True) compiled at first use).
+FRAME_WORK_WIDTH columns: the tree's layout (ROT and TRANSFORM_SCRATCH of the non-revolute joints'
+poses here; the centroidal kernels use more) plus the constant link table (LINK_TABLE_BODY,
+LINK_TABLE_POSE) in its last columns, and max(nb + 1, n_links) rows plus those of cos and sin of
+q for centroidal.py (`frame_workspace`). Entry points: lazily compiled with one explicit
+signature each (entry.py's entry_point: @njit(signature, cache=True) compiled at first use);
+the Jacobian and the velocity with fastmath={"contract"} only (multiply-adds fused, ~6% on ur5;
+no other IEEE relaxation: the NaN and inf checks still hold).
 """
+import math
+
 import numpy as np
 from numba import njit, types
 
 from .entry import entry_point
-from .kinematics import joint_pose, revolute_pose, set_world_root, state_status
+from .kinematics import joint_pose, state_status
+from .pose_tuples import (IDENTITY_POSE, compose, free_relative_pose, pose_at,
+                          revolute_relative_pose, subspace_column)
 from .output_checks import STATUS_ALIASED, overlaps
-from .spatial import compose_pose
 
-from ..model.layout import (ACC, IDX_Q, IDX_V, JOINT_NV_COL, JOINT_REVOLUTE, JOINT_TYPE,
-                            LINK_BODY, LINK_ROT, MOTION_SUBSPACE, PARENT, ROT, STATUS_OK, SUBTREE_END,
-                            STATUS_SHAPE_OUT, TRANSFORM_SCRATCH, VEL, WORK_WIDTH, WORLD_POS,
-                            WORLD_ROT)
+from ..model.layout import (IDX_Q, IDX_V, JOINT_FREE, JOINT_NV_COL, JOINT_REVOLUTE, JOINT_TYPE,
+                            LINK_BODY, LINK_ROT, ROT, STATUS_OK, STATUS_SHAPE_OUT, SUBTREE_END,
+                            TRANSFORM_SCRATCH, WORK_WIDTH)
 
 FRAME_WORLD = 0
 FRAME_LOCAL = 1
 FRAME_LOCAL_WORLD_ALIGNED = 2
 
 # ---- workspace columns beyond the tree's layout ----
-S_WORLD = WORK_WIDTH            # 36: S^0_i, the motion subspace in root coordinates (k columns)
-LINK_POSE = WORK_WIDTH + 36     # 12: (row 0) the link frame's pose in the root frame
-TMP = WORK_WIDTH + 48           # 12: (row 0) scratch motions
 # constant link table, row = link index (the workspace has max(nb + 1, n_links) rows), written
 # once by `frame_workspace`: fewer kernel arguments (numba's dispatch costs ~0.06-0.1 us each)
-LINK_TABLE_BODY = WORK_WIDTH + 60   # 1: the link's body (as a float)
-LINK_TABLE_POSE = WORK_WIDTH + 61   # 12: the link frame's pose in its body frame
-FRAME_WORK_WIDTH = WORK_WIDTH + 73
+LINK_TABLE_BODY = WORK_WIDTH        # 1: the link's body (as a float)
+LINK_TABLE_POSE = WORK_WIDTH + 1    # 12: the link frame's pose in its body frame
+FRAME_WORK_WIDTH = WORK_WIDTH + 13
+COS_SIN = TRANSFORM_SCRATCH         # 2: cos and sin of a revolute chain joint's angle (its
+                                    # pose scratch, unused for revolute joints)
 
 _f8 = types.float64
 _i8 = types.int64
@@ -77,94 +83,16 @@ ACCELERATION_SIGNATURE = _i8(_INT2, _FLOAT2, _FLOAT2, _VECTOR, _VECTOR, _VECTOR,
                              _VECTOR)
 
 
-def frame_workspace(body_int, link_int, link_float):
-    """A new workspace (max(nb + 1, n_links), FRAME_WORK_WIDTH) with the link table filled."""
+def frame_workspace(body_int, link_int, link_float, nq=0):
+    """A new workspace (max(nb + 1, n_links) + cos_sin.rows_needed(nq, FRAME_WORK_WIDTH),
+    FRAME_WORK_WIDTH) with the link table filled; its last rows take cos and sin of q
+    (centroidal.py's pose pass; without them, nq = 0, that pass calls libm per joint)."""
     n_links = link_int.shape[0]
-    work = np.zeros((max(body_int.shape[0], n_links), FRAME_WORK_WIDTH))
+    trig_rows = 2 * ((nq + FRAME_WORK_WIDTH - 1) // FRAME_WORK_WIDTH)   # cos_sin.rows_needed
+    work = np.zeros((max(body_int.shape[0], n_links) + trig_rows, FRAME_WORK_WIDTH))
     work[:n_links, LINK_TABLE_BODY] = link_int[:, LINK_BODY]
     work[:n_links, LINK_TABLE_POSE:LINK_TABLE_POSE + 12] = link_float[:, LINK_ROT:LINK_ROT + 12]
     return work
-
-
-@njit(inline="always")
-def world_pose_and_subspace(body_int, body_float, work, i):
-    """Body i of the chain, its pose in the parent (ROT) computed: its pose in the root frame
-    (WORLD_ROT), and S^0_i = ^0X_i S_i at S_WORLD (module docstring). Returns k, the joint's
-    number of columns. (The joint pose stays in the kernels' loops: an out-of-line call inside
-    an inlined helper made numba keep reference counts around it, ~3x slower on ur5.)"""
-    compose_pose(work, body_int[i, PARENT], WORLD_ROT, work, i, ROT, work, i, WORLD_ROT)
-    k = body_int[i, JOINT_NV_COL]
-    px = work[i, WORLD_POS]
-    py = work[i, WORLD_POS + 1]
-    pz = work[i, WORLD_POS + 2]
-    for j in range(k):
-        s = MOTION_SUBSPACE + 6 * j
-        o = S_WORLD + 6 * j
-        for r in range(3):
-            work[i, o + 3 + r] = (work[i, WORLD_ROT + 3 * r] * body_float[i, s + 3]
-                                  + work[i, WORLD_ROT + 3 * r + 1] * body_float[i, s + 4]
-                                  + work[i, WORLD_ROT + 3 * r + 2] * body_float[i, s + 5])
-            work[i, o + r] = (work[i, WORLD_ROT + 3 * r] * body_float[i, s]
-                              + work[i, WORLD_ROT + 3 * r + 1] * body_float[i, s + 1]
-                              + work[i, WORLD_ROT + 3 * r + 2] * body_float[i, s + 2])
-        wx = work[i, o + 3]
-        wy = work[i, o + 4]
-        wz = work[i, o + 5]
-        work[i, o] += py * wz - pz * wy
-        work[i, o + 1] += pz * wx - px * wz
-        work[i, o + 2] += px * wy - py * wx
-    return k
-
-
-@njit(inline="always")
-def set_link_pose(work, b, link):
-    """work[0, LINK_POSE:+12] = ^0T_b ^bT_link (the link's pose in the root frame)."""
-    compose_pose(work, b, WORLD_ROT, work, link, LINK_TABLE_POSE, work, 0, LINK_POSE)
-
-
-@njit(inline="always")
-def world_motion_to_frame(frame, work, m, mi, mc, out_row, out, oi, oc):
-    """A root-coordinate motion m[mi, mc:+6] (about the root origin) expressed in `frame` for
-    the link at work[0, LINK_POSE] (module docstring), written at out[oi, oc:+6] (a row) when
-    out_row, else at out[oc:+6, oi] (a column). m may be out."""
-    vx = m[mi, mc]
-    vy = m[mi, mc + 1]
-    vz = m[mi, mc + 2]
-    wx = m[mi, mc + 3]
-    wy = m[mi, mc + 4]
-    wz = m[mi, mc + 5]
-    if frame != FRAME_WORLD:
-        px = work[0, LINK_POSE + 9]
-        py = work[0, LINK_POSE + 10]
-        pz = work[0, LINK_POSE + 11]
-        # velocity of the point at p: v0 + w x p
-        vx += wy * pz - wz * py
-        vy += wz * px - wx * pz
-        vz += wx * py - wy * px
-        if frame == FRAME_LOCAL:
-            # R_l^T [v; w]
-            r = LINK_POSE
-            ax = work[0, r] * vx + work[0, r + 3] * vy + work[0, r + 6] * vz
-            ay = work[0, r + 1] * vx + work[0, r + 4] * vy + work[0, r + 7] * vz
-            az = work[0, r + 2] * vx + work[0, r + 5] * vy + work[0, r + 8] * vz
-            bx = work[0, r] * wx + work[0, r + 3] * wy + work[0, r + 6] * wz
-            by = work[0, r + 1] * wx + work[0, r + 4] * wy + work[0, r + 7] * wz
-            bz = work[0, r + 2] * wx + work[0, r + 5] * wy + work[0, r + 8] * wz
-            vx, vy, vz, wx, wy, wz = ax, ay, az, bx, by, bz
-    if out_row:
-        out[oi, oc] = vx
-        out[oi, oc + 1] = vy
-        out[oi, oc + 2] = vz
-        out[oi, oc + 3] = wx
-        out[oi, oc + 4] = wy
-        out[oi, oc + 5] = wz
-    else:
-        out[oc, oi] = vx
-        out[oc + 1, oi] = vy
-        out[oc + 2, oi] = vz
-        out[oc + 3, oi] = wx
-        out[oc + 4, oi] = wy
-        out[oc + 5, oi] = wz
 
 
 @njit(inline="always")
@@ -173,9 +101,64 @@ def vector_dims(body_int):
     return body_int[nb, IDX_V] + body_int[nb, JOINT_NV_COL] if nb > 0 else 0
 
 
-@entry_point(JACOBIAN_SIGNATURE)
+# ---- the chain pass in registers ---------------------------------------------------------------
+# The three link kernels walk the chain root -> b in index order: each chain body's parent is the
+# previous chain body, so the running root-frame pose ^0T_p (and velocity, acceleration) is carried
+# in local scalars (12-tuples) instead of being written to and re-read from the workspace (the
+# stores made the compiler reload every operand: ~35 ns per body before, on ur5).
+
+@njit(inline="always")
+def chain_from(body_int, i, b):
+    """The first body >= i on the chain root -> b (b + 1 if none): a body whose subtree ends at
+    or before b is skipped with its whole subtree (depth-first numbering), so a pass visits the
+    chain and the roots of the subtrees beside it, not every body up to b."""
+    while i <= b and body_int[i, SUBTREE_END] <= b:
+        i = body_int[i, SUBTREE_END]
+    return i
+
+
+@njit(inline="always")
+def chain_cos_sin(body_int, q, work, b):
+    """cos and sin of the chain's revolute angles into work[i, COS_SIN:+2], in a loop of their
+    own: a libm call inside the pose pass spills the running pose (every vector register is
+    caller-saved), and here the calls are independent of each other (~10 ns instead of ~20 ns
+    per joint on ur5)."""
+    i = chain_from(body_int, 1, b)
+    while i <= b:
+        if body_int[i, JOINT_TYPE] == JOINT_REVOLUTE:
+            angle = q[body_int[i, IDX_Q]]
+            work[i, COS_SIN] = math.cos(angle)
+            work[i, COS_SIN + 1] = math.sin(angle)
+        i = chain_from(body_int, i + 1, b)
+
+
+@njit(inline="always")
+def motion_in_frame(frame, link_pose, m):
+    """A root-coordinate motion m = [v0; w] (6-tuple, about the root origin) in `frame` for the
+    link at root-frame pose link_pose (module docstring): "world" m; "local_world_aligned"
+    [v0 + w x p_l; w]; "local" R_l^T [v0 + w x p_l; w]."""
+    vx, vy, vz, wx, wy, wz = m
+    if frame != FRAME_WORLD:
+        px = link_pose[9]
+        py = link_pose[10]
+        pz = link_pose[11]
+        vx += wy * pz - wz * py
+        vy += wz * px - wx * pz
+        vz += wx * py - wy * px
+        if frame == FRAME_LOCAL:
+            r = link_pose
+            return (r[0] * vx + r[3] * vy + r[6] * vz, r[1] * vx + r[4] * vy + r[7] * vz,
+                    r[2] * vx + r[5] * vy + r[8] * vz, r[0] * wx + r[3] * wy + r[6] * wz,
+                    r[1] * wx + r[4] * wy + r[7] * wz, r[2] * wx + r[5] * wy + r[8] * wz)
+    return (vx, vy, vz, wx, wy, wz)
+
+
+@entry_point(JACOBIAN_SIGNATURE, fastmath={"contract"})
 def frame_jacobian(body_int, body_float, work, q, link, frame, out):
-    """out (6, nv) = J with v_link = J v in `frame` (module docstring). Returns a status."""
+    """out (6, nv) = J with v_link = J v in `frame` (module docstring). Returns a status.
+    One pass down the chain writes the root-frame columns S^0_i (Pinocchio's
+    computeJointJacobians on the chain only); a pass over the chain's columns moves them to
+    `frame` once the link's pose is known (none for "world")."""
     if overlaps(out, q):
         return STATUS_ALIASED
     status = state_status(body_int, q, q, q, False, False)
@@ -188,28 +171,42 @@ def frame_jacobian(body_int, body_float, work, q, link, frame, out):
         for c in range(nv):
             out[r, c] = 0.0
     b = int(work[link, LINK_TABLE_BODY])
-    set_world_root(work)
-    for i in range(1, b + 1):
-        if body_int[i, SUBTREE_END] > b:   # i is b or one of its ancestors
-            joint_type = body_int[i, JOINT_TYPE]
-            if joint_type == JOINT_REVOLUTE:
-                revolute_pose(body_float, i, q[body_int[i, IDX_Q]], work, i, ROT)
-            else:
-                joint_pose(joint_type, body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
-                           TRANSFORM_SCRATCH)
-            world_pose_and_subspace(body_int, body_float, work, i)
-    set_link_pose(work, b, link)
-    # columns of the chain's joints: S^0_i in the frame
-    for i in range(1, b + 1):
-        if body_int[i, SUBTREE_END] > b:
+    pose = IDENTITY_POSE
+    chain_cos_sin(body_int, q, work, b)
+    i = chain_from(body_int, 1, b)
+    while i <= b:
+        joint_type = body_int[i, JOINT_TYPE]
+        if joint_type == JOINT_REVOLUTE:
+            relative = revolute_relative_pose(body_float, i, work[i, COS_SIN],
+                                              work[i, COS_SIN + 1])
+        elif joint_type == JOINT_FREE:
+            relative = free_relative_pose(body_float, i, q, body_int[i, IDX_Q])
+        else:
+            joint_pose(joint_type, body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
+                       TRANSFORM_SCRATCH)
+            relative = pose_at(work, i, ROT)
+        pose = compose(pose, relative)      # ^0T_i = ^0T_p ^pT_i
+        iv = body_int[i, IDX_V]
+        for j in range(body_int[i, JOINT_NV_COL]):
+            column = subspace_column(body_float, i, j, pose)
+            for r in range(6):
+                out[r, iv + j] = column[r]
+        i = chain_from(body_int, i + 1, b)
+    if frame != FRAME_WORLD:
+        link_pose = compose(pose, pose_at(work, link, LINK_TABLE_POSE))
+        i = chain_from(body_int, 1, b)
+        while i <= b:
             iv = body_int[i, IDX_V]
-            for j in range(body_int[i, JOINT_NV_COL]):
-                world_motion_to_frame(frame, work, work, i, S_WORLD + 6 * j, False, out, iv + j,
-                                      0)
+            for c in range(iv, iv + body_int[i, JOINT_NV_COL]):
+                moved = motion_in_frame(frame, link_pose, (out[0, c], out[1, c], out[2, c],
+                                                           out[3, c], out[4, c], out[5, c]))
+                for r in range(6):
+                    out[r, c] = moved[r]
+            i = chain_from(body_int, i + 1, b)
     return STATUS_OK
 
 
-@entry_point(VELOCITY_SIGNATURE)
+@entry_point(VELOCITY_SIGNATURE, fastmath={"contract"})
 def frame_velocity(body_int, body_float, work, q, v, link, frame, out):
     """out (6,) = the link's spatial velocity J v in `frame`. Returns a status."""
     if overlaps(out, q) or overlaps(out, v):
@@ -220,31 +217,34 @@ def frame_velocity(body_int, body_float, work, q, v, link, frame, out):
     if out.shape[0] != 6:
         return STATUS_SHAPE_OUT
     b = int(work[link, LINK_TABLE_BODY])
-    set_world_root(work)
-    for r in range(6):
-        work[0, VEL + r] = 0.0
-    for i in range(1, b + 1):
-        if body_int[i, SUBTREE_END] <= b:   # not on the chain to b
-            continue
+    pose = IDENTITY_POSE
+    vel = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    chain_cos_sin(body_int, q, work, b)
+    i = chain_from(body_int, 1, b)
+    while i <= b:
         joint_type = body_int[i, JOINT_TYPE]
         if joint_type == JOINT_REVOLUTE:
-            revolute_pose(body_float, i, q[body_int[i, IDX_Q]], work, i, ROT)
+            relative = revolute_relative_pose(body_float, i, work[i, COS_SIN],
+                                              work[i, COS_SIN + 1])
+        elif joint_type == JOINT_FREE:
+            relative = free_relative_pose(body_float, i, q, body_int[i, IDX_Q])
         else:
             joint_pose(joint_type, body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
                        TRANSFORM_SCRATCH)
-        k = world_pose_and_subspace(body_int, body_float, work, i)
-        parent = body_int[i, PARENT]
+            relative = pose_at(work, i, ROT)
+        pose = compose(pose, relative)
         iv = body_int[i, IDX_V]
         # v_i = v_p + S^0_i qd_i                                  [RBDA eq. 7.34, root coords]
-        for r in range(6):
-            s = work[parent, VEL + r]
-            for j in range(k):
-                s += work[i, S_WORLD + 6 * j + r] * v[iv + j]
-            work[i, VEL + r] = s
-    set_link_pose(work, b, link)
-    world_motion_to_frame(frame, work, work, b, VEL, True, work, 0, TMP)
+        for j in range(body_int[i, JOINT_NV_COL]):
+            column = subspace_column(body_float, i, j, pose)
+            qd = v[iv + j]
+            vel = (vel[0] + column[0] * qd, vel[1] + column[1] * qd, vel[2] + column[2] * qd,
+                   vel[3] + column[3] * qd, vel[4] + column[4] * qd, vel[5] + column[5] * qd)
+        i = chain_from(body_int, i + 1, b)
+    link_pose = compose(pose, pose_at(work, link, LINK_TABLE_POSE))
+    moved = motion_in_frame(frame, link_pose, vel)
     for r in range(6):
-        out[r] = work[0, TMP + r]
+        out[r] = moved[r]
     return STATUS_OK
 
 
@@ -260,65 +260,61 @@ def frame_classical_acceleration(body_int, body_float, work, q, v, qdd, link, fr
     if out.shape[0] != 6:
         return STATUS_SHAPE_OUT
     b = int(work[link, LINK_TABLE_BODY])
-    set_world_root(work)
-    for r in range(6):
-        work[0, VEL + r] = 0.0
-        work[0, ACC + r] = 0.0
-    for i in range(1, b + 1):
-        if body_int[i, SUBTREE_END] <= b:   # not on the chain to b
-            continue
+    pose = IDENTITY_POSE
+    vel = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    acc = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    chain_cos_sin(body_int, q, work, b)
+    i = chain_from(body_int, 1, b)
+    while i <= b:
         joint_type = body_int[i, JOINT_TYPE]
         if joint_type == JOINT_REVOLUTE:
-            revolute_pose(body_float, i, q[body_int[i, IDX_Q]], work, i, ROT)
+            relative = revolute_relative_pose(body_float, i, work[i, COS_SIN],
+                                              work[i, COS_SIN + 1])
+        elif joint_type == JOINT_FREE:
+            relative = free_relative_pose(body_float, i, q, body_int[i, IDX_Q])
         else:
             joint_pose(joint_type, body_float, i, q, body_int[i, IDX_Q], work, i, ROT,
                        TRANSFORM_SCRATCH)
-        k = world_pose_and_subspace(body_int, body_float, work, i)
-        parent = body_int[i, PARENT]
+            relative = pose_at(work, i, ROT)
+        pose = compose(pose, relative)
         iv = body_int[i, IDX_V]
         # v_i = v_p + S^0_i qd_i;  a_i = a_p + S^0_i qdd_i + v_i x (S^0_i qd_i)
         #                                         [RBDA eqs. 7.34-7.35 in root coordinates]
-        for r in range(6):
-            s = 0.0
-            s2 = work[parent, ACC + r]
-            for j in range(k):
-                s += work[i, S_WORLD + 6 * j + r] * v[iv + j]
-                s2 += work[i, S_WORLD + 6 * j + r] * qdd[iv + j]
-            work[0, TMP + r] = s            # S^0_i qd_i
-            work[i, VEL + r] = work[parent, VEL + r] + s
-            work[i, ACC + r] = s2
-        vx = work[i, VEL]
-        vy = work[i, VEL + 1]
-        vz = work[i, VEL + 2]
-        wx = work[i, VEL + 3]
-        wy = work[i, VEL + 4]
-        wz = work[i, VEL + 5]
-        sx = work[0, TMP]
-        sy = work[0, TMP + 1]
-        sz = work[0, TMP + 2]
-        tx = work[0, TMP + 3]
-        ty = work[0, TMP + 4]
-        tz = work[0, TMP + 5]
+        sx = sy = sz = tx = ty = tz = 0.0          # S^0_i qd_i = [s; t]
+        for j in range(body_int[i, JOINT_NV_COL]):
+            column = subspace_column(body_float, i, j, pose)
+            qd = v[iv + j]
+            a = qdd[iv + j]
+            sx += column[0] * qd
+            sy += column[1] * qd
+            sz += column[2] * qd
+            tx += column[3] * qd
+            ty += column[4] * qd
+            tz += column[5] * qd
+            acc = (acc[0] + column[0] * a, acc[1] + column[1] * a, acc[2] + column[2] * a,
+                   acc[3] + column[3] * a, acc[4] + column[4] * a, acc[5] + column[5] * a)
+        vx = vel[0] + sx
+        vy = vel[1] + sy
+        vz = vel[2] + sz
+        wx = vel[3] + tx
+        wy = vel[4] + ty
+        wz = vel[5] + tz
+        vel = (vx, vy, vz, wx, wy, wz)
         # [v; w] x [s; t] = [w x s + v x t; w x t]
-        work[i, ACC] += wy * sz - wz * sy + vy * tz - vz * ty
-        work[i, ACC + 1] += wz * sx - wx * sz + vz * tx - vx * tz
-        work[i, ACC + 2] += wx * sy - wy * sx + vx * ty - vy * tx
-        work[i, ACC + 3] += wy * tz - wz * ty
-        work[i, ACC + 4] += wz * tx - wx * tz
-        work[i, ACC + 5] += wx * ty - wy * tx
-    set_link_pose(work, b, link)
-    world_motion_to_frame(frame, work, work, b, VEL, True, work, 0, TMP)
-    world_motion_to_frame(frame, work, work, b, ACC, True, work, 0, TMP + 6)
-    wx = work[0, TMP + 3]
-    wy = work[0, TMP + 4]
-    wz = work[0, TMP + 5]
-    vx = work[0, TMP]
-    vy = work[0, TMP + 1]
-    vz = work[0, TMP + 2]
-    out[0] = work[0, TMP + 6] + wy * vz - wz * vy
-    out[1] = work[0, TMP + 7] + wz * vx - wx * vz
-    out[2] = work[0, TMP + 8] + wx * vy - wy * vx
-    for r in range(3):
-        out[3 + r] = work[0, TMP + 9 + r]
+        acc = (acc[0] + wy * sz - wz * sy + vy * tz - vz * ty,
+               acc[1] + wz * sx - wx * sz + vz * tx - vx * tz,
+               acc[2] + wx * sy - wy * sx + vx * ty - vy * tx,
+               acc[3] + wy * tz - wz * ty,
+               acc[4] + wz * tx - wx * tz,
+               acc[5] + wx * ty - wy * tx)
+        i = chain_from(body_int, i + 1, b)
+    link_pose = compose(pose, pose_at(work, link, LINK_TABLE_POSE))
+    vx, vy, vz, wx, wy, wz = motion_in_frame(frame, link_pose, vel)
+    ax, ay, az, bx, by, bz = motion_in_frame(frame, link_pose, acc)
+    out[0] = ax + wy * vz - wz * vy
+    out[1] = ay + wz * vx - wx * vz
+    out[2] = az + wx * vy - wy * vx
+    out[3] = bx
+    out[4] = by
+    out[5] = bz
     return STATUS_OK
-

@@ -81,7 +81,7 @@ class FrameKinematics:
         self.link_int = np.ascontiguousarray(tree.link_int)
         self.link_float = np.ascontiguousarray(tree.link_float)
         rows = self.body_int.shape[0]
-        self.work = K.frame_workspace(self.body_int, self.link_int, self.link_float)
+        self.work = K.frame_workspace(self.body_int, self.link_int, self.link_float, self.nq)
         self.blocks = np.zeros((6 * rows, self.nv))       # M^-1's per-body 6 x nv blocks
         self.minv = np.zeros((self.nv, self.nv))
         self.jacobian_scratch = np.zeros((6, self.nv))
