@@ -144,6 +144,46 @@ def test_forward_dynamics_derivatives_vs_pinocchio(case, pin):
             assert_matrix_close(dtau, case.matrix(minv), f"{what}: dqdd_dtau vs pin Minv")
 
 
+def test_c_level_path_vs_pinocchio_and_its_fallbacks(case, pin):
+    """From the second call without f_ext and out, the derivatives of a plain tree are one C-level
+    kernel call (robot/fast_derivatives.py): its results against Pinocchio, the calls counted as
+    fast, and unfitting inputs sent to the general path (converted, or the documented error)."""
+    from mbd_ros import fastcall
+    assert fastcall.AVAILABLE, "the C extension mbd_ros.fastcall._fastcall is not built"
+    r, o = case.robot, case.oracle
+    q, v, x = case.state()
+    for _ in range(2):
+        r.inverse_dynamics_derivatives(q, v, x)
+        r.forward_dynamics_derivatives(q, v, x)
+    fast = r._fast_derivatives
+    assert fast.rnea_c is not None and fast.aba_c is not None
+    before = fast.rnea_c.counts()[0], fast.aba_c.counts()[0]
+    for k in range(N_STATES):
+        q, v, x = case.state()
+        ref = pin.computeRNEADerivatives(o.model, o.data, o.q_pin(q), o.v_pin(v), o.v_pin(x))
+        for name, ours, theirs in zip(("dtau_dq", "dtau_dv", "dtau_dqdd"),
+                                      r.inverse_dynamics_derivatives(q, v, x), ref):
+            assert_matrix_close(ours, case.matrix(theirs), f"{case.key} C path {k}: {name}")
+        pin.computeABADerivatives(o.model, o.data, o.q_pin(q), o.v_pin(v), o.v_pin(x))
+        minv = np.triu(o.data.Minv) + np.triu(o.data.Minv, 1).T
+        for name, ours, theirs in zip(("dqdd_dq", "dqdd_dv", "dqdd_dtau"),
+                                      r.forward_dynamics_derivatives(q, v, x),
+                                      (o.data.ddq_dq, o.data.ddq_dv, minv)):
+            assert_matrix_close(ours, case.matrix(theirs), f"{case.key} C path {k}: {name}")
+    assert (fast.rnea_c.counts()[0], fast.aba_c.counts()[0]) == (before[0] + N_STATES,
+                                                                before[1] + N_STATES)
+    # the general path: lists converted (same results), bad vectors named
+    for method in ("inverse_dynamics_derivatives", "forward_dynamics_derivatives"):
+        fn = getattr(r, method)
+        for a, b in zip(fn(list(q), list(v), list(x)), fn(q, v, x)):
+            assert_matrix_close(a, b, f"{case.key} {method}: list inputs", rtol=1e-15)
+        third = "qdd" if method.startswith("inverse") else "tau"
+        with pytest.raises(ValueError, match=f"{third} must have shape"):
+            fn(q, v, x[:-1])
+        with pytest.raises(ValueError, match="v contains NaN"):
+            fn(q, np.full(r.nv, np.nan), x)
+
+
 # ---- central differences on the tangent space ----------------------------------------------------
 
 def tangent_differences(robot, fn, q, v, x, h=FD_STEP):

@@ -605,7 +605,14 @@ class Robot:
         differences on the tangent space (step eps^(1/3), ~1e-10 relative; docs/derivatives.md).
         Rigid trees, fixed or floating base, codegen or not; ValueError for closed loops, mimic
         couplings and flexible links. out: None, or three writable C-contiguous float64
-        (nv, nv) arrays to fill and return (no allocation), sharing memory with nothing."""
+        (nv, nv) arrays to fill and return (no allocation), sharing memory with nothing.
+        A plain rigid tree's call without f_ext and out is, from the second, one lock-free
+        C-level kernel call (robot/fast_derivatives.py)."""
+        fast = self._fast_derivatives
+        if fast is not None and out is None and f_ext is None and self._plain:
+            result = fast.inverse(q, v, qdd)
+            if result is not None:
+                return result
         with self._lock:   # inline rather than @locked: ~0.1 us of a ~3 us call
             derivatives = self.__dict__.get("_derivative_work") or \
                 self._derivatives("inverse_dynamics_derivatives")
@@ -631,7 +638,12 @@ class Robot:
         qdd = FD(q, v, tau), then dqdd_dx = -M^-1 dtau_dx of inverse_dynamics_derivatives at
         that qdd, and dqdd_dtau = M^-1 (M factorised along the tree, Featherstone's LTDL).
         Same conventions, loads, robot kinds and `out` as inverse_dynamics_derivatives (q on
-        the tangent space; force elements by central differences)."""
+        the tangent space; force elements by central differences; the C-level path)."""
+        fast = self._fast_derivatives
+        if fast is not None and out is None and f_ext is None and self._plain:
+            result = fast.forward(q, v, tau)
+            if result is not None:
+                return result
         with self._lock:
             derivatives = self.__dict__.get("_derivative_work") or \
                 self._derivatives("forward_dynamics_derivatives")
@@ -662,7 +674,11 @@ class Robot:
         from .derivatives import Derivatives, check_supported
         check_supported(self, method)
         derivatives = self._derivative_work = Derivatives(self._tree)
+        from .fast_derivatives import fast_derivatives
+        self._fast_derivatives = fast_derivatives(self._tree, derivatives.dof_int)
         return derivatives
+
+    _fast_derivatives = None   # fast_derivatives.FastDerivatives, built with _derivative_work
 
     # ------------------------------------------------------------------ loads
     def _apply_loads(self, q, v, f_ext):
