@@ -184,6 +184,63 @@ def test_c_level_path_vs_pinocchio_and_its_fallbacks(case, pin):
             fn(q, np.full(r.nv, np.nan), x)
 
 
+def test_c_level_path_from_threads_gives_each_call_its_own_results(case, pin):
+    """The C path runs lock-free on one private workspace: calls from several threads (each one
+    GIL-holding kernel call) must each return the derivatives of their own state."""
+    import threading
+    r, o = case.robot, case.oracle
+    states = [case.state() for _ in range(4)]
+    expected = []
+    for q, v, x in states:
+        pin.computeABADerivatives(o.model, o.data, o.q_pin(q), o.v_pin(v), o.v_pin(x))
+        expected.append(case.matrix(o.data.ddq_dq).copy())
+    r.forward_dynamics_derivatives(*states[0])
+    r.forward_dynamics_derivatives(*states[0])
+    assert r._fast_derivatives.aba_c is not None
+    errors = []
+
+    def worker(k):
+        q, v, x = states[k]
+        for _ in range(200):
+            dq, _, _ = r.forward_dynamics_derivatives(q, v, x)
+            err = np.max(np.abs(dq - expected[k]))
+            if err > PIN_RTOL * np.linalg.norm(expected[k], 2):
+                errors.append((k, err))
+                return
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(len(states))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, f"{case.key}: a thread got another state's derivatives: {errors[:3]}"
+
+
+def test_singular_mass_matrix_raises_as_forward_dynamics():
+    """A joint that moves no inertia: M is singular; the forward derivatives (general and C
+    path, whose pivots are tested relative to M_kk) raise forward_dynamics' ValueError."""
+    import warnings
+    xml = """<?xml version="1.0"?><robot name="s"><link name="base"/>
+      <link name="a"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
+      <link name="b"><inertial><mass value="0"/><inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/></inertial></link>
+      <joint name="ja" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/>
+        <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+      <joint name="jb" type="revolute"><parent link="a"/><child link="b"/><origin xyz="0.3 0 0"/>
+        <axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+    </robot>"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        robot = mbd_ros.load(xml)
+    q, z = robot.neutral(), np.zeros(robot.nv)
+    with pytest.raises(ValueError) as reference:
+        robot.forward_dynamics(q, z, z)
+    assert "joint 'jb'" in str(reference.value)
+    for _ in range(3):   # the general path, then the C path's fallback
+        with pytest.raises(ValueError) as error:
+            robot.forward_dynamics_derivatives(q, z, z)
+        assert str(error.value) == str(reference.value)
+
+
 # ---- central differences on the tangent space ----------------------------------------------------
 
 def tangent_differences(robot, fn, q, v, x, h=FD_STEP):

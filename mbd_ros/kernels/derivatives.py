@@ -46,10 +46,15 @@ Cost O(nv * depth), as [RSS18]'s.
 
 Forward dynamics ([RSS18]'s route):
 
-(D8) qdd = ABA(q, v, tau);  dqdd/dx = -M^-1 dtau/dx (x = q, v) at that qdd;  dqdd/dtau = M^-1
+(D8) qdd = FD(q, v, tau);  dqdd/dx = -M^-1 dtau/dx (x = q, v) at that qdd;  dqdd/dtau = M^-1
 
 with M factorised as L^T D L along the tree's sparsity (Featherstone's RBDA, Tables 6.3-6.4:
-the LTDL factorisation and its back-substitutions).
+the LTDL factorisation and its back-substitutions). qdd comes from the same factor, not from a
+separate ABA: M, dtau/dv and the bias tau_b = ID(q, v, 0) do not depend on qdd, and what does
+is linear in it (acc_i: the accelerations qdd adds; D2, D4 and D3 with oa_0 = -g unchanged):
+
+(D9) qdd = M^-1 (tau - tau_b);  acc_i = acc_p + oS_i qdd_i;  oa_i += acc_i;
+     dA/dq_j += acc_p x oS_j;  of_i += oI_i acc_i
 
 Workspaces (per robot, built once: robot/derivatives.py): `dwork` (nb + 1, DWORK_WIDTH) per body,
 `dof_work` (nv, DOF_WIDTH) per degree of freedom, `dof_int` (nv, DOF_INT_WIDTH) the tree's dof
@@ -452,7 +457,8 @@ def ltdl_solve(dof_int, factor, x, scale, columns):
     """x <- scale M^-1 x for x (nv, nv), with M = L^T D L in `factor` (RBDA Table 6.4), on whole
     contiguous rows (row views: the row updates vectorise). columns: what x is on entry
     (ALL_COLUMNS, TREE_COLUMNS, IDENTITY): the first walk touches only the columns that can be
-    nonzero, [start, end) of row i; the last walk (L^-1) fills every column.
+    nonzero, [start, end) of row i; the last walk (L^-1) fills every column (IDENTITY: the
+    upper triangle, then mirrored).
     (One matrix per walk: walking three at once was up to 3x slower, depending on where the
     arrays fall in memory.)"""
     n = factor.shape[0]
@@ -467,20 +473,27 @@ def ltdl_solve(dof_int, factor, x, scale, columns):
             for c in range(start, end):
                 row_j[c] -= f * row_i[c]
             j = dof_int[j, DOF_PARENT]
+    # identity: the result is symmetric, and its upper triangle (c >= i) needs only the upper
+    # triangles of the rows above (j < i <= c): compute it, then mirror it
     for i in range(n):                   # D^-1
         d = scale / factor[i, i]
         row_i = x[i]
-        for c in range(n):
+        for c in range(i if columns == IDENTITY else 0, n):
             row_i[c] *= d
     for i in range(n):                   # L^-1
         j = dof_int[i, DOF_PARENT]
+        start = i if columns == IDENTITY else 0
         row_i = x[i]
         while j >= 0:
             f = factor[i, j]
             row_j = x[j]
-            for c in range(n):
+            for c in range(start, n):
                 row_i[c] -= f * row_j[c]
             j = dof_int[j, DOF_PARENT]
+    if columns == IDENTITY:
+        for i in range(n):
+            for c in range(i):
+                x[i, c] = x[c, i]
 
 
 @njit(inline="always")
