@@ -11,7 +11,8 @@ clock counts the waits for a core.
     PYTHONPATH=. .venv/bin/python bench/bench_derivatives.py [--robots ur5 panda solo12]
         [--rounds 200] [--out file.md]
 
-Target: ours / Pinocchio <= 0.7 per call (generic kernels).
+Target: ours / Pinocchio <= 0.7 per call (generic kernels). The timed calls are the allocating
+form without f_ext, which from the second call is the C-level path (robot/fast_derivatives.py).
 """
 from __future__ import annotations
 
