@@ -145,9 +145,10 @@ def test_forward_dynamics_derivatives_vs_pinocchio(case, pin):
 
 
 def test_c_level_path_vs_pinocchio_and_its_fallbacks(case, pin):
-    """From the second call without f_ext and out, the derivatives of a plain tree are one C-level
-    kernel call (robot/fast_derivatives.py): its results against Pinocchio, the calls counted as
-    fast, and unfitting inputs sent to the general path (converted, or the documented error)."""
+    """From the second call without f_ext, the derivatives of a plain tree are one C-level kernel
+    call (robot/fast_derivatives.py): its results against Pinocchio, the calls counted as fast,
+    out= filled in place, and unfitting inputs or outs sent to the general path (converted, or
+    the documented error)."""
     from mbd_ros import fastcall
     assert fastcall.AVAILABLE, "the C extension mbd_ros.fastcall._fastcall is not built"
     r, o = case.robot, case.oracle
@@ -172,6 +173,27 @@ def test_c_level_path_vs_pinocchio_and_its_fallbacks(case, pin):
             assert_matrix_close(ours, case.matrix(theirs), f"{case.key} C path {k}: {name}")
     assert (fast.rnea_c.counts()[0], fast.aba_c.counts()[0]) == (before[0] + N_STATES,
                                                                 before[1] + N_STATES)
+    # out= on the C path: filled in place (the arrays returned), the allocating form's values
+    n = r.nv
+    for method, call in (("inverse_dynamics_derivatives", fast.rnea_c),
+                         ("forward_dynamics_derivatives", fast.aba_c)):
+        fn = getattr(r, method)
+        out = tuple(np.full((n, n), np.nan) for _ in range(3))
+        count = call.counts()[0]
+        result = fn(q, v, x, out=out)
+        assert call.counts()[0] == count + 1, f"{method}: out= did not take the C path"
+        assert all(a is b for a, b in zip(result, out)), method
+        for a, b in zip(result, fn(q, v, x)):
+            assert np.array_equal(a, b), method
+        # an out overlapping q or another out: the general path's error, out of the C path
+        buffer = np.zeros(3 * n * n + r.nq)
+        q_shared = buffer[:r.nq]
+        q_shared[:] = q
+        shared = (buffer[:n * n].reshape(n, n), out[1], out[2])
+        with pytest.raises(ValueError, match=r"out\[0\] must not share memory"):
+            fn(q_shared, v, x, out=shared)
+        with pytest.raises(ValueError, match=r"out\[2\] must not share memory"):
+            fn(q, v, x, out=(out[0], out[1], out[0]))
     # the general path: lists converted (same results), bad vectors named
     for method in ("inverse_dynamics_derivatives", "forward_dynamics_derivatives"):
         fn = getattr(r, method)

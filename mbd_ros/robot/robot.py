@@ -606,11 +606,11 @@ class Robot:
         Rigid trees, fixed or floating base, codegen or not; ValueError for closed loops, mimic
         couplings and flexible links. out: None, or three writable C-contiguous float64
         (nv, nv) arrays to fill and return (no allocation), sharing memory with nothing.
-        A plain rigid tree's call without f_ext and out is, from the second, one lock-free
-        C-level kernel call (robot/fast_derivatives.py)."""
+        A plain rigid tree's call without f_ext is, from the second, one lock-free C-level
+        kernel call (robot/fast_derivatives.py)."""
         fast = self._fast_derivatives
-        if fast is not None and out is None and f_ext is None and self._plain:
-            result = fast.inverse(q, v, qdd)
+        if fast is not None and f_ext is None and self._plain:
+            result = fast.inverse(q, v, qdd, out)
             if result is not None:
                 return result
         with self._lock:   # inline rather than @locked: ~0.1 us of a ~3 us call
@@ -640,8 +640,8 @@ class Robot:
         Same conventions, loads, robot kinds and `out` as inverse_dynamics_derivatives (q on
         the tangent space; force elements by central differences; the C-level path)."""
         fast = self._fast_derivatives
-        if fast is not None and out is None and f_ext is None and self._plain:
-            result = fast.forward(q, v, tau)
+        if fast is not None and f_ext is None and self._plain:
+            result = fast.forward(q, v, tau, out)
             if result is not None:
                 return result
         with self._lock:
