@@ -393,17 +393,32 @@ def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v,
                 tau_out[jc] += damping * v[jc] + friction * th
                 dv_out[jc, jc] += damping + friction * (1.0 - th * th) / speed
             # ancestors: rows k above (column jc), and row jc's entries in the columns k above
+            # the column's vectors in locals: the stores into the matrices may alias dof_work
+            # as far as the compiler knows, which would reload them for every ancestor
+            b0, b1, b2, b3, b4, b5 = load6(dof_work, jc, DFDQ_BELOW)
+            f0, f1, f2, f3, f4, f5 = load6(dof_work, jc, DFDV)
+            y0, y1, y2, y3, y4, y5 = load6(dof_work, jc, YS)
+            t0 = dof_work[jc, DYT]
+            t1 = dof_work[jc, DYT + 1]
+            t2 = dof_work[jc, DYT + 2]
             k = dof_int[iv, DOF_PARENT]
             while k >= 0:
-                dq_out[k, jc] = dot6(dof_work, k, S_O, dof_work, jc, DFDQ_BELOW)
-                dv_out[k, jc] = dot6(dof_work, k, S_O, dof_work, jc, DFDV)
-                mass = dot6(dof_work, k, S_O, dof_work, jc, YS)
+                row = dof_work[k]
+                dq_out[k, jc] = (row[S_O] * b0 + row[S_O + 1] * b1 + row[S_O + 2] * b2
+                                 + row[S_O + 3] * b3 + row[S_O + 4] * b4 + row[S_O + 5] * b5)
+                dv_out[k, jc] = (row[S_O] * f0 + row[S_O + 1] * f1 + row[S_O + 2] * f2
+                                 + row[S_O + 3] * f3 + row[S_O + 4] * f4 + row[S_O + 5] * f5)
+                mass = (row[S_O] * y0 + row[S_O + 1] * y1 + row[S_O + 2] * y2
+                        + row[S_O + 3] * y3 + row[S_O + 4] * y4 + row[S_O + 5] * y5)
                 da_out[k, jc] = mass
                 da_out[jc, k] = mass
-                dq_out[jc, k] = (dot6(dof_work, jc, YS, dof_work, k, DADQ)
-                                 + dot3(dof_work, jc, DYT, dof_work, k, DVDQ + 3))
-                dv_out[jc, k] = (dot6(dof_work, jc, YS, dof_work, k, DADV)
-                                 + dot3(dof_work, jc, DYT, dof_work, k, S_O + 3))
+                dq_out[jc, k] = (y0 * row[DADQ] + y1 * row[DADQ + 1] + y2 * row[DADQ + 2]
+                                 + y3 * row[DADQ + 3] + y4 * row[DADQ + 4] + y5 * row[DADQ + 5]
+                                 + (t0 * row[DVDQ + 3] + t1 * row[DVDQ + 4]
+                                    + t2 * row[DVDQ + 5]))
+                dv_out[jc, k] = (y0 * row[DADV] + y1 * row[DADV + 1] + y2 * row[DADV + 2]
+                                 + y3 * row[DADV + 3] + y4 * row[DADV + 4] + y5 * row[DADV + 5]
+                                 + (t0 * row[S_O + 3] + t1 * row[S_O + 4] + t2 * row[S_O + 5]))
                 k = dof_int[k, DOF_PARENT]
         if parent > 0:
             for k in range(22):   # YCRB, VAR_G, VAR_C
