@@ -156,12 +156,6 @@ def load6(a, ai, ac):
 
 
 @njit(inline="always")
-def dot3(a, ai, ac, b, bi, bc):
-    """a[ai, ac:ac+3] . b[bi, bc:bc+3]"""
-    return a[ai, ac] * b[bi, bc] + a[ai, ac + 1] * b[bi, bc + 1] + a[ai, ac + 2] * b[bi, bc + 2]
-
-
-@njit(inline="always")
 def inertia_variation(dwork, i):
     """The variation B_i = ov x* oI - oI (ov x) + (. x* oh) of body i, oh = oI ov (D5);
     Pinocchio's Inertia::variation + addForceCrossMatrix, so that d of_i = oI_i da + B_i dv for
