@@ -484,7 +484,7 @@ TREE_COLUMNS = 1    # x with M's sparsity (row i nonzero only in the ancestors a
 IDENTITY = 2        # x = 1: L^-T 1 is zero outside the ancestors of each column: [i, end)
 
 
-@njit(inline="always")
+@njit(cache=True)
 def ltdl_solve(dof_int, factor, x, scale, columns):
     """x <- scale M^-1 x for x (nv, nv), with M = L^T D L in `factor` (RBDA Table 6.4), on whole
     contiguous rows (row views: the row updates vectorise). columns: what x is on entry
@@ -492,7 +492,8 @@ def ltdl_solve(dof_int, factor, x, scale, columns):
     nonzero, [start, end) of row i; the last walk (L^-1) fills every column (IDENTITY: the
     upper triangle, then mirrored).
     (One matrix per walk: walking three at once was up to 3x slower, depending on where the
-    arrays fall in memory.)"""
+    arrays fall in memory. A compiled function, not inlined: three inlined copies made
+    aba_derivatives ~15% slower on ur5.)"""
     n = factor.shape[0]
     for i in range(n - 1, -1, -1):       # L^-T
         j = dof_int[i, DOF_PARENT]
@@ -571,7 +572,7 @@ def forward_from_inverse(dof_int, factor, dq, dv, mass):
 DENSE_PRODUCTS_FROM = 16
 
 
-@njit(inline="always")
+@njit(cache=True)
 def minus_product(minv, x, scratch):
     """x <- -minv x for (nv, nv) arrays (scratch (nv, nv): the product before the copy)."""
     np.dot(minv, x, scratch)
