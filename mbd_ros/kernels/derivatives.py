@@ -570,7 +570,7 @@ def forward_from_inverse(dof_int, factor, dq, dv, mass):
 # from this nv on, dqdd/dx = -M^-1 dtau/dx by M^-1 and dense products (BLAS dgemm, fully
 # vectorised, does nv^3 operations where the tree solves do ~2 nv sum(depth) row updates):
 # measured per matrix 0.63 vs 0.78 us on solo12 (nv 18), the same on talos_reduced (nv 38);
-# on the arms (nv 6-9) the solves are cheaper than a BLAS call
+# on panda (nv 9) the two were equal; the arms keep the solves (no BLAS call)
 DENSE_PRODUCTS_FROM = 16
 
 
