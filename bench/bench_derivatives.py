@@ -11,7 +11,8 @@ clock counts the waits for a core.
     PYTHONPATH=. .venv/bin/python bench/bench_derivatives.py [--robots ur5 panda solo12]
         [--loops fourbar double_wishbone] [--rounds 200] [--out file.md]
 
-Target: ours / Pinocchio <= 0.7 per call (generic kernels).
+Target: ours / Pinocchio <= 0.7 per call (generic kernels). The timed calls (allocating, and
+out=) without f_ext are, from the second call, the C-level path (robot/fast_derivatives.py).
 
 Closed-loop robots (--loops: the sample four-bar, the double wishbone with its strut, the
 delta robot): the derivatives (KKT differentiation, robot/constrained_derivatives.py) per call
@@ -131,15 +132,19 @@ def main():
                  for o, r in zip(ours, (data.ddq_dq, data.ddq_dv, minv))]
         if max(errs) > CHECK_RTOL:
             failures.append(f"{name}: max relative error vs Pinocchio {max(errs):.2e} > {CHECK_RTOL:g}")
-        ns = dict(robot=robot, pin=pin, model=model, data=data, q=q, v=v, x=x, qp=qp, vp=vp, xp=xp)
+        outs = tuple(np.empty((robot.nv, robot.nv)) for _ in range(3))
+        ns = dict(robot=robot, pin=pin, model=model, data=data, q=q, v=v, x=x, qp=qp, vp=vp, xp=xp,
+                  outs=outs)
         times = time_interleaved_cpu({
             "ours ID": "robot.inverse_dynamics_derivatives(q, v, x)",
+            "ours ID out=": "robot.inverse_dynamics_derivatives(q, v, x, out=outs)",
             "pin ID": "pin.computeRNEADerivatives(model, data, qp, vp, xp)",
             "ours FD": "robot.forward_dynamics_derivatives(q, v, x)",
+            "ours FD out=": "robot.forward_dynamics_derivatives(q, v, x, out=outs)",
             "pin FD": "pin.computeABADerivatives(model, data, qp, vp, xp)",
         }, ns, rounds=args.rounds)
-        for what in ("ID", "FD"):
-            o, p = times[f"ours {what}"]["median"], times[f"pin {what}"]["median"]
+        for what in ("ID", "ID out=", "FD", "FD out="):
+            o, p = times[f"ours {what}"]["median"], times[f"pin {what.split()[0]}"]["median"]
             rows.append([name, robot.nv, what, fmt_us(o), fmt_us(p), target_verdict(o / p, TARGET),
                          f"{max(errs):.1e}"])
     md += [md_table(["robot", "nv", "call", "ours (us, median)", "pinocchio (us, median)",
@@ -150,7 +155,8 @@ def main():
                          "x forward_dynamics"], loop_rows(args.loops, max(10, args.rounds // 10))),
                ""]
     notes.append("ID = inverse_dynamics_derivatives vs computeRNEADerivatives; FD = "
-                 "forward_dynamics_derivatives vs computeABADerivatives; medians of interleaved "
+                 "forward_dynamics_derivatives vs computeABADerivatives; 'out=': the same call "
+                 "filling three preallocated arrays; medians of interleaved "
                  "rounds, process CPU time (time_interleaved_cpu)")
     return finish_report(md, notes, failures, args.out)
 

@@ -140,6 +140,139 @@ def test_forward_dynamics_derivatives_vs_pinocchio(case, pin):
             assert_matrix_close(dtau, case.matrix(minv), f"{what}: dqdd_dtau vs pin Minv")
 
 
+def test_c_level_path_vs_pinocchio_and_its_fallbacks(case, pin):
+    """From the second call without f_ext, the derivatives of a plain tree are one C-level kernel
+    call (robot/fast_derivatives.py): its results against Pinocchio, the calls counted as fast,
+    out= filled in place, and unfitting inputs or outs sent to the general path (converted, or
+    the documented error)."""
+    from mbd_ros import fastcall
+    assert fastcall.AVAILABLE, "the C extension mbd_ros.fastcall._fastcall is not built"
+    r, o = case.robot, case.oracle
+    q, v, x = case.state()
+    for _ in range(2):
+        r.inverse_dynamics_derivatives(q, v, x)
+        r.forward_dynamics_derivatives(q, v, x)
+    fast = r._fast_derivatives
+    assert fast.rnea_c is not None and fast.aba_c is not None
+    before = fast.rnea_c.counts()[0], fast.aba_c.counts()[0]
+    for k in range(N_STATES):
+        q, v, x = case.state()
+        ref = pin.computeRNEADerivatives(o.model, o.data, o.q_pin(q), o.v_pin(v), o.v_pin(x))
+        for name, ours, theirs in zip(("dtau_dq", "dtau_dv", "dtau_dqdd"),
+                                      r.inverse_dynamics_derivatives(q, v, x), ref):
+            assert_matrix_close(ours, case.matrix(theirs), f"{case.key} C path {k}: {name}")
+        pin.computeABADerivatives(o.model, o.data, o.q_pin(q), o.v_pin(v), o.v_pin(x))
+        minv = np.triu(o.data.Minv) + np.triu(o.data.Minv, 1).T
+        for name, ours, theirs in zip(("dqdd_dq", "dqdd_dv", "dqdd_dtau"),
+                                      r.forward_dynamics_derivatives(q, v, x),
+                                      (o.data.ddq_dq, o.data.ddq_dv, minv)):
+            assert_matrix_close(ours, case.matrix(theirs), f"{case.key} C path {k}: {name}")
+    assert (fast.rnea_c.counts()[0], fast.aba_c.counts()[0]) == (before[0] + N_STATES,
+                                                                before[1] + N_STATES)
+    # out= on the C path: filled in place (the arrays returned), the allocating form's values
+    n = r.nv
+    for method, call in (("inverse_dynamics_derivatives", fast.rnea_c),
+                         ("forward_dynamics_derivatives", fast.aba_c)):
+        fn = getattr(r, method)
+        out = tuple(np.full((n, n), np.nan) for _ in range(3))
+        count = call.counts()[0]
+        result = fn(q, v, x, out=out)
+        assert call.counts()[0] == count + 1, f"{method}: out= did not take the C path"
+        assert all(a is b for a, b in zip(result, out)), method
+        for a, b in zip(result, fn(q, v, x)):
+            assert np.array_equal(a, b), method
+        # an out overlapping q or another out: the general path's error, out of the C path
+        buffer = np.zeros(3 * n * n + r.nq)
+        q_shared = buffer[:r.nq]
+        q_shared[:] = q
+        shared = (buffer[:n * n].reshape(n, n), out[1], out[2])
+        with pytest.raises(ValueError, match=r"out\[0\] must not share memory"):
+            fn(q_shared, v, x, out=shared)
+        with pytest.raises(ValueError, match=r"out\[2\] must not share memory"):
+            fn(q, v, x, out=(out[0], out[1], out[0]))
+    # the general path: lists converted (same results), bad vectors named
+    for method in ("inverse_dynamics_derivatives", "forward_dynamics_derivatives"):
+        fn = getattr(r, method)
+        for a, b in zip(fn(list(q), list(v), list(x)), fn(q, v, x)):
+            assert_matrix_close(a, b, f"{case.key} {method}: list inputs", rtol=1e-15)
+        third = "qdd" if method.startswith("inverse") else "tau"
+        with pytest.raises(ValueError, match=f"{third} must have shape"):
+            fn(q, v, x[:-1])
+        with pytest.raises(ValueError, match="v contains NaN"):
+            fn(q, np.full(r.nv, np.nan), x)
+
+
+def test_c_level_path_from_threads_gives_each_call_its_own_results(case, pin):
+    """The C path runs lock-free on one private workspace: calls from several threads (each one
+    GIL-holding kernel call) must each return the derivatives of their own state."""
+    import threading
+    r, o = case.robot, case.oracle
+    states = [case.state() for _ in range(4)]
+    expected = []
+    for q, v, x in states:
+        pin.computeABADerivatives(o.model, o.data, o.q_pin(q), o.v_pin(v), o.v_pin(x))
+        expected.append(case.matrix(o.data.ddq_dq).copy())
+    r.forward_dynamics_derivatives(*states[0])
+    r.forward_dynamics_derivatives(*states[0])
+    assert r._fast_derivatives.aba_c is not None
+    errors = []
+
+    def worker(k):
+        q, v, x = states[k]
+        for _ in range(200):
+            dq, _, _ = r.forward_dynamics_derivatives(q, v, x)
+            err = np.max(np.abs(dq - expected[k]))
+            if err > PIN_RTOL * np.linalg.norm(expected[k], 2):
+                errors.append((k, err))
+                return
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(len(states))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, f"{case.key}: a thread got another state's derivatives: {errors[:3]}"
+
+
+def test_singular_mass_matrix_raises_as_forward_dynamics():
+    """A joint that moves no inertia: M is singular; the forward derivatives (general and C
+    path, whose pivots are tested relative to M_kk) raise forward_dynamics' ValueError."""
+    import warnings
+    xml = """<?xml version="1.0"?><robot name="s"><link name="base"/>
+      <link name="a"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
+      <link name="b"><inertial><mass value="0"/><inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/></inertial></link>
+      <joint name="ja" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/>
+        <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+      <joint name="jb" type="revolute"><parent link="a"/><child link="b"/><origin xyz="0.3 0 0"/>
+        <axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+    </robot>"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        robot = mbd_ros.load(xml)
+    q, z = robot.neutral(), np.zeros(robot.nv)
+    with pytest.raises(ValueError) as reference:
+        robot.forward_dynamics(q, z, z)
+    assert "joint 'jb'" in str(reference.value)
+    for _ in range(3):   # the general path, then the C path's fallback
+        with pytest.raises(ValueError) as error:
+            robot.forward_dynamics_derivatives(q, z, z)
+        assert str(error.value) == str(reference.value)
+
+
+def test_overflow_raises_not_finite_on_both_paths():
+    """v = 1e200 overflows the products (v^2): the kernels' finiteness checks (four running sums
+    over the matrices) must see it, on the general path and the C path, as inverse_dynamics."""
+    robot = mbd_ros.load(str(ARM))
+    q, v, x = robot.neutral(), np.full(robot.nv, 1e200), np.zeros(robot.nv)
+    with pytest.raises(ValueError, match="not finite") as reference:
+        robot.inverse_dynamics(q, v, x)
+    for method in ("inverse_dynamics_derivatives", "forward_dynamics_derivatives"):
+        for _ in range(3):
+            with pytest.raises(ValueError) as error:
+                getattr(robot, method)(q, v, x)
+            assert str(error.value) == str(reference.value), method
+
+
 # ---- central differences on the tangent space ----------------------------------------------------
 
 def tangent_differences(robot, fn, q, v, x, h=FD_STEP):

@@ -44,15 +44,16 @@ from numba import cfunc, types
 from ..kernels import drop_stale_cache, kernel_sources
 from ..kernels.entry import load_overload_without_refresh
 
-# the C entries (rigid_entries.py, flexible_entries.py, regressor_entry.py, frame_entries.py)
-# link the kernels' machine code into their own cache entries: drop them whenever a kernel
-# source (or an entry module) changed, as kernels/ does
+# the C entries (rigid_entries.py, flexible_entries.py, regressor_entry.py, frame_entries.py,
+# derivative_entries.py) link the kernels' machine code into their own cache entries: drop them
+# whenever a kernel source (or an entry module) changed, as kernels/ does
 if not os.environ.get("NUMBA_CACHE_DIR"):
     _here = Path(__file__).resolve().parent
     drop_stale_cache(_here, kernel_sources() + [_here / "rigid_entries.py",
                                                 _here / "flexible_entries.py",
                                                 _here / "regressor_entry.py",
-                                                _here / "frame_entries.py"])
+                                                _here / "frame_entries.py",
+                                                _here / "derivative_entries.py"])
 
 try:
     from ._fastcall import KernelCall

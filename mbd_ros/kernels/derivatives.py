@@ -46,10 +46,15 @@ Cost O(nv * depth), as [RSS18]'s.
 
 Forward dynamics ([RSS18]'s route):
 
-(D8) qdd = ABA(q, v, tau);  dqdd/dx = -M^-1 dtau/dx (x = q, v) at that qdd;  dqdd/dtau = M^-1
+(D8) qdd = FD(q, v, tau);  dqdd/dx = -M^-1 dtau/dx (x = q, v) at that qdd;  dqdd/dtau = M^-1
 
 with M factorised as L^T D L along the tree's sparsity (Featherstone's RBDA, Tables 6.3-6.4:
-the LTDL factorisation and its back-substitutions).
+the LTDL factorisation and its back-substitutions). qdd comes from the same factor, not from a
+separate ABA: M, dtau/dv and the bias tau_b = ID(q, v, 0) do not depend on qdd, and what does
+is linear in it (acc_i: the accelerations qdd adds; D2, D4 and D3 with oa_0 = -g unchanged):
+
+(D9) qdd = M^-1 (tau - tau_b);  acc_i = acc_p + oS_i qdd_i;  oa_i += acc_i;
+     dA/dq_j += acc_p x oS_j;  of_i += oI_i acc_i
 
 Workspaces (per robot, built once: robot/derivatives.py): `dwork` (nb + 1, DWORK_WIDTH) per body,
 `dof_work` (nv, DOF_WIDTH) per degree of freedom, `dof_int` (nv, DOF_INT_WIDTH) the tree's dof
@@ -60,6 +65,7 @@ compiling another specialisation.
 """
 import math
 
+import numpy as np
 from numba import njit, types
 
 from . import signatures
@@ -69,7 +75,6 @@ from ..model.layout import (ACC, DAMPING, FEXT, FRICTION, FRICTION_SPEED, GRAVIT
                             JOINT_NV_COL, JOINT_REVOLUTE, JOINT_TYPE, MOTION_SUBSPACE, PARENT,
                             ROT, SPATIAL_INERTIA, STATUS_OK, STATUS_SHAPE_OUT, STATUS_SINGULAR,
                             TRANSFORM_SCRATCH, WORLD_ROT)
-from .aba import forward_dynamics
 from .kinematics import compose_world_pose, joint_pose, revolute_pose, set_world_root, state_status
 from .output_checks import STATUS_NOT_FINITE
 from .spatial import (add_cross_force, add_rigid_inertia_to_parent, cross_motion, force_to_parent,
@@ -84,8 +89,10 @@ OV = 22         # 6: ov_i
 OA = 28         # 6: oa_i, gravity included (oa_0 = -g)
 OF = 34         # 6: of_i, then the subtree sum F_i
 OH = 40         # 6: oh_i = oI_i ov_i (the joint's own velocity before that)
-TMP = 46        # 10: scratch
-DWORK_WIDTH = 56
+TMP = 46        # 10: scratch (forward dynamics: the acceleration acc_i of (D9))
+OI = 56         # 10: forward dynamics: oI_i of the body alone (YCRB is summed in place)
+FB = 66         # 6: forward dynamics: the subtree sum of of_i at qdd = 0 (the bias forces)
+DWORK_WIDTH = 72
 
 # ---- dof_work columns (per dof, root frame) ------------------------------------------------------
 S_O = 0         # 6: oS (the world column of the dof: Pinocchio's J)
@@ -142,9 +149,10 @@ def dot6(a, ai, ac, b, bi, bc):
 
 
 @njit(inline="always")
-def dot3(a, ai, ac, b, bi, bc):
-    """a[ai, ac:ac+3] . b[bi, bc:bc+3]"""
-    return a[ai, ac] * b[bi, bc] + a[ai, ac + 1] * b[bi, bc + 1] + a[ai, ac + 2] * b[bi, bc + 2]
+def load6(a, ai, ac):
+    """The six numbers a[ai, ac:ac+6] as a tuple (held in registers)."""
+    return (a[ai, ac], a[ai, ac + 1], a[ai, ac + 2], a[ai, ac + 3], a[ai, ac + 4],
+            a[ai, ac + 5])
 
 
 @njit(inline="always")
@@ -219,38 +227,30 @@ def variation_times(dwork, i, x, xi, xc, out, oi, oc):
                                 + dwork[i, VAR_C + 3 * r + 2] * az)
 
 
-DERIVATIVE_ARRAYS = (signatures.MODEL_INT, signatures.MODEL_FLOAT, signatures.WORK, signatures.WORK,
-                     signatures.WORK, signatures.MODEL_INT)
-RNEA_DERIVATIVES = types.int64(*DERIVATIVE_ARRAYS, *(signatures.VECTOR,) * 4,
-                               *(signatures.MATRIX,) * 3)
-ABA_DERIVATIVES = types.int64(*DERIVATIVE_ARRAYS, signatures.MATRIX, *(signatures.VECTOR,) * 5,
-                              *(signatures.MATRIX,) * 3)
+@njit(inline="always")
+def dyt_column(dwork, i, dof_work, jc):
+    """dof_work[jc, DYT] = the angular part of dYcrb_i^T oS_jc (its linear part is 0) for the
+    subtree sums (g, C) of the variations at dwork[i]: B^T s = [0; 2 g x s_lin + C^T s_ang]."""
+    sx = dof_work[jc, S_O]
+    sy = dof_work[jc, S_O + 1]
+    sz = dof_work[jc, S_O + 2]
+    gx = dwork[i, VAR_G]
+    gy = dwork[i, VAR_G + 1]
+    gz = dwork[i, VAR_G + 2]
+    dof_work[jc, DYT] = 2.0 * (gy * sz - gz * sy)
+    dof_work[jc, DYT + 1] = 2.0 * (gz * sx - gx * sz)
+    dof_work[jc, DYT + 2] = 2.0 * (gx * sy - gy * sx)
+    for r in range(3):
+        dof_work[jc, DYT + r] += (dwork[i, VAR_C + r] * dof_work[jc, S_O + 3]
+                                  + dwork[i, VAR_C + 3 + r] * dof_work[jc, S_O + 4]
+                                  + dwork[i, VAR_C + 6 + r] * dof_work[jc, S_O + 5])
 
 
-@entry_point(RNEA_DERIVATIVES)
-def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v, qdd, tau_out,
-                     dq_out, dv_out, da_out):
-    """tau (nv,) = ID(q, v, qdd) and its partial derivatives dq_out = dtau/dq (tangent space),
-    dv_out = dtau/dv, da_out = dtau/dqdd = M, each (nv, nv) [RSS18; (D1)-(D7)].
-
-    Model: body_int, body_float. Data: work (poses; FEXT read: the loads, body frame), dwork,
-    dof_work; dof_int the dof structure. Outputs must not overlap the inputs (the facade passes
-    its own arrays). Returns a status code; never raises.
-    """
-    status = state_status(body_int, q, v, qdd, True, True)
-    if status != STATUS_OK:
-        return status
-    nv = v.shape[0]
-    if (tau_out.shape[0] != nv or dq_out.shape[0] != nv or dq_out.shape[1] != nv
-            or dv_out.shape[0] != nv or dv_out.shape[1] != nv or da_out.shape[0] != nv
-            or da_out.shape[1] != nv):
-        return STATUS_SHAPE_OUT
+@njit(inline="always")
+def forward_pass(body_int, body_float, work, dwork, dof_work, q, v, qdd):
+    """Base -> tips: the world poses, oS, ov, oa, of, oI, oh, the variations B and the columns
+    dV/dq, dA/dq, dA/dv of every dof at (q, v, qdd)  [(D1)-(D5)]."""
     nb = body_int.shape[0] - 1
-    for r in range(nv):
-        for c in range(nv):
-            dq_out[r, c] = 0.0
-            dv_out[r, c] = 0.0
-            da_out[r, c] = 0.0
     set_world_root(work)
     for k in range(6):
         dwork[0, OV + k] = 0.0
@@ -315,6 +315,41 @@ def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v,
         for r in range(6):
             dwork[i, OF + r] -= dwork[i, TMP + r]
         inertia_variation(dwork, i)
+
+
+DERIVATIVE_ARRAYS = (signatures.MODEL_INT, signatures.MODEL_FLOAT, signatures.WORK, signatures.WORK,
+                     signatures.WORK, signatures.MODEL_INT)
+RNEA_DERIVATIVES = types.int64(*DERIVATIVE_ARRAYS, *(signatures.VECTOR,) * 4,
+                               *(signatures.MATRIX,) * 3)
+ABA_DERIVATIVES = types.int64(*DERIVATIVE_ARRAYS, signatures.MATRIX, *(signatures.VECTOR,) * 5,
+                              *(signatures.MATRIX,) * 3)
+
+
+@entry_point(RNEA_DERIVATIVES)
+def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v, qdd, tau_out,
+                     dq_out, dv_out, da_out):
+    """tau (nv,) = ID(q, v, qdd) and its partial derivatives dq_out = dtau/dq (tangent space),
+    dv_out = dtau/dv, da_out = dtau/dqdd = M, each (nv, nv) [RSS18; (D1)-(D7)].
+
+    Model: body_int, body_float. Data: work (poses; FEXT read: the loads, body frame), dwork,
+    dof_work; dof_int the dof structure. Outputs must not overlap the inputs (the facade passes
+    its own arrays). Returns a status code; never raises.
+    """
+    status = state_status(body_int, q, v, qdd, True, True)
+    if status != STATUS_OK:
+        return status
+    nv = v.shape[0]
+    if (tau_out.shape[0] != nv or dq_out.shape[0] != nv or dq_out.shape[1] != nv
+            or dv_out.shape[0] != nv or dv_out.shape[1] != nv or da_out.shape[0] != nv
+            or da_out.shape[1] != nv):
+        return STATUS_SHAPE_OUT
+    nb = body_int.shape[0] - 1
+    for r in range(nv):
+        for c in range(nv):
+            dq_out[r, c] = 0.0
+            dv_out[r, c] = 0.0
+            da_out[r, c] = 0.0
+    forward_pass(body_int, body_float, work, dwork, dof_work, q, v, qdd)
     # ---- backward pass, tips -> base: subtree sums and the matrices' entries  [(D6)-(D7)]
     for i in range(nb, 0, -1):
         parent = body_int[i, PARENT]
@@ -330,19 +365,7 @@ def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v,
             variation_times(dwork, i, dof_work, jc, DVDQ, dof_work, jc, DFDQ)
             rigid_parameters_times(dwork, i, YCRB, dof_work, jc, DADV, dof_work, jc, DFDV)
             variation_times(dwork, i, dof_work, jc, S_O, dof_work, jc, DFDV)
-            sx = dof_work[jc, S_O]
-            sy = dof_work[jc, S_O + 1]
-            sz = dof_work[jc, S_O + 2]
-            gx = dwork[i, VAR_G]
-            gy = dwork[i, VAR_G + 1]
-            gz = dwork[i, VAR_G + 2]
-            dof_work[jc, DYT] = 2.0 * (gy * sz - gz * sy)
-            dof_work[jc, DYT + 1] = 2.0 * (gz * sx - gx * sz)
-            dof_work[jc, DYT + 2] = 2.0 * (gx * sy - gy * sx)
-            for r in range(3):
-                dof_work[jc, DYT + r] += (dwork[i, VAR_C + r] * dof_work[jc, S_O + 3]
-                                          + dwork[i, VAR_C + 3 + r] * dof_work[jc, S_O + 4]
-                                          + dwork[i, VAR_C + 6 + r] * dof_work[jc, S_O + 5])
+            dyt_column(dwork, i, dof_work, jc)
             # the column as the ancestors' rows see it: + oS x* F_i        (D7)
             for r in range(6):
                 dof_work[jc, DFDQ_BELOW + r] = dof_work[jc, DFDQ + r]
@@ -364,17 +387,32 @@ def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v,
                 tau_out[jc] += damping * v[jc] + friction * th
                 dv_out[jc, jc] += damping + friction * (1.0 - th * th) / speed
             # ancestors: rows k above (column jc), and row jc's entries in the columns k above
+            # the column's vectors in locals: the stores into the matrices may alias dof_work
+            # as far as the compiler knows, which would reload them for every ancestor
+            b0, b1, b2, b3, b4, b5 = load6(dof_work, jc, DFDQ_BELOW)
+            f0, f1, f2, f3, f4, f5 = load6(dof_work, jc, DFDV)
+            y0, y1, y2, y3, y4, y5 = load6(dof_work, jc, YS)
+            t0 = dof_work[jc, DYT]
+            t1 = dof_work[jc, DYT + 1]
+            t2 = dof_work[jc, DYT + 2]
             k = dof_int[iv, DOF_PARENT]
             while k >= 0:
-                dq_out[k, jc] = dot6(dof_work, k, S_O, dof_work, jc, DFDQ_BELOW)
-                dv_out[k, jc] = dot6(dof_work, k, S_O, dof_work, jc, DFDV)
-                mass = dot6(dof_work, k, S_O, dof_work, jc, YS)
+                row = dof_work[k]
+                dq_out[k, jc] = (row[S_O] * b0 + row[S_O + 1] * b1 + row[S_O + 2] * b2
+                                 + row[S_O + 3] * b3 + row[S_O + 4] * b4 + row[S_O + 5] * b5)
+                dv_out[k, jc] = (row[S_O] * f0 + row[S_O + 1] * f1 + row[S_O + 2] * f2
+                                 + row[S_O + 3] * f3 + row[S_O + 4] * f4 + row[S_O + 5] * f5)
+                mass = (row[S_O] * y0 + row[S_O + 1] * y1 + row[S_O + 2] * y2
+                        + row[S_O + 3] * y3 + row[S_O + 4] * y4 + row[S_O + 5] * y5)
                 da_out[k, jc] = mass
                 da_out[jc, k] = mass
-                dq_out[jc, k] = (dot6(dof_work, jc, YS, dof_work, k, DADQ)
-                                 + dot3(dof_work, jc, DYT, dof_work, k, DVDQ + 3))
-                dv_out[jc, k] = (dot6(dof_work, jc, YS, dof_work, k, DADV)
-                                 + dot3(dof_work, jc, DYT, dof_work, k, S_O + 3))
+                dq_out[jc, k] = (y0 * row[DADQ] + y1 * row[DADQ + 1] + y2 * row[DADQ + 2]
+                                 + y3 * row[DADQ + 3] + y4 * row[DADQ + 4] + y5 * row[DADQ + 5]
+                                 + (t0 * row[DVDQ + 3] + t1 * row[DVDQ + 4]
+                                    + t2 * row[DVDQ + 5]))
+                dv_out[jc, k] = (y0 * row[DADV] + y1 * row[DADV + 1] + y2 * row[DADV + 2]
+                                 + y3 * row[DADV + 3] + y4 * row[DADV + 4] + y5 * row[DADV + 5]
+                                 + (t0 * row[S_O + 3] + t1 * row[S_O + 4] + t2 * row[S_O + 5]))
                 k = dof_int[k, DOF_PARENT]
         if parent > 0:
             for k in range(22):   # YCRB, VAR_G, VAR_C
@@ -388,24 +426,44 @@ def rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v,
 
 @njit(inline="always")
 def finite_matrix(x):
-    total = 0.0
+    """True when every entry of x (2-D, C-contiguous rows) is finite: x * 0 is 0 for a finite x
+    and NaN otherwise. Four running sums: one sum is a serial chain of additions (not reordered
+    without fastmath), four run in parallel (~3x faster on a 38 x 38 matrix)."""
+    a0 = 0.0
+    a1 = 0.0
+    a2 = 0.0
+    a3 = 0.0
+    n = x.shape[1]
     for r in range(x.shape[0]):
-        for c in range(x.shape[1]):
-            total += x[r, c] * 0.0
-    return total == 0.0
+        row = x[r]
+        c = 0
+        while c + 4 <= n:
+            a0 += row[c] * 0.0
+            a1 += row[c + 1] * 0.0
+            a2 += row[c + 2] * 0.0
+            a3 += row[c + 3] * 0.0
+            c += 4
+        while c < n:
+            a0 += row[c] * 0.0
+            c += 1
+    return a0 + a1 + a2 + a3 == 0.0
+
+
+PIVOT_RTOL = 1e-13   # as the ABA's test of its joint-space articulated inertia (kernels/aba.py)
 
 
 @njit(cache=True)
 def tree_ltdl(dof_int, mass, factor):
     """factor = M (nv, nv) factorised as L^T D L along the tree (RBDA Table 6.3): D on the
     diagonal, L's strict lower entries at (k, ancestor k' of k). Returns -1, or the dof whose
-    pivot is not positive (M not positive definite)."""
+    pivot D_k is not above PIVOT_RTOL M_kk (M singular or not positive definite: the ABA's
+    joint-space articulated inertia, which D_k is, singular by its relative test)."""
     n = mass.shape[0]
     for r in range(n):
         for c in range(n):
             factor[r, c] = mass[r, c]
     for k in range(n - 1, -1, -1):
-        if not factor[k, k] > 0.0:
+        if not factor[k, k] > PIVOT_RTOL * mass[k, k]:
             return k
         i = dof_int[k, DOF_PARENT]
         while i >= 0:
@@ -419,33 +477,73 @@ def tree_ltdl(dof_int, mass, factor):
     return -1
 
 
-@njit(inline="always")
-def ltdl_solve(dof_int, factor, x, scale, identity):
+# the columns a solve's first walk (L^-T) must touch in row i, by what x is on entry:
+ALL_COLUMNS = 0     # any x
+TREE_COLUMNS = 1    # x with M's sparsity (row i nonzero only in the ancestors and the subtree of
+                    # i, as the inverse dynamics' derivatives): L^-T x keeps it, so [0, end)
+IDENTITY = 2        # x = 1: L^-T 1 is zero outside the ancestors of each column: [i, end)
+
+
+@njit(cache=True)
+def ltdl_solve(dof_int, factor, x, scale, columns):
     """x <- scale M^-1 x for x (nv, nv), with M = L^T D L in `factor` (RBDA Table 6.4), on whole
-    contiguous rows. identity: x = 1 on entry, whose L^-T 1 is zero outside the ancestors of
-    each column: the first walk then touches only the columns of row i's subtree, [i, end).
+    contiguous rows (row views: the row updates vectorise). columns: what x is on entry
+    (ALL_COLUMNS, TREE_COLUMNS, IDENTITY): the first walk touches only the columns that can be
+    nonzero, [start, end) of row i; the last walk (L^-1) fills every column (IDENTITY: the
+    upper triangle, then mirrored).
     (One matrix per walk: walking three at once was up to 3x slower, depending on where the
-    arrays fall in memory.)"""
+    arrays fall in memory. A compiled function, not inlined: three inlined copies made
+    aba_derivatives ~15% slower on ur5.)"""
     n = factor.shape[0]
     for i in range(n - 1, -1, -1):       # L^-T
         j = dof_int[i, DOF_PARENT]
-        start = i if identity else 0
-        end = dof_int[i, DOF_SUBTREE_END] if identity else n
+        start = i if columns == IDENTITY else 0
+        end = n if columns == ALL_COLUMNS else dof_int[i, DOF_SUBTREE_END]
+        row_i = x[i]
         while j >= 0:
             f = factor[i, j]
+            row_j = x[j]
             for c in range(start, end):
-                x[j, c] -= f * x[i, c]
+                row_j[c] -= f * row_i[c]
             j = dof_int[j, DOF_PARENT]
+    # identity: the result is symmetric, and its upper triangle (c >= i) needs only the upper
+    # triangles of the rows above (j < i <= c): compute it, then mirror it
     for i in range(n):                   # D^-1
         d = scale / factor[i, i]
-        for c in range(n):
-            x[i, c] *= d
+        row_i = x[i]
+        for c in range(i if columns == IDENTITY else 0, n):
+            row_i[c] *= d
     for i in range(n):                   # L^-1
         j = dof_int[i, DOF_PARENT]
+        start = i if columns == IDENTITY else 0
+        row_i = x[i]
         while j >= 0:
             f = factor[i, j]
-            for c in range(n):
-                x[i, c] -= f * x[j, c]
+            row_j = x[j]
+            for c in range(start, n):
+                row_i[c] -= f * row_j[c]
+            j = dof_int[j, DOF_PARENT]
+    if columns == IDENTITY:
+        for i in range(n):
+            for c in range(i):
+                x[i, c] = x[c, i]
+
+
+@njit(inline="always")
+def ltdl_solve_vector(dof_int, factor, x):
+    """x <- M^-1 x for a vector x (nv,), M = L^T D L in `factor` (RBDA Table 6.4)."""
+    n = factor.shape[0]
+    for i in range(n - 1, -1, -1):       # L^-T
+        j = dof_int[i, DOF_PARENT]
+        while j >= 0:
+            x[j] -= factor[i, j] * x[i]
+            j = dof_int[j, DOF_PARENT]
+    for i in range(n):                   # D^-1, L^-1
+        x[i] /= factor[i, i]
+    for i in range(n):
+        j = dof_int[i, DOF_PARENT]
+        while j >= 0:
+            x[i] -= factor[i, j] * x[j]
             j = dof_int[j, DOF_PARENT]
 
 
@@ -461,32 +559,201 @@ def forward_from_inverse(dof_int, factor, dq, dv, mass):
     for r in range(nv):
         for c in range(nv):
             mass[r, c] = 1.0 if r == c else 0.0
-    ltdl_solve(dof_int, factor, dq, -1.0, False)
-    ltdl_solve(dof_int, factor, dv, -1.0, False)
-    ltdl_solve(dof_int, factor, mass, 1.0, True)
+    ltdl_solve(dof_int, factor, dq, -1.0, ALL_COLUMNS)   # force elements may fill them
+    ltdl_solve(dof_int, factor, dv, -1.0, ALL_COLUMNS)
+    ltdl_solve(dof_int, factor, mass, 1.0, IDENTITY)
     if not (finite_matrix(dq) and finite_matrix(dv) and finite_matrix(mass)):
         return STATUS_NOT_FINITE
     return STATUS_OK
 
 
+# from this nv on, dqdd/dx = -M^-1 dtau/dx by M^-1 and dense products (BLAS dgemm, fully
+# vectorised, does nv^3 operations where the tree solves do ~2 nv sum(depth) row updates):
+# measured per matrix 0.63 vs 0.78 us on solo12 (nv 18), the same on talos_reduced (nv 38);
+# on panda (nv 9) the two were equal; the arms keep the solves (no BLAS call)
+DENSE_PRODUCTS_FROM = 16
+
+
+@njit(cache=True)
+def minus_product(minv, x, scratch):
+    """x <- -minv x for (nv, nv) arrays (scratch (nv, nv): the product before the copy)."""
+    np.dot(minv, x, scratch)
+    for r in range(x.shape[0]):
+        row_x = x[r]
+        row_s = scratch[r]
+        for c in range(x.shape[1]):
+            row_x[c] = -row_s[c]
+
+
 @entry_point(ABA_DERIVATIVES)
 def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor, q, v, tau,
                     qdd_out, tau_scratch, dq_out, dv_out, dtau_out):
-    """qdd_out = FD(q, v, tau) (ABA, loads in work[:, FEXT]) and its partial derivatives:
-    dq_out = dqdd/dq (tangent space), dv_out = dqdd/dv, dtau_out = dqdd/dtau = M^-1, each
-    (nv, nv): dqdd/dx = -M^-1 dtau/dx of rnea_derivatives at (q, v, qdd) (D8).
+    """qdd_out = FD(q, v, tau) (loads in work[:, FEXT], passive forces included) and its partial
+    derivatives: dq_out = dqdd/dq (tangent space), dv_out = dqdd/dv, dtau_out = dqdd/dtau = M^-1,
+    each (nv, nv): dqdd/dx = -M^-1 dtau/dx of the inverse dynamics at (q, v, qdd) (D8).
+
+    No separate ABA: the inverse dynamics' derivatives split into what does not depend on qdd
+    (poses, velocities, M, dtau/dv, the bias forces: forward pass at qdd = 0, backward pass B),
+    then qdd from M's L^T D L factor, then what does (D9): a forward pass C adding
+    acc_i = acc_p + oS_i qdd_i to oa_i and acc_p x oS_j to dA/dq_j, and of_i += oI_i acc_i, and a
+    backward pass D for tau and dtau/dq. The factor serves the three solves.
+    tau_scratch (nv,) receives the bias tau_b = ID(q, v, 0) + passive forces.
     Returns a status code (layout.STATUS_SINGULAR + body when M is singular); never raises."""
-    status = forward_dynamics(body_int, body_float, work, q, v, tau, qdd_out)
-    if status != STATUS_OK:
-        return status
     nv = v.shape[0]
-    if factor.shape[0] != nv or factor.shape[1] != nv:
-        return STATUS_SHAPE_OUT
-    status = rnea_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, q, v, qdd_out,
-                              tau_scratch, dq_out, dv_out, dtau_out)
+    for k in range(min(nv, qdd_out.shape[0])):
+        qdd_out[k] = 0.0
+    status = state_status(body_int, q, v, tau, True, True)
     if status != STATUS_OK:
         return status
-    return forward_from_inverse(dof_int, factor, dq_out, dv_out, dtau_out)
+    if (qdd_out.shape[0] != nv or tau_scratch.shape[0] != nv or factor.shape[0] != nv
+            or factor.shape[1] != nv or dq_out.shape[0] != nv or dq_out.shape[1] != nv
+            or dv_out.shape[0] != nv or dv_out.shape[1] != nv or dtau_out.shape[0] != nv
+            or dtau_out.shape[1] != nv):
+        return STATUS_SHAPE_OUT
+    nb = body_int.shape[0] - 1
+    for r in range(nv):
+        for c in range(nv):
+            dq_out[r, c] = 0.0
+            dv_out[r, c] = 0.0
+            dtau_out[r, c] = 0.0
+    # ---- forward pass A at qdd = 0 (qdd_out is zero)                              [(D1)-(D5)]
+    forward_pass(body_int, body_float, work, dwork, dof_work, q, v, qdd_out)
+    for i in range(1, nb + 1):
+        for k in range(10):
+            dwork[i, OI + k] = dwork[i, YCRB + k]
+        for r in range(6):
+            dwork[i, FB + r] = dwork[i, OF + r]
+    # ---- backward pass B: subtree sums, the bias tau_b, M, dtau/dv                [(D6)-(D7)]
+    for i in range(nb, 0, -1):
+        parent = body_int[i, PARENT]
+        nv_joint = body_int[i, JOINT_NV_COL]
+        iv = body_int[i, IDX_V]
+        for c in range(nv_joint):
+            jc = iv + c
+            tau_scratch[jc] = dot6(dof_work, jc, S_O, dwork, i, FB)
+            rigid_parameters_times(dwork, i, YCRB, dof_work, jc, S_O, dof_work, jc, YS)
+            rigid_parameters_times(dwork, i, YCRB, dof_work, jc, DADV, dof_work, jc, DFDV)
+            variation_times(dwork, i, dof_work, jc, S_O, dof_work, jc, DFDV)
+            dyt_column(dwork, i, dof_work, jc)
+        for c in range(nv_joint):
+            jc = iv + c
+            for m in range(nv_joint):
+                jm = iv + m
+                dv_out[jm, jc] = dot6(dof_work, jm, S_O, dof_work, jc, DFDV)
+                dtau_out[jm, jc] = dot6(dof_work, jm, S_O, dof_work, jc, YS)
+            damping = body_float[i, DAMPING + c]
+            friction = body_float[i, FRICTION + c]
+            if damping != 0.0 or friction != 0.0:
+                speed = body_float[i, FRICTION_SPEED]
+                th = math.tanh(v[jc] / speed)
+                tau_scratch[jc] += damping * v[jc] + friction * th
+                dv_out[jc, jc] += damping + friction * (1.0 - th * th) / speed
+            # the column's vectors in locals: the stores into the matrices may alias dof_work
+            # as far as the compiler knows, which would reload them for every ancestor
+            f0, f1, f2, f3, f4, f5 = load6(dof_work, jc, DFDV)
+            y0, y1, y2, y3, y4, y5 = load6(dof_work, jc, YS)
+            t0 = dof_work[jc, DYT]
+            t1 = dof_work[jc, DYT + 1]
+            t2 = dof_work[jc, DYT + 2]
+            k = dof_int[iv, DOF_PARENT]
+            while k >= 0:
+                row = dof_work[k]
+                dv_out[k, jc] = (row[S_O] * f0 + row[S_O + 1] * f1 + row[S_O + 2] * f2
+                                 + row[S_O + 3] * f3 + row[S_O + 4] * f4 + row[S_O + 5] * f5)
+                mass = (row[S_O] * y0 + row[S_O + 1] * y1 + row[S_O + 2] * y2
+                        + row[S_O + 3] * y3 + row[S_O + 4] * y4 + row[S_O + 5] * y5)
+                dtau_out[k, jc] = mass
+                dtau_out[jc, k] = mass
+                dv_out[jc, k] = (y0 * row[DADV] + y1 * row[DADV + 1] + y2 * row[DADV + 2]
+                                 + y3 * row[DADV + 3] + y4 * row[DADV + 4] + y5 * row[DADV + 5]
+                                 + (t0 * row[S_O + 3] + t1 * row[S_O + 4] + t2 * row[S_O + 5]))
+                k = dof_int[k, DOF_PARENT]
+        if parent > 0:
+            for k in range(22):   # YCRB, VAR_G, VAR_C
+                dwork[parent, YCRB + k] += dwork[i, YCRB + k]
+            for r in range(6):
+                dwork[parent, FB + r] += dwork[i, FB + r]
+    # ---- qdd = M^-1 (tau - tau_b), M = L^T D L (RBDA Tables 6.3-6.4)
+    bad = tree_ltdl(dof_int, dtau_out, factor)
+    if bad >= 0:
+        return STATUS_SINGULAR + dof_int[bad, DOF_BODY]
+    for k in range(nv):
+        qdd_out[k] = tau[k] - tau_scratch[k]
+    ltdl_solve_vector(dof_int, factor, qdd_out)
+    # ---- forward pass C: the accelerations of qdd                                        (D9)
+    for r in range(6):
+        dwork[0, TMP + r] = 0.0
+    for i in range(1, nb + 1):
+        parent = body_int[i, PARENT]
+        nv_joint = body_int[i, JOINT_NV_COL]
+        iv = body_int[i, IDX_V]
+        for c in range(nv_joint):   # dA/dq_j += acc_p x oS_j
+            cross_motion(dwork, parent, TMP, dof_work, iv + c, S_O, dwork, i, TMP)
+            for r in range(6):
+                dof_work[iv + c, DADQ + r] += dwork[i, TMP + r]
+        for r in range(6):          # acc_i = acc_p + oS_i qdd_i
+            a = dwork[parent, TMP + r]
+            for c in range(nv_joint):
+                a += dof_work[iv + c, S_O + r] * qdd_out[iv + c]
+            dwork[i, TMP + r] = a
+        # of_i += oI_i acc_i (OH is free: the variations are computed)
+        rigid_parameters_times(dwork, i, OI, dwork, i, TMP, dwork, i, OH)
+        for r in range(6):
+            dwork[i, OF + r] += dwork[i, OH + r]
+    # ---- backward pass D: F_i, tau, dtau/dq                                       [(D6)-(D7)]
+    for i in range(nb, 0, -1):
+        parent = body_int[i, PARENT]
+        nv_joint = body_int[i, JOINT_NV_COL]
+        iv = body_int[i, IDX_V]
+        for c in range(nv_joint):
+            jc = iv + c
+            rigid_parameters_times(dwork, i, YCRB, dof_work, jc, DADQ, dof_work, jc, DFDQ)
+            variation_times(dwork, i, dof_work, jc, DVDQ, dof_work, jc, DFDQ)
+            for r in range(6):
+                dof_work[jc, DFDQ_BELOW + r] = dof_work[jc, DFDQ + r]
+            add_cross_force(dof_work, jc, S_O, dwork, i, OF, dof_work, jc, DFDQ_BELOW)
+        for c in range(nv_joint):
+            jc = iv + c
+            for m in range(nv_joint):
+                jm = iv + m
+                dq_out[jm, jc] = dot6(dof_work, jm, S_O, dof_work, jc, DFDQ)
+            f0, f1, f2, f3, f4, f5 = load6(dof_work, jc, DFDQ_BELOW)   # (as in pass B)
+            y0, y1, y2, y3, y4, y5 = load6(dof_work, jc, YS)
+            t0 = dof_work[jc, DYT]
+            t1 = dof_work[jc, DYT + 1]
+            t2 = dof_work[jc, DYT + 2]
+            k = dof_int[iv, DOF_PARENT]
+            while k >= 0:
+                row = dof_work[k]
+                dq_out[k, jc] = (row[S_O] * f0 + row[S_O + 1] * f1 + row[S_O + 2] * f2
+                                 + row[S_O + 3] * f3 + row[S_O + 4] * f4 + row[S_O + 5] * f5)
+                dq_out[jc, k] = (y0 * row[DADQ] + y1 * row[DADQ + 1] + y2 * row[DADQ + 2]
+                                 + y3 * row[DADQ + 3] + y4 * row[DADQ + 4] + y5 * row[DADQ + 5]
+                                 + (t0 * row[DVDQ + 3] + t1 * row[DVDQ + 4]
+                                    + t2 * row[DVDQ + 5]))
+                k = dof_int[k, DOF_PARENT]
+        if parent > 0:
+            for r in range(6):
+                dwork[parent, OF + r] += dwork[i, OF + r]
+    # ---- dqdd/dx = -M^-1 dtau/dx, dqdd/dtau = M^-1                                      (D8)
+    for r in range(nv):
+        for c in range(nv):
+            dtau_out[r, c] = 1.0 if r == c else 0.0
+    if nv < DENSE_PRODUCTS_FROM:   # tree solves: O(nv sum(depth)) row updates each
+        ltdl_solve(dof_int, factor, dq_out, -1.0, TREE_COLUMNS)
+        ltdl_solve(dof_int, factor, dv_out, -1.0, TREE_COLUMNS)
+        ltdl_solve(dof_int, factor, dtau_out, 1.0, IDENTITY)
+    else:   # M^-1, then two dense products (BLAS dgemm, as Pinocchio's Minv * dtau_dx)
+        ltdl_solve(dof_int, factor, dtau_out, 1.0, IDENTITY)
+        minus_product(dtau_out, dq_out, factor)
+        minus_product(dtau_out, dv_out, factor)
+    total = 0.0
+    for k in range(nv):
+        total += qdd_out[k] * 0.0
+    if not (total == 0.0 and finite_matrix(dq_out) and finite_matrix(dv_out)
+            and finite_matrix(dtau_out)):
+        return STATUS_NOT_FINITE
+    return STATUS_OK
 
 
 @njit(cache=True)

@@ -632,7 +632,13 @@ class Robot:
         difference to ~1e-10 relative), dtau_dqdd = M exactly.
         out: None, or three writable C-contiguous float64 (nv, nv) arrays to fill and return,
         sharing memory with nothing (rigid trees: no allocation; the other kinds allocate
-        their dense intermediates)."""
+        their dense intermediates). A plain rigid tree's call without f_ext is, from the second, one
+        lock-free C-level kernel call (robot/fast_derivatives.py)."""
+        fast = self._fast_derivatives
+        if fast is not None and f_ext is None and self._plain:
+            result = fast.inverse(q, v, qdd, out)
+            if result is not None:
+                return result
         with self._lock:   # inline rather than @locked: ~0.1 us of a ~3 us call
             derivatives = self.__dict__.get("_derivative_work")
             if derivatives is None:   # first call, or a constrained / flexible robot
@@ -661,7 +667,8 @@ class Robot:
         qdd = FD(q, v, tau), then dqdd_dx = -M^-1 dtau_dx of inverse_dynamics_derivatives at
         that qdd, and dqdd_dtau = M^-1 (M factorised along the tree, Featherstone's LTDL).
         Same conventions, loads, robot kinds and `out` as inverse_dynamics_derivatives (q on
-        the tangent space; force elements by central differences).
+        the tangent space; force elements by central differences; the C-level path of plain
+        rigid trees).
 
         Closed loops and mimic couplings: the derivatives of what forward_dynamics returns with
         its default method (all default methods solve the same KKT system
@@ -676,6 +683,11 @@ class Robot:
         dID/dx by central differences (see inverse_dynamics_derivatives), then the same solve
         (no rows: -M^-1 dID/dx, M^-1). Without `prescribed` joints (forward_dynamics' default).
         """
+        fast = self._fast_derivatives
+        if fast is not None and f_ext is None and self._plain:
+            result = fast.forward(q, v, tau, out)
+            if result is not None:
+                return result
         with self._lock:
             derivatives = self.__dict__.get("_derivative_work")
             if derivatives is None:   # first call, or a constrained / flexible robot
@@ -713,6 +725,8 @@ class Robot:
         if self.flexible is not None or not self._constraints.empty:
             return None
         derivatives = self._derivative_work = Derivatives(self._tree)
+        from .fast_derivatives import fast_derivatives
+        self._fast_derivatives = fast_derivatives(self._tree, derivatives.dof_int)
         return derivatives
 
     def _general_derivatives(self, which, q, v, x, x_name, f_ext, out):
@@ -729,6 +743,8 @@ class Robot:
             self._link_wrench_array(f_ext)   # its errors before any work
         results = outputs(out, self.nv, q, v, x)
         return getattr(general, which)(q, v, x, f_ext, results)
+
+    _fast_derivatives = None   # fast_derivatives.FastDerivatives, built with _derivative_work
 
     # ------------------------------------------------------------------ loads
     def _apply_loads(self, q, v, f_ext):
