@@ -220,7 +220,11 @@ class InverseDynamicsNode(DynamicsNode):
         self._reset_reference()
         self.have_reference = False
         self.holding = True
-        self._compute()
+        # task_space: link_jacobian's and mass_matrix_inverse's C-level entries are installed
+        # at their second call (~0.1 s each): done here, not in the first cycles (a measured
+        # 112 ms stall let the plant run on a stale command)
+        for _ in range(3 if self.mode == "task_space" else 1):
+            self._compute()
 
     def cleanup_node(self):
         for sub in getattr(self, "subs", []):
