@@ -147,7 +147,6 @@ class Lockstep:
                                     what="the plant's state of a /clock tick")
                 break
             except AssertionError:
-                print("DEBUG lost tick", self.t, len(self.states), n, flush=True)
                 if any(c.poll() is not None and getattr(c, "must_live", True)
                        for c in self.ros.children):
                     raise
@@ -155,8 +154,6 @@ class Lockstep:
         else:
             raise AssertionError("no state for 60 ticks\n" + self.ros.children_output())
         stamp = stamp_key(self.states[-1][1].header.stamp)
-        if stamp != self.t:
-            print("DEBUG stamp", stamp, self.t, flush=True)
         self.ros.spin_until(lambda: self.errors and stamp_key(
             self.errors[-1][1].header.stamp) >= stamp, 60.0,
             what="the controller's answer to a state")
