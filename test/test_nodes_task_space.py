@@ -198,6 +198,11 @@ def test_reaches_a_pose_10_cm_away_and_holds_it_against_a_payload_change(ros, ro
     ros.spin_until(lambda: len(states) > 0 and len(errors) > 0, READY_TIMEOUT, every=0.1,
                    action=lock.tick,
                    what="joint_states of the plant and ~/task_error of the controller")
+    # until the plant's command subscription matched the controller's publisher its steps
+    # have zero effort: one tick a second until its /diagnostics report a command
+    ros.spin_until(lambda: (ros.diagnostics("ts/forward_dynamics") or {}).get("commands")
+                   == "yes", READY_TIMEOUT, every=1.0, action=lock.tick,
+                   what="the plant to receive the controller's commands")
     lock.step()
 
     # --- before a target: the first measured pose is held. The held pose is read back from
@@ -212,9 +217,8 @@ def test_reaches_a_pose_10_cm_away_and_holds_it_against_a_payload_change(ros, ro
     r_hold = pin.exp3(np.array([e_held.angular.x, e_held.angular.y, e_held.angular.z])) \
         @ held[:3, :3]
     lock.run(1.5)
-    # until discovery matched the plant's command subscription, its steps had zero effort: the
-    # state held may be moving, so the arm stops near it (a free fall would be ~5 m in 1 s)
-    # and returns to it
+    # the few steps before the plant had a command had zero effort: the state held may be
+    # moving, so the arm stops near it (a free fall would be ~5 m in 1 s) and returns to it
     holding = [pose_errors(robot, q, p_hold, r_hold)
                for _, q in states_between(ros, states_topic, held_ns, held_ns + S)]
     assert len(holding) > 900 and max(e for e, _ in holding) < 5e-3 and \
