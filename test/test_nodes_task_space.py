@@ -174,8 +174,10 @@ class Lockstep:
 def set_parameter(ros, node, name, values):
     from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType, ParameterValue
     from rcl_interfaces.srv import SetParameters
-    request = SetParameters.Request(parameters=[ParameterMsg(name=name, value=ParameterValue(
-        type=ParameterType.PARAMETER_DOUBLE_ARRAY, double_array_value=list(values)))])
+    value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=values) \
+        if isinstance(values, str) else ParameterValue(
+            type=ParameterType.PARAMETER_DOUBLE_ARRAY, double_array_value=list(values))
+    request = SetParameters.Request(parameters=[ParameterMsg(name=name, value=value)])
     return ros.call(SetParameters, f"{node}/set_parameters", request).results[0]
 
 
@@ -237,10 +239,15 @@ def test_reaches_a_pose_10_cm_away_and_holds_it_against_a_payload_change(ros, ro
     def targeted():
         e = errors[-1][1].twist.linear
         return np.linalg.norm([e.x, e.y, e.z]) > 0.05
-    # (the plant waits for the ticks: published until a step's answer shows the target)
-    ros.publish(PoseStamped, target_topic, target)
+    # published with every step until an answer shows it (the publisher sees the controller's
+    # subscription before the controller has matched the publisher: a first message can be
+    # lost); the plant waits for the ticks meanwhile
+    deadline = time.monotonic() + 60.0
     while not targeted():
-        ros.spin(0.05)
+        assert time.monotonic() < deadline, "the controller never took the target pose\n" \
+            + ros.children_output()
+        ros.publish(PoseStamped, target_topic, target)
+        ros.spin(0.02)
         lock.step()
     t0 = stamp_key(errors[-1][1].header.stamp)   # the first state computed with the target
     lock.run(3.5)
@@ -284,6 +291,11 @@ def test_reaches_a_pose_10_cm_away_and_holds_it_against_a_payload_change(ros, ro
     # --- payload change: integral term on, the plant replaced by one with 1 kg on ee_link
     result = set_parameter(ros, node, "task_integral_gain", INTEGRAL_GAIN)
     assert result.successful, result.reason
+    # (runtime changes are checked: 6 numbers; the mode is chosen at configure)
+    result = set_parameter(ros, node, "task_stiffness", [1.0] * 5)
+    assert not result.successful and "6 numbers" in result.reason, result.reason
+    result = set_parameter(ros, node, "mode", "gravity")
+    assert not result.successful and "configure" in result.reason, result.reason
     q_now = np.array(states[-1][1].position)
     ros.stop(plant)
     first_heavy = len(states)
