@@ -41,7 +41,9 @@ A reference older than ``reference_timeout`` (s, by arrival; default 0.5, 0: nev
 with a warning (counted as "stale references"): the controller then holds the configuration
 measured at that moment, as it does before the first reference, instead of tracking a stale
 target after its publisher died. Runtime parameter changes: ``kp``, ``kd`` (lengths checked
-against ``joints``), ``mode``, ``rate_hz`` and ``reference_timeout`` apply at once; the others
+against ``joints``), ``mode`` (not to or from task_space), ``rate_hz``, ``reference_timeout``
+and the task_space gains (``task_stiffness``, ``task_damping``, ``nullspace_stiffness``,
+``nullspace_damping``, ``task_integral_gain``, ``task_integral_limit``) apply at once; the others
 are refused with a reason (they are read at configure).
 """
 from __future__ import annotations
