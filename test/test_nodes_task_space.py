@@ -278,6 +278,13 @@ def test_reaches_a_pose_10_cm_away_and_holds_it_against_a_payload_change(ros, ro
     bad_quaternion = pose_msg(p_hold, [0.0, 0.0, 0.0, 0.5])
     ros.publish(PoseStamped, target_topic, bad_frame)
     ros.publish(PoseStamped, target_topic, bad_quaternion)
+    bad_twist = TwistStamped()
+    bad_twist.twist.linear.x = float("nan")
+    ros.matched_publisher(TwistStamped, f"{node}/target_twist")
+    ros.spin_until(lambda: int((ros.diagnostics(node.lstrip("/")) or {}).get(
+        "rejected target_twist", 0)) >= 1, 20.0, every=0.5,
+        action=lambda: ros.publish(TwistStamped, f"{node}/target_twist", bad_twist),
+        what="the non-finite target twist counted in /diagnostics")
     d = ros.wait_diagnostics(node.lstrip("/"),
                              lambda d: int(d.get("rejected target_pose", 0)) >= 2,
                              what="the two bad targets counted in /diagnostics")
