@@ -12,6 +12,20 @@ positions, and optionally velocities and accelerations, by joint name; every joi
 - ``feedforward``:      tau = ID(q_ref, qd_ref, qdd_ref)           (the reference's torque)
 - ``computed_torque``:  qdd_cmd = qdd_ref + kd (qd_ref - qd) + kp (q_ref - q),
                         tau = ID(q, qd, qdd_cmd)                   (kp, kd per joint)
+- ``task_space``:       Cartesian impedance of ``task_link`` (nodes/task_space.py):
+                        tau = J^T (K e + D (twist_target - J v) + w_I) + b(q, v) + N^T tau_0,
+                        e = [p_target - p; log(R_target R^T)] (root axes), tau_0 = the posture
+                        term k_n (q_posture - q) - d_n v, N^T = 1 - J^T Lambda J M^-1
+
+task_space reads the target pose on ``~/target_pose`` (geometry_msgs/PoseStamped in the root
+frame: frame_id empty or the root frame, else the message is dropped and counted as "rejected
+target_pose"), an optional feed-forward twist on ``~/target_twist`` (geometry_msgs/TwistStamped,
+root axes about the link origin; dropped after ``reference_timeout``) and the null-space posture
+on ``~/reference`` (first point's positions; default: the first measured configuration). Until
+a target arrives it holds the link's first measured pose. It publishes the 6-number error on
+``~/task_error`` (geometry_msgs/TwistStamped: linear = position error (m), angular = orientation
+error (rad, rotation vector), root axes, stamped with the joint state's stamp). Closed-loop,
+mimic and flexible robots are refused at configure. See docs/nodes.md, "task_space".
 
 ID = robot.inverse_dynamics: the drive torques, including the passive joint forces of the URDF
 <dynamics>, and for a closed-loop robot the torques of its actuated joints. Until a reference
@@ -27,7 +41,9 @@ A reference older than ``reference_timeout`` (s, by arrival; default 0.5, 0: nev
 with a warning (counted as "stale references"): the controller then holds the configuration
 measured at that moment, as it does before the first reference, instead of tracking a stale
 target after its publisher died. Runtime parameter changes: ``kp``, ``kd`` (lengths checked
-against ``joints``), ``mode``, ``rate_hz`` and ``reference_timeout`` apply at once; the others
+against ``joints``), ``mode`` (not to or from task_space), ``rate_hz``, ``reference_timeout``
+and the task_space gains (``task_stiffness``, ``task_damping``, ``nullspace_stiffness``,
+``nullspace_damping``, ``task_integral_gain``, ``task_integral_limit``) apply at once; the others
 are refused with a reason (they are read at configure).
 """
 from __future__ import annotations
@@ -37,18 +53,22 @@ import sys
 import time
 
 import numpy as np
+from geometry_msgs.msg import PoseStamped, TwistStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from ..robot.joint_map import JointMap, JointMapError
 from . import diagnostics as diag
+from . import task_space as ts
 from . import trajectory_reader
 from .base import DynamicsNode, gains, one_of, run
 from .messages import EffortCommandOut, JointStateOut
 from .qos import PUBLISH_QOS, SUBSCRIBE_QOS
 
-MODES = ("gravity", "feedforward", "computed_torque")
+MODES = ("gravity", "feedforward", "computed_torque", "task_space")
+TASK_GAINS = ("task_stiffness", "task_damping", "nullspace_stiffness", "nullspace_damping",
+              "task_integral_gain", "task_integral_limit")
 _EMPTY = np.zeros(0)
 
 
@@ -61,7 +81,8 @@ class InverseDynamicsNode(DynamicsNode):
     def declare_node_parameters(self):
         self.declare("mode", "gravity", "gravity: tau = g(q); feedforward: tau = ID(reference);"
                      " computed_torque: tau = ID(q, qd, qdd_ref + kd (qd_ref - qd) + kp (q_ref - "
-                     "q))", one_of(*MODES))
+                     "q)); task_space: Cartesian impedance of task_link (docs/nodes.md)",
+                     one_of(*MODES))
         self.declare("kp", 100.0, "computed_torque: position gain(s), 1/s^2: one number, or one "
                      "per joint of `joints`", gains, dynamic=True)
         self.declare("kd", 20.0, "computed_torque: velocity gain(s), 1/s (2 sqrt(kp): critically "
@@ -72,6 +93,24 @@ class InverseDynamicsNode(DynamicsNode):
                      "older than this (s, by arrival) is dropped with a warning and the "
                      "controller holds the measured configuration (0: never)",
                      float_range=(0.0, 3600.0))
+        # ---- task_space (nodes/task_space.py) ----
+        self.declare("task_link", "", "task_space: the link whose pose is controlled (any of the "
+                     "robot's links, welded ones included)")
+        self.declare("task_stiffness", [1500.0, 1500.0, 1500.0, 30.0, 30.0, 30.0],
+                     "task_space: K, 6 numbers [linear x y z (N/m); angular x y z (N m/rad)], "
+                     "root axes", ts.six_gains, dynamic=True)
+        self.declare("task_damping", [120.0, 120.0, 120.0, 0.2, 0.2, 0.2], "task_space: D, 6 "
+                     "numbers [linear (N s/m); angular (N m s/rad)]", ts.six_gains, dynamic=True)
+        self.declare("nullspace_stiffness", 1.0, "task_space: k_n of the posture term, N m/rad",
+                     float_range=(0.0, 1e6))
+        self.declare("nullspace_damping", -1.0, "task_space: d_n of the posture term, N m s/rad "
+                     "(negative: 2 sqrt(nullspace_stiffness))", float_range=(-1.0, 1e6))
+        self.declare("task_integral_gain", [0.0] * 6, "task_space: K_I, 6 numbers [linear "
+                     "(N/(m s)); angular (N m/(rad s))]; 0: no integral term", ts.six_gains,
+                     dynamic=True)
+        self.declare("task_integral_limit", [50.0, 50.0, 50.0, 5.0, 5.0, 5.0], "task_space: "
+                     "bound of the integral wrench per component [N; N m]", ts.six_gains,
+                     dynamic=True)
 
     # ------------------------------------------------------------------ configure
     def configure_node(self):
@@ -121,10 +160,51 @@ class InverseDynamicsNode(DynamicsNode):
         if self.mode != "gravity":
             self.counts["reference"] = 0
             self.subs.append(self._subscribe_reference())
+        self.law = None
+        if self.mode == "task_space":
+            self._configure_task_space()
         self.timer = None
         self._reference_timeout_ns = int(self.param("reference_timeout") * 1e9)
         self.counts["stale references"] = 0
         self._warm_up()
+
+    def _configure_task_space(self):
+        """The Cartesian impedance law, its inputs (~/target_pose, ~/target_twist) and its
+        error output (~/task_error); the robot kinds it refuses are refused here."""
+        robot, jm = self.robot, self.jmap
+        ts.check_robot(robot)
+        if not self.param("task_link"):
+            raise ValueError("mode task_space needs task_link (the link whose pose is "
+                             f"controlled; links: {', '.join(robot.link_names[-4:])}, ...)")
+        link = ts.check_link(robot, self.param("task_link"), "task_link")
+        self.law = ts.CartesianImpedance(
+            robot, link, self.param("task_stiffness"), self.param("task_damping"),
+            self.param("nullspace_stiffness"), self._nullspace_damping(),
+            self.param("task_integral_gain"), self.param("task_integral_limit"),
+            joint_iq=jm.joint_iq, joint_iv=jm.joint_iv)
+        # the frame of target poses: the URDF root link (fixed base), or the world the free
+        # joint moves in (floating base)
+        self.root_frame = "world" if "floating" in robot.joint_types[:1] else \
+            robot.link_names[0]
+        self.counts["target_pose"] = 0
+        self.counts["target_twist"] = 0
+        self.counts["stale target twists"] = 0
+        self.subs.append(self.create_subscription(PoseStamped, "~/target_pose",
+                                                  self._on_target_pose, SUBSCRIBE_QOS))
+        self.subs.append(self.create_subscription(TwistStamped, "~/target_twist",
+                                                  self._on_target_twist, SUBSCRIBE_QOS))
+        self.error_msg = TwistStamped()
+        self.error_msg.header.frame_id = self.root_frame
+        self.pub_error = self.create_lifecycle_publisher(TwistStamped, "~/task_error",
+                                                         PUBLISH_QOS)
+        self.target_rotation = np.eye(3)
+        self.have_target = self.task_started = False   # (activate_node resets them)
+        self._twist_ns = self._task_last_ns = 0
+        self._task_err = [0.0, 0.0]
+
+    def _nullspace_damping(self):
+        d = self.param("nullspace_damping")
+        return None if d < 0 else d
 
     def _gain_vector(self, name, n):
         value = self.param(name)
@@ -142,13 +222,17 @@ class InverseDynamicsNode(DynamicsNode):
         self._reset_reference()
         self.have_reference = False
         self.holding = True
-        self._compute()
+        # task_space: link_jacobian's and mass_matrix_inverse's C-level entries are installed
+        # at their second call (~0.1 s each): done here, not in the first cycles (a measured
+        # 112 ms stall let the plant run on a stale command)
+        for _ in range(3 if self.mode == "task_space" else 1):
+            self._compute()
 
     def cleanup_node(self):
         for sub in getattr(self, "subs", []):
             self.destroy_subscription(sub)
         self.subs = []
-        for attr in ("pub_cmd", "pub_eff"):
+        for attr in ("pub_cmd", "pub_eff", "pub_error"):
             pub = getattr(self, attr, None)
             if pub is not None:
                 self.destroy_lifecycle_publisher(pub)
@@ -167,6 +251,14 @@ class InverseDynamicsNode(DynamicsNode):
         self.failed = 0
         self._reference_ns = 0
         self._reference_expired = False
+        # task_space: no target yet (the first cycle holds the measured pose)
+        self.have_target = False
+        self.task_started = False
+        self._twist_ns = 0
+        self._task_last_ns = 0
+        self._task_err = [0.0, 0.0]     # max position / orientation error since diagnostics
+        if self.law is not None:
+            self.law.singular_count = 0
         if self.rate_hz > 0:
             self.timer = self.create_timer(1.0 / self.rate_hz, self._on_timer)
 
@@ -226,6 +318,43 @@ class InverseDynamicsNode(DynamicsNode):
         self.holding = False
         self._reference_ns = time.monotonic_ns()
         self._reference_expired = False
+        if self.law is not None and self.task_started:   # task_space: the null-space posture
+            self.law.set_posture(self.q_ref)
+
+    def _on_target_pose(self, msg):
+        """task_space: a target pose of task_link in the root frame."""
+        if not self.active:
+            return
+        frame = msg.header.frame_id
+        if frame not in ("", self.root_frame):
+            self.reject("target_pose", f"frame_id '{frame[:80]}' is not the root frame "
+                        f"'{self.root_frame}' (target poses are in the root frame)")
+            return
+        p, o = msg.pose.position, msg.pose.orientation
+        position = (p.x, p.y, p.z)
+        try:
+            if not all(math.isfinite(x) for x in position):
+                raise ValueError("position is not finite")
+            ts.quaternion_matrix(o.x, o.y, o.z, o.w, out=self.target_rotation)
+        except ValueError as exc:
+            self.reject("target_pose", str(exc))
+            return
+        self.law.set_target(position, self.target_rotation)
+        if not self.have_target:
+            self.get_logger().info(f"first target pose of {self.law.link} received")
+        self.have_target = True
+
+    def _on_target_twist(self, msg):
+        """task_space: the feed-forward twist of task_link (root axes, about its origin)."""
+        if not self.active:
+            return
+        t = msg.twist
+        twist = (t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z)
+        if not all(math.isfinite(x) for x in twist):
+            self.reject("target_twist", "not finite")
+            return
+        self.law.set_twist(twist)
+        self._twist_ns = time.monotonic_ns()
 
     def _subscribe_reference(self):
         trajectory_reader.warm_up()
@@ -264,8 +393,39 @@ class InverseDynamicsNode(DynamicsNode):
         self.v_ref[:] = 0.0
         self.a_ref[:] = 0.0
 
+    def _compute_task_space(self):
+        """tau = the Cartesian impedance law at (q, v) (nodes/task_space.py)."""
+        law = self.law
+        if not self.task_started:      # the first state: hold its pose (unless targeted)
+            self.task_started = True
+            if self.have_target:
+                law.set_posture(self.q)
+                law.integral[:] = 0.0
+            else:
+                law.hold(self.q)
+                self.get_logger().info("no target pose yet: holding the measured pose of "
+                                       f"{law.link}")
+            if self.have_reference:
+                law.set_posture(self.q_ref)
+        if self._twist_ns and self._reference_timeout_ns and \
+                time.monotonic_ns() - self._twist_ns > self._reference_timeout_ns:
+            self._twist_ns = 0
+            law.set_twist(None)
+            self.counts["stale target twists"] += 1
+            self.warn_throttled("stale twist", "no target twist for "
+                                f"{self._reference_timeout_ns * 1e-9:g} s (reference_timeout): "
+                                "feed-forward twist set to zero")
+        stamp = getattr(self, "state_stamp", None)    # None at the configure warm-up
+        ns = 0 if stamp is None else stamp.sec * 1_000_000_000 + stamp.nanosec
+        dt = (ns - self._task_last_ns) * 1e-9 if self._task_last_ns and ns else 0.0
+        self._task_last_ns = ns
+        law.compute(self.q, self.v, dt, out=self.tau)
+
     def _compute(self):
         robot, jm = self.robot, self.jmap
+        if self.mode == "task_space":
+            self._compute_task_space()
+            return
         if self.mode == "gravity":
             robot.inverse_dynamics(self.q, self.zero, self.zero, out=self.tau)
             return
@@ -308,7 +468,7 @@ class InverseDynamicsNode(DynamicsNode):
             robot.inverse_dynamics(self.q, self.v, self.qdd_cmd, out=self.tau)
 
     def _cycle(self, stamp, t0):
-        if self.mode != "gravity":
+        if self.mode not in ("gravity", "task_space"):   # task_space: the posture stays
             self._check_reference_age()
         t1 = time.perf_counter_ns()
         try:
@@ -331,13 +491,28 @@ class InverseDynamicsNode(DynamicsNode):
         self.eff_out.set_stamp(stamp)
         self.eff_out.effort[:] = out
         self.pub_eff.publish(self.eff_out.payload())
-        if self.mode != "gravity" and self.have_reference:
+        if self.mode == "task_space":
+            self._publish_task_error(stamp)
+        elif self.mode != "gravity" and self.have_reference:
             err = float(np.abs(self.e).max())
             if err > self._err_max:
                 self._err_max = err
             self._err_sq += float(self.e @ self.e) / len(self.e)
             self._err_n += 1
         self.stats.record(t2 - t1, time.perf_counter_ns() - t0)
+
+    def _publish_task_error(self, stamp):
+        e = self.law.error
+        msg = self.error_msg
+        if stamp is not None:
+            msg.header.stamp = stamp
+        lin, ang = msg.twist.linear, msg.twist.angular
+        lin.x, lin.y, lin.z = float(e[0]), float(e[1]), float(e[2])
+        ang.x, ang.y, ang.z = float(e[3]), float(e[4]), float(e[5])
+        self.pub_error.publish(msg)
+        err = self._task_err
+        err[0] = max(err[0], math.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]))
+        err[1] = max(err[1], math.sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]))
 
     # ------------------------------------------------------------------ runtime parameters
     def apply_node_parameter(self, name, value):
@@ -355,6 +530,11 @@ class InverseDynamicsNode(DynamicsNode):
         if name == "reference_timeout":
             self._reference_timeout_ns = int(value * 1e9)
             return None
+        if name in TASK_GAINS:
+            return self._apply_task_gain(name, value)
+        if name == "mode" and "task_space" in (value, self.mode) and value != self.mode:
+            return ("task_space is chosen at configure (its subscriptions and task_link): "
+                    "deactivate and clean up the node (lifecycle), set it, then configure again")
         if name == "mode":
             if value != "gravity" and not any(getattr(sub, "topic_name", "").endswith(
                     "reference") for sub in self.subs):
@@ -374,11 +554,39 @@ class InverseDynamicsNode(DynamicsNode):
             return None
         return NotImplemented
 
+    def _apply_task_gain(self, name, value):
+        """task_space gains apply at once (checked: 6 finite numbers >= 0)."""
+        law = self.law
+        if law is None:
+            return None               # not in task_space: read at the next configure
+        try:
+            if name == "nullspace_stiffness":
+                law.set_nullspace(value, self._nullspace_damping())
+            elif name == "nullspace_damping":
+                law.set_nullspace(law.nullspace_stiffness, None if value < 0 else value)
+            else:
+                attr = {"task_stiffness": "stiffness", "task_damping": "damping",
+                        "task_integral_gain": "integral_gain",
+                        "task_integral_limit": "integral_limit"}[name]
+                getattr(law, attr)[:] = ts.six_vector(value, name)
+        except ValueError as exc:
+            return str(exc)
+        return None
+
     # ------------------------------------------------------------------ diagnostics
     def diagnostic_values(self):
         values = [("mode", self.mode), ("rate_hz", self.rate_hz or "per message"),
                   ("saturated outputs", self.saturated), ("failed computations", self.failed)]
-        if self.mode != "gravity":
+        if self.mode == "task_space":
+            values += [("task_link", self.law.link),
+                       ("target", "received" if self.have_target else
+                        ("holding the first measured pose" if self.task_started else
+                         "none yet")),
+                       ("task position error max [m]", self._task_err[0]),
+                       ("task orientation error max [rad]", self._task_err[1]),
+                       ("singular configurations", self.law.singular_count)]
+            self._task_err = [0.0, 0.0]
+        elif self.mode != "gravity":
             rms = math.sqrt(self._err_sq / self._err_n) if self._err_n else float("nan")
             values += [("reference", "received" if self.have_reference else
                         ("holding" if self.holding else "none yet")),
