@@ -13,6 +13,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy", reason="ROS 2 rclpy is not installed (pip install "
                             "'mbd_ros[ros]' for the PyPI wheels, or source a ROS 2 install)")
 
+from rclpy._rclpy_pybind11 import RCLError  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 
@@ -78,10 +79,19 @@ def test_stop_while_active_under_load(ros):
         cmd = JointState(name=names, effort=[0.0] * 7)
         pub_js = ros.publisher(JointState, f"{ns}/joint_commands")
         end = time.monotonic() + 1.0
+        published = 0
         while time.monotonic() < end:
             for _ in range(50):
-                pub.publish(Float64MultiArray(data=[0.0] * 7))
-                pub_js.publish(cmd)
+                try:
+                    pub.publish(Float64MultiArray(data=[0.0] * 7))
+                    pub_js.publish(cmd)
+                    published += 1
+                except RCLError:
+                    # the plant's command subscriptions are reliable: a writer whose history is
+                    # full of unacknowledged samples fails after its blocking time ("cannot
+                    # publish data", seen once on a loaded run); the flood goes on regardless
+                    pass
             ros.executor.spin_once(timeout_sec=0.0)
+        assert published > 0
         seconds = stop_and_check(child, sig)
         assert seconds < 5.0

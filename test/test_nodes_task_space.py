@@ -181,6 +181,19 @@ def set_parameter(ros, node, name, values):
     return ros.call(SetParameters, f"{node}/set_parameters", request).results[0]
 
 
+def plant_commanded_since(ros, first):
+    """True once a /diagnostics message received after the first `first` ones says that the
+    plant (ts/forward_dynamics) has a command (the replaced plant's earlier reports do not
+    count)."""
+    from mbd_ros.nodes.diagnostics import values_of
+    for _, msg in ros.received["/diagnostics"][first:]:
+        for status in msg.status:
+            if status.name == "ts/forward_dynamics: dynamics" and \
+                    values_of(status).get("commands") == "yes":
+                return True
+    return False
+
+
 def test_reaches_a_pose_10_cm_away_and_holds_it_against_a_payload_change(ros, robot, pin,
                                                                           tmp_path):
     ns = "/ts"
@@ -308,8 +321,15 @@ def test_reaches_a_pose_10_cm_away_and_holds_it_against_a_payload_change(ros, ro
     first_heavy = len(states)
     ros.start("forward_dynamics", {**PLANT, "urdf_path": str(heavy_urdf(tmp_path)),
                                    "initial_positions": q_now.tolist()}, remaps={"__ns": ns})
+    diagnostics_before = len(ros.received["/diagnostics"])
     ros.spin_until(lambda: len(states) > first_heavy, READY_TIMEOUT, every=0.1,
                    action=lock.tick, what="joint_states of the plant with the payload")
+    # as at the start: until the new plant's subscription matched the controller's publisher its
+    # steps have zero effort (the arm falls while discovery runs, 10 mm once on a loaded run):
+    # one tick a second until the new plant's own /diagnostics report a command
+    ros.spin_until(lambda: plant_commanded_since(ros, diagnostics_before), READY_TIMEOUT,
+                   every=1.0, action=lock.tick,
+                   what="the plant with the payload to receive the controller's commands")
     t1 = stamp_key(states[first_heavy][1].header.stamp)
     lock.run(3.5)
     transient = states_between(ros, states_topic, t1, t1 + 3 * S, first_heavy)
