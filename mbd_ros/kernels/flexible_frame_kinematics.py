@@ -105,13 +105,15 @@ def _chain_kinematics(fint, ffloat, fdata, work, fwork, last, q, v, velocities):
 
 
 @njit(cache=True)
-def _body_velocity(fint, ffloat, fwork, work, i, v):
-    """V_i = X_i (V_p + Xi_i v_f,p) + S_i v_i (seed 002 eq. 3 with the parent's node motion;
-    RBDA eq. 5.7's velocity), body components, with body i's pose (ROT, POS) and node Jacobian
-    Xi already in work / fwork (body_kinematics without velocities)."""
+def _propagate_motion(fint, ffloat, fwork, work, i, x, column, with_bias):
+    """work[i, column] = X_i (m_p + Xi_i x_f,p) [+ c_i] + S_i x_i, body components, for the
+    motion m in `column` (VEL with x = v, or ACC with x = qdd and with_bias: c_i = BIAS from
+    body_kinematics): seed 002 eq. 3 / RBDA eq. 5.7 with the parent's node motion; body i's pose
+    (ROT, POS) and node Jacobian Xi already in work / fwork. One pass for the velocity and the
+    acceleration recursions, which differ only in the column, the vector and the bias term."""
     p = fint[i, PARENT]
     for r in range(6):
-        work[i, SCRATCH + r] = work[p, VEL + r]
+        work[i, SCRATCH + r] = work[p, column + r]
     if fint[i, ATTACH] >= 0:
         n_p = fint[p, NF]
         xi = fint[i, XI]
@@ -119,15 +121,21 @@ def _body_velocity(fint, ffloat, fwork, work, i, v):
         for r in range(6):
             s = 0.0
             for a in range(n_p):
-                s += fwork[xi + r * n_p + a] * v[ivf + a]
+                s += fwork[xi + r * n_p + a] * x[ivf + a]
             work[i, SCRATCH + r] += s
-    motion_to_child(work, i, ROT, work, i, SCRATCH, work, i, VEL)
+    motion_to_child(work, i, ROT, work, i, SCRATCH, work, i, column)
     iv = fint[i, IDX_V]
     for r in range(6):
-        s = 0.0
+        s = work[i, BIAS + r] if with_bias else 0.0
         for j in range(fint[i, NV_JOINT]):
-            s += ffloat[i, MOTION_SUBSPACE + 6 * j + r] * v[iv + j]
-        work[i, VEL + r] += s
+            s += ffloat[i, MOTION_SUBSPACE + 6 * j + r] * x[iv + j]
+        work[i, column + r] += s
+
+
+@njit(cache=True)
+def _body_velocity(fint, ffloat, fwork, work, i, v):
+    """V_i = X_i (V_p + Xi_i v_f,p) + S_i v_i (_propagate_motion on VEL)."""
+    _propagate_motion(fint, ffloat, fwork, work, i, v, VEL, False)
 
 
 @njit(inline="always")
@@ -229,27 +237,9 @@ def flexible_link_velocity(fint, ffloat, fdata, work, fwork, end_int, end_float,
 
 @njit(cache=True)
 def _body_acceleration(fint, ffloat, fwork, work, i, qdd):
-    """a_i = X_i (a_p + Xi_i qdd_f,p) + c_i + S_i qdd_i, body components (the RNEA's forward
-    step, RBDA eq. 5.7 with the parent's node acceleration; c_i = BIAS from body_kinematics)."""
-    p = fint[i, PARENT]
-    for r in range(6):
-        work[i, SCRATCH + r] = work[p, ACC + r]
-    if fint[i, ATTACH] >= 0:
-        n_p = fint[p, NF]
-        xi = fint[i, XI]
-        ivf = fint[p, IDX_VF]
-        for r in range(6):
-            s = 0.0
-            for a in range(n_p):
-                s += fwork[xi + r * n_p + a] * qdd[ivf + a]
-            work[i, SCRATCH + r] += s
-    motion_to_child(work, i, ROT, work, i, SCRATCH, work, i, ACC)
-    iv = fint[i, IDX_V]
-    for r in range(6):
-        s = work[i, BIAS + r]
-        for j in range(fint[i, NV_JOINT]):
-            s += ffloat[i, MOTION_SUBSPACE + 6 * j + r] * qdd[iv + j]
-        work[i, ACC + r] += s
+    """a_i = X_i (a_p + Xi_i qdd_f,p) + c_i + S_i qdd_i (_propagate_motion on ACC, with the
+    bias c_i)."""
+    _propagate_motion(fint, ffloat, fwork, work, i, qdd, ACC, True)
 
 
 @njit(cache=True)
