@@ -126,6 +126,11 @@ def test_commands_are_applied_checked_and_timed_out(ros, robot):
     ros.matched_publisher(Float64MultiArray, topic)
     ros.matched_publisher(JointState, f"{ns}/joint_commands")
     ros.publish(Float64MultiArray, topic, Float64MultiArray(data=[1.0, 2.0]))
+    # the effort subscription keeps the last message only (the latest command supersedes the
+    # others): the second bad one is sent once the first is counted, or it may replace it
+    ros.wait_diagnostics("plant/forward_dynamics", lambda d: int(d["rejected effort_commands"])
+                         >= int(d0["rejected effort_commands"]) + 1,
+                         what="the first bad effort command counted")
     ros.publish(Float64MultiArray, topic, Float64MultiArray(data=[float("nan")] * 7))
     bad_js = JointState()
     bad_js.name = NAMES[:3]
