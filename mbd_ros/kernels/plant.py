@@ -62,48 +62,67 @@ EFFORT = 0
 POSITION = 1
 VELOCITY = 2
 
+# drive laws of the position / velocity modes (row DRIVE_LAW; mbd_ros.drives)
+IDEAL = 0   # inertia-normalised PD + the model's compensation b(q, v)
+PD = 1      # a servo's PD in N m/rad, N m s/rad, without model compensation
+
 
 # rows of the drives' packed arrays (mbd_ros.drives.Drives: its named per-joint arrays are
 # views of these rows; one argument each instead of ten, for numba's per-argument dispatch cost)
-DRIVE_MODE, DRIVE_IV, DRIVE_IQ = range(3)
-DRIVE_INT_ROWS = 3
+DRIVE_MODE, DRIVE_IV, DRIVE_IQ, DRIVE_LAW = range(4)
+DRIVE_INT_ROWS = 4
 DRIVE_EFFORT_CMD, DRIVE_Q_REF, DRIVE_VELOCITY_CMD, DRIVE_KP, DRIVE_KD, DRIVE_LOWER, \
-    DRIVE_UPPER = range(7)
-DRIVE_FLOAT_ROWS = 7
+    DRIVE_UPPER, DRIVE_PD_KP, DRIVE_PD_KD, DRIVE_BANDWIDTH, DRIVE_TAU_LAG = range(11)
+DRIVE_FLOAT_ROWS = 11
 
 
 @njit(cache=True)
 def drive_torques(drive_int, drive_float, q, v, m, m_eff, bias, dt, tau_out):
     """Drive torques of the commanded joints (mbd_ros.drives; zero on the other dofs).
-    Model: drive_int rows DRIVE_IV, DRIVE_IQ (n,) indices in v and q; drive_float rows
-    DRIVE_LOWER, DRIVE_UPPER (n,) position limits. Data in: drive_int[DRIVE_MODE] (n,)
+    Model: drive_int rows DRIVE_IV, DRIVE_IQ (n,) indices in v and q, DRIVE_LAW (n,) IDEAL |
+    PD; drive_float rows DRIVE_LOWER, DRIVE_UPPER (n,) position limits, DRIVE_BANDWIDTH (n,)
+    actuator bandwidth f, Hz (0: no lag). Data in: drive_int[DRIVE_MODE] (n,)
     EFFORT | POSITION | VELOCITY; drive_float rows DRIVE_EFFORT_CMD, DRIVE_VELOCITY_CMD,
-    DRIVE_KP, DRIVE_KD (n,); DRIVE_Q_REF (n,) (advanced by v_ref dt in VELOCITY mode); q, v;
-    m (nv, nv) = M(q), m_eff (nv,) = 1 / diag(M^-1), bias (nv,) = b(q, v) (read only for servo
-    joints). Data out: tau_out (nv,)."""
+    DRIVE_KP, DRIVE_KD (IDEAL, 1/s^2 and 1/s), DRIVE_PD_KP, DRIVE_PD_KD (PD, N m/rad and
+    N m s/rad) (n,); DRIVE_Q_REF (n,) (advanced by v_ref dt in VELOCITY mode); DRIVE_TAU_LAG
+    (n,) the lagged torque of the previous call (advanced here: call once per step); q, v;
+    m (nv, nv) = M(q), m_eff (nv,) = 1 / diag(M^-1), bias (nv,) = b(q, v) (read only for IDEAL
+    servo joints). Data out: tau_out (nv,)."""
     for i in range(tau_out.shape[0]):
         tau_out[i] = 0.0
     for j in range(drive_int.shape[1]):
         i = drive_int[DRIVE_IV, j]
         mode = drive_int[DRIVE_MODE, j]
         if mode == EFFORT:
-            tau_out[i] = drive_float[DRIVE_EFFORT_CMD, j]
-            continue
-        velocity_cmd = drive_float[DRIVE_VELOCITY_CMD, j]
-        if mode == VELOCITY:   # q_ref += v_ref dt, inside the limits (no wind-up)
-            r = drive_float[DRIVE_Q_REF, j] + velocity_cmd * dt
-            if r < drive_float[DRIVE_LOWER, j]:
-                r = drive_float[DRIVE_LOWER, j]
-            elif r > drive_float[DRIVE_UPPER, j]:
-                r = drive_float[DRIVE_UPPER, j]
-            drive_float[DRIVE_Q_REF, j] = r
-        # K = min(kp M_ii, m_i / (4 dt^2)), D = min(kd M_ii, m_i / dt)
-        stiffness = min(drive_float[DRIVE_KP, j] * m[i, i], m_eff[i] / (4.0 * dt * dt))
-        damping = min(drive_float[DRIVE_KD, j] * m[i, i], m_eff[i] / dt)
-        # tau = b + K (q_ref - q) + D (v_ref - v)
-        tau_out[i] = (bias[i] + stiffness * (drive_float[DRIVE_Q_REF, j]
-                                             - q[drive_int[DRIVE_IQ, j]])
-                      + damping * (velocity_cmd - v[i]))
+            tau = drive_float[DRIVE_EFFORT_CMD, j]
+        else:
+            velocity_cmd = drive_float[DRIVE_VELOCITY_CMD, j]
+            if mode == VELOCITY:   # q_ref += v_ref dt, inside the limits (no wind-up)
+                r = drive_float[DRIVE_Q_REF, j] + velocity_cmd * dt
+                if r < drive_float[DRIVE_LOWER, j]:
+                    r = drive_float[DRIVE_LOWER, j]
+                elif r > drive_float[DRIVE_UPPER, j]:
+                    r = drive_float[DRIVE_UPPER, j]
+                drive_float[DRIVE_Q_REF, j] = r
+            error = drive_float[DRIVE_Q_REF, j] - q[drive_int[DRIVE_IQ, j]]
+            if drive_int[DRIVE_LAW, j] == PD:
+                # tau = Kp (q_ref - q) + Kd (v_ref - v): no model compensation
+                tau = (drive_float[DRIVE_PD_KP, j] * error
+                       + drive_float[DRIVE_PD_KD, j] * (velocity_cmd - v[i]))
+            else:
+                # K = min(kp M_ii, m_i / (4 dt^2)), D = min(kd M_ii, m_i / dt)
+                stiffness = min(drive_float[DRIVE_KP, j] * m[i, i], m_eff[i] / (4.0 * dt * dt))
+                damping = min(drive_float[DRIVE_KD, j] * m[i, i], m_eff[i] / dt)
+                # tau = b + K (q_ref - q) + D (v_ref - v)
+                tau = bias[i] + stiffness * error + damping * (velocity_cmd - v[i])
+        bandwidth = drive_float[DRIVE_BANDWIDTH, j]
+        if bandwidth > 0.0:
+            # actuator lag T dy/dt = u - y, T = 1 / (2 pi f), u held over the step: exact
+            # discretisation y_k = a y_(k-1) + (1 - a) u_k, a = exp(-2 pi f dt)
+            a = math.exp(-2.0 * math.pi * bandwidth * dt)
+            tau = a * drive_float[DRIVE_TAU_LAG, j] + (1.0 - a) * tau
+            drive_float[DRIVE_TAU_LAG, j] = tau
+        tau_out[i] = tau
 
 
 @njit(cache=True)

@@ -23,8 +23,21 @@ joint whose neighbours are held). An explicit integrator is stable only while th
 are small for the inertia the joint shows when its neighbours are free, m_i = 1 / (M^-1)_ii
 <= M_ii (tiny for a light leg on a floating base): the drive therefore caps them at
 D_i <= m_i / dt and K_i <= m_i / (4 dt^2) (a digital drive's gains are bounded by its sample
-rate as well).With the exact
-model compensation the steady-state error is zero. Position targets are clipped to the URDF
+rate as well). With the exact
+model compensation the steady-state error is zero.
+
+Drive models (`model`, per JointDrives; `set_model`): "ideal" is the law above; "pd" is a
+servo's PD without model compensation,
+
+    tau_i = Kp_i (q_ref_i - q_i) + Kd_i (v_ref_i - v_i)      (Kp N m/rad, Kd N m s/rad)
+
+so a joint held against gravity settles at q_ref - g_i(q) / Kp_i (its steady-state error; no
+stability cap: the gains are the servo's, see pd_gains for the defaults). Actuator bandwidth
+(`set_actuator_bandwidth`, f Hz, 0: none): every drive torque (any mode) passes a first-order
+lag T dy/dt = u - y, T = 1 / (2 pi f), discretised exactly for u held over the step:
+y_k = a y_(k-1) + (1 - a) u_k, a = exp(-2 pi f dt): the torque applied over step k after a step
+of u at step 0 is u (1 - exp(-(k + 1) dt / T)), the continuous lag's value at the step's end.
+The lag starts from zero torque (reset() too). Position targets are clipped to the URDF
 position limits (`limits`), and the torques are clipped by the plant's JointLimits afterwards
 (effort-limited drives). Commands are held until the next one (as a real driver holds them);
 timing out effort commands is the caller's business.
@@ -35,14 +48,31 @@ import numpy as np
 
 from ..robot.joint_map import scalar_dofs
 
-from ..kernels.plant import (DRIVE_EFFORT_CMD, DRIVE_FLOAT_ROWS, DRIVE_INT_ROWS, DRIVE_IQ,
-                             DRIVE_IV, DRIVE_KD, DRIVE_KP, DRIVE_LOWER, DRIVE_MODE, DRIVE_Q_REF,
-                             DRIVE_UPPER, DRIVE_VELOCITY_CMD)
+from ..kernels.plant import (DRIVE_BANDWIDTH, DRIVE_EFFORT_CMD, DRIVE_FLOAT_ROWS,
+                             DRIVE_INT_ROWS, DRIVE_IQ, DRIVE_IV, DRIVE_KD, DRIVE_KP, DRIVE_LAW,
+                             DRIVE_LOWER, DRIVE_MODE, DRIVE_PD_KD, DRIVE_PD_KP, DRIVE_Q_REF,
+                             DRIVE_TAU_LAG, DRIVE_UPPER, DRIVE_VELOCITY_CMD, IDEAL, PD)
 from ..kernels.plant import drive_torques as _drive_torques
 from ..kernels.plant import spd_inverse as _spd_inverse
 
 EFFORT, POSITION, VELOCITY = 0, 1, 2
 MODE_NAMES = ("effort", "position", "velocity")
+DRIVE_MODELS = {"ideal": IDEAL, "pd": PD}
+PD_BANDWIDTH_HZ = 10.0   # default position-loop bandwidth of a "pd" servo (pd_gains)
+
+
+def pd_gains(robot, q, iv, bandwidth_hz=PD_BANDWIDTH_HZ, damping_ratio=1.0):
+    """(Kp, Kd) (n,) N m/rad and N m s/rad of servos with position-loop bandwidth
+    `bandwidth_hz` (Hz) on the dofs iv (n,) of `robot` at the configuration q (nq,):
+    Kp = M_ii w^2, Kd = 2 zeta M_ii w, w = 2 pi bandwidth_hz, M_ii(q) the joint's inertia with
+    its neighbours held: the gains a servo tuned on that inertia would have (a second-order
+    loop of natural frequency w and damping ratio zeta = damping_ratio)."""
+    bandwidth_hz = float(bandwidth_hz)
+    if not (np.isfinite(bandwidth_hz) and bandwidth_hz > 0.0):
+        raise ValueError(f"bandwidth_hz must be a finite number > 0, got {bandwidth_hz}")
+    w = 2.0 * np.pi * bandwidth_hz
+    inertia = np.diagonal(robot.mass_matrix(np.asarray(q, dtype=float)))[np.asarray(iv)]
+    return inertia * w * w, 2.0 * float(damping_ratio) * inertia * w
 
 
 def effective_inertia(m, minv=None, lower=None):
@@ -75,13 +105,18 @@ class JointDrives:
     """Drives of the commanded joints of `robot` (1-dof joints, by name).
 
     joints: the commanded joints (their order is that of command arrays);
-    kp, kd: inertia-normalised gains, 1/s^2 and 1/s (one number or one per joint);
-    lower, upper: (nv,) position limits for the targets (default: none).
+    kp, kd: inertia-normalised gains of the "ideal" model, 1/s^2 and 1/s (one number or one
+    per joint); lower, upper: (nv,) position limits for the targets (default: none);
+    model: "ideal" (default) or "pd"; pd_kp, pd_kd: the "pd" gains, N m/rad and N m s/rad (one
+    number or one per joint; default pd_gains at the neutral configuration);
+    actuator_bandwidth_hz: first-order torque lag, Hz (0: none; see the module docstring).
     Attributes (n,) in `joints` order: mode, effort_cmd, position_cmd, velocity_cmd, and
-    q_ref (the position tracked, = position_cmd in POSITION mode).
+    q_ref (the position tracked, = position_cmd in POSITION mode), pd_kp, pd_kd, bandwidth,
+    tau_lag (the lag's state), law (IDEAL | PD per joint).
     """
 
-    def __init__(self, robot, joints, kp=400.0, kd=40.0, lower=None, upper=None):
+    def __init__(self, robot, joints, kp=400.0, kd=40.0, lower=None, upper=None,
+                 model="ideal", pd_kp=None, pd_kd=None, actuator_bandwidth_hz=0.0):
         # 1-dof joints (helical: its angle) and cylindrical / universal dofs '<joint>/<component>'
         dofs = scalar_dofs(robot)
         iv_of = {n: iv for n, (_, iv) in dofs.items()}
@@ -117,7 +152,14 @@ class JointDrives:
         self.position_cmd = np.zeros(n)
         self.velocity_cmd = self._float[DRIVE_VELOCITY_CMD]
         self.q_ref = self._float[DRIVE_Q_REF]
+        self.law = self._int[DRIVE_LAW]
+        self.pd_kp = self._float[DRIVE_PD_KP]
+        self.pd_kd = self._float[DRIVE_PD_KD]
+        self.bandwidth = self._float[DRIVE_BANDWIDTH]
+        self.tau_lag = self._float[DRIVE_TAU_LAG]
         self._servo = False
+        self.set_model(model, pd_kp, pd_kd)
+        self.set_actuator_bandwidth(actuator_bandwidth_hz)
         # Data
         self._zero = np.zeros(nv)
         self._bias = np.zeros(nv)
@@ -133,8 +175,39 @@ class JointDrives:
         self.kp[:] = kp
         self.kd[:] = kd
 
+    def set_model(self, model, pd_kp=None, pd_kd=None, q=None):
+        """The drive model of every joint: "ideal" or "pd" (see the module docstring), with the
+        "pd" gains pd_kp (N m/rad), pd_kd (N m s/rad): one number or one per joint; None keeps
+        the current ones, or, if there are none, takes pd_gains (10 Hz) at the configuration q
+        (nq,; default neutral: pass the configuration the robot works around, since M_ii(q)
+        varies with it). ValueError naming the argument if invalid."""
+        if model not in DRIVE_MODELS:
+            raise ValueError(f"drive model must be one of {sorted(DRIVE_MODELS)}, got "
+                             f"{model!r}")
+        n = len(self.joints)
+        kp = None if pd_kp is None else gain_vector(pd_kp, n, "pd_kp")
+        kd = None if pd_kd is None else gain_vector(pd_kd, n, "pd_kd")
+        if model == "pd" and (kp is None or kd is None) and \
+                not (self.pd_kp.any() or self.pd_kd.any()):
+            default_kp, default_kd = pd_gains(self.robot, self.robot.neutral() if q is None
+                                              else q, self.iv)
+            kp = default_kp if kp is None else kp
+            kd = default_kd if kd is None else kd
+        if kp is not None:
+            self.pd_kp[:] = kp
+        if kd is not None:
+            self.pd_kd[:] = kd
+        self.model = model
+        self.law[:] = DRIVE_MODELS[model]
+        self._mode_changed()
+
+    def set_actuator_bandwidth(self, bandwidth_hz):
+        """First-order lag of the drive torques, Hz: one number or one per joint (0: none)."""
+        self.bandwidth[:] = gain_vector(bandwidth_hz, len(self.joints), "actuator_bandwidth_hz")
+
     def reset(self):
-        """Every joint back to EFFORT mode with zero commands."""
+        """Every joint back to EFFORT mode with zero commands (and zero lagged torque)."""
+        self.tau_lag[:] = 0.0
         self.mode[:] = EFFORT
         self.effort_cmd[:] = 0.0
         self.position_cmd[:] = 0.0
@@ -189,11 +262,12 @@ class JointDrives:
 
     # ------------------------------------------------------------------ torques
     def needs_model_terms(self):
-        """True when torques() uses M(q) and b(q, v) (a joint in position or velocity mode)."""
+        """True when torques() uses M(q) and b(q, v) (an "ideal" joint in position or velocity
+        mode; a "pd" servo uses neither)."""
         return self._servo
 
     def _mode_changed(self):
-        self._servo = bool((self.mode != EFFORT).any())
+        self._servo = bool(((self.mode != EFFORT) & (self.law == IDEAL)).any())
 
     def torques(self, q, v, dt, out=None, m=None, m_eff=None, bias=None):
         """(nv,) drive torques at (q, v) for a step of dt (zero on dofs without a drive).
@@ -215,7 +289,7 @@ class JointDrives:
         return tau
 
     def kernel_arrays(self):
-        """(int (3, n), float (7, n)): the packed per-joint arrays of kernels/plant.py
+        """(int (4, n), float (11, n)): the packed per-joint arrays of kernels/plant.py
         drive_torques (DRIVE_* rows; the named arrays are views of them)."""
         return self._int, self._float
 
