@@ -667,6 +667,8 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
             try:
                 for _ in range(catch_up):
                     self._apply_command()
+                    if self.sensors is not None:   # the delay line counts every cycle
+                        self.measure_silent_cycle()
                     self.plant.step()
                     self.cycles += 1
             except (ValueError, FloatingPointError) as exc:
@@ -703,6 +705,8 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         self.jmap.state_positions(sim.q, js.position)
         self.jmap.state_values(sim.v, js.velocity)
         self.jmap.state_values(self.tau, js.effort)
+        if self.sensors is not None:   # noise, delay, encoder: what a controller sees
+            self.measure_joint_states(js.position, js.velocity)
         if self.prescribed_joints:   # their force along the prescribed motion
             self.prescribed_efforts(js.effort)
         if self.pub_elastic is not None:      # flexible links

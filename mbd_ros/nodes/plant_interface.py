@@ -61,10 +61,11 @@ from ..simulation.limits import JointLimits
 from ..simulation.plant import MAX_SPEED, Plant
 from .base import MAX_BYTES_PER_ENTRY, WARNING_PERIOD, finite_vector, gains
 from .message_caps import MessageSizeError, float64_array, joint_state_counts
+from .plant_drives import PlantDrives
 from .qos import COMMAND_QOS, LATCHED_COMMAND_QOS, PUBLISH_QOS
 
 
-class PlantInterface:
+class PlantInterface(PlantDrives):
     """Mixin: needs self.robot, self.jmap, self.rate_hz, self.param, self.declare, self.reject,
     self.get_logger of ForwardDynamicsNode."""
 
@@ -86,9 +87,13 @@ class PlantInterface:
         self.declare("step_cycles", 1, "simulate: cycles run by one ~/step call while paused "
                      "(std_srvs/Trigger carries no number)", int_range=(1, 1_000_000))
         self.declare_floating_parameters()
+        self.declare_drive_parameters()   # drive models, sensors, mismatch (plant_drives.py)
 
     def make_plant(self, q0, v0):
         """The Plant for the node's parameters (raises ValueError naming what is wrong)."""
+        # model mismatch: the plant integrates its own robot (plant_drives.py); the node's
+        # outputs are that robot's
+        self.robot = self.plant_robot(self.robot)
         robot, jm = self.robot, self.jmap
         self._check_initial_velocities(v0)
         # flexible links: the highest free frequency bounds an explicit integrator's step
@@ -105,11 +110,13 @@ class PlantInterface:
         contact = self.contact_force()
         self.contact = contact
         self.initial_base(q0, contact)   # in place: the caller's q0 becomes the initial state
-        return Plant(robot, 1.0 / self.rate_hz, self.param("integrator"), q0, v0,
-                     joints=jm.joints, kp=kp, kd=kd, limits=limits,
-                     max_speed=self.param("max_speed"),
-                     forces=[contact] if contact is not None else None,
-                     substeps=substeps)
+        plant = Plant(robot, 1.0 / self.rate_hz, self.param("integrator"), q0, v0,
+                      joints=jm.joints, kp=kp, kd=kd, limits=limits,
+                      max_speed=self.param("max_speed"),
+                      forces=[contact] if contact is not None else None,
+                      substeps=substeps)
+        self.configure_drives(plant, q0)   # drive model, actuator lag, sensors
+        return plant
 
     def _check_initial_velocities(self, v0):
         """With enforce_limits, an initial velocity beyond a joint's URDF <limit velocity> is
@@ -442,6 +449,7 @@ class PlantInterface:
             q = np.asarray(robot.assemble(q), dtype=float)
             v = np.asarray(robot.project_velocity(q, v), dtype=float)
         sim.reset(q, v, time=sim.time)
+        self.reset_sensors(sim.q, sim.v)
         self.halted = False
         self.halt_reason = ""
 
@@ -616,6 +624,7 @@ class PlantInterface:
         self.q0, self.v0 = np.array(q0, dtype=float), np.array(v0, dtype=float)
         if self.param("hold_initial_positions"):
             self.plant.drives.command_position(self.q0[self.plant.drives.iq])
+        self.reset_sensors(self.sim.q, self.sim.v)
         self._have_command = False
         self._command_expired = False
         self.halted = False
@@ -628,7 +637,7 @@ class PlantInterface:
                   ("substeps", self.plant.substeps),
                   ("limit stops", self.plant.limits.stops if self.plant.limits else 0),
                   ("halted", self.halt_reason or "no")]
-        return values
+        return values + self.drive_diagnostics()
 
     # ------------------------------------------------------------------ runtime parameters
     def plant_parameter(self, name, value):
@@ -636,6 +645,9 @@ class PlantInterface:
         when applied, or NotImplemented when it is not a plant parameter."""
         plant = self.plant
         n = len(self.jmap.joints)
+        result = self.drive_parameter(name, value)   # drive models (plant_drives.py)
+        if result is not NotImplemented:
+            return result
         if name in ("drive_kp", "drive_kd"):
             values = value if isinstance(value, list) else [value]
             if len(values) not in (1, n):
@@ -722,6 +734,8 @@ class PlantInterface:
         self.plant.step_dt = 1.0 / rate_hz
         sim.dt = self.plant.step_dt / self.plant.substeps
         sim.reset(sim.q.copy(), sim.v.copy(), time=sim.time)
+        if self.sensors is not None:   # the encoder's velocity divides by the cycle
+            self.sensors.set_dt(self.plant.step_dt)
         timeout = self.param("command_timeout")
         self.timeout_cycles = int(round(timeout * rate_hz)) if timeout > 0 else 0
         if getattr(self, "pub_odom", None) is not None:
