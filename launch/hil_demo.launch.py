@@ -46,10 +46,13 @@ def _nodes(context):
         return [value] if value else []
     executor = arg('executor')
     common = dict(robot, closures_path=arg('closures'), executor=executor)
+    # realistic drives of the sample arm (docs/plant.md "Drive models"); drives:=ideal: none
+    drives_file = [os.path.join(config, 'arm7_drives.yaml')] \
+        if sample and arg('drives') == 'realistic' else []
     plant = LifecycleNode(
         package='mbd_ros', executable='forward_dynamics', name='forward_dynamics', namespace='',
         output='screen',
-        parameters=params_file('params_file', 'arm7_simulate.yaml') + [dict(
+        parameters=params_file('params_file', 'arm7_simulate.yaml') + drives_file + [dict(
             common, mode='simulate', rate_hz=float(arg('rate')))])
     controller = LifecycleNode(
         package='mbd_ros', executable='inverse_dynamics', name='inverse_dynamics', namespace='',
@@ -95,6 +98,12 @@ def generate_launch_description():
             description='control mode of the inverse dynamics node'),
         DeclareLaunchArgument(
             'rate', default_value='1000.0', description='plant step rate, Hz'),
+        DeclareLaunchArgument(
+            'drives', default_value='realistic', choices=['realistic', 'ideal'],
+            description='realistic: config/arm7_drives.yaml on top of the plant parameters '
+                        'for the sample arm7 (pd servos, torque-loop lag, encoder, noise, '
+                        'one cycle of delay, 5 % heavier than its URDF); ideal: the exact '
+                        'plant'),
         DeclareLaunchArgument(
             'executor', default_value='single_threaded',
             choices=['single_threaded', 'events', 'rclpy_single_threaded'],

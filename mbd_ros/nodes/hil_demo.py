@@ -30,7 +30,7 @@ from . import processes
 
 PACKAGE = "mbd_ros"
 CONFIGS = {"plant": "arm7_simulate.yaml", "controller": "arm7_computed_torque.yaml",
-           "reference": "arm7_reference.yaml"}
+           "reference": "arm7_reference.yaml", "drives": "arm7_drives.yaml"}
 READY_TIMEOUT = 180.0   # s; a cold numba cache compiles the kernels first (~20 s per process)
 # s from start to a closed loop when numba compiles the nodes' kernels (the two nodes compile at
 # once): a fresh clone's first `make demo` took 21-25 s on a 2-core AMD EPYC Zen 5 at load
@@ -137,6 +137,11 @@ def add_arguments(parser):
                         choices=("single_threaded", "events", "rclpy_single_threaded"),
                         help="rclpy executor of the two nodes (default single_threaded; events "
                         "uses less CPU but freezes under a topic flood)")
+    parser.add_argument("--drives", default="realistic", choices=("realistic", "ideal"),
+                        help="realistic (default): config/arm7_drives.yaml on top of the "
+                        "plant's parameters (pd servos, 500 Hz torque loop, 18-bit encoder, "
+                        "noise, one cycle of delay, a 5 %% heavier arm than its URDF); ideal: "
+                        "the exact plant (the controller's model is the plant's)")
     parser.add_argument("--domain-id", type=int, default=None,
                         help="ROS_DOMAIN_ID (default: derived from the process id)")
     parser.add_argument("--verbose", action="store_true", help="print the nodes' logs")
@@ -228,7 +233,9 @@ def run(args):
     cache_before = numba_cache_entries()      # before the nodes start (and compile)
     children = {
         "plant": processes.NodeProcess("forward_dynamics", processes.ros_arguments(
-            plant_params, params_files=[configs["plant"]]), env, label="forward_dynamics"),
+            plant_params, params_files=[configs["plant"]] + (
+                [configs["drives"]] if args.drives == "realistic" else [])), env,
+            label="forward_dynamics"),
         "controller": processes.NodeProcess("inverse_dynamics", processes.ros_arguments(
             common, params_files=[configs["controller"]],
             remaps={"~/effort_commands": "/forward_dynamics/effort_commands"}), env,
@@ -307,6 +314,17 @@ def run(args):
     return code
 
 
+def drives_note(plant):
+    """The plant's drive realism from its /diagnostics values (docs/plant.md)."""
+    parts = [f"drive model {plant.get('drive model', '?')}"]
+    for key in ("actuator bandwidth [Hz]", "measurement", "mass scale"):
+        if key in plant:
+            parts.append(f"{key} {plant[key]}")
+    if len(parts) == 1:
+        parts.append("exact measurements, the controller's model is the plant's")
+    return "; ".join(parts)
+
+
 def _report(args, begin, end, ctrl, window):
     span = end["_stamp"] - begin["_stamp"]
     cycles = _f(end, "cycles") - _f(begin, "cycles")
@@ -335,7 +353,8 @@ def _report(args, begin, end, ctrl, window):
           f"{_f(ctrl, 'compute p99 [us]'):.1f} us")
     print(f"  output rate          {_f(ctrl, 'achieved rate [Hz]'):8.1f} Hz")
     print(f"  tracking error       {err_rms * 1e3:8.3f} mrad rms, {err_max * 1e3:.3f} mrad max "
-          f"(|q_ref - q| over {total:.0f} control cycles)")
+          f"(|q_ref - q| over {total:.0f} control cycles, q as joint_states report it)")
+    print(f"  plant drives         {args.drives}: {drives_note(end)}")
     rejected = _f(end, "rejected messages") + _f(ctrl, "rejected messages")
     print(f"rejected messages      {rejected:8.0f}")
 

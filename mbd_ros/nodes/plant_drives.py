@@ -96,6 +96,7 @@ class PlantDrives:
         """The robot the plant integrates: `robot` with the mass scales (itself when none)."""
         scale = float(self.param("plant_mass_scale"))
         per_link = link_scales(self.param("plant_link_mass_scales"))
+        self._mass_note = ""
         if scale == 1.0 and not per_link:
             return robot
         factors = {name: scale * per_link.pop(name, 1.0) for name in robot.body_names}
@@ -106,9 +107,11 @@ class PlantDrives:
             true_robot = scaled_mass_robot(robot, factors)
         except ValueError as exc:
             raise ValueError(f"plant_mass_scale / plant_link_mass_scales: {exc}") from None
-        self.get_logger().info(f"model mismatch: the plant's body masses are x {scale:g} the "
-                               "URDF's" + (f", per link {self.param('plant_link_mass_scales')}"
-                                           if self.param("plant_link_mass_scales") else ""))
+        self._mass_note = f"x {scale:g}" + (
+            f", per link {self.param('plant_link_mass_scales')}"
+            if self.param("plant_link_mass_scales") else "")
+        self.get_logger().info("model mismatch: the plant's body masses are "
+                               f"{self._mass_note} the URDF's")
         return true_robot
 
     def pd_gain_vectors(self, drives, q0):
@@ -173,6 +176,8 @@ class PlantDrives:
             values.append(("measurement", f"noise {s.noise_position:g} / {s.noise_velocity:g}, "
                                           f"delay {s.delay_cycles} cycles, encoder "
                                           f"{s.resolution:g}"))
+        if self._mass_note:
+            values.append(("mass scale", self._mass_note))
         return values
 
     # ------------------------------------------------------------------ runtime
