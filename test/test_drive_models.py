@@ -299,3 +299,52 @@ def test_mass_scale_errors_name_the_link_or_value(arm7):
         body_scales(arm7, {"link_2": 0.0})
     with pytest.raises(ValueError, match="mass scale must be a number"):
         body_scales(arm7, "heavy")
+
+
+# ---------------------------------------------------------------------- friction mismatch
+def _urdf_dynamics(path):
+    """{joint: (damping, friction)} read from the URDF file with the standard library."""
+    import xml.etree.ElementTree as ET
+    out = {}
+    for joint in ET.parse(path).getroot().iter("joint"):
+        dynamics = joint.find("dynamics")
+        if dynamics is not None:
+            out[joint.get("name")] = (float(dynamics.get("damping", 0.0)),
+                                      float(dynamics.get("friction", 0.0)))
+    return out
+
+
+def test_friction_scale_multiplies_the_passive_joint_forces(arm7):
+    """The passive joint force of the URDF is -(d v + F tanh(v / v_f)) per joint (d, F its
+    <dynamics damping friction>, v_f the model's friction velocity); with every joint's <dynamics>
+    scaled by s, ID(q, v, 0) grows by (s - 1)(d v + F tanh(v / v_f)), d and F read from the
+    file itself; one joint's factor changes that joint's term only."""
+    from mbd_ros.simulation.mismatch import scaled_friction_urdf
+    dynamics = _urdf_dynamics(ARM7)
+    d = np.array([dynamics[n][0] for n in arm7.joint_names])
+    f = np.array([dynamics[n][1] for n in arm7.joint_names])
+    assert d.any() and f.any()
+    rng = np.random.default_rng(5)
+    q, v, zero = rng.uniform(-1, 1, 7), rng.uniform(-0.5, 0.5, 7), np.zeros(7)
+    v_f = arm7.model.friction_velocity
+    passive = d * v + f * np.tanh(v / v_f)
+    doubled = mbd_ros.load(scaled_friction_urdf(ARM7, 2.0))
+    assert_close(doubled.inverse_dynamics(q, v, zero) - arm7.inverse_dynamics(q, v, zero),
+                 passive, "ID difference with friction x 2")
+    one = mbd_ros.load(scaled_friction_urdf(ARM7, {"joint_2": 3.0}))
+    expected = np.zeros(7)
+    expected[1] = 2.0 * passive[1]
+    assert_close(one.inverse_dynamics(q, v, zero) - arm7.inverse_dynamics(q, v, zero),
+                 expected, "ID difference with joint_2's friction x 3")
+    with pytest.raises(ValueError, match="not joints of the URDF"):
+        scaled_friction_urdf(ARM7, {"joint_9": 2.0})
+    with pytest.raises(ValueError, match="friction scale must be a finite number >= 0"):
+        scaled_friction_urdf(ARM7, -1.0)
+
+
+def test_a_second_urdf_must_have_the_same_joints(arm7):
+    from mbd_ros.simulation.mismatch import check_same_joints
+    check_same_joints(arm7, mbd_ros.load(ARM7))   # the same joints: accepted
+    gantry = mbd_ros.load(str(URDF / "gantry.urdf"))
+    with pytest.raises(ValueError, match=r"plant_urdf: .*missing \['joint_1'"):
+        check_same_joints(arm7, gantry)

@@ -175,3 +175,48 @@ def test_noise_and_delay_give_the_predicted_tracking_error(ros):
         other, other_count = mean_square(shift)
         assert other_count and other_count * other / SIGMA_Q ** 2 > hi * other_count / count, \
             f"a shift of {shift} cycles fits the measurements as well as {DELAY}"
+
+
+def test_the_plant_simulates_the_mismatched_model(ros):
+    """plant_mass_scale 1.2, plant_link_mass_scales ["link_3=2.0"] and plant_friction_scale 3:
+    every ~/accelerations message (the true state q, v, the applied torque tau and the
+    accelerations of the cycle) satisfies qdd = ABA of Pinocchio's model of the same URDF with
+    every body's inertia x 1.2 and link_3's x 2.4, under tau minus 3 times the URDF's passive
+    joint force d v + F tanh(v / v_f) (d, F read from the file). The controller's URDF is not
+    what is simulated: Pinocchio's unscaled model gives other accelerations."""
+    import xml.etree.ElementTree as ET
+    from mbd_ros.constants import FRICTION_VELOCITY
+    ns = "/mis"
+    ros.start("forward_dynamics", {
+        "urdf_path": ARM, "mode": "simulate", "joints": NAMES, "initial_positions": Q0.tolist(),
+        "initial_velocities": [0.3, -0.2, 0.4, 0.1, -0.5, 0.6, 0.2], "rate_hz": RATE,
+        "wrench_joints": ["none"], "publish_clock": False, "use_sim_time": False,
+        "plant_mass_scale": 1.2, "plant_link_mass_scales": ["link_3=2.0"],
+        "plant_friction_scale": 3.0}, remaps={"__ns": ns})
+    truth = ros.subscribe(JointTrajectory, f"{ns}/forward_dynamics/accelerations")
+    ros.spin_until(lambda: len(truth) >= 20, READY_TIMEOUT, what=f"{ns} ~/accelerations")
+    model = pin.buildModelFromUrdf(ARM)
+    for name, factor in (("joint_1", 1.2), ("joint_2", 1.2), ("joint_3", 2.4),
+                         ("joint_4", 1.2), ("joint_5", 1.2), ("joint_6", 1.2), ("joint_7", 1.2)):
+        joint = model.getJointId(name)   # each joint's child body is one link of arm7
+        inertia = model.inertias[joint]
+        model.inertias[joint] = pin.Inertia(factor * inertia.mass, inertia.lever,
+                                            factor * inertia.inertia)
+    plain = pin.buildModelFromUrdf(ARM)
+    dynamics = {j.get("name"): j.find("dynamics") for j in ET.parse(ARM).getroot().iter("joint")}
+    d = np.array([float(dynamics[n].get("damping")) for n in NAMES])
+    f = np.array([float(dynamics[n].get("friction")) for n in NAMES])
+    checked = 0
+    for _, msg in truth[:40]:
+        assert list(msg.joint_names) == NAMES
+        point = msg.points[0]
+        q, v = np.array(point.positions), np.array(point.velocities)
+        tau = np.array(point.effort) - 3.0 * (d * v + f * np.tanh(v / FRICTION_VELOCITY))
+        expected = pin.aba(model, model.createData(), q, v, tau)
+        scale = max(1.0, np.max(np.abs(expected)))
+        assert np.max(np.abs(np.array(point.accelerations) - expected)) <= 1e-8 * scale, \
+            (np.array(point.accelerations), expected)
+        unscaled = pin.aba(plain, plain.createData(), q, v, tau)
+        assert np.max(np.abs(unscaled - expected)) > 1e-3 * scale
+        checked += 1
+    assert checked >= 20

@@ -317,7 +317,7 @@ def run(args):
 def drives_note(plant):
     """The plant's drive realism from its /diagnostics values (docs/plant.md)."""
     parts = [f"drive model {plant.get('drive model', '?')}"]
-    for key in ("actuator bandwidth [Hz]", "measurement", "mass scale"):
+    for key in ("actuator bandwidth [Hz]", "measurement", "mass scale", "plant model"):
         if key in plant:
             parts.append(f"{key} {plant[key]}")
     if len(parts) == 1:

@@ -11,10 +11,12 @@ Parameters (defaults keep the exact plant of earlier versions: `ideal`, everythi
 - what the controller sees on joint_states (read at configure): ``measurement_noise_position``,
   ``measurement_noise_velocity`` (standard deviations), ``noise_seed``,
   ``measurement_delay_cycles``, ``encoder_resolution`` (rad or m per count);
-- model mismatch (read at configure): ``plant_mass_scale`` (every body) and
-  ``plant_link_mass_scales`` (['link: factor', ...]): the plant integrates the robot with those
-  masses while the controller's URDF is unchanged. The node's robot is then the plant's (its
-  wrenches and accelerations are those of the robot simulated). No parameter reads a file.
+- model mismatch (read at configure): ``plant_urdf`` (a second URDF file, same joints: the
+  robot simulated; read at configure only, like urdf_path, never from a topic; no xacro),
+  ``plant_friction_scale`` (its <dynamics> damping and friction scaled), ``plant_mass_scale``
+  (every body) and ``plant_link_mass_scales`` (['link: factor', ...]): the plant integrates
+  that robot while the controller keeps the URDF. The node's robot is then the plant's (its
+  wrenches and accelerations are those of the robot simulated).
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import numpy as np
 from rcl_interfaces.msg import ParameterType
 
 from ..simulation.drives import DRIVE_MODELS, PD_BANDWIDTH_HZ, gain_vector, pd_gains
-from ..simulation.mismatch import scaled_mass_robot
+from ..simulation.mismatch import check_same_joints, scaled_friction_urdf, scaled_mass_robot
 from ..simulation.sensors import MAX_DELAY_CYCLES, JointSensors
 from .base import gains, one_of
 
@@ -85,6 +87,11 @@ class PlantDrives:
         self.declare("encoder_resolution", 0.0, "simulate: joint_states positions rounded to "
                      "this many rad (or m) per count, velocities the backward difference of "
                      "the rounded positions; 0: none", float_range=(0.0, 1e3))
+        self.declare("plant_urdf", "", "simulate: URDF file of the robot the plant simulates "
+                     "(same joints as the controller's robot; read at configure only; not "
+                     "xacro); empty: the node's robot")
+        self.declare("plant_friction_scale", 1.0, "simulate: the plant's URDF <dynamics> damping "
+                     "and friction times this", float_range=(0.0, 1e6))
         self.declare("plant_mass_scale", 1.0, "simulate: the plant's bodies have this times "
                      "the URDF's mass and inertia (the controller's model is the URDF)",
                      float_range=(1e-6, 1e6))
@@ -93,7 +100,9 @@ class PlantDrives:
 
     # ------------------------------------------------------------------ configure
     def plant_robot(self, robot):
-        """The robot the plant integrates: `robot` with the mass scales (itself when none)."""
+        """The robot the plant integrates: `robot`, or the plant_urdf's, with the friction and
+        mass scales (itself when none)."""
+        robot = self._plant_source_robot(robot)
         scale = float(self.param("plant_mass_scale"))
         per_link = link_scales(self.param("plant_link_mass_scales"))
         self._mass_note = ""
@@ -113,6 +122,27 @@ class PlantDrives:
         self.get_logger().info("model mismatch: the plant's body masses are "
                                f"{self._mass_note} the URDF's")
         return true_robot
+
+    def _plant_source_robot(self, robot):
+        """`robot`, or the robot of plant_urdf and plant_friction_scale (loaded with the node's
+        robot options, its joints checked against `robot`'s)."""
+        path = self.param("plant_urdf").strip()
+        friction = float(self.param("plant_friction_scale"))
+        self._plant_note = ""
+        if not path and friction == 1.0:
+            return robot
+        what = f"plant_urdf '{path[:200]}'" if path else "the robot"
+        try:
+            xml = scaled_friction_urdf(path or self.robot_xml(), friction)
+            plant = self.load_robot(xml, what)
+            check_same_joints(robot, plant)
+        except Exception as exc:   # ModelError, ValueError: configure fails, saying why
+            raise ValueError(f"plant_urdf / plant_friction_scale: {exc}") from None
+        self._plant_note = ", ".join(x for x in (
+            f"plant_urdf {path[:200]}" if path else "",
+            f"friction x {friction:g}" if friction != 1.0 else "") if x)
+        self.get_logger().info(f"model mismatch: the plant simulates {self._plant_note}")
+        return plant
 
     def pd_gain_vectors(self, drives, q0):
         """(Kp, Kd) (n,) of drive_pd_kp / drive_pd_kd, their 0 entries derived at q0."""
@@ -178,6 +208,8 @@ class PlantDrives:
                                           f"{s.resolution:g}"))
         if self._mass_note:
             values.append(("mass scale", self._mass_note))
+        if self._plant_note:
+            values.append(("plant model", self._plant_note))
         return values
 
     # ------------------------------------------------------------------ runtime
