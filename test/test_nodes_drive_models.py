@@ -75,8 +75,41 @@ def ros():
     plant.step()
     JointSensors(7, 1.0 / RATE, SIGMA_Q, SIGMA_V, DELAY).measure(Q0, np.zeros(7))
     ros = Ros(salt=83)
+    from diagnostic_msgs.msg import DiagnosticArray
+    ros.subscribe(DiagnosticArray, "/diagnostics")
     yield ros
     ros.close()
+
+
+def set_parameters(ros, node, **values):
+    """SetParameters on /<node>; [(successful, reason)] in the order given (doubles, strings
+    and double arrays)."""
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+    request = SetParameters.Request()
+    for name, value in values.items():
+        pv = ParameterValue()
+        if isinstance(value, float):
+            pv.type, pv.double_value = ParameterType.PARAMETER_DOUBLE, value
+        elif isinstance(value, str):
+            pv.type, pv.string_value = ParameterType.PARAMETER_STRING, value
+        else:
+            pv.type = ParameterType.PARAMETER_DOUBLE_ARRAY
+            pv.double_array_value = [float(x) for x in value]
+        request.parameters.append(Parameter(name=name, value=pv))
+    result = ros.call(SetParameters, f"/{node}/set_parameters", request)
+    return [(r.successful, r.reason) for r in result.results]
+
+
+def diag_values(ros, name):
+    """{key: value} of the latest /diagnostics status of node `name` ('ns/node'), or None."""
+    from mbd_ros.nodes.diagnostics import values_of
+    found = None
+    for msg in ros.messages("/diagnostics"):
+        for status in msg.status:
+            if status.name == f"{name}: dynamics":
+                found = status
+    return values_of(found) if found is not None else None
 
 
 def predicted_hold(q_ref):
@@ -192,7 +225,7 @@ def test_the_plant_simulates_the_mismatched_model(ros):
         "initial_velocities": [0.3, -0.2, 0.4, 0.1, -0.5, 0.6, 0.2], "rate_hz": RATE,
         "wrench_joints": ["none"], "publish_clock": False, "use_sim_time": False,
         "plant_mass_scale": 1.2, "plant_link_mass_scales": ["link_3=2.0"],
-        "plant_friction_scale": 3.0}, remaps={"__ns": ns})
+        "plant_friction_scale": 3.0, "diagnostics_period": 0.2}, remaps={"__ns": ns})
     truth = ros.subscribe(JointTrajectory, f"{ns}/forward_dynamics/accelerations")
     ros.spin_until(lambda: len(truth) >= 20, READY_TIMEOUT, what=f"{ns} ~/accelerations")
     model = pin.buildModelFromUrdf(ARM)
@@ -220,3 +253,65 @@ def test_the_plant_simulates_the_mismatched_model(ros):
         assert np.max(np.abs(unscaled - expected)) > 1e-3 * scale
         checked += 1
     assert checked >= 20
+    # runtime: the drive model and the actuator lag apply at once, the sensors and the
+    # mismatch are read at configure (refused with the reason)
+    results = set_parameters(ros, f"{ns[1:]}/forward_dynamics", drive_model="pd",
+                             actuator_bandwidth_hz=100.0, drive_pd_kp=[50.0])
+    assert all(ok for ok, _ in results), results
+    ros.spin_until(lambda: (diag_values(ros, f"{ns[1:]}/forward_dynamics") or {}).get(
+        "drive model") == "pd", 30.0, what="/diagnostics reporting drive model pd")
+    assert diag_values(ros, f"{ns[1:]}/forward_dynamics")["actuator bandwidth [Hz]"] == "100"
+    [(ok, reason)] = set_parameters(ros, f"{ns[1:]}/forward_dynamics", drive_model="servo")
+    assert not ok and "must be one of" in reason
+    [(ok, reason)] = set_parameters(ros, f"{ns[1:]}/forward_dynamics", drive_pd_kp=[1.0, 2.0])
+    assert not ok and "drive_pd_kp has 2 values" in reason, reason
+    [(ok, reason)] = set_parameters(ros, f"{ns[1:]}/forward_dynamics",
+                                    measurement_noise_position=0.1)
+    assert not ok and "read at configure only" in reason
+
+
+def test_plant_urdf_is_simulated_and_must_have_the_same_joints(ros, tmp_path):
+    """plant_urdf: a copy of the arm's URDF with link_4 2.5 kg heavier (mass only, same centre
+    of mass and inertia tensor) is what the plant simulates: every ~/accelerations message
+    matches Pinocchio's ABA of that file, at the message's own state and applied torque minus
+    the URDF's passive joint force (read from the file). A URDF with other joints fails the
+    configure (the process exits with 1) naming the joints that are missing."""
+    import xml.etree.ElementTree as ET
+    from mbd_ros.constants import FRICTION_VELOCITY
+    tree = ET.parse(ARM)
+    mass = next(link for link in tree.getroot().iter("link")
+                if link.get("name") == "link_4").find("inertial").find("mass")
+    mass.set("value", repr(float(mass.get("value")) + 2.5))
+    heavier = tmp_path / "arm7_heavier.urdf"
+    tree.write(heavier)
+    ns = "/pu"
+    ros.start("forward_dynamics", {
+        "urdf_path": ARM, "mode": "simulate", "joints": NAMES, "initial_positions": Q0.tolist(),
+        "initial_velocities": [0.2, 0.1, -0.3, 0.2, 0.1, -0.2, 0.3], "rate_hz": RATE,
+        "wrench_joints": ["none"], "publish_clock": False, "use_sim_time": False,
+        "plant_urdf": str(heavier)}, remaps={"__ns": ns})
+    truth = ros.subscribe(JointTrajectory, f"{ns}/forward_dynamics/accelerations")
+    ros.spin_until(lambda: len(truth) >= 20, READY_TIMEOUT, what=f"{ns} ~/accelerations")
+    model = pin.buildModelFromUrdf(str(heavier))
+    plain = pin.buildModelFromUrdf(ARM)
+    dynamics = {j.get("name"): j.find("dynamics") for j in tree.getroot().iter("joint")}
+    d = np.array([float(dynamics[n].get("damping")) for n in NAMES])
+    f = np.array([float(dynamics[n].get("friction")) for n in NAMES])
+    for _, msg in truth[:20]:
+        point = msg.points[0]
+        q, v = np.array(point.positions), np.array(point.velocities)
+        tau = np.array(point.effort) - (d * v + f * np.tanh(v / FRICTION_VELOCITY))
+        expected = pin.aba(model, model.createData(), q, v, tau)
+        scale = max(1.0, np.max(np.abs(expected)))
+        assert np.max(np.abs(np.array(point.accelerations) - expected)) <= 1e-8 * scale
+        assert np.max(np.abs(pin.aba(plain, plain.createData(), q, v, tau) - expected)) > \
+            1e-3 * scale   # the controller's URDF is not the one simulated
+    child = ros.start("forward_dynamics", {
+        "urdf_path": ARM, "mode": "simulate", "joints": NAMES,
+        "plant_urdf": str(URDF / "gantry.urdf")}, name="fd_bad_plant")
+    child.must_live = False
+    code = child.wait(READY_TIMEOUT)
+    out = child.output()
+    assert code == 1, out[-3000:]
+    assert "configure failed" in out and "plant_urdf" in out and "missing ['joint_1'" in out, \
+        out[-3000:]
