@@ -5,7 +5,10 @@
 
 Starts three processes on a private ROS_DOMAIN_ID with localhost-only discovery:
 
-- forward_dynamics (simulate mode): the sample 7-DoF arm at --rate Hz, publishes joint_states
+- forward_dynamics (simulate mode): the sample 7-DoF arm at --rate Hz, publishes joint_states;
+  with realistic drives by default (config/arm7_drives.yaml: pd servos, torque-loop lag,
+  encoder, noise, one cycle of delay, 5 % more mass than the controller's URDF; --drives ideal:
+  the exact plant)
 - inverse_dynamics (computed_torque): joint_states + reference -> effort commands, which are
   remapped onto the plant's ~/effort_commands
 - reference_publisher: a smooth swing of every joint around the start configuration,

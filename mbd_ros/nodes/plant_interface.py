@@ -15,7 +15,9 @@ Command interfaces (every commanded joint is in the mode of its latest command):
 
 Drives: PD + the model's compensation, inertia-normalised gains ``drive_kp`` (1/s^2) and
 ``drive_kd`` (1/s), one number or one per joint of `joints`, effort-limited
-(mbd_ros.drives). Limits: the URDF position limits are hard stops, velocity and effort limits
+(mbd_ros.drives); or a servo's PD (``drive_model: pd``), an actuator lag, measurement noise /
+delay / encoder on joint_states and a model mismatch (plant_drives.py, docs/plant.md "Drive
+models"). Limits: the URDF position limits are hard stops, velocity and effort limits
 bound the drive torques (``enforce_limits``, ``limit_efforts``; mbd_ros.limits).
 
 Floating base (a free root joint: ``floating_base`` or a URDF floating root): the pose is
