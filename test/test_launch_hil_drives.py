@@ -1,0 +1,59 @@
+"""launch/hil_demo.launch.py's `drives` argument, run on the stand-ins of launch / launch_ros of
+test_launch_plant_args.py (the launch wheels have no PyPI release): for the sample arm7 the
+plant gets config/arm7_drives.yaml after arm7_simulate.yaml by default (the realistic drives of
+docs/plant.md "Drive models"), and not with drives:=ideal nor for another robot; the file's
+parameters are the documented ones and each is a parameter the node declares."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import yaml
+
+from ros_harness import CONFIG, REPO, URDF
+from test_launch_plant_args import stand_ins
+
+
+def run_hil_launch(monkeypatch, values):
+    started = []
+    declared = stand_ins(monkeypatch, values, started)
+    sys.modules["launch.actions"].LogInfo = lambda **kw: kw
+    sys.modules["launch_ros.actions"].Node = lambda **kw: started.append(kw) or kw
+    spec = importlib.util.spec_from_file_location(
+        "hil_demo_launch", REPO / "launch" / "hil_demo.launch.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for action in module.generate_launch_description():
+        if hasattr(action, "function"):
+            action.function(object())
+    return declared, started
+
+
+def plant_files(started):
+    plant = next(kw for kw in started if kw.get("executable") == "forward_dynamics")
+    return [p for p in plant["parameters"] if isinstance(p, str)]
+
+
+def test_the_sample_arm_gets_the_realistic_drives_by_default(monkeypatch):
+    declared, started = run_hil_launch(monkeypatch, {})
+    default, _, choices = declared["drives"]
+    assert default == "realistic" and choices == ["realistic", "ideal"]
+    assert plant_files(started) == [str(CONFIG / "arm7_simulate.yaml"),
+                                    str(CONFIG / "arm7_drives.yaml")]
+    _, started = run_hil_launch(monkeypatch, {"drives": "ideal"})
+    assert plant_files(started) == [str(CONFIG / "arm7_simulate.yaml")]
+    _, started = run_hil_launch(monkeypatch, {"urdf": str(URDF / "gantry.urdf")})
+    assert plant_files(started) == []   # another robot: the nodes' defaults (exact plant)
+
+
+def test_the_realistic_drives_file_sets_declared_parameters():
+    from mbd_ros.nodes.plant_drives import PlantDrives
+    names = []
+
+    class Recorder(PlantDrives):
+        def declare(self, name, *args, **kwargs):
+            names.append(name)
+    Recorder().declare_drive_parameters()
+    values = yaml.safe_load((CONFIG / "arm7_drives.yaml").read_text())["/**"]["ros__parameters"]
+    assert set(values) <= set(names), set(values) - set(names)
+    assert values["drive_model"] == "pd" and values["measurement_delay_cycles"] == 1
