@@ -97,9 +97,9 @@ def test_pd_pendulum_settles_at_the_gravity_over_kp_error(pendulum, integrator):
 def test_pd_arm_holding_a_pose_matches_pinocchio_gravity_over_kp(arm7, pin):
     """The 7-DoF arm held by "pd" servos: at rest Kp_i (q_ref_i - q_i) = g_i(q) with g the
     generalized gravity of Pinocchio's model of the same URDF, at the plant's final q. The
-    default gains (10 Hz bandwidth on each joint's effective inertia at the pose) settle in ~2 s; after
-    6 s the residual velocity is checked to be tiny, and it bounds what is left of the
-    transient in the torque balance."""
+    default gains (10 Hz bandwidth on each joint's effective inertia at the pose) settle in
+    ~2 s; after 6 s the residual velocity is checked to be tiny, and it bounds what is left of
+    the transient in the torque balance."""
     target = np.array([0.3, 0.9, -0.4, -1.2, 0.6, 0.8, 0.2])
     plant = Plant(arm7, 1e-3, "rk4", q=target, limits=False)
     plant.drives.set_model("pd", q=target)   # the default gains tuned at the pose held
