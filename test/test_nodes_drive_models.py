@@ -10,7 +10,8 @@ parameters predict". Predictions, none taken from the node's output:
   (the documented default, M from Pinocchio's CRBA); the tracking error the controller sees,
   q_ref - q_seen, then has mean g(q)/Kp and standard deviation sigma_q: its sample mean must
   lie within the normal 1e-6 quantile of sigma_q / sqrt(N) of the prediction and
-  (N - 1) s^2 / sigma_q^2 within the chi-square(N - 1) 1e-6 quantiles (the velocity alike, mean 0, sigma_v);
+  (N - 1) s^2 / sigma_q^2 within the chi-square(N - 1) 1e-6 quantiles (the velocity alike,
+  mean 0, sigma_v);
 - delay: while the arm moves to a new target, q_seen of the cycle stamped t minus the true
   position of the cycle stamped t - D period (from ~/accelerations, which carries the true
   state of each cycle) is noise of sigma_q alone (chi-square bound on its mean square), while
