@@ -389,3 +389,121 @@ def test_block_on_a_slope_sticks_or_slides_as_coulomb_says(ratio):
         assert abs(speeds[-1]) < 0.01
     else:
         assert abs(late - coulomb) < 0.05 * coulomb, (late, coulomb)
+
+
+# ---------------------------------------------------------------------------- reachable speed
+A1 = "a1_description/urdf/a1.urdf"
+A1_STANDING = {"hip": 0.0, "thigh": 0.8, "calf": -1.81}   # example-robot-data's a1.srdf
+
+
+@pytest.fixture(scope="module")
+def a1(erd_dir):
+    return mbd_ros.load(str(erd_dir / A1), floating_base=True)
+
+
+def a1_standing(robot, contact):
+    q = robot.neutral()
+    for leg in ("FL", "FR", "RL", "RR"):
+        for joint, value in A1_STANDING.items():
+            q[robot.idx_q[robot.joint_names.index(f"{leg}_{joint}_joint")]] = value
+    contact(0.0, q, np.zeros(robot.nv))
+    q[2] += contact.max_penetration()
+    return q
+
+
+def test_reachable_speed_is_the_fall_plus_the_drives_limits(a1, erd_dir):
+    """reachable_speed of a foot: sqrt(2 g h) of its height plus sum over its leg's joints of
+    the URDF velocity limit (21 rad/s; the effort bound sqrt(2 tau range / M_jj) is larger on
+    a1) times the lever arm from Pinocchio's point Jacobian."""
+    from mbd_ros.simulation.contact import reachable_speed
+    contact = GroundContact(a1, [ContactPoint("FL_foot", (0, 0, 0), 0.02)])
+    q = a1_standing(a1, contact)
+    q[2] += 0.3
+    (speed,) = reachable_speed(a1, contact, q)
+    jac = a1.link_jacobian(q, "FL_foot")
+    legs = [a1.idx_v[a1.joint_names.index(f"FL_{j}_joint")] for j in A1_STANDING]
+    lever = np.linalg.norm(jac[:3, legs], axis=0)   # the point is the link origin
+    expected = np.sqrt(2 * 9.81 * 0.3) + 21.0 * lever.sum()   # the sphere's bottom 0.3 m up
+    assert_close(speed, expected, "reachable speed", rtol=1e-9)
+
+
+def test_a1_dropped_at_its_reachable_speed_does_not_pass_the_ground(a1, erd_dir):
+    """a1 (boxes, cylinders, spheres of its URDF) thrown at the ground at the highest speed a
+    point of it can reach under the effort limits (reachable_speed, 17.7 m/s), belly first
+    with its drives off: no point goes deeper than the monitor's MAX_DEPTH, the base stays
+    above the ground, the energy never rises (the monitor sees nothing impossible), and it
+    comes to rest above the ground."""
+    from mbd_ros.simulation.contact import reachable_speed
+    from mbd_ros.simulation.physical_state import MAX_DEPTH, PhysicalStateMonitor
+    contact = GroundContact(a1, contact_points_from_urdf(a1, str(erd_dir / A1)))
+    q = a1_standing(a1, contact)
+    u = float(reachable_speed(a1, contact, q).max())
+    assert u > 15.0
+    v = np.zeros(a1.nv)
+    v[2] = -u                                   # identity orientation: body frame = world
+    plant = Plant(a1, 1e-3, "rk4", q=q, v=v, forces=[contact],
+                  substeps=contact.substeps_for(1e-3, "rk4", q))
+    monitor = PhysicalStateMonitor(a1, contact)
+    depth, base = 0.0, np.inf
+    for _ in range(1500):
+        plant.step()
+        problem = monitor.check(plant.q, plant.v, plant.q_before_step, plant.v_before_step,
+                                plant.tau, plant.dt)
+        assert problem is None, problem
+        depth, base = max(depth, contact.max_penetration()), min(base, plant.q[2])
+    assert depth < MAX_DEPTH and base > 0.0, (depth, base)
+    assert np.abs(plant.v[:3]).max() < 0.05 and contact.max_penetration() < 2e-3   # landed
+    # (its undamped, undriven legs still swing)
+
+
+def test_a_ball_at_that_speed_stops_within_its_energy_bound():
+    """A 2 kg point-like ball hitting the ground at 17.7 m/s: its deepest penetration is below
+    the undamped energy bound u sqrt(m / k) (the damping only shortens it) and it comes back
+    above the ground, at rest on its static penetration m g / k."""
+    xml = BODY.format(name="ball", mass=2.0, i=0.008, geometry='<sphere radius="0.01"/>')
+    robot = mbd_ros.load(xml, floating_base=True)
+    contact = GroundContact(robot, contact_points_from_urdf(robot, xml))
+    q = robot.neutral()
+    q[2] = 0.01
+    v = np.zeros(robot.nv)
+    v[2] = -17.7
+    energies, depth, base, plant = passive_drop(robot, contact, q, v, 2.0)
+    assert depth < 17.7 * np.sqrt(2.0 / contact.stiffness), depth
+    assert np.diff(energies).max() < 1e-6 * energies[0]
+    assert_close(plant.q[2], 0.01 - 2.0 * 9.81 / contact.stiffness, "resting height", rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------- impossible states
+def test_the_monitor_names_what_is_impossible(solo, erd_dir):
+    """Below the ground, a quaternion flip or jump, energy from nowhere: each is reported with
+    the link / joint and the numbers; the collapse of a passive solo12 (a real, dissipative
+    motion) is reported as nothing."""
+    from mbd_ros.simulation.physical_state import PhysicalStateMonitor
+    contact = GroundContact(solo, contact_points_from_urdf(solo, str(erd_dir / SOLO)))
+    monitor = PhysicalStateMonitor(solo, contact)
+    q = standing_configuration(solo)
+    contact(0.0, q, np.zeros(solo.nv))
+    q[2] += contact.max_penetration() + 0.02
+    plant = Plant(solo, 1e-3, "rk4", q=q, forces=[contact],
+                  substeps=contact.substeps_for(1e-3, "rk4", q))
+    zero = np.zeros(solo.nv)
+    for _ in range(1000):
+        plant.step()
+        assert monitor.check(plant.q, plant.v, plant.q_before_step, plant.v_before_step,
+                             plant.tau, plant.dt) is None
+    rest, v = plant.q.copy(), plant.v.copy()
+    sunk = rest.copy()
+    sunk[2] = -0.31                                  # the issue's solo12
+    assert "below the ground" in monitor.check(sunk, v, rest, v, zero, 1e-3)
+    flipped = rest.copy()
+    flipped[3:7] *= -1.0
+    assert "flipped sign" in monitor.check(flipped, v, rest, v, zero, 1e-3)
+    turned = rest.copy()
+    turned[3:7] = [0.0, 0.0, np.sin(0.25), np.cos(0.25)]   # 0.5 rad of yaw in a step, at rest
+    assert "turned" in monitor.check(turned, zero, rest, zero, zero, 1e-3)
+    fast = v.copy()
+    fast[0] = 1.0                                    # 1 m/s from nowhere: 1.25 J
+    message = monitor.check(rest, fast, rest, v, zero, 1e-3)
+    assert message and "energy rose" in message
+    fast_driven = monitor.check(rest, fast, rest, v, np.r_[2.5e3, np.zeros(solo.nv - 1)], 1e-3)
+    assert fast_driven is None                       # the same gain with the work of a force

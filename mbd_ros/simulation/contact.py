@@ -63,6 +63,8 @@ slides), ``ground_height`` (0).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..model import layout as L
@@ -265,3 +267,42 @@ class GroundContact:
         self.point_mass[:] = masses / n
         self._params[-1] = float(dt) / needed
         return needed
+
+
+def reachable_speed(robot, contact, q, height=None):
+    """Upper bound of the speed (m/s) a contact point reaches under the effort limits, at the
+    configuration q: the fall from `height` (m; default the height of the highest point's
+    lowest point above the ground), sqrt(2 g height), plus for each joint above the point its largest speed times
+    its lever arm |J_col| at q, summed (the velocities of a chain add up). A joint's largest
+    speed is its URDF velocity limit, bounded by what its effort limit can give its subtree
+    over its range from rest, sqrt(2 tau_max range / M_jj) (the drive's work tau_max range
+    into the kinetic energy M_jj w^2 / 2; range 2 pi when unlimited); a joint with neither
+    limit counts max_speed 1000 (the plant's divergence bound). Returns (n_points,) speeds."""
+    q = np.asarray(q, dtype=float)
+    mass = robot.mass_matrix(q)
+    lower, upper = (np.asarray(x, dtype=float) for x in robot.position_limits)
+    effort = np.asarray(robot.effort_limits, dtype=float)
+    velocity = np.asarray(robot.velocity_limits, dtype=float)
+    span = np.where(np.isfinite(upper - lower), upper - lower, 2.0 * np.pi)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        by_effort = np.sqrt(2.0 * effort * span / np.diag(mass))
+    largest = np.fmin(np.where(velocity > 0.0, velocity, np.inf),
+                      np.where(effort > 0.0, by_effort, np.inf))
+    largest = np.where(np.isfinite(largest), largest, 1.0e3)
+    contact(0.0, q, np.zeros(robot.nv))
+    heights = -contact.penetration          # the lowest point's height above the ground
+    if height is None:
+        height = max(0.0, float(heights.max()))
+    fall = math.sqrt(2.0 * GRAVITY_ACCELERATION * max(0.0, float(height)))
+    free = np.zeros(robot.nv, dtype=bool)
+    for j, kind in enumerate(robot.joint_types):
+        if kind == "floating":   # the base moves by the fall, not by a drive
+            free[robot.idx_v[j]:robot.idx_v[j] + 6] = True
+    speeds = np.empty(len(contact.points))
+    for k, p in enumerate(contact.points):
+        jac, pose = robot.link_jacobian(q, p.link), robot.link_pose(q, p.link)
+        r = pose[:3, :3] @ np.asarray(p.position)
+        skew = np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
+        lever = np.linalg.norm(jac[:3] - skew @ jac[3:], axis=0)
+        speeds[k] = fall + float(lever[~free] @ largest[~free])
+    return speeds
