@@ -23,10 +23,11 @@ published as nav_msgs/Odometry on ``~/odom`` (frame ``odom_frame`` -> the root l
 the root link frame) and as the transform odom -> root link on /tf (tf2_msgs/TFMessage, where
 tf2_msgs is installed: a ROS 2 installation, or tools/build_tf2_msgs.py for the PyPI wheels).
 ``ground_contact``: compliant contact with the ground (contact points
-from ``contact_links`` + ``contact_radius`` or the URDF <collision> spheres and boxes;
-stiffness, damping, friction, slip velocity, ground height; mbd_ros.contact), ``substeps``
-integrator steps per cycle for stiff contacts, ``initial_base_pose`` (default: lifted onto the
-ground).
+from ``contact_links`` + ``contact_radius`` or every link's URDF <collision> geometry;
+stiffness, damping, friction, slip velocity, ground height; mbd_ros.contact), integrator
+substeps raised automatically for the contact springs, ``initial_base_pose`` (default: lifted
+onto the ground); a physically impossible state (``check_physical_state``: deeper than
+``max_penetration``, a quaternion flip, energy from nowhere) halts like a divergence.
 
 Command subscriptions: reliable (keep last 1; joint_commands 10); a transient-local publisher's
 held command is taken by a watched transient-local subscription (held_command_subscription).
@@ -58,6 +59,7 @@ from std_msgs.msg import Float64MultiArray
 from ..simulation.drives import EFFORT, MODE_NAMES, gain_vector
 from ..robot.joint_map import JointMapError, duplicates
 from ..simulation.limits import JointLimits
+from ..simulation.physical_state import ENERGY_TOLERANCE
 from ..simulation.plant import MAX_SPEED, Plant
 from .base import MAX_BYTES_PER_ENTRY, WARNING_PERIOD, finite_vector, gains
 from .message_caps import MessageSizeError, float64_array, joint_state_counts
@@ -95,7 +97,6 @@ class PlantInterface:
         self.highest_frequency = float(robot.highest_frequency()) \
             if hasattr(robot, "highest_frequency") and getattr(robot, "elastic_names", None) \
             else 0.0
-        substeps = self.stable_substeps(self.rate_hz, self.param("integrator"))
         enforce = self.param("enforce_limits")
         limits = JointLimits(robot, position=enforce, velocity=enforce,
                              effort=self.param("limit_efforts"))
@@ -105,11 +106,32 @@ class PlantInterface:
         contact = self.contact_force()
         self.contact = contact
         self.initial_base(q0, contact)   # in place: the caller's q0 becomes the initial state
+        self._contact_q = q0.copy()      # the configuration of the contact's effective masses
+        substeps = self.stable_substeps(self.rate_hz, self.param("integrator"))
+        if contact is not None:   # impossible states halt like a divergence (docs/plant.md)
+            return self.monitored_plant(contact, q0, v0, jm.joints, kp, kd, limits, substeps)
         return Plant(robot, 1.0 / self.rate_hz, self.param("integrator"), q0, v0,
                      joints=jm.joints, kp=kp, kd=kd, limits=limits,
                      max_speed=self.param("max_speed"),
                      forces=[contact] if contact is not None else None,
                      substeps=substeps)
+
+    def monitored_plant(self, contact, q0, v0, joints, kp, kd, limits, substeps):
+        """A Plant with ground contact whose steps are checked by a PhysicalStateMonitor
+        (check_physical_state; the energy check is off with prescribed joints or loop
+        closures, whose constraint forces do work)."""
+        from ..simulation.physical_state import MonitoredPlant, PhysicalStateMonitor
+        monitor = None
+        if self.param("check_physical_state"):
+            energy = None if (self.param("prescribed_joints") or self.robot.closure_names) \
+                else ENERGY_TOLERANCE
+            monitor = PhysicalStateMonitor(self.robot, contact,
+                                           max_depth=self.param("max_penetration"),
+                                           energy_tolerance=energy)
+        return MonitoredPlant(self.robot, 1.0 / self.rate_hz, self.param("integrator"), q0, v0,
+                              joints=joints, kp=kp, kd=kd, limits=limits,
+                              max_speed=self.param("max_speed"), forces=[contact],
+                              substeps=substeps, monitor=monitor)
 
     def _check_initial_velocities(self, v0):
         """With enforce_limits, an initial velocity beyond a joint's URDF <limit velocity> is
@@ -135,6 +157,22 @@ class PlantInterface:
     MAX_SUBSTEPS = 100
 
     def stable_substeps(self, rate_hz, integrator):
+        """Integrator steps per cycle: those of the flexible links (flexible_substeps), raised
+        for the ground contact's springs (GroundContact.substeps_for, which also makes its
+        dampers implicit for that step); logged when raised (docs/plant.md)."""
+        substeps = self.flexible_substeps(rate_hz, integrator)
+        contact = getattr(self, "contact", None)
+        if contact is None:
+            return substeps
+        needed = contact.substeps_for(1.0 / rate_hz, integrator, self._contact_q, substeps)
+        if needed > substeps:
+            self.get_logger().info(
+                f"ground contact: {needed} integrator substeps per cycle for the contact "
+                f"springs on the lightest link ({integrator} at rate_hz {rate_hz:g}; substeps "
+                f"parameter {int(self.param('substeps'))})")
+        return needed
+
+    def flexible_substeps(self, rate_hz, integrator):
         """Integrator steps per cycle: the `substeps` parameter, raised for a flexible robot
         until 2 pi f dt / substeps <= 0.8 x the integrator's stability limit (f its highest
         free frequency, robot.highest_frequency()). Logs the raise; raises ValueError naming
@@ -743,20 +781,27 @@ class PlantInterface:
         self.declare("ground_contact", False, "simulate: compliant contact with the ground "
                      "plane z = ground_height (mbd_ros.contact)")
         self.declare("contact_links", None, "simulate: links whose frame origin is a contact "
-                     "sphere of contact_radius (e.g. the feet); empty: the URDF <collision> "
-                     "spheres and box corners", type_=S)
+                     "sphere of contact_radius (e.g. the feet); empty: every link's URDF "
+                     "<collision> geometry (spheres, boxes, cylinders, capsules, meshes' "
+                     "bounding boxes)", type_=S)
         self.declare("contact_radius", 0.0, "simulate: radius of the contact_links spheres, m",
                      float_range=(0.0, 10.0))
         self.declare("contact_stiffness", -1.0, "simulate: normal stiffness, N/m (negative: "
-                     "1 mm of penetration under the robot's weight shared by the points)")
-        self.declare("contact_damping", -1.0, "simulate: normal damping, N s/m (negative: a "
-                     "damping ratio of 0.1 for each point's share of the mass)")
+                     "1 mm of penetration with the robot's weight on 3 points)")
+        self.declare("contact_damping", -1.0, "simulate: normal damping, N s/m (negative: "
+                     "critical for a third of the robot's mass)")
         self.declare("contact_friction", 0.8, "simulate: Coulomb friction coefficient",
                      float_range=(0.0, 10.0))
         self.declare("contact_slip_velocity", 0.1, "simulate: regularisation speed of the "
                      "Coulomb friction, m/s", float_range=(1e-6, 10.0))
         self.declare("ground_height", 0.0, "simulate: height of the ground plane, m",
                      float_range=(-1e3, 1e3))
+        self.declare("check_physical_state", True, "simulate with ground_contact: halt like a "
+                     "divergence on a physically impossible state (a contact point deeper than "
+                     "max_penetration, a quaternion flip, energy rising beyond the drive work)")
+        self.declare("max_penetration", 0.05, "simulate with ground_contact: a contact point or "
+                     "the base deeper than this below the ground is impossible, m",
+                     float_range=(1e-4, 10.0))
         self.declare("substeps", 1, "simulate: integrator steps per cycle (the drive torques "
                      "held over them; 2-4 for stiff contacts)", int_range=(1, 100))
         self.declare("initial_base_pose", None, "simulate, floating base: [x y z qx qy qz qw] "
@@ -787,15 +832,22 @@ class PlantInterface:
         """The GroundContact force hook of the parameters, or None."""
         if not self.param("ground_contact"):
             return None
-        from ..simulation.contact import ContactPoint, GroundContact, contact_points_from_urdf
+        from ..simulation.collision import collision_points
+        from ..simulation.contact import ContactPoint, GroundContact
         links = self.param("contact_links")
         if links:
             points = [ContactPoint(link, (0.0, 0.0, 0.0), self.param("contact_radius"))
                       for link in links]
-        else:
-            points = contact_points_from_urdf(self.robot, self.robot_xml())
+        else:   # every link's <collision> geometry (meshes: their bounding boxes)
+            points, notes = collision_points(self.robot, self.robot_xml())
+            for note in notes[:5]:
+                self.get_logger().warning(f"ground_contact: {note}")
+            if len(notes) > 5:
+                self.get_logger().warning(f"ground_contact: {len(notes) - 5} more <collision> "
+                                          "elements skipped")
             if not points:
-                raise ValueError("ground_contact: the URDF has no <collision> sphere or box; "
+                raise ValueError("ground_contact: the URDF has no <collision> geometry the "
+                                 "plant can use (primitives, or STL/OBJ meshes of a URDF file); "
                                  "declare contact_links (and contact_radius)")
         options = {}
         for name, key in (("contact_stiffness", "stiffness"), ("contact_damping", "damping")):

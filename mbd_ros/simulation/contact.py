@@ -239,7 +239,7 @@ class GroundContact:
             masses[k] = 1.0 / inverse if inverse > 0.0 else np.inf
         return masses
 
-    def substeps_for(self, dt, integrator="rk4", q=None):
+    def substeps_for(self, dt, integrator="rk4", q=None, minimum=1):
         """Integrator steps per plant step of `dt` (s) for which the contact is stable, and
         makes the dampers implicit for that step (sets `substeps`, `point_mass`).
 
@@ -247,7 +247,8 @@ class GroundContact:
         points of its body (at most BODY_POINTS_CAP) touching together, each point's dampers
         are made linearly implicit on m_e / n over h = dt / substeps (so c_eff h / m < 1: the
         damping never limits the step) and the springs need omega h <= STABILITY_MARGIN x the
-        integrator's limit on the imaginary axis, omega = sqrt(n k / m_e).
+        integrator's limit on the imaginary axis, omega = sqrt(n k / m_e). At least `minimum`
+        (the substeps something else needs: the dampers are made implicit for the step used).
         ValueError when more than MAX_SUBSTEPS would be needed (naming the rate needed)."""
         real_limit, imaginary_limit = STABILITY_LIMITS.get(integrator, (2.0, 2.0))
         masses = self.effective_masses(q)
@@ -263,6 +264,7 @@ class GroundContact:
                              f"{masses.min():.3g} kg) is too light for contact_stiffness "
                              f"{self.stiffness:.3g} N/m at this rate; raise rate_hz to >= "
                              f"{1.0 / (h_max * MAX_SUBSTEPS):.0f} Hz or soften the contact")
+        needed = max(needed, int(minimum))
         self.substeps = needed
         self.point_mass[:] = masses / n
         self._params[-1] = float(dt) / needed

@@ -30,6 +30,8 @@ import math
 
 import numpy as np
 
+from .plant import DivergenceError, Plant
+
 MAX_DEPTH = 0.05                 # m: deeper than this is "under the floor"
 QUATERNION_NORM_TOLERANCE = 1e-6
 ROTATION_SLACK = 0.1             # rad per step beyond |w| dt
@@ -130,3 +132,31 @@ class PhysicalStateMonitor:
                     f"of drive work (kinetic + gravity + contact springs; {gain:.4g} J "
                     "from nowhere)")
         return None
+
+
+class ImpossibleStateError(DivergenceError):
+    """The step produced a physically impossible state (the plant is back at the state before
+    the step): handled as a divergence."""
+
+
+class MonitoredPlant(Plant):
+    """A Plant whose advance() (and so step()) also runs a PhysicalStateMonitor: an impossible
+    state puts the plant back at the state before the step, counts a divergence and raises
+    ImpossibleStateError saying what happened. Arguments: those of Plant, plus `monitor`."""
+
+    def __init__(self, *args, monitor=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.monitor = monitor
+
+    def advance(self):
+        super().advance()
+        if self.monitor is None:
+            return
+        problem = self.monitor.check(self.q, self.v, self.q_before_step, self.v_before_step,
+                                     self.tau, self.dt)
+        if problem:
+            self.sim.q[:] = self.q_before_step
+            self.sim.v[:] = self.v_before_step
+            self.divergences += 1
+            raise ImpossibleStateError(f"a physically impossible state at t = "
+                                       f"{self.time:.4f} s: {problem}")
