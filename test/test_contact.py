@@ -507,3 +507,32 @@ def test_the_monitor_names_what_is_impossible(solo, erd_dir):
     assert message and "energy rose" in message
     fast_driven = monitor.check(rest, fast, rest, v, np.r_[2.5e3, np.zeros(solo.nv - 1)], 1e-3)
     assert fast_driven is None                       # the same gain with the work of a force
+
+
+def test_a_monitored_plant_halts_on_an_impossible_state_at_the_state_before(solo, erd_dir):
+    """MonitoredPlant: a step that leaves the base 0.31 m under the floor (the state is
+    overwritten between steps, as a bad ~/set_state or a bug would) raises ImpossibleStateError
+    (a DivergenceError, so the node halts as on a divergence) saying what is below the ground,
+    puts the plant back at the state before the step and counts one divergence."""
+    from mbd_ros.simulation.physical_state import (ImpossibleStateError, MonitoredPlant,
+                                                   PhysicalStateMonitor)
+    from mbd_ros.simulation.plant import DivergenceError
+    contact = GroundContact(solo, contact_points_from_urdf(solo, str(erd_dir / SOLO)))
+    q = standing_configuration(solo)
+    contact(0.0, q, np.zeros(solo.nv))
+    q[2] += contact.max_penetration()
+    plant = MonitoredPlant(solo, 1e-3, "rk4", q=q, forces=[contact],
+                           substeps=contact.substeps_for(1e-3, "rk4", q),
+                           monitor=PhysicalStateMonitor(solo, contact))
+    for _ in range(10):
+        plant.step()
+    plant.sim.q[2] = -0.31
+    before = plant.q.copy()
+    with pytest.raises(ImpossibleStateError, match="below the ground") as err:
+        plant.step()
+    assert isinstance(err.value, DivergenceError)
+    assert_close(plant.q, before, "state restored", rtol=0.0)
+    assert plant.divergences == 1
+    plant.sim.q[:] = q
+    plant.sim.v[:] = 0.0
+    plant.step()                              # back on the ground: steps on

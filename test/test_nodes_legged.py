@@ -22,7 +22,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy", reason="ROS 2 rclpy is not installed (pip install "
                             "mbd_ros[ros] or source a ROS 2 installation)")
 
-from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 
@@ -121,5 +121,34 @@ def test_legged_robot_collapses_stands_up_and_walks_in_place(name, erd_dir):
         assert len(walking) > 0.5 * WALK_S * 1000   # ~/odom at the plant's 1 kHz (keep-all)
         status = ros.wait_diagnostics(f"{ns[1:]}/forward_dynamics", lambda d: True)
         assert status["halted"] == "no", status
+    finally:
+        ros.close()
+
+
+def test_a_base_under_the_floor_halts_with_an_error_saying_so(erd_dir):
+    """solo12 started with its base 0.31 m under the floor (initial_base_pose; the state the
+    issue's plant reached and kept, reporting only "missed cycles"): the plant halts at once
+    and /diagnostics says ERROR with what is below the ground (not a bare speed divergence)."""
+    from test_nodes_plant import diag_status
+    spec = ROBOTS["solo12"]
+    urdf = str(erd_dir / spec["urdf"])
+    warm_numba_cache(mbd_ros.load(urdf, floating_base=True))
+    ros = Ros(salt=149)
+    ns = "/legged_sunk"
+    try:
+        ros.subscribe(DiagnosticArray, "/diagnostics")
+        ros.start("forward_dynamics", params_files=[params_file(
+            {"urdf_path": urdf, "mode": "simulate", "floating_base": True,
+             "ground_contact": True, "joints": spec["joints"],
+             "initial_positions": spec["standing"],
+             "initial_base_pose": [0.0, 0.0, -0.31, 0.0, 0.0, 0.0, 1.0],
+             "wrench_joints": ["none"], "publish_tf": False, "diagnostics_period": 0.2})],
+            remaps={"__ns": ns})
+        name = f"{ns[1:]}/forward_dynamics"
+        ros.spin_until(lambda: (lambda s: s is not None and s.level == DiagnosticStatus.ERROR)(
+            diag_status(ros, name)), READY_TIMEOUT, what="an ERROR on /diagnostics")
+        status = diag_status(ros, name)
+        assert "halted" in status.message and "below the ground" in status.message, \
+            status.message
     finally:
         ros.close()

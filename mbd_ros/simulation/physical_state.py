@@ -84,6 +84,17 @@ class PhysicalStateMonitor:
             return problem
         return self._check_energy(q, v, q_before, v_before, tau, dt)
 
+    def check_state(self, q, v):
+        """The checks of one state alone (depth, quaternion norms): None or what is wrong."""
+        problem = self._check_depth(q, v)
+        if problem:
+            return problem
+        for name, iq, _ in self.quaternions:
+            norm = float(np.sqrt(q[iq:iq + 4] @ q[iq:iq + 4]))
+            if abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
+                return f"the quaternion of joint '{name}' has norm {norm:.9g} (not a rotation)"
+        return None
+
     def _check_depth(self, q, v):
         contact = self.contact
         if contact is None:
@@ -142,14 +153,23 @@ class ImpossibleStateError(DivergenceError):
 class MonitoredPlant(Plant):
     """A Plant whose advance() (and so step()) also runs a PhysicalStateMonitor: an impossible
     state puts the plant back at the state before the step, counts a divergence and raises
-    ImpossibleStateError saying what happened. Arguments: those of Plant, plus `monitor`."""
+    ImpossibleStateError saying what happened; a divergence from an impossible state is raised
+    as an ImpossibleStateError saying so. Arguments: those of Plant, plus `monitor`."""
 
     def __init__(self, *args, monitor=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.monitor = monitor
 
     def advance(self):
-        super().advance()
+        try:
+            super().advance()
+        except DivergenceError as exc:
+            # a step from an impossible state (e.g. deep under the floor) diverges: say why
+            problem = None if self.monitor is None else self.monitor.check_state(self.q, self.v)
+            if problem:
+                raise ImpossibleStateError(f"a physically impossible state at t = "
+                                           f"{self.time:.4f} s: {problem} ({exc})") from None
+            raise
         if self.monitor is None:
             return
         problem = self.monitor.check(self.q, self.v, self.q_before_step, self.v_before_step,
