@@ -536,3 +536,39 @@ def test_a_monitored_plant_halts_on_an_impossible_state_at_the_state_before(solo
     plant.sim.q[:] = q
     plant.sim.v[:] = 0.0
     plant.step()                              # back on the ground: steps on
+
+
+# ---------------------------------------------------------------------------- static boxes
+def test_a_ball_rests_on_a_table_and_is_pushed_out_of_a_yawed_wall():
+    """A static box as a table: a 2 kg ball of radius 0.1 m dropped onto its top rests at
+    top + r - m g / k (closed form), its energy never rising on the way; against the side of a
+    box yawed by 0.3 rad the force of a penetration d at rest is k d along that face's normal
+    (cos 0.3, sin 0.3, 0); malformed boxes are refused naming the box."""
+    from mbd_ros.simulation.contact import parse_static_boxes
+    xml = BODY.format(name="ball", mass=2.0, i=0.008, geometry='<sphere radius="0.1"/>')
+    robot = mbd_ros.load(xml, floating_base=True)
+    points = contact_points_from_urdf(robot, xml)
+    table = {"center": [0.0, 0.0, 0.35], "size": [1.0, 1.0, 0.1]}     # top at 0.4 m
+    contact = GroundContact(robot, points, boxes=[table])
+    q = robot.neutral()
+    q[2] = 0.7
+    energies, depth, base, plant = passive_drop(robot, contact, q, np.zeros(robot.nv), 2.0)
+    assert np.diff(energies).max() < 1e-6 * energies[0], np.diff(energies).max()
+    assert_close(plant.q[2], 0.4 + 0.1 - 2.0 * 9.81 / contact.stiffness, "on the table",
+                 rtol=1e-6)
+    assert contact.obstacle_name(0) == "static box 0"
+
+    wall = [0.0, 0.0, 0.5, 0.2, 2.0, 1.0, 0.3]      # flat form: x y z sx sy sz yaw
+    contact = GroundContact(robot, points, stiffness=1e4, boxes=wall)
+    n = np.array([np.cos(0.3), np.sin(0.3), 0.0])
+    q = robot.neutral()
+    q[:3] = [0.0, 0.0, 0.5] + (0.1 + 0.1 - 0.004) * n   # 4 mm into the face at x' = 0.1
+    tau = contact(0.0, q, np.zeros(robot.nv))
+    assert_close(contact.forces[0], 1e4 * 0.004 * n, "wall force", rtol=1e-9)
+    assert_close(contact.max_penetration(), 0.004, "depth", rtol=1e-12)
+    # the free joint's linear force is in the body frame (identity orientation: the world)
+    assert_close(tau[:3], 1e4 * 0.004 * n, "J^T f", rtol=1e-9)
+    with pytest.raises(ValueError, match="static box 1.*size"):
+        parse_static_boxes([table, {"center": [0, 0, 0], "size": [1, 0, 1]}])
+    with pytest.raises(ValueError, match="7 per box"):
+        parse_static_boxes([0.0] * 8)

@@ -152,3 +152,39 @@ def test_a_base_under_the_floor_halts_with_an_error_saying_so(erd_dir):
             status.message
     finally:
         ros.close()
+
+
+BALL = """<robot name="ball">
+  <link name="ball">
+    <inertial><mass value="2.0"/><origin xyz="0 0 0"/>
+      <inertia ixx="0.008" iyy="0.008" izz="0.008" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><geometry><sphere radius="0.1"/></geometry></collision>
+  </link>
+</robot>"""
+
+
+def test_a_ball_lands_on_a_static_box_declared_in_the_parameters(tmp_path):
+    """contact_boxes (a YAML parameter, 7 numbers per box): a 2 kg ball dropped over a table
+    whose top is at 0.4 m comes to rest on it, at top + radius - m g / k on ~/odom (the
+    default stiffness k = m g / (3 x 1 mm): its single point sinks 3 mm)."""
+    urdf = tmp_path / "ball.urdf"
+    urdf.write_text(BALL)
+    ros = Ros(salt=151)
+    ns = "/ball_on_table"
+    try:
+        odom = ros.subscribe(Odometry, f"{ns}/forward_dynamics/odom")
+        ros.start("forward_dynamics", params_files=[params_file(
+            {"urdf_path": str(urdf), "mode": "simulate", "floating_base": True,
+             "ground_contact": True, "contact_boxes": [0.0, 0.0, 0.35, 1.0, 1.0, 0.1, 0.0],
+             "initial_base_pose": [0.0, 0.0, 0.6, 0.0, 0.0, 0.0, 1.0],
+             "publish_clock": True, "publish_tf": False})], remaps={"__ns": ns})
+
+        def sim_time():
+            stamp = odom[-1][1].header.stamp
+            return stamp.sec + 1e-9 * stamp.nanosec
+        ros.spin_until(lambda: odom and sim_time() > 1.5, READY_TIMEOUT,
+                       what="1.5 s of simulated time")
+        z = odom[-1][1].pose.pose.position.z
+        assert abs(z - (0.4 + 0.1 - 3e-3)) < 1e-5, z
+    finally:
+        ros.close()

@@ -66,6 +66,16 @@ from .message_caps import MessageSizeError, float64_array, joint_state_counts
 from .qos import COMMAND_QOS, LATCHED_COMMAND_QOS, PUBLISH_QOS
 
 
+def static_boxes_error(value):
+    """contact_boxes check: None, or what is wrong (naming the box and field)."""
+    from ..simulation.contact import parse_static_boxes
+    try:
+        parse_static_boxes(list(value))
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 class PlantInterface:
     """Mixin: needs self.robot, self.jmap, self.rate_hz, self.param, self.declare, self.reject,
     self.get_logger of ForwardDynamicsNode."""
@@ -796,6 +806,10 @@ class PlantInterface:
                      "Coulomb friction, m/s", float_range=(1e-6, 10.0))
         self.declare("ground_height", 0.0, "simulate: height of the ground plane, m",
                      float_range=(-1e3, 1e3))
+        self.declare("contact_boxes", None, "simulate with ground_contact: static boxes (steps, "
+                     "tables) in the odom frame, 7 numbers per box [x y z sx sy sz yaw] (centre, "
+                     "size, m; yaw about z, rad); at most 100 boxes", static_boxes_error,
+                     type_=D)
         self.declare("check_physical_state", True, "simulate with ground_contact: halt like a "
                      "divergence on a physically impossible state (a contact point deeper than "
                      "max_penetration, a quaternion flip, energy rising beyond the drive work)")
@@ -853,6 +867,7 @@ class PlantInterface:
         for name, key in (("contact_stiffness", "stiffness"), ("contact_damping", "damping")):
             if self.param(name) >= 0.0:
                 options[key] = self.param(name)
+        options["boxes"] = self.param("contact_boxes") or ()
         return GroundContact(self.robot, points, friction=self.param("contact_friction"),
                              slip_velocity=self.param("contact_slip_velocity"),
                              ground_height=self.param("ground_height"), **options)

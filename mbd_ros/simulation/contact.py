@@ -1,10 +1,11 @@
-"""Compliant contact of a robot with a flat ground: a penalty normal force with damping that
-ramps in with the penetration, and regularised Coulomb friction, as a force hook of the
-Simulator / Plant. No ROS imports.
+"""Compliant contact of a robot with a flat ground and static boxes (steps, tables): a penalty
+normal force with damping that ramps in with the penetration, and regularised Coulomb friction,
+as a force hook of the Simulator / Plant. No ROS imports.
 
     points, notes = collision_points(robot, urdf)                      # every <collision>
     points = [ContactPoint("FL_FOOT", (0, 0, 0), radius=0.016), ...]   # or declared
-    contact = GroundContact(robot, points)                             # parameters below
+    contact = GroundContact(robot, points,                             # parameters below
+                            boxes=[{"center": [1, 0, 0.05], "size": [0.4, 1, 0.1]}])
     plant = Plant(robot, dt, forces=[contact],
                   substeps=contact.substeps_for(dt, "rk4"))          # automatic substeps
 
@@ -21,6 +22,12 @@ For each point, with c its centre in the world (root) frame, n = (0, 0, 1) the g
     penetration  d  = radius - (c_z - ground_height)                (no force when d <= 0)
     normal force f_n = max(0, k d - c_d min(1, d / d_w) v_z)        (never pulling)
     friction     f_t = -mu f_n v_t / sqrt(|v_t|^2 + v_s^2)           (regularised Coulomb)
+
+Static boxes (`boxes`: centre, size, yaw about z, world frame; at most MAX_STATIC_BOXES): the
+same law along the box's outward normal at the sphere's closest point (a centre inside the box
+is pushed out through its nearest face; kernels.contact.box_penetration). A box thinner than
+the distance a point travels in one integrator step can be crossed (the half-space ground
+cannot): keep steps and table tops thicker than reachable_speed x dt / substeps (a few cm).
 
 Why this law. MuJoCo's soft contacts (a constraint with impedance, solved at the velocity
 level with a reference acceleration -b v - k d whose time constant is tied to the step) and
@@ -68,6 +75,7 @@ import math
 import numpy as np
 
 from ..model import layout as L
+from ..kernels.contact import BOX_COLUMNS
 from ..kernels.contact import ground_contact as _ground_contact
 from .collision import ContactPoint, collision_points
 
@@ -120,6 +128,57 @@ def parse_contact_points(spec):
     return points
 
 
+MAX_STATIC_BOXES = 100   # bounded cost: every point is tested against every box
+
+
+def parse_static_boxes(spec):
+    """Static boxes (steps, tables) in the world (odom) frame: a list of dicts {center: [x y z]
+    (m), size: [sx sy sz] (m, > 0), yaw: rad (about z; default 0)}, or a flat list of 7 numbers
+    per box [x y z sx sy sz yaw] (the node's `contact_boxes` parameter). Returns a list of
+    (center (3,), size (3,), yaw) tuples; ValueError naming the box and field when malformed."""
+    if spec is None:
+        return []
+    if not isinstance(spec, (list, tuple, np.ndarray)):
+        raise ValueError(f"static boxes: a list of {{center, size, yaw}} or 7 numbers per box, "
+                         f"got {type(spec).__name__}")
+    entries = list(spec)
+    if entries and not isinstance(entries[0], dict):   # flat numbers, 7 per box
+        if len(entries) % 7:
+            raise ValueError(f"static boxes: {len(entries)} numbers; 7 per box [x y z sx sy "
+                             "sz yaw]")
+        entries = [{"center": entries[i:i + 3], "size": entries[i + 3:i + 6],
+                    "yaw": entries[i + 6]} for i in range(0, len(entries), 7)]
+    if len(entries) > MAX_STATIC_BOXES:
+        raise ValueError(f"static boxes: {len(entries)}, more than MAX_STATIC_BOXES = "
+                         f"{MAX_STATIC_BOXES}")
+    boxes = []
+    for k, entry in enumerate(entries):
+        if not isinstance(entry, dict) or "center" not in entry or "size" not in entry:
+            raise ValueError(f"static box {k}: needs 'center' and 'size' (and optional 'yaw'), "
+                             f"got {entry!r}")
+        try:
+            center = np.array([float(x) for x in entry["center"]])
+            size = np.array([float(x) for x in entry["size"]])
+            yaw = float(entry.get("yaw", 0.0))
+        except (TypeError, ValueError):
+            raise ValueError(f"static box {k}: center and size must be 3 numbers, yaw a "
+                             "number") from None
+        if center.shape != (3,) or size.shape != (3,):
+            raise ValueError(f"static box {k}: center and size must be 3 numbers each")
+        if not (np.isfinite(center).all() and np.isfinite(size).all() and np.isfinite(yaw)):
+            raise ValueError(f"static box {k}: center, size and yaw must be finite")
+        if not (size > 0.0).all():
+            raise ValueError(f"static box {k}: size must be > 0, got {size.tolist()}")
+        boxes.append((center, size, yaw))
+    return boxes
+
+
+def box_row(box):
+    """The kernel's row of a static box (center, size, yaw): centre, half extents, cos, sin."""
+    center, size, yaw = box
+    return np.r_[center, 0.5 * size, np.cos(yaw), np.sin(yaw)]
+
+
 class GroundContact:
     """Spring-damper + regularised Coulomb contact of `points` with the ground plane; a force
     hook fn(t, q, v) -> (nv,) generalized forces (see the module docstring for the model and
@@ -131,7 +190,7 @@ class GroundContact:
 
     def __init__(self, robot, points, stiffness=None, damping=None, friction=DEFAULT_FRICTION,
                  slip_velocity=DEFAULT_SLIP_VELOCITY, ground_height=0.0,
-                 damping_depth=DEFAULT_PENETRATION, q=None):
+                 damping_depth=DEFAULT_PENETRATION, boxes=()):
         points = parse_contact_points(points)
         if not points:
             raise ValueError("ground contact needs at least one contact point")
@@ -193,13 +252,20 @@ class GroundContact:
         self._work = np.zeros_like(tree.work)
         self._body_wrench = np.zeros((tree.body_int.shape[0], 6))
         self._tau = np.zeros(robot.nv)
+        self.boxes = parse_static_boxes(boxes)
+        self._boxes = np.ascontiguousarray(
+            np.array([box_row(b) for b in self.boxes], dtype=float).reshape(-1, BOX_COLUMNS))
+        self.where = np.full(n, -1, dtype=np.int64)   # what each point is deepest in
+        self._energy = np.zeros(1)
+        self._pair = np.zeros(4)
 
     def __call__(self, t, q, v):
         """(nv,) generalized contact forces J^T f at (q, v) (a numba kernel: kinematics, the
         contact law per point, and the Newton-Euler backward pass of the wrenches)."""
         _ground_contact(self._body_int, self._body_float, self._work, q, v, self.body,
-                        self.r_body, self.radius, self.point_mass, self._params, self._body_wrench,
-                        self.forces, self.penetration, self._tau)
+                        self.r_body, self.radius, self.point_mass, self._params, self._boxes,
+                        self._pair, self._body_wrench, self.forces, self.penetration,
+                        self.where, self._energy, self._tau)
         np.greater(self.penetration, 0.0, out=self.in_contact)
         return self._tau
 
@@ -209,10 +275,13 @@ class GroundContact:
 
     def spring_energy(self):
         """Energy stored in the normal springs at the last call, sum k d^2 / 2 over the
-        penetrating points (J): with the robot's kinetic and potential energy, the energy a
-        passive robot on the ground never gains."""
-        d = np.maximum(self.penetration, 0.0)
-        return 0.5 * self.stiffness * float(d @ d)
+        penetrating (point, obstacle) pairs (J): with the robot's kinetic and potential energy,
+        the energy a passive robot on the ground never gains."""
+        return float(self._energy[0])
+
+    def obstacle_name(self, k):
+        """What point k is deepest in at the last call: 'the ground' or 'static box i'."""
+        return "the ground" if self.where[k] < 0 else f"static box {int(self.where[k])}"
 
     def max_penetration(self):
         """Deepest penetration of the last call (m; negative: no point touches)."""

@@ -8,7 +8,7 @@
 
 Checks (each returns a sentence naming the link, joint or quantity and the numbers):
 
-- **below the ground**: a contact point deeper than `max_depth` (default MAX_DEPTH, 5 cm: 50
+- **below the ground** (or inside a static box): a contact point deeper than `max_depth` (default MAX_DEPTH, 5 cm: 50
   times the design penetration; a hard landing at the reachable speed stays well inside it,
   see contact.reachable_speed), or the root link's origin below the ground by more than
   `max_depth` (a robot whose body went through the floor; the issue's solo12 ended 0.31 m
@@ -103,7 +103,9 @@ class PhysicalStateMonitor:
         k = int(np.argmax(contact.penetration))
         depth = float(contact.penetration[k])
         if depth > self.max_depth:
-            return (f"link '{contact.points[k].link}' is {depth:.3g} m below the ground "
+            into = contact.obstacle_name(k)
+            where = "below the ground" if into == "the ground" else f"inside {into}"
+            return (f"link '{contact.points[k].link}' is {depth:.3g} m {where} "
                     f"(a contact point deeper than {self.max_depth:g} m)")
         if self.root_height_index is not None:
             below = contact.ground_height - float(q[self.root_height_index])
