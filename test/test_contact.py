@@ -1,11 +1,14 @@
-"""Ground contact of floating robots (no ROS): contact points from URDF collisions, the contact
-law, its generalized forces, and a quadruped standing.
+"""Ground contact of floating robots (no ROS): contact features from every URDF collision
+primitive and mesh, the contact law, its generalized forces, its time stepping, static boxes,
+legged robots collapsing and standing, the reachable speed and the impossible-state monitor.
 
 References: closed-form static penetrations (a ball: m g / k; a box on its four lower
-corners: m g / (4 k)); the generalized contact force J^T f and the contact point velocities
-from Pinocchio's frame Jacobians and velocities; Newton's balance at rest (the normal forces
-carry the robot's weight); solo12 from example-robot-data standing for 5 s under a PD
-controller.
+corners: m g / (4 k); a ball on a table); closed-form features of each primitive and trimesh's
+bounds of solo12's STL meshes; the generalized contact force J^T f and the contact point
+velocities from Pinocchio's frame Jacobians and velocities; Newton's balance at rest (the
+normal forces carry the robot's weight); energy (kinetic + gravity + contact springs) never
+rising in passive motions; Coulomb's stick / slide threshold and sliding acceleration on a
+slope; the energy bound u sqrt(m / k) of an impact; solo12 and A1 of example-robot-data.
 """
 from __future__ import annotations
 

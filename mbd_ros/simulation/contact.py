@@ -84,10 +84,11 @@ DEFAULT_PENETRATION = 1e-3     # m: static penetration with the weight on SUPPOR
 SUPPORT_POINTS = 3             # a stance rests on at least 3 points
 DEFAULT_FRICTION = 0.8
 DEFAULT_SLIP_VELOCITY = 0.1    # m/s
-# explicit integrators: largest stable h * (rate) on the real axis (a damper: c h / m) and the
-# imaginary axis (a spring: omega h); RK4: 2.78 and 2 sqrt(2), the Euler variants 2 and 2
-STABILITY_LIMITS = {"rk4": (2.78, 2.0 * 2.0 ** 0.5), "semi_implicit_euler": (2.0, 2.0),
-                    "symplectic_euler": (2.0, 2.0), "implicit_euler": (2.0, 2.0)}
+# largest stable omega h on an undamped oscillator (the imaginary axis; the dampers are
+# implicit): RK4 2 sqrt(2), semi-implicit and symplectic Euler 2; implicit Euler linearises the
+# accelerations, force hooks included (L-stable): no bound
+STABILITY_LIMITS = {"rk4": 2.0 * 2.0 ** 0.5, "semi_implicit_euler": 2.0,
+                    "symplectic_euler": 2.0, "implicit_euler": np.inf}
 STABILITY_MARGIN = 0.5         # the effective masses are those of the initial configuration
 MAX_SUBSTEPS = 100
 BODY_POINTS_CAP = 8            # points of one body counted as touching together (a face: 4-8)
@@ -180,12 +181,17 @@ def box_row(box):
 
 
 class GroundContact:
-    """Spring-damper + regularised Coulomb contact of `points` with the ground plane; a force
-    hook fn(t, q, v) -> (nv,) generalized forces (see the module docstring for the model and
-    the parameters). Tree robots (no loop closures).
+    """Spring-damper + regularised Coulomb contact of `points` (ContactPoints or dicts, link
+    frame, m) with the ground plane z = ground_height and the static `boxes` (see
+    parse_static_boxes); a force hook fn(t, q, v) -> (nv,) generalized forces (see the module
+    docstring for the model and the parameters: stiffness N/m, damping N s/m, damping_depth m,
+    friction, slip_velocity m/s). Tree robots (no loop closures). Call substeps_for(dt,
+    integrator) before simulating: it picks the integrator substeps and makes the dampers
+    implicit for that step (without it the dampers are explicit, as the plain law).
 
-    Attributes after each call: `forces` (n_points, 3) world-frame contact forces,
-    `penetration` (n_points,) m, `in_contact` (n_points,) bool.
+    Attributes after each call: `forces` (n_points, 3) world-frame contact forces (sum over the
+    obstacles), `penetration` (n_points,) m (the deepest), `where` (n_points,) -1 ground or the
+    box index, `in_contact` (n_points,) bool.
     """
 
     def __init__(self, robot, points, stiffness=None, damping=None, friction=DEFAULT_FRICTION,
@@ -319,12 +325,15 @@ class GroundContact:
         integrator's limit on the imaginary axis, omega = sqrt(n k / m_e). At least `minimum`
         (the substeps something else needs: the dampers are made implicit for the step used).
         ValueError when more than MAX_SUBSTEPS would be needed (naming the rate needed)."""
-        real_limit, imaginary_limit = STABILITY_LIMITS.get(integrator, (2.0, 2.0))
+        imaginary_limit = STABILITY_LIMITS.get(integrator, 2.0)
         masses = self.effective_masses(q)
         counts = np.bincount(self.body, minlength=int(self.body.max()) + 1)[self.body]
         n = np.minimum(counts, BODY_POINTS_CAP)
         omega = np.sqrt(n * self.stiffness / masses)
-        h_max = STABILITY_MARGIN * imaginary_limit / omega.max()
+        if not omega.max() > 0.0:    # no point can move (all on a fixed root) or no stiffness
+            h_max = np.inf
+        else:
+            h_max = STABILITY_MARGIN * imaginary_limit / omega.max()
         needed = max(1, int(np.ceil(float(dt) / h_max - 1e-9)))
         if needed > MAX_SUBSTEPS:
             raise ValueError(f"ground contact: a step of {dt:g} s needs {needed} integrator "
