@@ -575,3 +575,38 @@ def test_a_ball_rests_on_a_table_and_is_pushed_out_of_a_yawed_wall():
         parse_static_boxes([table, {"center": [0, 0, 0], "size": [1, 0, 1]}])
     with pytest.raises(ValueError, match="7 per box"):
         parse_static_boxes([0.0] * 8)
+
+
+def test_bad_collision_geometry_names_the_link_and_bad_meshes_are_skipped(tmp_path):
+    """A malformed primitive is refused naming the link and the attribute; an ASCII STL is
+    read (its bounding box); a mesh that is not a mesh (garbage bytes, another format) is
+    skipped with a note naming the link and why."""
+    from mbd_ros.simulation.collision import collision_points
+
+    def robot_with(geometry, name="r"):
+        xml = BODY.format(name=name, mass=1.0, i=0.01, geometry=geometry)
+        path = tmp_path / f"{name}.urdf"
+        path.write_text(xml)
+        return mbd_ros.load(str(path), floating_base=True), str(path)
+    robot, path = robot_with('<sphere radius="-1"/>', "negative")
+    with pytest.raises(ValueError, match="link 'body'.*sphere.*radius"):
+        collision_points(robot, path)
+    robot, path = robot_with('<box size="1 2"/>', "short")
+    with pytest.raises(ValueError, match="link 'body'.*box.*size"):
+        collision_points(robot, path)
+    (tmp_path / "ascii.stl").write_text(
+        "solid x\nfacet normal 0 0 1\nouter loop\nvertex -1 0 0\nvertex 2 1 0\nvertex 0 0 3\n"
+        "endloop\nendfacet\nendsolid x\n")
+    robot, path = robot_with('<mesh filename="ascii.stl"/>', "ascii")
+    points, notes = collision_points(robot, path)
+    corners = np.array([p.position for p in points])
+    assert notes == [] and len(points) == 8
+    assert_close(corners.min(axis=0), [-1, 0, 0], "ascii lower", rtol=1e-12)
+    assert_close(corners.max(axis=0), [2, 1, 3], "ascii upper", rtol=1e-12)
+    (tmp_path / "garbage.stl").write_bytes(b"\x01\x02" * 100)
+    (tmp_path / "model.dae").write_text("<COLLADA/>")
+    for mesh, why in (("garbage.stl", "neither a binary STL"), ("model.dae", "not found")):
+        robot, path = robot_with(f'<mesh filename="{mesh}"/>', mesh.replace(".", "_"))
+        points, notes = collision_points(robot, path)
+        assert points == [] and len(notes) == 1 and "'body'" in notes[0] and why in notes[0], \
+            notes
