@@ -121,6 +121,8 @@ def test_legged_robot_collapses_stands_up_and_walks_in_place(name, erd_dir):
         assert len(walking) > 0.5 * WALK_S * 1000   # ~/odom at the plant's 1 kHz (keep-all)
         status = ros.wait_diagnostics(f"{ns[1:]}/forward_dynamics", lambda d: True)
         assert status["halted"] == "no", status
+        assert int(status["contact features touching"]) > 0, status   # on its feet
+        assert float(status["deepest penetration [mm]"]) < 50.0, status
     finally:
         ros.close()
 

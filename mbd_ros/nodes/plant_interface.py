@@ -676,6 +676,11 @@ class PlantInterface:
                   ("substeps", self.plant.substeps),
                   ("limit stops", self.plant.limits.stops if self.plant.limits else 0),
                   ("halted", self.halt_reason or "no")]
+        contact = getattr(self, "contact", None)
+        if contact is not None:   # at the last contact evaluation (an integrator stage)
+            values += [("contact features touching", int(contact.in_contact.sum())),
+                       ("deepest penetration [mm]",
+                        f"{1e3 * max(0.0, contact.max_penetration()):.2f}")]
         return values
 
     # ------------------------------------------------------------------ runtime parameters
