@@ -81,9 +81,7 @@ setup(
         'xacro',        # .xacro robot descriptions (mbd_ros.load, launch files)
     ],
     extras_require={
-        # the plant's ground contact reads <collision> spheres and boxes with yourdfpy
-        # (simulation/contact.py, contact_points_from_urdf): a runtime need of the nodes
-        'ros': ROS_WHEELS + ['yourdfpy'],
+        'ros': ROS_WHEELS,
         # exudyn: flexible-link and suspension oracle; yourdfpy: URDF element-parsing oracle;
         # sympy: the seed-004 Lagrange equations; matplotlib: the plot commands' tests
         'test': ['pytest', 'pin', 'example-robot-data', 'exudyn', 'yourdfpy', 'sympy', 'matplotlib'],

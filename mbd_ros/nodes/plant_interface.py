@@ -25,10 +25,11 @@ published as nav_msgs/Odometry on ``~/odom`` (frame ``odom_frame`` -> the root l
 the root link frame) and as the transform odom -> root link on /tf (tf2_msgs/TFMessage, where
 tf2_msgs is installed: a ROS 2 installation, or tools/build_tf2_msgs.py for the PyPI wheels).
 ``ground_contact``: compliant contact with the ground (contact points
-from ``contact_links`` + ``contact_radius`` or the URDF <collision> spheres and boxes;
-stiffness, damping, friction, slip velocity, ground height; mbd_ros.contact), ``substeps``
-integrator steps per cycle for stiff contacts, ``initial_base_pose`` (default: lifted onto the
-ground).
+from ``contact_links`` + ``contact_radius`` or every link's URDF <collision> geometry;
+stiffness, damping, friction, slip velocity, ground height; mbd_ros.contact), integrator
+substeps raised automatically for the contact springs, ``initial_base_pose`` (default: lifted
+onto the ground); a physically impossible state (``check_physical_state``: deeper than
+``max_penetration``, a quaternion flip, energy from nowhere) halts like a divergence.
 
 Command subscriptions: reliable (keep last 1; joint_commands 10); a transient-local publisher's
 held command is taken by a watched transient-local subscription (held_command_subscription).
@@ -60,11 +61,22 @@ from std_msgs.msg import Float64MultiArray
 from ..simulation.drives import EFFORT, MODE_NAMES, gain_vector
 from ..robot.joint_map import JointMapError, duplicates
 from ..simulation.limits import JointLimits
+from ..simulation.physical_state import ENERGY_TOLERANCE
 from ..simulation.plant import MAX_SPEED, Plant
 from .base import MAX_BYTES_PER_ENTRY, WARNING_PERIOD, finite_vector, gains
 from .message_caps import MessageSizeError, float64_array, joint_state_counts
 from .plant_drives import PlantDrives
 from .qos import COMMAND_QOS, LATCHED_COMMAND_QOS, PUBLISH_QOS
+
+
+def static_boxes_error(value):
+    """contact_boxes check: None, or what is wrong (naming the box and field)."""
+    from ..simulation.contact import parse_static_boxes
+    try:
+        parse_static_boxes(list(value))
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 class PlantInterface(PlantDrives):
@@ -102,7 +114,6 @@ class PlantInterface(PlantDrives):
         self.highest_frequency = float(robot.highest_frequency()) \
             if hasattr(robot, "highest_frequency") and getattr(robot, "elastic_names", None) \
             else 0.0
-        substeps = self.stable_substeps(self.rate_hz, self.param("integrator"))
         enforce = self.param("enforce_limits")
         limits = JointLimits(robot, position=enforce, velocity=enforce,
                              effort=self.param("limit_efforts"))
@@ -112,13 +123,33 @@ class PlantInterface(PlantDrives):
         contact = self.contact_force()
         self.contact = contact
         self.initial_base(q0, contact)   # in place: the caller's q0 becomes the initial state
-        plant = Plant(robot, 1.0 / self.rate_hz, self.param("integrator"), q0, v0,
-                      joints=jm.joints, kp=kp, kd=kd, limits=limits,
-                      max_speed=self.param("max_speed"),
-                      forces=[contact] if contact is not None else None,
-                      substeps=substeps)
+        self._contact_q = q0.copy()      # the configuration of the contact's effective masses
+        substeps = self.stable_substeps(self.rate_hz, self.param("integrator"))
+        if contact is not None:   # impossible states halt like a divergence (docs/plant.md)
+            plant = self.monitored_plant(contact, q0, v0, jm.joints, kp, kd, limits, substeps)
+        else:
+            plant = Plant(robot, 1.0 / self.rate_hz, self.param("integrator"), q0, v0,
+                          joints=jm.joints, kp=kp, kd=kd, limits=limits,
+                          max_speed=self.param("max_speed"), substeps=substeps)
         self.configure_drives(plant, q0)   # drive model, actuator lag, sensors
         return plant
+
+    def monitored_plant(self, contact, q0, v0, joints, kp, kd, limits, substeps):
+        """A Plant with ground contact whose steps are checked by a PhysicalStateMonitor
+        (check_physical_state; the energy check is off with prescribed joints or loop
+        closures, whose constraint forces do work)."""
+        from ..simulation.physical_state import MonitoredPlant, PhysicalStateMonitor
+        monitor = None
+        if self.param("check_physical_state"):
+            energy = None if (self.param("prescribed_joints") or self.robot.closure_names) \
+                else ENERGY_TOLERANCE
+            monitor = PhysicalStateMonitor(self.robot, contact,
+                                           max_depth=self.param("max_penetration"),
+                                           energy_tolerance=energy)
+        return MonitoredPlant(self.robot, 1.0 / self.rate_hz, self.param("integrator"), q0, v0,
+                              joints=joints, kp=kp, kd=kd, limits=limits,
+                              max_speed=self.param("max_speed"), forces=[contact],
+                              substeps=substeps, monitor=monitor)
 
     def _check_initial_velocities(self, v0):
         """With enforce_limits, an initial velocity beyond a joint's URDF <limit velocity> is
@@ -144,6 +175,22 @@ class PlantInterface(PlantDrives):
     MAX_SUBSTEPS = 100
 
     def stable_substeps(self, rate_hz, integrator):
+        """Integrator steps per cycle: those of the flexible links (flexible_substeps), raised
+        for the ground contact's springs (GroundContact.substeps_for, which also makes its
+        dampers implicit for that step); logged when raised (docs/plant.md)."""
+        substeps = self.flexible_substeps(rate_hz, integrator)
+        contact = getattr(self, "contact", None)
+        if contact is None:
+            return substeps
+        needed = contact.substeps_for(1.0 / rate_hz, integrator, self._contact_q, substeps)
+        if needed > substeps:
+            self.get_logger().info(
+                f"ground contact: {needed} integrator substeps per cycle for the contact "
+                f"springs on the lightest link ({integrator} at rate_hz {rate_hz:g}; substeps "
+                f"parameter {int(self.param('substeps'))})")
+        return needed
+
+    def flexible_substeps(self, rate_hz, integrator):
         """Integrator steps per cycle: the `substeps` parameter, raised for a flexible robot
         until 2 pi f dt / substeps <= 0.8 x the integrator's stability limit (f its highest
         free frequency, robot.highest_frequency()). Logs the raise; raises ValueError naming
@@ -639,6 +686,11 @@ class PlantInterface(PlantDrives):
                   ("substeps", self.plant.substeps),
                   ("limit stops", self.plant.limits.stops if self.plant.limits else 0),
                   ("halted", self.halt_reason or "no")]
+        contact = getattr(self, "contact", None)
+        if contact is not None:   # at the last contact evaluation (an integrator stage)
+            values += [("contact features touching", int(contact.in_contact.sum())),
+                       ("deepest penetration [mm]",
+                        f"{1e3 * max(0.0, contact.max_penetration()):.2f}")]
         return values + self.drive_diagnostics()
 
     # ------------------------------------------------------------------ runtime parameters
@@ -759,20 +811,31 @@ class PlantInterface(PlantDrives):
         self.declare("ground_contact", False, "simulate: compliant contact with the ground "
                      "plane z = ground_height (mbd_ros.contact)")
         self.declare("contact_links", None, "simulate: links whose frame origin is a contact "
-                     "sphere of contact_radius (e.g. the feet); empty: the URDF <collision> "
-                     "spheres and box corners", type_=S)
+                     "sphere of contact_radius (e.g. the feet); empty: every link's URDF "
+                     "<collision> geometry (spheres, boxes, cylinders, capsules, meshes' "
+                     "bounding boxes)", type_=S)
         self.declare("contact_radius", 0.0, "simulate: radius of the contact_links spheres, m",
                      float_range=(0.0, 10.0))
         self.declare("contact_stiffness", -1.0, "simulate: normal stiffness, N/m (negative: "
-                     "1 mm of penetration under the robot's weight shared by the points)")
-        self.declare("contact_damping", -1.0, "simulate: normal damping, N s/m (negative: a "
-                     "damping ratio of 0.1 for each point's share of the mass)")
+                     "1 mm of penetration with the robot's weight on 3 points)")
+        self.declare("contact_damping", -1.0, "simulate: normal damping, N s/m (negative: "
+                     "critical for a third of the robot's mass)")
         self.declare("contact_friction", 0.8, "simulate: Coulomb friction coefficient",
                      float_range=(0.0, 10.0))
         self.declare("contact_slip_velocity", 0.1, "simulate: regularisation speed of the "
                      "Coulomb friction, m/s", float_range=(1e-6, 10.0))
         self.declare("ground_height", 0.0, "simulate: height of the ground plane, m",
                      float_range=(-1e3, 1e3))
+        self.declare("contact_boxes", None, "simulate with ground_contact: static boxes (steps, "
+                     "tables) in the odom frame, 7 numbers per box [x y z sx sy sz yaw] (centre, "
+                     "size, m; yaw about z, rad); at most 100 boxes", static_boxes_error,
+                     type_=D)
+        self.declare("check_physical_state", True, "simulate with ground_contact: halt like a "
+                     "divergence on a physically impossible state (a contact point deeper than "
+                     "max_penetration, a quaternion flip, energy rising beyond the drive work)")
+        self.declare("max_penetration", 0.05, "simulate with ground_contact: a contact point or "
+                     "the base deeper than this below the ground is impossible, m",
+                     float_range=(1e-4, 10.0))
         self.declare("substeps", 1, "simulate: integrator steps per cycle (the drive torques "
                      "held over them; 2-4 for stiff contacts)", int_range=(1, 100))
         self.declare("initial_base_pose", None, "simulate, floating base: [x y z qx qy qz qw] "
@@ -803,20 +866,28 @@ class PlantInterface(PlantDrives):
         """The GroundContact force hook of the parameters, or None."""
         if not self.param("ground_contact"):
             return None
-        from ..simulation.contact import ContactPoint, GroundContact, contact_points_from_urdf
+        from ..simulation.collision import collision_points
+        from ..simulation.contact import ContactPoint, GroundContact
         links = self.param("contact_links")
         if links:
             points = [ContactPoint(link, (0.0, 0.0, 0.0), self.param("contact_radius"))
                       for link in links]
-        else:
-            points = contact_points_from_urdf(self.robot, self.robot_xml())
+        else:   # every link's <collision> geometry (meshes: their bounding boxes)
+            points, notes = collision_points(self.robot, self.robot_xml())
+            for note in notes[:5]:
+                self.get_logger().warning(f"ground_contact: {note}")
+            if len(notes) > 5:
+                self.get_logger().warning(f"ground_contact: {len(notes) - 5} more <collision> "
+                                          "elements skipped")
             if not points:
-                raise ValueError("ground_contact: the URDF has no <collision> sphere or box; "
+                raise ValueError("ground_contact: the URDF has no <collision> geometry the "
+                                 "plant can use (primitives, or STL/OBJ meshes of a URDF file); "
                                  "declare contact_links (and contact_radius)")
         options = {}
         for name, key in (("contact_stiffness", "stiffness"), ("contact_damping", "damping")):
             if self.param(name) >= 0.0:
                 options[key] = self.param(name)
+        options["boxes"] = self.param("contact_boxes") or ()
         return GroundContact(self.robot, points, friction=self.param("contact_friction"),
                              slip_velocity=self.param("contact_slip_velocity"),
                              ground_height=self.param("ground_height"), **options)
