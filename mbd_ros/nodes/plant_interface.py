@@ -28,6 +28,10 @@ stiffness, damping, friction, slip velocity, ground height; mbd_ros.contact), ``
 integrator steps per cycle for stiff contacts, ``initial_base_pose`` (default: lifted onto the
 ground).
 
+Trajectories: ``~/follow_joint_trajectory`` (control_msgs/action/FollowJointTrajectory, as
+joint_trajectory_controller serves it; follow_joint_trajectory.py), sampled each cycle into
+position + velocity commands.
+
 Command subscriptions: reliable (keep last 1; joint_commands 10); a transient-local publisher's
 held command is taken by a watched transient-local subscription (held_command_subscription).
 
@@ -60,6 +64,7 @@ from ..robot.joint_map import JointMapError, duplicates
 from ..simulation.limits import JointLimits
 from ..simulation.plant import MAX_SPEED, Plant
 from .base import MAX_BYTES_PER_ENTRY, WARNING_PERIOD, finite_vector, gains
+from . import follow_joint_trajectory
 from .message_caps import MessageSizeError, float64_array, joint_state_counts
 from .qos import COMMAND_QOS, LATCHED_COMMAND_QOS, PUBLISH_QOS
 
@@ -86,6 +91,7 @@ class PlantInterface:
         self.declare("step_cycles", 1, "simulate: cycles run by one ~/step call while paused "
                      "(std_srvs/Trigger carries no number)", int_range=(1, 1_000_000))
         self.declare_floating_parameters()
+        follow_joint_trajectory.declare_parameters(self)   # ~/follow_joint_trajectory
 
     def make_plant(self, q0, v0):
         """The Plant for the node's parameters (raises ValueError naming what is wrong)."""
@@ -183,8 +189,14 @@ class PlantInterface:
             self.create_service(Trigger, "~/step", self._on_step),
             self.create_service(SetParameters, "~/set_state", self._on_set_state)]
         self.configure_floating()
+        # control_msgs/action/FollowJointTrajectory server, or None (follow_joint_trajectory.py)
+        self.trajectory_follower = follow_joint_trajectory.make_follower(self)
 
     def cleanup_plant_interface(self):
+        follower = getattr(self, "trajectory_follower", None)
+        if follower is not None:
+            follower.destroy()
+        self.trajectory_follower = None
         self.cleanup_floating()
         service = getattr(self, "reset_service", None)
         if service is not None:
@@ -555,7 +567,10 @@ class PlantInterface:
 
     def _apply_command(self):
         """Effort commands older than command_timeout become zero (position and velocity
-        commands are held, as a real driver holds them)."""
+        commands are held, as a real driver holds them). A running ~/follow_joint_trajectory
+        goal commands its sample at the plant's time first."""
+        if self.trajectory_follower is not None:
+            self.trajectory_follower.cycle()
         if not self._have_command or not self.timeout_cycles:
             return
         if self.cycles - self._command_cycle > self.timeout_cycles and not self._command_expired:
@@ -612,6 +627,8 @@ class PlantInterface:
         time goes on from where it was, unless `time` is given)."""
         q0 = self.q0 if q0 is None else q0
         v0 = self.v0 if v0 is None else v0
+        if getattr(self, "trajectory_follower", None) is not None:   # a running goal ends
+            self.trajectory_follower.stop("Current goal cancelled: the plant was reset")
         self.plant.reset(q0, v0, time=self.sim.time if time is None else time)
         self.q0, self.v0 = np.array(q0, dtype=float), np.array(v0, dtype=float)
         if self.param("hold_initial_positions"):

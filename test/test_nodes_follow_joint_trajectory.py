@@ -1,0 +1,234 @@
+"""The simulate plant's ~/follow_joint_trajectory action server (control_msgs/action/
+FollowJointTrajectory) driven by an rclpy ActionClient, as MoveIt drives joint_trajectory_
+controller, on the UR5 of example-robot-data, as processes:
+
+- a 3-point trajectory (positions + velocities: cubic segments) ends SUCCEEDED / SUCCESSFUL,
+  and the plant's own joint_states end within the goal tolerances of the last point; the
+  feedback's desired points between two waypoints equal the cubic Hermite interpolation of
+  those waypoints (scipy's CubicHermiteSpline, an independent implementation) at the feedback's
+  time_from_start;
+- a cancelled goal ends CANCELED and the arm stops: over 1 s of the plant's time after the
+  cancel, the joint moves less than 1 % of what the trajectory would have moved it;
+- a trajectory faster than the UR5's URDF velocity limit allows, with a tight path tolerance,
+  ends ABORTED with PATH_TOLERANCE_VIOLATED naming the joint;
+- a new goal preempts the running one as JTC does (CANCELED, INVALID_GOAL, its error string);
+- a goal naming a joint the plant does not drive is rejected.
+
+Every wait is on a condition (a result, a feedback, a state's stamp) with a generous deadline;
+nothing asserts on wall-clock timing: the trajectory runs on the plant's simulated time.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="ROS 2 rclpy is not installed (pip install "
+                            "'mbd_ros[ros]' for the PyPI wheels, or source a ROS 2 install)")
+
+from builtin_interfaces.msg import Duration  # noqa: E402
+from rclpy.action import ActionClient  # noqa: E402
+from scipy.interpolate import CubicHermiteSpline  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from trajectory_msgs.msg import JointTrajectoryPoint  # noqa: E402
+
+import mbd_ros  # noqa: E402
+from conftest import _missing_oracle  # noqa: E402
+from ros_harness import READY_TIMEOUT, Ros, stamp_key, warm_numba_cache  # noqa: E402
+
+UR5 = "ur_description/urdf/ur5_robot.urdf"
+NAMES = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
+         "wrist_2_joint", "wrist_3_joint"]
+Q0 = np.array([0.0, -1.0, 1.0, 0.0, 0.5, 0.0])
+NS = "/fjt"
+ACTION = f"{NS}/forward_dynamics/follow_joint_trajectory"
+# stiff drives (inertia-normalised gains, critically damped): a smooth trajectory is tracked to
+# about a milliradian
+PLANT = {"mode": "simulate", "rate_hz": 500.0, "joints": NAMES,
+         "initial_positions": Q0.tolist(), "hold_initial_positions": True,
+         "drive_kp": 10000.0, "drive_kd": 200.0, "wrench_joints": ["none"],
+         "publish_clock": False, "use_sim_time": False, "action_monitor_rate": 50.0}
+SUCCEEDED, CANCELED, ABORTED = 4, 5, 6     # action_msgs/GoalStatus
+DONE = 120.0   # s: deadline of a goal's result (a trajectory of a few simulated seconds)
+
+
+def control_msgs_action():
+    try:
+        from control_msgs.action import FollowJointTrajectory
+    except ImportError:
+        _missing_oracle("control_msgs is not installed: `make test` builds it "
+                        "(mbd-ros build-interfaces)")
+    return FollowJointTrajectory
+
+
+@pytest.fixture(scope="module")
+def plant(erd_dir):
+    action = control_msgs_action()
+    path = str(erd_dir / UR5)
+    warm_numba_cache(mbd_ros.load(path))
+    ros = Ros(salt=211)
+    states = ros.subscribe(JointState, f"{NS}/joint_states")
+    ros.start("forward_dynamics", dict(PLANT, urdf_path=path), remaps={"__ns": NS})
+    ros.spin_until(lambda: len(states) > 0, READY_TIMEOUT, what="the UR5 plant")
+    client = ActionClient(ros.node, action, ACTION)
+    ros.spin_until(lambda: client.server_is_ready(), 60.0, what=f"the action server {ACTION}")
+    yield ros, client, action
+    client.destroy()
+    ros.close()
+
+
+def duration(t):
+    return Duration(sec=int(t), nanosec=int(round((t - int(t)) * 1e9)))
+
+
+def goal_of(action, times, positions, velocities=None, path_tolerance=None,
+            goal_tolerance=None, goal_time=0.0):
+    from control_msgs.msg import JointTolerance
+    goal = action.Goal()
+    goal.trajectory.joint_names = NAMES
+    for k, t in enumerate(times):
+        p = JointTrajectoryPoint(positions=[float(x) for x in positions[k]],
+                                 time_from_start=duration(t))
+        if velocities is not None:
+            p.velocities = [float(x) for x in velocities[k]]
+        goal.trajectory.points.append(p)
+    if path_tolerance is not None:
+        goal.path_tolerance = [JointTolerance(name=n, position=path_tolerance) for n in NAMES]
+    if goal_tolerance is not None:
+        goal.goal_tolerance = [JointTolerance(name=n, position=goal_tolerance[0],
+                                              velocity=goal_tolerance[1]) for n in NAMES]
+    goal.goal_time_tolerance = duration(goal_time)
+    return goal
+
+
+class Goal:
+    """A sent goal: its feedback, handle and result, spun by the test's executor."""
+
+    def __init__(self, ros, client, goal):
+        self.ros = ros
+        self.feedback = []
+        future = client.send_goal_async(goal, feedback_callback=self.feedback.append)
+        ros.spin_until(future.done, 60.0, what="the goal response")
+        self.handle = future.result()
+        self.result_future = self.handle.get_result_async() if self.handle.accepted else None
+
+    def result(self):
+        self.ros.spin_until(self.result_future.done, DONE, what="the goal's result")
+        response = self.result_future.result()
+        return response.status, response.result
+
+
+def position(ros):
+    return np.array(ros.last(f"{NS}/joint_states").position)
+
+
+def state_time(ros):
+    return stamp_key(ros.last(f"{NS}/joint_states").header.stamp) * 1e-9
+
+
+def test_three_point_trajectory_succeeds_within_the_goal_tolerances(plant):
+    ros, client, action = plant
+    q_now = position(ros)
+    delta = np.array([0.3, -0.2, 0.25, 0.2, -0.3, 0.4])
+    times = [1.0, 2.0, 3.0]
+    positions = [q_now + 0.5 * delta, q_now + delta, q_now + 0.6 * delta]
+    velocities = [0.5 * delta, 0.0 * delta, 0.0 * delta]
+    goal_tol = (0.01, 0.05)     # rad, rad/s
+    goal = Goal(ros, client, goal_of(action, times, positions, velocities,
+                                     path_tolerance=0.2, goal_tolerance=goal_tol, goal_time=2.0))
+    assert goal.handle.accepted
+    status, result = goal.result()
+    assert (status, result.error_code) == (SUCCEEDED, action.Result.SUCCESSFUL), result
+    assert result.error_string == "Goal successfully reached!"
+    # the plant's own state (not the server's view): within the goal tolerance of point 3,
+    # once its next states arrive
+    first = len(ros.received[f"{NS}/joint_states"])
+    ros.spin_until(lambda: len(ros.received[f"{NS}/joint_states"]) > first + 5, 60.0,
+                   what="joint_states after the result")
+    assert np.abs(position(ros) - positions[-1]).max() < goal_tol[0]
+    # feedback between points 1 and 2 (a cubic Hermite segment of the two waypoints alone)
+    spline = CubicHermiteSpline(times[:2], np.array(positions[:2]), np.array(velocities[:2]))
+    checked = 0
+    for fb in goal.feedback:
+        f = fb.feedback
+        t = f.desired.time_from_start.sec + f.desired.time_from_start.nanosec * 1e-9
+        assert list(f.joint_names) == NAMES
+        if times[0] < t < times[1]:
+            # round-off of a degree-3 polynomial on O(1) values, and the ns rounding of t
+            # (|dp/dt| <= ~1 rad/s -> 1e-9 rad)
+            np.testing.assert_allclose(f.desired.positions, spline(t), atol=1e-8)
+            np.testing.assert_allclose(f.desired.velocities, spline(t, 1), atol=1e-7)
+            np.testing.assert_allclose(np.array(f.error.positions),
+                                       np.array(f.desired.positions) -
+                                       np.array(f.actual.positions), atol=1e-12)
+            checked += 1
+    assert checked >= 10, f"{checked} feedback messages in (1 s, 2 s) (50 Hz expected)"
+
+
+def test_a_cancelled_goal_stops_the_arm(plant):
+    ros, client, action = plant
+    q_now = position(ros)
+    speed = 0.2                       # rad/s of shoulder_pan_joint (linear: positions only)
+    target = q_now.copy()
+    target[0] += speed * 10.0
+    goal = Goal(ros, client, goal_of(action, [10.0], [target]))
+    assert goal.handle.accepted
+    # cancel once the arm has moved (feedback at 1 s of the trajectory)
+    ros.spin_until(lambda: any(f.feedback.desired.time_from_start.sec >= 1
+                               for f in goal.feedback), DONE, what="1 s of the trajectory")
+    cancel = goal.handle.cancel_goal_async()
+    ros.spin_until(cancel.done, 60.0, what="the cancel response")
+    status, result = goal.result()
+    assert status == CANCELED, (status, result)
+    # the next states: the arm holds where it was
+    first = len(ros.received[f"{NS}/joint_states"])
+    ros.spin_until(lambda: len(ros.received[f"{NS}/joint_states"]) > first + 5, 60.0,
+                   what="joint_states after the cancel")
+    q_stop, t_stop = position(ros), state_time(ros)
+    ros.spin_until(lambda: state_time(ros) > t_stop + 1.0, 60.0, what="1 s after the cancel")
+    moved = abs(position(ros)[0] - q_stop[0])
+    assert moved < 0.01 * speed, f"moved {moved:.2e} rad in 1 s after the cancel"
+    assert abs(q_stop[0] - q_now[0]) > 0.1 * speed   # it had moved before the cancel
+
+
+def test_a_violated_path_tolerance_aborts(plant, erd_dir):
+    ros, client, action = plant
+    robot = mbd_ros.load(str(erd_dir / UR5))
+    vmax = np.asarray(robot.velocity_limits)[0]
+    q_now = position(ros)
+    target = q_now.copy()
+    target[0] += 1.0
+    duration_s = 0.5 / vmax          # twice the speed the URDF <limit velocity> allows
+    goal = Goal(ros, client, goal_of(action, [duration_s], [target], path_tolerance=0.05))
+    assert goal.handle.accepted
+    status, result = goal.result()
+    assert (status, result.error_code) == (ABORTED, action.Result.PATH_TOLERANCE_VIOLATED), \
+        result
+    assert "path tolerance" in result.error_string and NAMES[0] in result.error_string, \
+        result.error_string
+
+
+def test_a_new_goal_preempts_the_running_one(plant):
+    ros, client, action = plant
+    q_now = position(ros)
+    far = q_now.copy()
+    far[1] += 0.5
+    first = Goal(ros, client, goal_of(action, [20.0], [far]))
+    assert first.handle.accepted
+    ros.spin_until(lambda: len(first.feedback) > 0, DONE, what="the first goal's feedback")
+    back = Goal(ros, client, goal_of(action, [0.5], [q_now], goal_tolerance=(0.01, 0.05),
+                                     goal_time=2.0))
+    assert back.handle.accepted
+    status, result = first.result()
+    assert (status, result.error_code) == (CANCELED, action.Result.INVALID_GOAL), result
+    assert result.error_string == "Current goal cancelled due to new incoming action."
+    status, result = back.result()
+    assert (status, result.error_code) == (SUCCEEDED, action.Result.SUCCESSFUL), result
+
+
+def test_a_goal_with_an_unknown_joint_is_rejected(plant):
+    ros, client, action = plant
+    goal = goal_of(action, [1.0], [position(ros)])
+    goal.trajectory.joint_names = NAMES[:-1] + ["no_such_joint"]
+    assert not Goal(ros, client, goal).handle.accepted
+    goal = goal_of(action, [1.0, 1.0], [position(ros), position(ros)])   # time not increasing
+    assert not Goal(ros, client, goal).handle.accepted
