@@ -203,7 +203,8 @@ def test_a_violated_path_tolerance_aborts(plant, erd_dir):
     status, result = goal.result()
     assert (status, result.error_code) == (ABORTED, action.Result.PATH_TOLERANCE_VIOLATED), \
         result
-    assert "path tolerance" in result.error_string and NAMES[0] in result.error_string, \
+    assert "path tolerance" in result.error_string and NAMES[0] in result.error_string \
+        and "position error" in result.error_string, \
         result.error_string
 
 
@@ -232,3 +233,32 @@ def test_a_goal_with_an_unknown_joint_is_rejected(plant):
     assert not Goal(ros, client, goal).handle.accepted
     goal = goal_of(action, [1.0, 1.0], [position(ros), position(ros)])   # time not increasing
     assert not Goal(ros, client, goal).handle.accepted
+
+
+def test_without_control_msgs_the_plant_runs_and_warns_once(plant, erd_dir, tmp_path,
+                                                            monkeypatch):
+    """control_msgs hidden from the plant process (a package of that name that fails to
+    import, first on its PYTHONPATH): the plant starts and publishes, logs one warning naming
+    the build command, and offers no action server (its ~/reset service is discovered, the
+    action's send_goal service is not)."""
+    ros, _, _ = plant
+    shadow = tmp_path / "control_msgs"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{__import__('os').environ.get('PYTHONPATH', '')}")
+    ns = "/nocm"
+    states = ros.subscribe(JointState, f"{ns}/joint_states")
+    child = ros.start("forward_dynamics", dict(PLANT, urdf_path=str(erd_dir / UR5)),
+                      remaps={"__ns": ns})
+    ros.spin_until(lambda: len(states) > 0, READY_TIMEOUT, what="the plant without control_msgs")
+
+    def services():
+        return {name for name, _ in ros.node.get_service_names_and_types()}
+    ros.spin_until(lambda: f"{ns}/forward_dynamics/reset" in services(), 60.0,
+                   what="discovery of the plant's services")
+    assert f"{ns}/forward_dynamics/follow_joint_trajectory/_action/send_goal" not in services()
+    assert f"{ACTION}/_action/send_goal" in services()    # the module's plant has one
+    output = child.output()
+    assert output.count("mbd-ros build-interfaces") == 1, output[-3000:]
+    assert "no ~/follow_joint_trajectory action server" in output
+    ros.stop(child)
