@@ -55,7 +55,7 @@ data_files = [
 ]
 for entry in (share_files('urdf', ['*.urdf', '*.xacro']),
               share_files('launch', ['*.py', '*.xml', '*.yaml']),
-              share_files('config', ['*.yaml'])):
+              share_files('config', ['*.yaml', '*.xacro'])):
     if entry:
         data_files.append(entry)
 
