@@ -23,7 +23,9 @@ how it waits:
   and then: the services (lifecycle, parameters, ~/reset ...) at most every
   `service_poll_period` s (default 10 ms), QoS event handlers (incompatible QoS, ... warnings)
   at most every `event_poll_period` s (default 50 ms). rmw keeps a request or an event until
-  it is taken, so a service answers at most that much later, and nothing is lost;
+  it is taken, so a service answers at most that much later, and nothing is lost; action
+  servers and clients (waitables made of services and clients) are polled with the services,
+  and their own entities are counted in the wait set's sizes;
 - a subscription or timer whose callback is a plain function runs through a light handler
   (_DirectCall: callback group, work tracker and exceptions as rclpy's Task handler does) instead
   of a Task wrapping a coroutine: ~20 µs less per message, and no wake-up of the executor by its
