@@ -106,3 +106,16 @@ def test_a_first_point_at_time_zero_starts_there():
     np.testing.assert_allclose(p, pos[0], atol=ATOL)
     np.testing.assert_allclose(v, vel[0], atol=ATOL)
     assert index == 1
+
+
+def test_a_single_point_at_time_zero_has_no_segment():
+    """One point at time_from_start 0: nothing to interpolate; every sample from 0 on is that
+    point (the compiled kernel's empty-trajectory branch)."""
+    _, _, _, q0, v0 = data(3)
+    point = np.array([[0.5, -0.25, 1.0]])
+    spline = TrajectorySpline([0.0], point, None, None, q0, v0)
+    assert spline.degrees == []
+    for index, p, v, a in samples(spline, [0.0, 1.0]):
+        assert index == 0
+        np.testing.assert_array_equal(p, point[0])
+        assert not v.any() and not a.any()

@@ -47,6 +47,7 @@ import math
 
 import numpy as np
 
+from ..kernels.trajectory_sampling import first_violation
 from .trajectory_spline import TrajectorySpline
 
 ACTION_NAME = "~/follow_joint_trajectory"
@@ -218,26 +219,37 @@ class ParsedGoal:
         self.goal_time = goal_time if goal_time > 0.0 else defaults["goal_time"]
 
 
-def violation(error, tolerance, names, kinds=("position", "velocity", "acceleration")):
-    """The first tolerance violated by error (k, 3) as a text, or None (0 tolerances are not
-    checked)."""
-    over = (tolerance > 0.0) & (np.abs(error) > tolerance)
-    if not over.any():
-        return None
-    j, c = (int(x) for x in np.argwhere(over)[0])
-    return (f"joint '{names[j]}' {kinds[c]} error {error[j, c]:.6g} exceeds the tolerance "
+def violation_text(error, tolerance, names, flat):
+    """The tolerance violation at flat index j * 3 + c of error (k, 3) (first_violation) as a
+    text naming the joint, the tolerance and by how much."""
+    j, c = divmod(int(flat), 3)
+    kind = ("position", "velocity", "acceleration")[c]
+    return (f"joint '{names[j]}' {kind} error {error[j, c]:.6g} exceeds the tolerance "
             f"{tolerance[j, c]:g} by {abs(error[j, c]) - tolerance[j, c]:.6g}")
+
+
+def warm_kernels():
+    """Compile or load the per-cycle kernels (a first call on small arrays)."""
+    one = np.zeros(1)
+    out = np.zeros((3, 1))
+    spline = TrajectorySpline([1.0], [[0.0]], None, None, one, one)
+    spline.sample_into(0.5, out)
+    first_violation(out, one, one, one, np.zeros(1, dtype=np.int64),
+                    np.zeros(1, dtype=np.int64), np.zeros((1, 3)), np.zeros((1, 3)), 3)
 
 
 class _Run:
     """The executing goal: its handle, trajectory, start time and buffers."""
 
-    def __init__(self, handle, parsed, spline, t0, future):
+    def __init__(self, handle, parsed, spline, t0, future, drives, feedback_period):
         self.handle, self.parsed, self.spline, self.t0 = handle, parsed, spline, t0
         self.future = future
         k = len(parsed.names)
         self.desired = np.zeros((3, k))     # rows: position, velocity, acceleration
         self.error = np.zeros((k, 3))
+        self.iq = np.ascontiguousarray(drives.iq[parsed.idx], dtype=np.int64)   # into q
+        self.iv = np.ascontiguousarray(drives.iv[parsed.idx], dtype=np.int64)   # into v, qdd
+        self.feedback_period = feedback_period
         self.next_feedback = t0
         self.index = -1
 
@@ -252,6 +264,7 @@ class TrajectoryFollower:
         self.action_type = action_type
         self.run = None
         self._validated = None   # (goal request, ParsedGoal) between goal and accepted callbacks
+        warm_kernels()   # compiled (or loaded) now, not in the first goal's cycle
         self.server = ActionServer(node, action_type, ACTION_NAME,
                                    execute_callback=self._execute,
                                    goal_callback=self._on_goal,
@@ -309,7 +322,8 @@ class TrajectoryFollower:
         spline = TrajectorySpline(parsed.times, parsed.positions, parsed.velocities,
                                   parsed.accelerations, q_start, v_start)
         t0 = self.plant_time(parsed.stamp_ns) if parsed.stamp_ns else sim.time
-        self.run = _Run(handle, parsed, spline, t0, Future())
+        self.run = _Run(handle, parsed, spline, t0, Future(), drives,
+                        1.0 / node.param("action_monitor_rate"))
         node.get_logger().info(f"{ACTION_NAME}: accepted a goal of {len(parsed.times)} points "
                                f"for {parsed.names}, {parsed.times[-1]:g} s from t = {t0:.6f} s")
         handle.execute()
@@ -384,40 +398,43 @@ class TrajectoryFollower:
         if handle.is_cancel_requested:
             self._finish("canceled", hold=True)
             return
-        node = self.node
-        sim, drives = node.sim, node.plant.drives
+        sim = self.node.sim
         parsed, t_sim = run.parsed, sim.time
         t = t_sim - run.t0
-        pos, vel, acc = run.desired
-        run.index = run.spline.sample(t, pos, vel, acc)
-        # actual state (the drives' coordinates) and error = desired - actual (JTC's sign)
-        idx = parsed.idx
-        err = run.error
-        err[:, 0] = pos - sim.q[drives.iq[idx]]
-        err[:, 1] = vel - sim.v[drives.iv[idx]]
-        err[:, 2] = acc - sim.qdd[drives.iv[idx]]
+        desired, err = run.desired, run.error
+        run.index = run.spline.sample_into(t, desired)
+        # error = desired - actual (JTC's sign), the drives' coordinates; the first tolerance
+        # exceeded: path tolerances until the last point's time, then the goal's (position
+        # and velocity)
+        duration = run.spline.duration
+        after = t >= duration
+        tolerance = parsed.goal_tolerance if after else parsed.path_tolerance
+        columns = 2 if after else (3 if t >= 0.0 else 0)
+        violated = first_violation(desired, sim.q, sim.v, sim.qdd, run.iq, run.iv, err,
+                                   tolerance, columns)
         if t_sim >= run.next_feedback:
-            run.next_feedback = t_sim + 1.0 / node.param("action_monitor_rate")
+            run.next_feedback = t_sim + run.feedback_period
             self._feedback(run)
-        if 0.0 <= t < run.spline.duration:
-            text = violation(err, parsed.path_tolerance, parsed.names)
-            if text is not None:
+        if not after:
+            if violated >= 0:
+                text = violation_text(err, tolerance, parsed.names, violated)
                 self._finish("abort", self.action_type.Result.PATH_TOLERANCE_VIOLATED,
                              f"{PATH_TEXT}: {text}", hold=True)
                 return
-        elif t >= run.spline.duration:
-            text = violation(err[:, :2], parsed.goal_tolerance[:, :2], parsed.names)
-            if text is None:
-                drives.command_position(pos, idx, vel)
-                self._finish("succeed", 0, SUCCESS_TEXT)
-                return
-            late = t - run.spline.duration
-            if parsed.goal_time > 0.0 and late > parsed.goal_time:
-                self._finish("abort", self.action_type.Result.GOAL_TOLERANCE_VIOLATED,
-                             GOAL_TIME_TEXT.format(late - parsed.goal_time) + f": {text}",
-                             hold=True)
-                return
-        drives.command_position(pos, idx, vel)
+        elif violated < 0:
+            self._command(run)
+            self._finish("succeed", 0, SUCCESS_TEXT)
+            return
+        elif parsed.goal_time > 0.0 and t - duration > parsed.goal_time:
+            self._finish("abort", self.action_type.Result.GOAL_TOLERANCE_VIOLATED,
+                         GOAL_TIME_TEXT.format(t - duration - parsed.goal_time) + ": " +
+                         violation_text(err, tolerance, parsed.names, violated), hold=True)
+            return
+        self._command(run)
+
+    def _command(self, run):
+        """The sample to the drives: position with velocity feed-forward."""
+        self.node.plant.drives.command_position(run.desired[0], run.parsed.idx, run.desired[1])
 
     def _feedback(self, run):
         from builtin_interfaces.msg import Duration

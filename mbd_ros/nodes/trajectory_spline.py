@@ -13,12 +13,15 @@ interfaces) to the first point; a first point at time_from_start 0 has no such s
 the start the sample is the start state; after the last point it is the last point (its
 velocity, which the validation requires to be 0, and zero acceleration).
 
-No ROS import (the node module builds it from the message: follow_joint_trajectory.py). Units:
+No ROS import (the node module builds it from the message: follow_joint_trajectory.py); the
+per-cycle sampling is a compiled kernel (kernels/trajectory_sampling.py). Units:
 positions rad or m, velocities /s, accelerations /s^2, times s relative to the trajectory's start.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from ..kernels.trajectory_sampling import sample_trajectory
 
 LINEAR, CUBIC, QUINTIC = 1, 3, 5
 
@@ -84,10 +87,10 @@ class TrajectorySpline:
             coefs.append(c)
             degrees.append(degree)
         self.n = n
-        self.begin = np.array(begin)          # segment k covers [begin[k], end[k]]
-        self.end = np.array(end)
+        self.begin = np.array(begin, dtype=float)     # segment k covers [begin[k], end[k]]
+        self.end = np.array(end, dtype=float)
         self.point = point
-        self.coefs = np.array(coefs).reshape(len(coefs), 6, n)   # (S, 6, n)
+        self.coefs = np.ascontiguousarray(np.array(coefs, dtype=float).reshape(len(coefs), 6, n))
         self.degrees = degrees
         self.duration = float(times[-1])
         self.start_positions = knots[0][0].copy()
@@ -96,44 +99,30 @@ class TrajectorySpline:
         self.last_velocities = np.zeros(n) if velocities is None else velocities[-1].copy()
         self.last_point = P - 1
         self.segment = 0   # the segment of the last sample (samples move forward in time)
+        self._out = np.zeros((3, n))
 
     def sample(self, t, position, velocity, acceleration):
         """Fill position, velocity, acceleration (n,) with the trajectory at relative time t
         (s); returns the index of the point the sample moves towards (the last point at and
-        after the end; -1 before the start), as JTC's feedback `index`."""
-        if t < 0.0:   # a start stamp in the future: hold the start positions until then
-            position[:] = self.start_positions
-            velocity[:] = 0.0
-            acceleration[:] = 0.0
+        after the end; -1 before the start), as JTC's feedback `index`. (Python form of
+        sample_into, for callers with separate arrays.)"""
+        out = self._out
+        index = self.sample_into(t, out)
+        position[:] = out[0]
+        velocity[:] = out[1]
+        acceleration[:] = out[2]
+        return index
+
+    def sample_into(self, t, out):
+        """out (3, n) C-contiguous = position, velocity, acceleration at relative time t (one
+        compiled call, no allocation: kernels/trajectory_sampling.py); returns the point index
+        as sample() does."""
+        s = sample_trajectory(float(t), self.begin, self.end, self.coefs, self.segment,
+                              self.duration, self.start_positions, self.last_positions,
+                              self.last_velocities, out)
+        if s < 0:
             return -1
-        if t >= self.duration:
-            position[:] = self.last_positions
-            velocity[:] = self.last_velocities
-            acceleration[:] = 0.0
+        if s >= len(self.point):
             return self.last_point
-        k = self.segment
-        if t < self.begin[k]:
-            k = 0
-        while k + 1 < len(self.end) and t >= self.end[k]:
-            k += 1
-        self.segment = k
-        s = t - self.begin[k]
-        c = self.coefs[k]
-        # Horner: p = c0 + s (c1 + s (c2 + ...)); p' = c1 + s (2 c2 + ...); p'' = 2 c2 + ...
-        position[:] = c[5]
-        velocity[:] = 5.0 * c[5]
-        acceleration[:] = 20.0 * c[5]
-        for j in (4, 3, 2):
-            position *= s
-            position += c[j]
-            velocity *= s
-            velocity += j * c[j]
-            acceleration *= s
-            acceleration += j * (j - 1) * c[j]
-        position *= s
-        position += c[1]
-        position *= s
-        position += c[0]
-        velocity *= s
-        velocity += c[1]
-        return self.point[k]
+        self.segment = s
+        return self.point[s]
