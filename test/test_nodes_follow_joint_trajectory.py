@@ -161,7 +161,8 @@ def test_three_point_trajectory_succeeds_within_the_goal_tolerances(plant):
                                        np.array(f.desired.positions) -
                                        np.array(f.actual.positions), atol=1e-12)
             checked += 1
-    assert checked >= 10, f"{checked} feedback messages in (1 s, 2 s) (50 Hz expected)"
+    # 50 Hz of simulated time: ~50 in that second; a loaded test process may miss some
+    assert checked >= 5, f"{checked} feedback messages in (1 s, 2 s) (50 Hz expected)"
 
 
 def test_a_cancelled_goal_stops_the_arm(plant):
@@ -179,10 +180,10 @@ def test_a_cancelled_goal_stops_the_arm(plant):
     ros.spin_until(cancel.done, 60.0, what="the cancel response")
     status, result = goal.result()
     assert status == CANCELED, (status, result)
-    # the next states: the arm holds where it was
-    first = len(ros.received[f"{NS}/joint_states"])
-    ros.spin_until(lambda: len(ros.received[f"{NS}/joint_states"]) > first + 5, 60.0,
-                   what="joint_states after the cancel")
+    # the arm holds where it was: 0.2 s of the plant's time to stop (the drives are critically
+    # damped at 100 rad/s), then 1 s in which it must not move
+    t_cancel = state_time(ros)
+    ros.spin_until(lambda: state_time(ros) > t_cancel + 0.2, 60.0, what="0.2 s after the cancel")
     q_stop, t_stop = position(ros), state_time(ros)
     ros.spin_until(lambda: state_time(ros) > t_stop + 1.0, 60.0, what="1 s after the cancel")
     moved = abs(position(ros)[0] - q_stop[0])
@@ -233,6 +234,49 @@ def test_a_goal_with_an_unknown_joint_is_rejected(plant):
     assert not Goal(ros, client, goal).handle.accepted
     goal = goal_of(action, [1.0, 1.0], [position(ros), position(ros)])   # time not increasing
     assert not Goal(ros, client, goal).handle.accepted
+
+
+def test_the_trajectory_runs_on_the_plant_clock(plant):
+    """Paused plant: an accepted goal does not advance; each ~/step of 100 cycles (0.2 s at
+    500 Hz) advances it by exactly that simulated time (feedback time_from_start), and a 1 s
+    trajectory succeeds within the steps that reach its end, not before."""
+    from std_srvs.srv import Trigger
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+    ros, client, action = plant
+    node = f"{NS}/forward_dynamics"
+    request = SetParameters.Request(parameters=[Parameter(
+        name="step_cycles", value=ParameterValue(type=ParameterType.PARAMETER_INTEGER,
+                                                 integer_value=100))])
+    assert ros.call(SetParameters, f"{node}/set_parameters", request).results[0].successful
+    assert ros.call(Trigger, f"{node}/pause", Trigger.Request()).success
+    try:
+        q_now = position(ros)
+        target = q_now.copy()
+        target[2] += 0.1
+        goal = Goal(ros, client, goal_of(action, [1.0], [target], goal_tolerance=(0.01, 0.05)))
+        assert goal.handle.accepted
+
+        def latest_feedback_time():
+            if not goal.feedback:
+                return None
+            d = goal.feedback[-1].feedback.desired.time_from_start
+            return d.sec + d.nanosec * 1e-9
+        for k in range(1, 5):   # 0.8 s of the 1 s trajectory
+            assert ros.call(Trigger, f"{node}/step", Trigger.Request()).success
+            # feedback at 50 Hz of simulated time: the last one of these steps is at most one
+            # feedback period (0.02 s) before the steps' end, never after it
+            ros.spin_until(lambda: latest_feedback_time() is not None and
+                           latest_feedback_time() > 0.2 * k - 0.02 - 1e-9, 60.0,
+                           what=f"feedback of step {k}")
+            assert latest_feedback_time() <= 0.2 * k + 1e-9
+            assert not goal.result_future.done()
+        for _ in range(3):      # to 1.4 s: past the end, and settled
+            assert ros.call(Trigger, f"{node}/step", Trigger.Request()).success
+        status, result = goal.result()
+        assert (status, result.error_code) == (SUCCEEDED, action.Result.SUCCESSFUL), result
+    finally:
+        assert ros.call(Trigger, f"{node}/unpause", Trigger.Request()).success
 
 
 def test_without_control_msgs_the_plant_runs_and_warns_once(plant, erd_dir, tmp_path,
