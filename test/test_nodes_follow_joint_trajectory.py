@@ -234,6 +234,9 @@ def test_a_goal_with_an_unknown_joint_is_rejected(plant):
     assert not Goal(ros, client, goal).handle.accepted
     goal = goal_of(action, [1.0, 1.0], [position(ros), position(ros)])   # time not increasing
     assert not Goal(ros, client, goal).handle.accepted
+    # counted in /diagnostics (this module's goals rejected so far: these two)
+    ros.wait_diagnostics("fjt/forward_dynamics",
+                         lambda d: int(d.get("rejected trajectory goals", 0)) >= 2, 60.0)
 
 
 def test_the_trajectory_runs_on_the_plant_clock(plant):

@@ -3,14 +3,15 @@
 serves it, so that MoveIt and other JTC clients drive the simulated robot directly.
 
 - Goals are validated when they arrive and rejected (GoalResponse.REJECT, the reason logged as a
-  warning) when: the plant is not active or halted; ``joint_names`` is empty, has duplicates, more
-  names than a message may carry, or a joint without a drive (not in `joints`); there are no
-  points or more than ``trajectory_max_points``; a point's positions do not have one value per
-  joint, its velocities / accelerations are neither empty nor one per joint, or differ in
-  presence between points (accelerations need velocities); effort is given; a value is NaN or
-  inf; time_from_start is negative or not strictly increasing; the last point's velocity is not
-  0; a non-zero header stamp makes the trajectory end in the past; a tolerance is negative
-  other than -1 or names a joint not in the goal; a multi-DOF trajectory is given.
+  throttled warning, counted in /diagnostics as `rejected trajectory goals`) when: the plant is
+  not active or halted; ``joint_names`` is empty, has duplicates, more names than a message may
+  carry, or a joint without a drive (not in `joints`); there are no points or more than
+  ``trajectory_max_points``; a point's positions do not have one value per joint, its velocities
+  / accelerations are neither empty nor one per joint, or differ in presence between points
+  (accelerations need velocities); effort is given; a value is NaN or inf; time_from_start is
+  negative or not strictly increasing; the last point's velocity is not 0; a non-zero header
+  stamp makes the trajectory end in the past; a tolerance is negative other than -1 or names a
+  joint not in the goal; a multi-DOF trajectory is given.
   Partial goals (a subset of `joints`) are accepted: the other joints keep their commands.
 - Interpolation as JTC's (trajectory_spline.py): quintic with accelerations, cubic with
   velocities, linear otherwise, from the state at acceptance. Each plant cycle, before its step,
@@ -265,6 +266,7 @@ class TrajectoryFollower:
         self.run = None
         self._validated = None   # (goal request, ParsedGoal) between goal and accepted callbacks
         warm_kernels()   # compiled (or loaded) now, not in the first goal's cycle
+        node.counts["trajectory goals"] = 0   # /diagnostics: "rejected trajectory goals"
         self.server = ActionServer(node, action_type, ACTION_NAME,
                                    execute_callback=self._execute,
                                    goal_callback=self._on_goal,
@@ -300,9 +302,10 @@ class TrajectoryFollower:
                                     f" s of simulated time) that ends in the past "
                                     f"({start + parsed.times[-1]:f} < {node.sim.time:f})")
         except GoalError as exc:
-            node.counts["rejected trajectory goals"] = \
-                node.counts.get("rejected trajectory goals", 0) + 1
-            node.get_logger().warning(f"{ACTION_NAME}: goal rejected: {exc}")
+            node.counts["trajectory goals"] = node.counts.get("trajectory goals", 0) + 1
+            # throttled: a client resending a bad goal must not flood the log
+            node.warn_throttled("rejected trajectory goal", f"{ACTION_NAME}: goal rejected: "
+                                f"{exc}")
             return GoalResponse.REJECT
         self._validated = (goal, parsed)
         return GoalResponse.ACCEPT
