@@ -21,7 +21,7 @@ bound the drive torques (``enforce_limits``, ``limit_efforts``; mbd_ros.limits).
 Floating base (a free root joint: ``floating_base`` or a URDF floating root): the pose is
 published as nav_msgs/Odometry on ``~/odom`` (frame ``odom_frame`` -> the root link, twist in
 the root link frame) and as the transform odom -> root link on /tf (tf2_msgs/TFMessage, where
-tf2_msgs is installed: a ROS 2 installation, or tools/build_tf2_msgs.py for the PyPI wheels).
+tf2_msgs is installed: a ROS 2 installation, or `mbd-ros build-interfaces` for the PyPI wheels).
 ``ground_contact``: compliant contact with the ground (contact points
 from ``contact_links`` + ``contact_radius`` or the URDF <collision> spheres and boxes;
 stiffness, damping, friction, slip velocity, ground height; mbd_ros.contact), ``substeps``
@@ -863,7 +863,7 @@ class PlantInterface:
                 self.get_logger().warning("tf2_msgs is not installed: no odom -> "
                                           f"{self.robot.link_names[0]} transform on /tf "
                                           "(~/odom has the pose; build tf2_msgs with "
-                                          "tools/build_tf2_msgs.py of mbd_ros)")
+                                          "`mbd-ros build-interfaces`)")
             else:
                 self._tf = TransformStamped()
                 self._tf.header.frame_id = self._odom.header.frame_id
