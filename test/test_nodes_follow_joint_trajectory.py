@@ -11,6 +11,8 @@ controller, on the UR5 of example-robot-data, as processes:
   cancel, the joint moves less than 1 % of what the trajectory would have moved it;
 - a trajectory faster than the UR5's URDF velocity limit allows, with a tight path tolerance,
   ends ABORTED with PATH_TOLERANCE_VIOLATED naming the joint;
+- a last point beyond a URDF position limit (unreachable) aborts goal_time_tolerance after the
+  end with GOAL_TOLERANCE_VIOLATED;
 - a new goal preempts the running one as JTC does (CANCELED, INVALID_GOAL, its error string);
 - a goal naming a joint the plant does not drive is rejected.
 
@@ -209,6 +211,29 @@ def test_a_violated_path_tolerance_aborts(plant, erd_dir):
         result.error_string
 
 
+def test_a_goal_beyond_a_position_limit_aborts_after_goal_time(plant, erd_dir):
+    """The last point puts elbow_joint 0.1 rad beyond its URDF upper limit: the drives stop it
+    on the limit (their commands are clipped to the limits), 0.1 rad outside the 0.01 rad goal
+    tolerance, so goal_time_tolerance (0.3 s) after the end the goal aborts with
+    GOAL_TOLERANCE_VIOLATED naming the joint."""
+    ros, client, action = plant
+    robot = mbd_ros.load(str(erd_dir / UR5))
+    upper = np.asarray(robot.position_limits[1])[robot.joint_names.index("elbow_joint")]
+    q_now = position(ros)
+    target = q_now.copy()
+    target[2] = upper + 0.1
+    goal = Goal(ros, client, goal_of(action, [2.0], [target], goal_tolerance=(0.01, 0.05),
+                                     goal_time=0.3))
+    assert goal.handle.accepted
+    status, result = goal.result()
+    assert (status, result.error_code) == (ABORTED, action.Result.GOAL_TOLERANCE_VIOLATED), \
+        result
+    assert result.error_string.startswith("Aborted due to goal_time_tolerance exceeding by")
+    assert "elbow_joint" in result.error_string, result.error_string
+    # the plant's state: on the limit (a hard stop), not beyond it
+    assert position(ros)[2] <= upper + 1e-9
+
+
 def test_a_new_goal_preempts_the_running_one(plant):
     ros, client, action = plant
     q_now = position(ros)
@@ -256,7 +281,7 @@ def test_the_trajectory_runs_on_the_plant_clock(plant):
     try:
         q_now = position(ros)
         target = q_now.copy()
-        target[2] += 0.1
+        target[0] -= 0.1 if q_now[0] > 0.0 else -0.1   # towards 0: away from the +-2 pi limits
         goal = Goal(ros, client, goal_of(action, [1.0], [target], goal_tolerance=(0.01, 0.05)))
         assert goal.handle.accepted
 
