@@ -78,7 +78,7 @@ def main():
                               q0, np.zeros(6))
     follower = object.__new__(TrajectoryFollower)   # no action server: the per-cycle part only
     follower.node, follower.action_type = node, FollowJointTrajectory
-    follower.run = _Run(Handle(), parsed, spline, 0.0, None, plant.drives, 1.0 / 20.0)
+    follower.run = _Run(Handle(), parsed, spline, 0.0, plant.drives, 1.0 / 20.0)
     plant.step()
     result = common.time_interleaved(
         {"plant step": "plant.step()",

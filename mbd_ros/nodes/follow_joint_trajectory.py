@@ -242,9 +242,8 @@ def warm_kernels():
 class _Run:
     """The executing goal: its handle, trajectory, start time and buffers."""
 
-    def __init__(self, handle, parsed, spline, t0, future, drives, feedback_period):
+    def __init__(self, handle, parsed, spline, t0, drives, feedback_period):
         self.handle, self.parsed, self.spline, self.t0 = handle, parsed, spline, t0
-        self.future = future
         k = len(parsed.names)
         self.desired = np.zeros((3, k))     # rows: position, velocity, acceleration
         self.error = np.zeros((k, 3))
@@ -268,7 +267,7 @@ class TrajectoryFollower:
         warm_kernels()   # compiled (or loaded) now, not in the first goal's cycle
         node.counts["trajectory goals"] = 0   # /diagnostics: "rejected trajectory goals"
         self.server = ActionServer(node, action_type, ACTION_NAME,
-                                   execute_callback=self._execute,
+                                   execute_callback=self._execute_unknown,
                                    goal_callback=self._on_goal,
                                    handle_accepted_callback=self._on_accepted,
                                    cancel_callback=self._on_cancel)
@@ -311,7 +310,7 @@ class TrajectoryFollower:
         return GoalResponse.ACCEPT
 
     def _on_accepted(self, handle):
-        from rclpy.task import Future
+        from rclpy.action.server import GoalEvent
         node = self.node
         validated, self._validated = self._validated, None
         if validated is None or validated[0] is not handle.request:   # not ours: cannot be
@@ -325,21 +324,24 @@ class TrajectoryFollower:
         spline = TrajectorySpline(parsed.times, parsed.positions, parsed.velocities,
                                   parsed.accelerations, q_start, v_start)
         t0 = self.plant_time(parsed.stamp_ns) if parsed.stamp_ns else sim.time
-        self.run = _Run(handle, parsed, spline, t0, Future(), drives,
+        self.run = _Run(handle, parsed, spline, t0, drives,
                         1.0 / node.param("action_monitor_rate"))
         node.get_logger().info(f"{ACTION_NAME}: accepted a goal of {len(parsed.times)} points "
                                f"for {parsed.names}, {parsed.times[-1]:g} s from t = {t0:.6f} s")
-        handle.execute()
+        # EXECUTING (the status is published) without rclpy's execute task: that task would
+        # await the end of the trajectory, and while a task is pending the node's LeanExecutor
+        # runs rclpy's own, heavier, wait loop (executor.py). The plant's cycles carry the goal;
+        # _finish hands rclpy the result through a task that completes at once.
+        handle._update_state(GoalEvent.EXECUTE)
 
     def _on_cancel(self, cancel_request):
         from rclpy.action import CancelResponse
         return CancelResponse.ACCEPT   # carried out by the next cycle (hold position)
 
-    async def _execute(self, handle):
-        run = self.run
-        if run is None or run.handle is not handle:   # ended before it started executing
-            return self.action_type.Result()
-        return await run.future
+    def _execute_unknown(self, handle):
+        """rclpy's execute callback for a goal this server did not set up (cannot happen:
+        every accepted goal passes _on_goal): rclpy aborts it."""
+        return self.action_type.Result()
 
     # ------------------------------------------------------------------ time
     def _stamp_ns(self):
@@ -379,8 +381,9 @@ class TrajectoryFollower:
         if status != "succeed":
             self.node.get_logger().info(f"{ACTION_NAME}: goal ended ({status}): "
                                         f"{error_string or 'canceled by the client'}")
-        if not run.future.done():
-            run.future.set_result(result)
+        # the result to rclpy: its execute task, created now, returns it at once (the goal's
+        # terminal state is already set)
+        self.server.notify_execute(handle, lambda _handle: result)
 
     def stop(self, text):
         """End a running goal as JTC's preemption / deactivation does (CANCELED, INVALID_GOAL,
