@@ -14,7 +14,8 @@ controller, on the UR5 of example-robot-data, as processes:
 - a last point beyond a URDF position limit (unreachable) aborts goal_time_tolerance after the
   end with GOAL_TOLERANCE_VIOLATED;
 - a new goal preempts the running one as JTC does (CANCELED, INVALID_GOAL, its error string);
-- a goal naming a joint the plant does not drive is rejected.
+- a goal naming a joint the plant does not drive, or ending before the plant's time, is rejected;
+- a start stamp in the future is waited for (the joints hold until then).
 
 Every wait is on a condition (a result, a feedback, a state's stamp) with a generous deadline;
 nothing asserts on wall-clock timing: the trajectory runs on the plant's simulated time.
@@ -117,6 +118,12 @@ class Goal:
         self.ros.spin_until(self.result_future.done, DONE, what="the goal's result")
         response = self.result_future.result()
         return response.status, response.result
+
+
+def stamp_of(seconds):
+    from builtin_interfaces.msg import Time
+    ns = int(round(seconds * 1e9))
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
 def position(ros):
@@ -259,9 +266,35 @@ def test_a_goal_with_an_unknown_joint_is_rejected(plant):
     assert not Goal(ros, client, goal).handle.accepted
     goal = goal_of(action, [1.0, 1.0], [position(ros), position(ros)])   # time not increasing
     assert not Goal(ros, client, goal).handle.accepted
-    # counted in /diagnostics (this module's goals rejected so far: these two)
+    # a start stamp 10 s before the plant's latest state: the trajectory ended in the past
+    goal = goal_of(action, [1.0], [position(ros)])
+    goal.trajectory.header.stamp = stamp_of(state_time(ros) - 10.0)
+    assert not Goal(ros, client, goal).handle.accepted
+    # counted in /diagnostics (this module's goals rejected so far: these three)
     ros.wait_diagnostics("fjt/forward_dynamics",
-                         lambda d: int(d.get("rejected trajectory goals", 0)) >= 2, 60.0)
+                         lambda d: int(d.get("rejected trajectory goals", 0)) >= 3, 60.0)
+
+
+def test_a_start_stamp_in_the_future_is_waited_for(plant):
+    """header.stamp 3 s after the plant's latest state: the joints hold until then (every state
+    stamped before it is at the start position), then move and reach the goal."""
+    ros, client, action = plant
+    q_now = position(ros)
+    start = state_time(ros) + 3.0   # generous: the goal must arrive before it ends
+    target = q_now.copy()
+    target[1] += 0.2 if q_now[1] < 0.0 else -0.2     # shoulder_lift, limits +-2 pi
+    goal = goal_of(action, [0.5], [target], goal_tolerance=(0.01, 0.05), goal_time=2.0)
+    goal.trajectory.header.stamp = stamp_of(start)
+    first = len(ros.received[f"{NS}/joint_states"])
+    sent = Goal(ros, client, goal)
+    assert sent.handle.accepted
+    status, result = sent.result()
+    assert (status, result.error_code) == (SUCCEEDED, action.Result.SUCCESSFUL), result
+    before = [np.array(m.position) for _, m in ros.received[f"{NS}/joint_states"][first:]
+              if stamp_key(m.header.stamp) * 1e-9 < start - 0.01]
+    assert before, "no state before the start stamp"
+    # holding: the drives' static error only (the arm rests at q_now under position drives)
+    assert max(np.abs(q - q_now).max() for q in before) < 1e-3
 
 
 def test_the_trajectory_runs_on_the_plant_clock(plant):
