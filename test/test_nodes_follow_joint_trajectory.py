@@ -15,7 +15,8 @@ controller, on the UR5 of example-robot-data, as processes:
   end with GOAL_TOLERANCE_VIOLATED;
 - a new goal preempts the running one as JTC does (CANCELED, INVALID_GOAL, its error string);
 - a goal naming a joint the plant does not drive, or ending before the plant's time, is rejected;
-- a start stamp in the future is waited for (the joints hold until then).
+- a start stamp in the future is waited for (the joints hold until then);
+- a plant that halts (divergence) ends the running goal.
 
 Every wait is on a condition (a result, a feedback, a state's stamp) with a generous deadline;
 nothing asserts on wall-clock timing: the trajectory runs on the plant's simulated time.
@@ -338,6 +339,40 @@ def test_the_trajectory_runs_on_the_plant_clock(plant):
         assert (status, result.error_code) == (SUCCEEDED, action.Result.SUCCESSFUL), result
     finally:
         assert ros.call(Trigger, f"{node}/unpause", Trigger.Request()).success
+
+
+def test_a_plant_that_halts_ends_the_running_goal(plant):
+    """max_speed lowered under the speed of a running trajectory: the plant halts (a divergence,
+    docs/plant.md) and the goal ends CANCELED with INVALID_GOAL and the reason, instead of
+    waiting for a plant that no longer steps; a new goal is rejected until ~/reset."""
+    from std_srvs.srv import Trigger
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+    ros, client, action = plant
+    node = f"{NS}/forward_dynamics"
+
+    def set_max_speed(value):
+        request = SetParameters.Request(parameters=[Parameter(
+            name="max_speed", value=ParameterValue(type=ParameterType.PARAMETER_DOUBLE,
+                                                   double_value=value))])
+        assert ros.call(SetParameters, f"{node}/set_parameters", request).results[0].successful
+    q_now = position(ros)
+    target = q_now.copy()
+    target[0] += 0.5 if q_now[0] < 0.0 else -0.5     # 0.5 rad in 2 s: ~0.4 rad/s mid-way
+    goal = Goal(ros, client, goal_of(action, [2.0], [target]))
+    assert goal.handle.accepted
+    ros.spin_until(lambda: any(f.feedback.desired.time_from_start.sec >= 1
+                               for f in goal.feedback), DONE, what="1 s of the trajectory")
+    try:
+        set_max_speed(0.05)       # rad/s: the moving joint exceeds it at the next step
+        status, result = goal.result()
+        assert (status, result.error_code) == (CANCELED, action.Result.INVALID_GOAL), result
+        assert result.error_string.startswith("Current goal cancelled: the plant halted"), \
+            result.error_string
+        assert not Goal(ros, client, goal_of(action, [1.0], [q_now])).handle.accepted
+    finally:
+        set_max_speed(1000.0)
+        assert ros.call(Trigger, f"{node}/reset", Trigger.Request()).success
 
 
 def test_without_control_msgs_the_plant_runs_and_warns_once(plant, erd_dir, tmp_path,

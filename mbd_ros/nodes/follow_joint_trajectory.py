@@ -32,8 +32,9 @@ serves it, so that MoveIt and other JTC clients drive the simulated robot direct
   tolerance and by how much.
 - Cancel: the joints hold their current position; CANCELED with an empty result (as JTC).
   Preemption: a new accepted goal ends the running one as JTC does (CANCELED, error_code
-  INVALID_GOAL, "Current goal cancelled due to new incoming action."); so do ~/reset and
-  deactivation ("Current goal cancelled during deactivate transition.").
+  INVALID_GOAL, "Current goal cancelled due to new incoming action."); so do ~/reset,
+  deactivation ("Current goal cancelled during deactivate transition.") and a divergence that
+  halts the plant.
 
 Without control_msgs (no PyPI wheel: ``mbd-ros build-interfaces`` builds it; a ROS 2
 installation has it) the plant runs without the action server and logs one warning saying so.
@@ -385,11 +386,12 @@ class TrajectoryFollower:
         # terminal state is already set)
         self.server.notify_execute(handle, lambda _handle: result)
 
-    def stop(self, text):
+    def stop(self, text, hold=True):
         """End a running goal as JTC's preemption / deactivation does (CANCELED, INVALID_GOAL,
-        `text`), the joints holding their current position."""
+        `text`), the joints holding their current position (unless hold is false: a halted
+        plant, whose drives ~/reset resets)."""
         if self.run is not None:
-            self._finish("preempted", self.action_type.Result.INVALID_GOAL, text, hold=True)
+            self._finish("preempted", self.action_type.Result.INVALID_GOAL, text, hold=hold)
 
     def cycle(self):
         """Before a plant step: sample the running trajectory at the plant's time, command the

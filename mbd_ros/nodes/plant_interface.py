@@ -596,6 +596,9 @@ class PlantInterface:
         self.diverged += 1
         self.halted = True
         self.halt_reason = f"diverged at t = {self.sim.time:.4f} s ({exc})"
+        if self.trajectory_follower is not None:   # a running goal ends (it cannot go on)
+            self.trajectory_follower.stop("Current goal cancelled: the plant halted "
+                                          f"({self.halt_reason})", hold=False)
         self.error_throttled("diverged", f"simulation {self.halt_reason}: halted at the last sane "
                              "state, no joint_states published; call ~/reset or set "
                              f"initial_positions ({self.diverged} times so far)")
