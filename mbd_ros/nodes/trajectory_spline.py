@@ -35,7 +35,9 @@ def segment_coefficients(duration, p0, p1, v0=None, v1=None, a0=None, a1=None):
     c = np.zeros((6, p0.size))
     c[0] = p0
     if a0 is not None and a1 is not None and v0 is not None and v1 is not None:
-        # quintic Hermite: p, p', p'' given at both ends (the JTC's coefficients)
+        # quintic Hermite: the c solving p(0) = p0, p'(0) = v0, p''(0) = a0, p(T) = p1,
+        # p'(T) = v1, p''(T) = a1 (c0..c2 from the first three; c3..c5 from the 3x3 system of
+        # the last three), the coefficients of JTC's spline interpolation
         v0, v1, a0, a1 = (np.asarray(x, dtype=float) for x in (v0, v1, a0, a1))
         c[1] = v0
         c[2] = 0.5 * a0
@@ -45,7 +47,7 @@ def segment_coefficients(duration, p0, p1, v0=None, v1=None, a0=None, a1=None):
         c[5] = (12.0 * dp - 6.0 * (v1 + v0) * T + (a1 - a0) * T**2) / (2.0 * T**5)
         return c, QUINTIC
     if v0 is not None and v1 is not None:
-        # cubic Hermite: p, p' given at both ends
+        # cubic Hermite: the c solving p(0) = p0, p'(0) = v0, p(T) = p1, p'(T) = v1
         v0, v1 = np.asarray(v0, dtype=float), np.asarray(v1, dtype=float)
         c[1] = v0
         c[2] = (3.0 * dp - (2.0 * v0 + v1) * T) / T**2
