@@ -8,15 +8,18 @@
 # comes from PyPI.
 # The install is editable (pip install -e): the library, the sample URDFs and the CLI are used
 # straight from this source tree. Reinstalls happen only when setup.py/setup.cfg/package.xml change.
-# tf2_msgs (/tf) has no PyPI wheel: tools/build_tf2_msgs.py generates and compiles it into .venv
-# from the PyPI ROS 2 interface generators (needs gcc, g++, cmake; ~30 s once; skipped when
-# tf2_msgs already imports).
+# tf2_msgs (/tf) and control_msgs (~/follow_joint_trajectory) have no PyPI wheel:
+# `mbd-ros build-interfaces` (mbd_ros/interfaces/build.py) generates and compiles them into .venv
+# from the PyPI ROS 2 interface generators (needs gcc, g++, cmake; ~1-2 min once; skipped when
+# they already import).
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PKG_FILES := setup.py setup.cfg package.xml pyproject.toml mbd_ros/fastcall/_fastcall.c \
-	tools/build_tf2_msgs.py tools/tf2_msgs/CMakeLists.txt tools/tf2_msgs/msg/TFMessage.msg
+	tools/build_tf2_msgs.py mbd_ros/interfaces/build.py \
+	$(wildcard mbd_ros/interfaces/*/CMakeLists.txt mbd_ros/interfaces/*/*/*.msg \
+	           mbd_ros/interfaces/*/*/*.action)
 
 .PHONY: demo test clean
 
@@ -31,12 +34,12 @@ $(PY):
 
 $(VENV)/.installed-demo: $(PY) $(PKG_FILES)
 	$(PY) -m pip install -q -e '.[ros]'
-	$(PY) tools/build_tf2_msgs.py
+	$(VENV)/bin/mbd-ros build-interfaces
 	touch $@
 
 $(VENV)/.installed-test: $(PY) $(PKG_FILES)
 	$(PY) -m pip install -q -e '.[test,ros]'
-	$(PY) tools/build_tf2_msgs.py
+	$(VENV)/bin/mbd-ros build-interfaces
 	touch $@ $(VENV)/.installed-demo
 
 clean:

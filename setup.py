@@ -18,9 +18,11 @@ ROS_WHEELS = [
     'ros-trajectory-msgs==5.5.1',
     'ros-diagnostic-msgs==5.5.1',
     'ros-lifecycle-msgs==2.3.0',
+    'ros-action-msgs==2.3.0',    # ~/follow_joint_trajectory (rclpy.action; control_msgs below)
     # plant: ~/reset (std_srvs/Trigger) and ~/odom (nav_msgs/Odometry). tf2_msgs (for /tf)
-    # has no wheel on PyPI: tools/build_tf2_msgs.py builds it into the environment (the
-    # Makefile runs it after installing this extra; README "Install notes").
+    # and control_msgs (~/follow_joint_trajectory) have no wheel on PyPI: `mbd-ros
+    # build-interfaces` builds them into the environment (the Makefile runs it after installing
+    # this extra; README "Install notes").
     'ros-std-srvs==5.5.1',
     'ros-nav-msgs==5.5.1',
 ]
@@ -53,7 +55,7 @@ data_files = [
 ]
 for entry in (share_files('urdf', ['*.urdf', '*.xacro']),
               share_files('launch', ['*.py', '*.xml', '*.yaml']),
-              share_files('config', ['*.yaml'])):
+              share_files('config', ['*.yaml', '*.xacro'])):
     if entry:
         data_files.append(entry)
 
@@ -71,6 +73,9 @@ setup(
     python_requires='>=3.10',
     packages=find_packages(exclude=['test', 'test.*', 'bench', 'bench.*']),
     data_files=data_files,
+    # the definitions `mbd-ros build-interfaces` compiles (mbd_ros/interfaces/build.py)
+    package_data={'mbd_ros.interfaces': ['*/CMakeLists.txt', '*/package.xml', '*/COLCON_IGNORE',
+                                         '*/LICENSE', '*/msg/*.msg', '*/action/*.action']},
     ext_modules=fastcall_extension(),
     install_requires=[
         'numpy',

@@ -4,7 +4,8 @@ it (a plant started after its controller receives the held command).
 
 - the plant's command subscriptions are reliable (the graph reports their QoS);
 - 100 one-shot position commands, each published once: every one takes effect (the arm
-  settles at each target in turn);
+  settles at each target in turn); likewise 100 one-shot velocity commands (the joint
+  velocities in joint_states reach each commanded set in turn);
 - a transient-local publisher publishes one position command, then the plant starts: the plant
   applies it (the arm settles at the target; without it, it would fall under gravity).
 
@@ -33,6 +34,9 @@ PLANT = {"urdf_path": ARM, "mode": "simulate", "rate_hz": 1000.0, "initial_posit
          "hold_initial_positions": True, "drive_kp": 10000.0, "drive_kd": 200.0,
          "wrench_joints": ["none"]}
 TOL = 2e-3   # rad: a target is reached (the targets are 10 mrad apart)
+# rad/s: a velocity command is reached (critically damped drives, kd 40 /s: the error of a
+# 0.1 rad/s step is below this after ~0.15 s; the commands are 0.1 rad/s apart)
+VELOCITY_TOL = 2e-3
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +87,41 @@ def test_every_one_shot_position_command_takes_effect(ros):
             applied += 1
         except AssertionError:
             missed.append(k)
+    assert applied == 100, f"{applied} of 100 one-shot commands took effect; missed {missed}"
+
+
+def velocity_reached(ros, topic, target):
+    m = ros.last(topic)
+    return m is not None and np.abs(np.array(m.velocity) - target).max() < VELOCITY_TOL
+
+
+def test_every_one_shot_velocity_command_takes_effect(ros):
+    """100 velocity commands on ~/velocity_commands, each published once: every one is seen in
+    joint_states (all joint velocities at the commanded ones). One joint moves per command, in
+    turn, its sign alternating between its turns (7 joints: consecutive turns of a joint are an
+    odd number of commands apart), so the arm drifts by at most one command's motion. The
+    default drive gains (kp 400 /s^2, kd 40 /s): with the stiff gains of PLANT a velocity
+    command of joint_1 from rest drives the coupled arm unstable at 1 kHz (the library's Plant
+    does the same: it diverges without limits and saturates on the effort limits with them)."""
+    ns = "/qos_velocity"
+    topic = f"{ns}/joint_states"
+    states = ros.subscribe(JointState, topic)
+    ros.start("forward_dynamics", dict(PLANT, drive_kp=400.0, drive_kd=40.0),
+              remaps={"__ns": ns})
+    ros.spin_until(lambda: len(states) > 0, READY_TIMEOUT, what="the plant")
+    pub = ros.matched_publisher(Float64MultiArray, f"{ns}/forward_dynamics/velocity_commands")
+    applied = 0
+    missed = []
+    for k in range(100):
+        target = np.zeros(7)
+        target[k % 7] = 0.1 * (-1) ** k
+        pub.publish(Float64MultiArray(data=target.tolist()))   # once
+        try:
+            ros.spin_until(lambda: velocity_reached(ros, topic, target), 15.0,
+                           what=f"velocity command {k}")
+            applied += 1
+        except AssertionError:
+            missed.append((k, np.round(ros.last(topic).velocity, 4).tolist()))
     assert applied == 100, f"{applied} of 100 one-shot commands took effect; missed {missed}"
 
 

@@ -14,6 +14,8 @@
 - ``flex-demo``: the flexible arm's tip vibration after a torque step (--plot FILE.png).
 - ``demo [ROBOT.urdf]``: the passive arm (tau = 0) falls from a bent configuration for 2 s,
   integrated with fixed-step RK4; prints the energy balance KE + PE + dissipated = const.
+- ``build-interfaces [--only tf2_msgs|control_msgs] [--force]``: generate and compile the ROS 2
+  interface packages without a PyPI wheel into this virtual environment (mbd_ros/interfaces).
 - ``simulate ROBOT.urdf [--closures F] [--forces F] [--flexible F] [--floating-base]
   [--duration 2] [--plot out.png]``: the same passive simulation for any robot (closed loops,
   floating base, ...), with a PNG of joint trajectories, energy balance and constraint
@@ -387,6 +389,13 @@ def build_parser():
                                         'trajectories, energy balance, constraint residuals')
     sim_report.add_arguments(p)
     p.set_defaults(func=sim_report.cmd_simulate)
+
+    # ---- ROS 2 interfaces without a PyPI wheel (mbd_ros/interfaces/build.py) ------------------
+    from ..interfaces import build as interfaces_build
+    p = sub.add_parser('build-interfaces', help='generate and compile tf2_msgs and control_msgs '
+                                                '(no PyPI wheel) into this virtual environment')
+    interfaces_build.add_arguments(p)
+    p.set_defaults(func=interfaces_build.run)
     return parser
 
 

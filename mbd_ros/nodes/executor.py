@@ -23,7 +23,9 @@ how it waits:
   and then: the services (lifecycle, parameters, ~/reset ...) at most every
   `service_poll_period` s (default 10 ms), QoS event handlers (incompatible QoS, ... warnings)
   at most every `event_poll_period` s (default 50 ms). rmw keeps a request or an event until
-  it is taken, so a service answers at most that much later, and nothing is lost;
+  it is taken, so a service answers at most that much later, and nothing is lost; action
+  servers and clients (waitables made of services and clients) are polled with the services,
+  and their own entities are counted in the wait set's sizes;
 - a subscription or timer whose callback is a plain function runs through a light handler
   (_DirectCall: callback group, work tracker and exceptions as rclpy's Task handler does) instead
   of a Task wrapping a coroutine: ~20 µs less per message, and no wake-up of the executor by its
@@ -167,17 +169,20 @@ class LeanExecutor(SingleThreadedExecutor):
         rclpy's order (waitables, timers, subscriptions, guards, clients, services; rclpy takes
         them node by node, this executor kind by kind across its nodes)."""
         now = time.monotonic_ns()
-        waitables = plan.waitables
+        # action servers and clients (waitables made of services, clients, publishers) are
+        # polled with the services: at most service_poll_period late, as a service answer
+        waitables = []
         if plan.events and now >= self._next_event_poll:
             self._next_event_poll = now + self._event_poll_ns
-            waitables = plan.waitables + plan.events
+            waitables = plan.events
         polled_services = ()
-        if plan.services and now >= self._next_service_poll:
+        if (plan.services or plan.waitables) and now >= self._next_service_poll:
             self._next_service_poll = now + self._service_poll_ns
             polled_services = plan.services
+            waitables = plan.waitables + waitables
         if timeout_nsec != 0:   # wake up for the next poll
             for pending, due in ((plan.events, self._next_event_poll),
-                                 (plan.services, self._next_service_poll)):
+                                 (plan.services or plan.waitables, self._next_service_poll)):
                 if pending:
                     until_poll = max(due - now, 0)
                     timeout_nsec = until_poll if timeout_nsec < 0 else \
@@ -194,7 +199,9 @@ class LeanExecutor(SingleThreadedExecutor):
             guards = self._enter(plan.guards, entered) + \
                 self._enter(plan.executor_guards, entered)
             in_set = []
-            events = 0
+            # a waitable's own entities (an action server's services, ...) take room in the
+            # wait set too, as rclpy's executor counts them
+            extra = [0, 0, 0, 0, 0, 0]
             for node, waitable in waitables:
                 try:
                     waitable.__enter__()
@@ -202,14 +209,19 @@ class LeanExecutor(SingleThreadedExecutor):
                     continue
                 entered.append(waitable)
                 in_set.append((node, waitable))
-                events += waitable.get_num_entities().num_events
+                n = waitable.get_num_entities()
+                for k, count in enumerate((n.num_subscriptions, n.num_guard_conditions,
+                                           n.num_timers, n.num_clients, n.num_services,
+                                           n.num_events)):
+                    extra[k] += count
             context = self._context.handle
             if context is None:
                 raise RuntimeError("Cannot enter context if context is None")
             context.__enter__()
             entered.append(context)
-            wait_set = _rclpy.WaitSet(len(subs), len(guards), len(timers), len(clients),
-                                      len(services), events, context)
+            wait_set = _rclpy.WaitSet(len(subs) + extra[0], len(guards) + extra[1],
+                                      len(timers) + extra[2], len(clients) + extra[3],
+                                      len(services) + extra[4], extra[5], context)
             wait_set.clear_entities()
             for _, _, handle, _ in subs:
                 wait_set.add_subscription(handle)

@@ -75,6 +75,7 @@ from . import diagnostics as diag
 from . import message_caps
 from .base import DynamicsNode, finite_vector, one_of, run
 from .clock_guard import ClockGuard
+from .follow_joint_trajectory import DEACTIVATED_TEXT
 from .messages import (AccelerationsOut, JointStateOut, Listeners, WrenchOut, time_msg,
                        topic_token, unique_topic_tokens)
 from .plant_interface import PlantInterface
@@ -391,6 +392,8 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         self._drop_clock_subscription()
         if self.mode == "simulate":
             self.stop_latched_watch()
+            if getattr(self, "trajectory_follower", None) is not None:   # as JTC's deactivate
+                self.trajectory_follower.stop(DEACTIVATED_TEXT)
 
     # ------------------------------------------------------------------ time source [time source]
     # Three ways the simulate plant keeps time (docs/nodes.md, "Time"):

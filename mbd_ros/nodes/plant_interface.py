@@ -23,13 +23,17 @@ bound the drive torques (``enforce_limits``, ``limit_efforts``; mbd_ros.limits).
 Floating base (a free root joint: ``floating_base`` or a URDF floating root): the pose is
 published as nav_msgs/Odometry on ``~/odom`` (frame ``odom_frame`` -> the root link, twist in
 the root link frame) and as the transform odom -> root link on /tf (tf2_msgs/TFMessage, where
-tf2_msgs is installed: a ROS 2 installation, or tools/build_tf2_msgs.py for the PyPI wheels).
+tf2_msgs is installed: a ROS 2 installation, or `mbd-ros build-interfaces` for the PyPI wheels).
 ``ground_contact``: compliant contact with the ground (contact points
 from ``contact_links`` + ``contact_radius`` or every link's URDF <collision> geometry;
 stiffness, damping, friction, slip velocity, ground height; mbd_ros.contact), integrator
 substeps raised automatically for the contact springs, ``initial_base_pose`` (default: lifted
 onto the ground); a physically impossible state (``check_physical_state``: deeper than
 ``max_penetration``, a quaternion flip, energy from nowhere) halts like a divergence.
+
+Trajectories: ``~/follow_joint_trajectory`` (control_msgs/action/FollowJointTrajectory, as
+joint_trajectory_controller serves it; follow_joint_trajectory.py), sampled each cycle into
+position + velocity commands.
 
 Command subscriptions: reliable (keep last 1; joint_commands 10); a transient-local publisher's
 held command is taken by a watched transient-local subscription (held_command_subscription).
@@ -64,6 +68,7 @@ from ..simulation.limits import JointLimits
 from ..simulation.physical_state import ENERGY_TOLERANCE
 from ..simulation.plant import MAX_SPEED, Plant
 from .base import MAX_BYTES_PER_ENTRY, WARNING_PERIOD, finite_vector, gains
+from . import follow_joint_trajectory
 from .message_caps import MessageSizeError, float64_array, joint_state_counts
 from .plant_drives import PlantDrives
 from .qos import COMMAND_QOS, LATCHED_COMMAND_QOS, PUBLISH_QOS
@@ -102,6 +107,7 @@ class PlantInterface(PlantDrives):
                      "(std_srvs/Trigger carries no number)", int_range=(1, 1_000_000))
         self.declare_floating_parameters()
         self.declare_drive_parameters()   # drive models, sensors, mismatch (plant_drives.py)
+        follow_joint_trajectory.declare_parameters(self)   # ~/follow_joint_trajectory
 
     def make_plant(self, q0, v0):
         """The Plant for the node's parameters (raises ValueError naming what is wrong)."""
@@ -239,8 +245,14 @@ class PlantInterface(PlantDrives):
             self.create_service(Trigger, "~/step", self._on_step),
             self.create_service(SetParameters, "~/set_state", self._on_set_state)]
         self.configure_floating()
+        # control_msgs/action/FollowJointTrajectory server, or None (follow_joint_trajectory.py)
+        self.trajectory_follower = follow_joint_trajectory.make_follower(self)
 
     def cleanup_plant_interface(self):
+        follower = getattr(self, "trajectory_follower", None)
+        if follower is not None:
+            follower.destroy()
+        self.trajectory_follower = None
         self.cleanup_floating()
         service = getattr(self, "reset_service", None)
         if service is not None:
@@ -612,7 +624,10 @@ class PlantInterface(PlantDrives):
 
     def _apply_command(self):
         """Effort commands older than command_timeout become zero (position and velocity
-        commands are held, as a real driver holds them)."""
+        commands are held, as a real driver holds them). A running ~/follow_joint_trajectory
+        goal commands its sample at the plant's time first."""
+        if self.trajectory_follower is not None:
+            self.trajectory_follower.cycle()
         if not self._have_command or not self.timeout_cycles:
             return
         if self.cycles - self._command_cycle > self.timeout_cycles and not self._command_expired:
@@ -638,6 +653,9 @@ class PlantInterface(PlantDrives):
         self.diverged += 1
         self.halted = True
         self.halt_reason = f"diverged at t = {self.sim.time:.4f} s ({exc})"
+        if self.trajectory_follower is not None:   # a running goal ends (it cannot go on)
+            self.trajectory_follower.stop("Current goal cancelled: the plant halted "
+                                          f"({self.halt_reason})", hold=False)
         self.error_throttled("diverged", f"simulation {self.halt_reason}: halted at the last sane "
                              "state, no joint_states published; call ~/reset or set "
                              f"initial_positions ({self.diverged} times so far)")
@@ -669,6 +687,8 @@ class PlantInterface(PlantDrives):
         time goes on from where it was, unless `time` is given)."""
         q0 = self.q0 if q0 is None else q0
         v0 = self.v0 if v0 is None else v0
+        if getattr(self, "trajectory_follower", None) is not None:   # a running goal ends
+            self.trajectory_follower.stop("Current goal cancelled: the plant was reset")
         self.plant.reset(q0, v0, time=self.sim.time if time is None else time)
         self.q0, self.v0 = np.array(q0, dtype=float), np.array(v0, dtype=float)
         if self.param("hold_initial_positions"):
@@ -933,7 +953,7 @@ class PlantInterface(PlantDrives):
                 self.get_logger().warning("tf2_msgs is not installed: no odom -> "
                                           f"{self.robot.link_names[0]} transform on /tf "
                                           "(~/odom has the pose; build tf2_msgs with "
-                                          "tools/build_tf2_msgs.py of mbd_ros)")
+                                          "`mbd-ros build-interfaces`)")
             else:
                 self._tf = TransformStamped()
                 self._tf.header.frame_id = self._odom.header.frame_id
