@@ -31,9 +31,12 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from ..model.layout import LOOP_RESIDUAL
 from .aba import forward_dynamics as _tree_forward_dynamics
+from .closed_loop import cut_rows, loop_jacobian
 from .configuration import integrate as _integrate_joints
 from .force_elements import force_element_loads
+from .kinematics import forward_kinematics
 from .plant import (DRIVE_Q_REF, DRIVE_VELOCITY_CMD, beyond_limits, drive_torques,
                     effective_inertias, limited_drive_torques, max_abs)
 from .rk4 import rk4_combine, rk4_stage, state_bound
@@ -43,10 +46,10 @@ from .wrenches import load_link_wrenches
 
 # ---- integer options (iopt) and float options (fopt) of one rollout
 I_INTEGRATOR, I_SUBSTEPS, I_INNER, I_INTEGRATE, I_NQ_JOINTS, I_NV_JOINTS, I_DRIVES, I_LIMITS, \
-    I_ONE_DOF, I_FORCES = range(10)
-N_IOPT = 10
-F_DT, F_H, F_MAX_SPEED, F_MAX_VELOCITY, F_INV_TIME_CONSTANT = range(5)
-N_FOPT = 5
+    I_ONE_DOF, I_FORCES, I_LOOPS = range(11)
+N_IOPT = 11
+F_DT, F_H, F_MAX_SPEED, F_MAX_VELOCITY, F_INV_TIME_CONSTANT, F_PROJECTION_TOLERANCE = range(6)
+N_FOPT = 6
 RK4, SEMI_IMPLICIT_EULER = 0, 1                  # iopt[I_INTEGRATOR]
 VECTOR_SPACE, JOINT_MANIFOLDS = 0, 1             # iopt[I_INTEGRATE]: q (+) v dt = q + v dt, or not
 FD, MM, ID = range(3)                            # entries[]: the C entries' addresses
@@ -56,7 +59,8 @@ W_Q, W_V, W_A1, W_A2, W_A3, W_A4, W_V2, W_V3, W_V4, W_QS, W_SUM, W_QN, W_VN, W_T
 WORK_ROWS = 19
 M_MASS, M_CHOL, M_INV = range(3)                 # the (3, nv, nv) matrices
 # result codes (codes[i]); info[i] holds the detail (a speed, a kernel status)
-DONE, NOT_FINITE, TOO_FAST, DYNAMICS_FAILED, STOP_FAILED, DRIVE_TERMS_FAILED = range(6)
+DONE, NOT_FINITE, TOO_FAST, DYNAMICS_FAILED, STOP_FAILED, DRIVE_TERMS_FAILED, \
+    NEEDS_PROJECTION = range(7)
 
 
 @intrinsic
@@ -238,40 +242,95 @@ def _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float, positio
 
 
 @njit(cache=True, nogil=True)
-def rollout_member(entries, bound, dims, forces, body_int, iopt, fopt, q0, v0, tau, drive_int,
-                   drive_float, position, velocity, limited_iq, stops_int, stops_float, vel_idx,
-                   velocity_limit, effort, work, mats, stop_work, q_out, v_out, detail):
+def _loop_residuals(loops, q, v):
+    """(max |g|, max |G v|) of the loop closures at (q, v), as robot.closure_residual
+    (Loops.state: kinematics, the cut rows, the loop Jacobian G). loops = (body_int, body_float,
+    work, cut_int, cut_float, loop_float, jacobian) (work, loop_float, jacobian: per thread)."""
+    body_int, body_float, work, cut_int, cut_float, loop_float, jacobian = loops
+    forward_kinematics(body_int, body_float, work, q, v)
+    cut_rows(cut_int, cut_float, work, loop_float)
+    loop_jacobian(body_int, body_float, work, cut_int, loop_float, jacobian)
+    position = 0.0
+    velocity = 0.0
+    for r in range(jacobian.shape[0]):
+        position = max(position, abs(loop_float[r, LOOP_RESIDUAL]))
+        s = 0.0
+        for j in range(v.shape[0]):
+            s += jacobian[r, j] * v[j]
+        velocity = max(velocity, abs(s))
+    return position, velocity
+
+
+@njit(cache=True, nogil=True)
+def _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_int, stops_float,
+                work, mats, stop_work, nq, nv, detail):
+    """What follows a robot.step in a row: the position stops, then the divergence check on
+    |v| (max_speed) and q. Returns DONE or the failure code."""
+    q, v = work[W_Q, :nq], work[W_V, :nv]
+    if iopt[I_LIMITS]:
+        if _enforce_stops(entries, bound, dims, body_int, iopt, limited_iq, stops_int,
+                          stops_float, work, mats, stop_work, nq, nv) < 0:
+            return STOP_FAILED
+    speed = max_abs(v)
+    if not speed <= fopt[F_MAX_SPEED]:
+        detail[0] = speed
+        return TOO_FAST
+    for i in range(nq):
+        if not math.isfinite(q[i]):
+            return NOT_FINITE
+    return DONE
+
+
+@njit(cache=True, nogil=True)
+def rollout_member(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0, v0, tau,
+                   drive_int, drive_float, position, velocity, limited_iq, stops_int, stops_float,
+                   vel_idx, velocity_limit, effort, work, mats, stop_work, q_out, v_out, detail,
+                   resume):
     """One rollout: q0 (nq,), v0 (nv,), tau (T, nv) -> rows 0..steps of q_out (T+1, nq), v_out
     (T+1, nv) (rows after a failure left as they were). Returns (code, steps): DONE, or the
     failure (NOT_FINITE, TOO_FAST: detail[0] the speed; DYNAMICS_FAILED: detail[0] the forward
-    dynamics' status; STOP_FAILED; DRIVE_TERMS_FAILED) in the step from row `steps`.
+    dynamics' status; STOP_FAILED; DRIVE_TERMS_FAILED) in the step from row `steps`, or
+    NEEDS_PROJECTION (closed loops, iopt[I_LOOPS]: the loop residuals after the robot.step of
+    row `steps`, substep resume[1] - 1, passed the projection tolerance; the state is in
+    work[W_Q], work[W_V]: the caller projects it there, as robot.step does, and calls again with
+    `resume` as returned). resume (2,) int64: [0, 0] to start from q0, v0.
     position, velocity (T, nd): drive references (read when iopt[I_DRIVES]); the stop arrays
     read when iopt[I_LIMITS] (kernels/stops.py rows; stops_int, stops_float and drive_float are
     written: per-thread copies)."""
     nq, nv = q0.shape[0], v0.shape[0]
     q, v = work[W_Q, :nq], work[W_V, :nv]
-    for i in range(nq):
-        q[i] = q0[i]
-        q_out[0, i] = q0[i]
-    for i in range(nv):
-        v[i] = v0[i]
-        v_out[0, i] = v0[i]
-        work[W_ZERO, i] = 0.0
     total = work[W_TOTAL, :nv]
     a1 = work[W_A1, :nv]
     qn, vn = work[W_QN, :nq], work[W_VN, :nv]
     h = fopt[F_H]
-    for k in range(tau.shape[0]):
+    k0, s0 = resume[0], resume[1]
+    if k0 == 0 and s0 == 0:
+        for i in range(nq):
+            q[i] = q0[i]
+            q_out[0, i] = q0[i]
         for i in range(nv):
-            total[i] = tau[k, i]
-        if iopt[I_DRIVES]:
-            if _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float, position[k],
-                          velocity[k], vel_idx, velocity_limit, effort, work, mats, nq, nv):
-                return DRIVE_TERMS_FAILED, k
+            v[i] = v0[i]
+            v_out[0, i] = v0[i]
+            work[W_ZERO, i] = 0.0
+    else:   # back from a projection of the step before substep s0 of row k0
+        code = _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_int,
+                           stops_float, work, mats, stop_work, nq, nv, detail)
+        if code != DONE:
+            return code, k0
+    for k in range(k0, tau.shape[0]):
+        first = s0 if k == k0 else 0
+        if first == 0:   # the row's held forces (on a resumed row they are still in work)
             for i in range(nv):
-                total[i] += work[W_DRIVE, i]
-        for _ in range(iopt[I_SUBSTEPS]):         # robot.step calls of dt / substeps
-            for _ in range(iopt[I_INNER]):        # their integrator steps (None: RK4 substeps)
+                total[i] = tau[k, i]
+            if iopt[I_DRIVES]:
+                if _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float,
+                              position[k], velocity[k], vel_idx, velocity_limit, effort, work,
+                              mats, nq, nv):
+                    return DRIVE_TERMS_FAILED, k
+                for i in range(nv):
+                    total[i] += work[W_DRIVE, i]
+        for s in range(first, iopt[I_SUBSTEPS]):   # robot.step calls of dt / substeps
+            for _ in range(iopt[I_INNER]):         # their integrator steps (None: RK4 substeps)
                 status = _forward_dynamics(entries, bound, dims, forces, iopt, q, v, total, a1,
                                            work[W_LOADED, :nv])
                 if status:
@@ -297,17 +356,17 @@ def rollout_member(entries, bound, dims, forces, body_int, iopt, fopt, q0, v0, t
                     q[i] = qn[i]
                 for i in range(nv):
                     v[i] = vn[i]
-            if iopt[I_LIMITS]:
-                if _enforce_stops(entries, bound, dims, body_int, iopt, limited_iq, stops_int,
-                                  stops_float, work, mats, stop_work, nq, nv) < 0:
-                    return STOP_FAILED, k
-            speed = max_abs(v)
-            if not speed <= fopt[F_MAX_SPEED]:
-                detail[0] = speed
-                return TOO_FAST, k
-            for i in range(nq):
-                if not math.isfinite(q[i]):
-                    return NOT_FINITE, k
+            if iopt[I_LOOPS]:   # robot.step's projection test (PROJECTION_TOLERANCE)
+                position_residual, velocity_residual = _loop_residuals(loops, q, v)
+                if position_residual > fopt[F_PROJECTION_TOLERANCE] or \
+                        velocity_residual > fopt[F_PROJECTION_TOLERANCE]:
+                    resume[0] = k
+                    resume[1] = s + 1
+                    return NEEDS_PROJECTION, k
+            code = _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_int,
+                               stops_float, work, mats, stop_work, nq, nv, detail)
+            if code != DONE:
+                return code, k
         for i in range(nq):
             q_out[k + 1, i] = q[i]
         for i in range(nv):
@@ -316,17 +375,22 @@ def rollout_member(entries, bound, dims, forces, body_int, iopt, fopt, q0, v0, t
 
 
 @njit(cache=True, nogil=True)
-def rollout_members(entries, bound, dims, forces, body_int, iopt, fopt, q0, v0, tau, drive_int,
-                    drive_float, position, velocity, limited_iq, stops_int, stops_float, vel_idx,
-                    velocity_limit, effort, work, mats, stop_work, q_out, v_out, codes, steps, detail):
+def rollout_members(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0, v0, tau,
+                    drive_int, drive_float, position, velocity, limited_iq, stops_int, stops_float,
+                    vel_idx, velocity_limit, effort, work, mats, stop_work, q_out, v_out, codes,
+                    steps, detail, resume):
     """rollout_member for each member i of q0 (N, nq), v0 (N, nv), tau (N, T, nv), position,
     velocity (N, T, nd) into q_out (N, T+1, nq), v_out (N, T+1, nv), codes (N,), steps (N,),
-    detail (N,): one thread's share of a batch, on that thread's workspaces."""
+    detail (N,): one thread's share of a batch, on that thread's workspaces (robots without
+    closed loops: NEEDS_PROJECTION never comes; resume (2,) is scratch)."""
     for i in range(q0.shape[0]):
+        resume[0] = 0
+        resume[1] = 0
         codes[i], steps[i] = rollout_member(
-            entries, bound, dims, forces, body_int, iopt, fopt, q0[i], v0[i], tau[i], drive_int,
-            drive_float, position[i], velocity[i], limited_iq, stops_int, stops_float, vel_idx,
-            velocity_limit, effort, work, mats, stop_work, q_out[i], v_out[i], detail[i:i + 1])
+            entries, bound, dims, forces, loops, body_int, iopt, fopt, q0[i], v0[i], tau[i],
+            drive_int, drive_float, position[i], velocity[i], limited_iq, stops_int, stops_float,
+            vel_idx, velocity_limit, effort, work, mats, stop_work, q_out[i], v_out[i],
+            detail[i:i + 1], resume)
 
 
 def new_options():

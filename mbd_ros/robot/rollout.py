@@ -243,6 +243,8 @@ def _compiled_message(problem, code, k, detail):
         what = "the state became non-finite"
     elif code == 2:
         what = f"a speed of {detail:.4g} exceeds max_speed {problem.max_speed:g}"
+    elif code == 3 and detail == -1.0:
+        what = "robot.step's projection onto the loop constraints failed"
     elif code == 3:
         what = f"the forward dynamics failed (kernel status {int(detail)})"
     elif code == 4:
