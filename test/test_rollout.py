@@ -187,9 +187,8 @@ def arm_with_callback():
 
 COMPILED_KINDS = {"floating_base": floating_leg, "flexible": flexible_arm, "codegen": codegen_arm,
                   "force_element": sprung_arm, "force_elements_floating": sprung_floating_arm,
-                  "closed_loop": fourbar}
-PYTHON_KINDS = {"forces_and_loops": double_wishbone,
-                "mimic": mimic_gripper, "callback": arm_with_callback}
+                  "closed_loop": fourbar, "forces_and_loops": double_wishbone}
+PYTHON_KINDS = {"mimic": mimic_gripper, "callback": arm_with_callback}
 
 
 def mimic_start(robot, seed):

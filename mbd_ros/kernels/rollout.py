@@ -33,7 +33,7 @@ from numba.extending import intrinsic
 
 from ..model.layout import LOOP_RESIDUAL
 from .aba import forward_dynamics as _tree_forward_dynamics
-from .closed_loop import cut_rows, loop_jacobian
+from .closed_loop import cut_rows, forward_dynamics_checked, loop_jacobian
 from .configuration import integrate as _integrate_joints
 from .force_elements import force_element_loads
 from .kinematics import forward_kinematics
@@ -87,14 +87,16 @@ def call_entry(typingctx, address, bound, dims, a, b, c, out):
 
 
 @njit(cache=True, nogil=True)
-def _forward_dynamics(entries, bound, dims, forces, iopt, q, v, tau, out, tau_loaded):
+def _forward_dynamics(entries, bound, dims, forces, loops, iopt, q, v, tau, out, tau_loaded):
     """out = f(q, v, tau) as robot.forward_dynamics: the C entry of a plain tree; with force
     elements (iopt[I_FORCES], a rigid tree) what robot.py's loaded path does: the elements'
     loads at (q, v) (force_element_loads: link wrenches and joint forces), the link wrenches into
     the workspace's FEXT (load_link_wrenches), tau + joint forces (into tau_loaded), the ABA on
     that workspace. forces = (body_int, body_float, work, link_int, link_float, link_fext,
     element_int, element_float, link_wrench, joint_force, values, scratch) (the arrays of
-    robot/force_loads.py RigidForceLoads and the tree; per-thread copies of those written)."""
+    robot/force_loads.py RigidForceLoads and the tree; per-thread copies of those written).
+    With closed loops too (iopt[I_LOOPS]), the recursive closed-loop solver on that loaded
+    workspace, as its C entry runs it (forward_dynamics_checked; loops: see _loop_residuals)."""
     if iopt[I_FORCES] == 0:
         return call_entry(entries[FD], bound, dims, q, v, tau, out)
     (body_int, body_float, work, link_int, link_float, link_fext, element_int, element_float,
@@ -104,6 +106,12 @@ def _forward_dynamics(entries, bound, dims, forces, iopt, q, v, tau, out, tau_lo
     load_link_wrenches(link_int, link_float, link_wrench, link_fext, work)
     for i in range(tau.shape[0]):
         tau_loaded[i] = tau[i] + joint_force[i]
+    if iopt[I_LOOPS]:
+        cut_int, cut_float, loop_float = loops[3], loops[4], loops[5]
+        gains, info, multipliers = loops[7], loops[8], loops[9]
+        return forward_dynamics_checked(body_int, body_float, work, cut_int, cut_float,
+                                        loop_float, q, v, tau_loaded, gains, out, info,
+                                        multipliers)
     return _tree_forward_dynamics(body_int, body_float, work, q, v, tau_loaded, out)
 
 
@@ -123,7 +131,7 @@ def _integrate(body_int, iopt, q, v, dt, out):
 
 
 @njit(cache=True, nogil=True)
-def _rk4_step(entries, bound, dims, forces, body_int, iopt, h, work, nq, nv):
+def _rk4_step(entries, bound, dims, forces, loops, body_int, iopt, h, work, nq, nv):
     """One classic RK4 step of h from (W_Q, W_V) with a1 = f(q, v) already in W_A1, into
     (W_QN, W_VN) (Simulator._rk4: a1 = f(t, q, v); q_s = q (+) v_{s-1} c h, v_s = v + a_{s-1} c h;
     q+ = q (+) (v + 2 v2 + 2 v3 + v4) h/6, v+ = v + (a1 + 2 a2 + 2 a3 + a4) h/6). Returns the
@@ -137,15 +145,18 @@ def _rk4_step(entries, bound, dims, forces, body_int, iopt, h, work, nq, nv):
     half = 0.5 * h
     if iopt[I_INTEGRATE] == VECTOR_SPACE:   # kernels/rk4.py, as the vector-space Simulator
         rk4_stage(q, v, v, a1, half, qs, v2)
-        status = _forward_dynamics(entries, bound, dims, forces, iopt, qs, v2, tau, a2, loaded)
+        status = _forward_dynamics(entries, bound, dims, forces, loops, iopt,
+                                   qs, v2, tau, a2, loaded)
         if status:
             return status
         rk4_stage(q, v, v2, a2, half, qs, v3)
-        status = _forward_dynamics(entries, bound, dims, forces, iopt, qs, v3, tau, a3, loaded)
+        status = _forward_dynamics(entries, bound, dims, forces, loops, iopt,
+                                   qs, v3, tau, a3, loaded)
         if status:
             return status
         rk4_stage(q, v, v3, a3, h, qs, v4)
-        status = _forward_dynamics(entries, bound, dims, forces, iopt, qs, v4, tau, a4, loaded)
+        status = _forward_dynamics(entries, bound, dims, forces, loops, iopt,
+                                   qs, v4, tau, a4, loaded)
         if status:
             return status
         rk4_combine(q, v, v2, v3, v4, a1, a2, a3, a4, h, work[W_QN, :nq], work[W_VN, :nv])
@@ -154,19 +165,22 @@ def _rk4_step(entries, bound, dims, forces, body_int, iopt, h, work, nq, nv):
     _integrate(body_int, iopt, q, v, half, qs)
     for i in range(nv):
         v2[i] = v[i] + a1[i] * half
-    status = _forward_dynamics(entries, bound, dims, forces, iopt, qs, v2, tau, a2, loaded)
+    status = _forward_dynamics(entries, bound, dims, forces, loops, iopt,
+                               qs, v2, tau, a2, loaded)
     if status:
         return status
     _integrate(body_int, iopt, q, v2, half, qs)
     for i in range(nv):
         v3[i] = v[i] + a2[i] * half
-    status = _forward_dynamics(entries, bound, dims, forces, iopt, qs, v3, tau, a3, loaded)
+    status = _forward_dynamics(entries, bound, dims, forces, loops, iopt,
+                               qs, v3, tau, a3, loaded)
     if status:
         return status
     _integrate(body_int, iopt, q, v3, h, qs)
     for i in range(nv):
         v4[i] = v[i] + a3[i] * h
-    status = _forward_dynamics(entries, bound, dims, forces, iopt, qs, v4, tau, a4, loaded)
+    status = _forward_dynamics(entries, bound, dims, forces, loops, iopt,
+                               qs, v4, tau, a4, loaded)
     if status:
         return status
     s = work[W_SUM, :nv]
@@ -246,7 +260,7 @@ def _loop_residuals(loops, q, v):
     """(max |g|, max |G v|) of the loop closures at (q, v), as robot.closure_residual
     (Loops.state: kinematics, the cut rows, the loop Jacobian G). loops = (body_int, body_float,
     work, cut_int, cut_float, loop_float, jacobian) (work, loop_float, jacobian: per thread)."""
-    body_int, body_float, work, cut_int, cut_float, loop_float, jacobian = loops
+    body_int, body_float, work, cut_int, cut_float, loop_float, jacobian = loops[:7]
     forward_kinematics(body_int, body_float, work, q, v)
     cut_rows(cut_int, cut_float, work, loop_float)
     loop_jacobian(body_int, body_float, work, cut_int, loop_float, jacobian)
@@ -331,14 +345,14 @@ def rollout_member(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0
                     total[i] += work[W_DRIVE, i]
         for s in range(first, iopt[I_SUBSTEPS]):   # robot.step calls of dt / substeps
             for _ in range(iopt[I_INNER]):         # their integrator steps (None: RK4 substeps)
-                status = _forward_dynamics(entries, bound, dims, forces, iopt, q, v, total, a1,
-                                           work[W_LOADED, :nv])
+                status = _forward_dynamics(entries, bound, dims, forces, loops, iopt, q, v,
+                                           total, a1, work[W_LOADED, :nv])
                 if status:
                     detail[0] = status
                     return DYNAMICS_FAILED, k
                 if iopt[I_INTEGRATOR] == RK4:
-                    status = _rk4_step(entries, bound, dims, forces, body_int, iopt, h, work, nq,
-                                       nv)
+                    status = _rk4_step(entries, bound, dims, forces, loops, body_int, iopt, h,
+                                       work, nq, nv)
                     if status:
                         detail[0] = status
                         return DYNAMICS_FAILED, k
