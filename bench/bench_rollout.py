@@ -5,12 +5,13 @@
 Per robot (the sample arm7, the four-bar closed loop, the double wishbone, the flexible arm;
 the flexible arm's 1 ms rows take 6 integrator steps each, its default_max_step, and µs/step is
 per integrator step):
-one forward dynamics call (robot.forward_dynamics(q, v, tau, out=out), C entries installed),
-then a rollout of --steps rows at dt = 1 ms per integrator (rk4: one RK4 step per row;
+one forward dynamics call (robot.forward_dynamics(q, v, tau, out=out) from Python, C entries
+installed, timed as a loop of --steps calls interleaved with the rest), then a rollout of --steps rows at dt = 1 ms per integrator (rk4: one RK4 step per row;
 semi_implicit_euler; None: robot.step's default, RK4 substeps of default_max_step), and the
 same steps as a Python loop of robot.step; per-step µs = call time / steps, ratio = per-step /
-FD. Candidates are timed interleaved in one process (common.time_calls_interleaved: a new random
-order every round). Targets: RK4 <= 5.2 FD per step, semi-implicit Euler <= 1.3.
+FD. Candidates are timed interleaved in one process (a new random order every round), by the
+thread's CPU time (time.thread_time: the machine is shared, and wall-clock medians there moved by
+2x between runs). Targets: RK4 <= 5.2 FD per step, semi-implicit Euler <= 1.3.
 
 Batch scaling: N members of the arm7 (rk4), batch_threads 1 and 2, interleaved; speed-up =
 time(1 thread) / time(2 threads).
@@ -72,6 +73,27 @@ def start(robot, rng):
     return robot.random_configuration(rng), 0.1 * rng.standard_normal(robot.nv)
 
 
+def cpu_interleaved(funcs, rounds, seed=0):
+    """As common.time_calls_interleaved (one call per sample, a new random order every round),
+    timed by this thread's CPU time (time.thread_time) rather than the wall clock: on a machine
+    shared with other jobs the wall clock also counts the time the thread waited for a core.
+    Returns {label: {"min": µs, "median": µs}}."""
+    import random
+    order = random.Random(seed)
+    for f in funcs.values():
+        f()
+    labels = list(funcs)
+    samples = {k: [] for k in labels}
+    for _ in range(rounds):
+        order.shuffle(labels)
+        for k in labels:
+            t0 = time.thread_time()
+            funcs[k]()
+            samples[k].append(time.thread_time() - t0)
+    return {k: {"min": 1e6 * min(s), "median": 1e6 * float(np.median(s))}
+            for k, s in samples.items()}
+
+
 def bench_robot(name, robot, steps, rounds, rng):
     """(FD µs, rows): per integrator step µs and its ratio to FD. A flexible robot's rows of
     1 ms take `sub` integrator steps (its default_max_step: the stiff elastic modes), counted as
@@ -84,9 +106,12 @@ def bench_robot(name, robot, steps, rounds, rng):
     q, v = start(robot, rng)
     tau = 0.1 * rng.standard_normal((steps, robot.nv))
     out = np.empty(robot.nv)
-    fd = C.time_interleaved({"fd": "f(q, v, t, out=out)"},
-                            {"f": robot.forward_dynamics, "q": q, "v": v, "t": tau[0], "out": out},
-                            rounds=max(20, rounds * 4))["fd"]["median"]
+    fd_call = robot.forward_dynamics
+
+    def fd_loop():   # `steps` forward dynamics calls from Python, one per step's tau
+        for k in range(steps):
+            fd_call(q, v, tau[k], out=out)
+
     funcs, engines = {}, {}
     for integrator in ("rk4", "semi_implicit_euler", None):
         label = integrator or "None (default)"
@@ -108,13 +133,17 @@ def bench_robot(name, robot, steps, rounds, rng):
         robot.time = 0.0
 
     funcs["robot.step loop rk4"] = step_loop
-    timings = C.time_calls_interleaved(funcs, rounds=rounds, pause=0.0)
+    funcs["forward dynamics"] = fd_loop
+    timings = cpu_interleaved(funcs, rounds)
+    fd = timings.pop("forward dynamics")
+    fd_median, fd_min = fd["median"] / steps, fd["min"] / steps
     rows = []
     for label, t in timings.items():
         per_step = t["median"] / (steps * sub)
         engine = engines.get(label.replace("rollout ", ""), "python loop")
-        rows.append((name, robot.nv, label, engine, per_step, per_step / fd))
-    return fd, rows
+        rows.append((name, robot.nv, label, engine, per_step, per_step / fd_median,
+                     t["min"] / (steps * sub) / fd_min))
+    return (fd_median, fd_min), rows
 
 
 def bench_batch(n, steps, rounds, rng):
@@ -199,13 +228,15 @@ def main():
     direct, address = bench_design(args.rounds)
     print(f"design: ABA in a numba loop, direct {direct:.3f} µs/call, by C-entry address "
           f"{address:.3f} µs/call\n")
-    print("| robot | nv | call | engine | µs/step | FD per step |")
-    print("|---|---:|---|---|---:|---:|")
+    print("| robot | nv | call | engine | µs/step (median) | FD per step (median) | "
+          "FD per step (min) |")
+    print("|---|---:|---|---|---:|---:|---:|")
     for name, robot in robots().items():
-        fd, rows = bench_robot(name, robot, args.steps, args.rounds, rng)
-        print(f"| {name} | {robot.nv} | forward dynamics | C entry | {fd:.3f} | 1 |")
+        (fd, fd_min), rows = bench_robot(name, robot, args.steps, args.rounds, rng)
+        print(f"| {name} | {robot.nv} | forward dynamics (Python call) | | {fd:.3f} | 1 | 1 |")
         for row in rows:
-            print(f"| {row[0]} | {row[1]} | {row[2]} | {row[3]} | {row[4]:.3f} | {row[5]:.2f} |")
+            print(f"| {row[0]} | {row[1]} | {row[2]} | {row[3]} | {row[4]:.3f} | {row[5]:.2f} | "
+                  f"{row[6]:.2f} |")
     one, two, busy = bench_batch(args.batch, args.steps, args.rounds, rng)
     print(f"\nbatch arm7 rk4, N = {args.batch}, {args.steps} steps: 1 thread {one / 1e3:.2f} ms, "
           f"2 threads {two / 1e3:.2f} ms, speed-up {one / two:.2f}x; 2 threads: process CPU / "

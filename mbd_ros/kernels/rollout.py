@@ -16,6 +16,11 @@ entry only wraps the pointers in array views), while the address keeps one loop 
 _fastcall.c would save nothing more per step and would need the integrators, the drives and the
 stops written again in C.
 
+Force elements (rigid trees) and closed loops (the recursive solver) run as robot.py's loaded
+path and the solver's C entry run them (_forward_dynamics); robot.step's projection onto the
+loops stays in Python: the kernel returns NEEDS_PROJECTION when the loop residuals pass the
+tolerance and is called again to resume the row.
+
 The step is robot.step's, operation for operation (robot/integrators.py Simulator._rk4 and
 _semi_implicit_euler, kernels/rk4.py; q (+) v dt by kernels/configuration.py integrate where a
 joint is not a vector space), then the Plant's position stops (kernels/stops.py, as
@@ -86,7 +91,7 @@ def call_entry(typingctx, address, bound, dims, a, b, c, out):
     return sig, codegen
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _forward_dynamics(entries, bound, dims, forces, loops, iopt, q, v, tau, out, tau_loaded):
     """out = f(q, v, tau) as robot.forward_dynamics: the C entry of a plain tree; with force
     elements (iopt[I_FORCES], a rigid tree) what robot.py's loaded path does: the elements'
@@ -115,7 +120,7 @@ def _forward_dynamics(entries, bound, dims, forces, loops, iopt, q, v, tau, out,
     return _tree_forward_dynamics(body_int, body_float, work, q, v, tau_loaded, out)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _integrate(body_int, iopt, q, v, dt, out):
     """out = q (+) v dt as robot.integrate: a vector space q + v dt; else the joints' manifolds
     (configuration.integrate on the first nq_joints / nv_joints entries) and the elastic
@@ -130,7 +135,7 @@ def _integrate(body_int, iopt, q, v, dt, out):
         out[nqj + i] = v[nvj + i] * dt + q[nqj + i]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _rk4_step(entries, bound, dims, forces, loops, body_int, iopt, h, work, nq, nv):
     """One classic RK4 step of h from (W_Q, W_V) with a1 = f(q, v) already in W_A1, into
     (W_QN, W_VN) (Simulator._rk4: a1 = f(t, q, v); q_s = q (+) v_{s-1} c h, v_s = v + a_{s-1} c h;
@@ -275,7 +280,7 @@ def _loop_residuals(loops, q, v):
     return position, velocity
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_int, stops_float,
                 work, mats, stop_work, nq, nv, detail):
     """What follows a robot.step in a row: the position stops, then the divergence check on
