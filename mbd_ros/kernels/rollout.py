@@ -91,19 +91,18 @@ def call_entry(typingctx, address, bound, dims, a, b, c, out):
     return sig, codegen
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _forward_dynamics(entries, bound, dims, forces, loops, iopt, q, v, tau, out, tau_loaded):
-    """out = f(q, v, tau) as robot.forward_dynamics: the C entry of a plain tree; with force
-    elements (iopt[I_FORCES], a rigid tree) what robot.py's loaded path does: the elements'
-    loads at (q, v) (force_element_loads: link wrenches and joint forces), the link wrenches into
-    the workspace's FEXT (load_link_wrenches), tau + joint forces (into tau_loaded), the ABA on
-    that workspace. forces = (body_int, body_float, work, link_int, link_float, link_fext,
-    element_int, element_float, link_wrench, joint_force, values, scratch) (the arrays of
-    robot/force_loads.py RigidForceLoads and the tree; per-thread copies of those written).
-    With closed loops too (iopt[I_LOOPS]), the recursive closed-loop solver on that loaded
-    workspace, as its C entry runs it (forward_dynamics_checked; loops: see _loop_residuals)."""
-    if iopt[I_FORCES] == 0:
-        return call_entry(entries[FD], bound, dims, q, v, tau, out)
+@njit(cache=True, nogil=True)
+def _loaded_forward_dynamics(forces, loops, iopt, q, v, tau, out, tau_loaded):
+    """out = f(q, v, tau) as robot.forward_dynamics's loaded path runs it with force elements
+    (iopt[I_FORCES], a rigid tree): the elements' loads at (q, v) (force_element_loads: link
+    wrenches and joint forces), the link wrenches into the workspace's FEXT
+    (load_link_wrenches), tau + joint forces (into tau_loaded), the ABA on that workspace; with
+    closed loops too (iopt[I_LOOPS]) the recursive closed-loop solver on it, as its C entry runs
+    it (forward_dynamics_checked). forces = (body_int, body_float, work, link_int, link_float,
+    link_fext, element_int, element_float, link_wrench, joint_force, values, scratch) (the arrays
+    of robot/force_loads.py RigidForceLoads and the tree; per-thread copies of those written);
+    loops: see _loop_residuals. (Not inlined, and called only on this path: binding the two
+    tuples costs an atomic reference count per array, ~0.5 µs per call measured on the arm7.)"""
     (body_int, body_float, work, link_int, link_float, link_fext, element_int, element_float,
      link_wrench, joint_force, values, scratch) = forces
     force_element_loads(body_int, body_float, link_int, link_float, work, element_int,
@@ -136,58 +135,28 @@ def _integrate(body_int, iopt, q, v, dt, out):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _rk4_step(entries, bound, dims, forces, loops, body_int, iopt, h, work, nq, nv):
-    """One classic RK4 step of h from (W_Q, W_V) with a1 = f(q, v) already in W_A1, into
-    (W_QN, W_VN) (Simulator._rk4: a1 = f(t, q, v); q_s = q (+) v_{s-1} c h, v_s = v + a_{s-1} c h;
-    q+ = q (+) (v + 2 v2 + 2 v3 + v4) h/6, v+ = v + (a1 + 2 a2 + 2 a3 + a4) h/6). Returns the
-    first non-zero status of the forward dynamics, else 0."""
+def _rk4_stage(body_int, iopt, q, v, v_prev, a_prev, c, q_out, v_out):
+    """An RK4 stage state (Simulator._rk4): q_out = q (+) v_prev c, v_out = v + a_prev c
+    (kernels/rk4.py rk4_stage for a vector space; else robot.integrate's map and the numpy
+    update's operations, element by element)."""
+    if iopt[I_INTEGRATE] == VECTOR_SPACE:
+        rk4_stage(q, v, v_prev, a_prev, c, q_out, v_out)
+        return
+    _integrate(body_int, iopt, q, v_prev, c, q_out)
+    for i in range(v.shape[0]):
+        v_out[i] = v[i] + a_prev[i] * c
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rk4_combine(body_int, iopt, work, h, nq, nv):
+    """q+ = q (+) (v + 2 v2 + 2 v3 + v4) h/6, v+ = v + (a1 + 2 a2 + 2 a3 + a4) h/6 into
+    (W_QN, W_VN), in the Simulator's operation order (kernels/rk4.py rk4_combine)."""
     q, v = work[W_Q, :nq], work[W_V, :nv]
-    qs = work[W_QS, :nq]
-    tau = work[W_TOTAL, :nv]
     a1, a2, a3, a4 = work[W_A1, :nv], work[W_A2, :nv], work[W_A3, :nv], work[W_A4, :nv]
     v2, v3, v4 = work[W_V2, :nv], work[W_V3, :nv], work[W_V4, :nv]
-    loaded = work[W_LOADED, :nv]
-    half = 0.5 * h
-    if iopt[I_INTEGRATE] == VECTOR_SPACE:   # kernels/rk4.py, as the vector-space Simulator
-        rk4_stage(q, v, v, a1, half, qs, v2)
-        status = _forward_dynamics(entries, bound, dims, forces, loops, iopt,
-                                   qs, v2, tau, a2, loaded)
-        if status:
-            return status
-        rk4_stage(q, v, v2, a2, half, qs, v3)
-        status = _forward_dynamics(entries, bound, dims, forces, loops, iopt,
-                                   qs, v3, tau, a3, loaded)
-        if status:
-            return status
-        rk4_stage(q, v, v3, a3, h, qs, v4)
-        status = _forward_dynamics(entries, bound, dims, forces, loops, iopt,
-                                   qs, v4, tau, a4, loaded)
-        if status:
-            return status
+    if iopt[I_INTEGRATE] == VECTOR_SPACE:
         rk4_combine(q, v, v2, v3, v4, a1, a2, a3, a4, h, work[W_QN, :nq], work[W_VN, :nv])
-        return 0
-    # joint manifolds: the Simulator's numpy updates, element by element in the same order
-    _integrate(body_int, iopt, q, v, half, qs)
-    for i in range(nv):
-        v2[i] = v[i] + a1[i] * half
-    status = _forward_dynamics(entries, bound, dims, forces, loops, iopt,
-                               qs, v2, tau, a2, loaded)
-    if status:
-        return status
-    _integrate(body_int, iopt, q, v2, half, qs)
-    for i in range(nv):
-        v3[i] = v[i] + a2[i] * half
-    status = _forward_dynamics(entries, bound, dims, forces, loops, iopt,
-                               qs, v3, tau, a3, loaded)
-    if status:
-        return status
-    _integrate(body_int, iopt, q, v3, h, qs)
-    for i in range(nv):
-        v4[i] = v[i] + a3[i] * h
-    status = _forward_dynamics(entries, bound, dims, forces, loops, iopt,
-                               qs, v4, tau, a4, loaded)
-    if status:
-        return status
+        return
     s = work[W_SUM, :nv]
     sixth = 1.0 / 6.0
     for i in range(nv):
@@ -197,7 +166,6 @@ def _rk4_step(entries, bound, dims, forces, loops, body_int, iopt, h, work, nq, 
     vn = work[W_VN, :nv]
     for i in range(nv):
         vn[i] = v[i] + (((a2[i] + a3[i]) * 2.0 + a1[i]) + a4[i]) * h6
-    return 0
 
 
 @njit(cache=True, nogil=True)
@@ -321,7 +289,13 @@ def rollout_member(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0
     total = work[W_TOTAL, :nv]
     a1 = work[W_A1, :nv]
     qn, vn = work[W_QN, :nq], work[W_VN, :nv]
+    qs = work[W_QS, :nq]
+    a2, a3, a4 = work[W_A2, :nv], work[W_A3, :nv], work[W_A4, :nv]
+    v2, v3, v4 = work[W_V2, :nv], work[W_V3, :nv], work[W_V4, :nv]
+    tau_loaded = work[W_LOADED, :nv]
+    loaded = iopt[I_FORCES] != 0
     h = fopt[F_H]
+    half = 0.5 * h
     k0, s0 = resume[0], resume[1]
     if k0 == 0 and s0 == 0:
         for i in range(nq):
@@ -350,17 +324,41 @@ def rollout_member(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0
                     total[i] += work[W_DRIVE, i]
         for s in range(first, iopt[I_SUBSTEPS]):   # robot.step calls of dt / substeps
             for _ in range(iopt[I_INNER]):         # their integrator steps (None: RK4 substeps)
-                status = _forward_dynamics(entries, bound, dims, forces, loops, iopt, q, v,
-                                           total, a1, work[W_LOADED, :nv])
+                # the forward dynamics at the stages: the C entry, or the loaded path (force
+                # elements), branched here so that the plain path never binds those tuples
+                if loaded:
+                    status = _loaded_forward_dynamics(forces, loops, iopt, q, v, total, a1,
+                                                      tau_loaded)
+                else:
+                    status = call_entry(entries[FD], bound, dims, q, v, total, a1)
                 if status:
                     detail[0] = status
                     return DYNAMICS_FAILED, k
-                if iopt[I_INTEGRATOR] == RK4:
-                    status = _rk4_step(entries, bound, dims, forces, loops, body_int, iopt, h,
-                                       work, nq, nv)
+                if iopt[I_INTEGRATOR] == RK4:   # Simulator._rk4 (see _rk4_stage, _rk4_combine)
+                    _rk4_stage(body_int, iopt, q, v, v, a1, half, qs, v2)
+                    if loaded:
+                        status = _loaded_forward_dynamics(forces, loops, iopt, qs, v2, total, a2,
+                                                          tau_loaded)
+                    else:
+                        status = call_entry(entries[FD], bound, dims, qs, v2, total, a2)
+                    if status == 0:
+                        _rk4_stage(body_int, iopt, q, v, v2, a2, half, qs, v3)
+                        if loaded:
+                            status = _loaded_forward_dynamics(forces, loops, iopt, qs, v3, total,
+                                                              a3, tau_loaded)
+                        else:
+                            status = call_entry(entries[FD], bound, dims, qs, v3, total, a3)
+                    if status == 0:
+                        _rk4_stage(body_int, iopt, q, v, v3, a3, h, qs, v4)
+                        if loaded:
+                            status = _loaded_forward_dynamics(forces, loops, iopt, qs, v4, total,
+                                                              a4, tau_loaded)
+                        else:
+                            status = call_entry(entries[FD], bound, dims, qs, v4, total, a4)
                     if status:
                         detail[0] = status
                         return DYNAMICS_FAILED, k
+                    _rk4_combine(body_int, iopt, work, h, nq, nv)
                 else:   # semi-implicit Euler: v+ = v + h a1, q+ = q (+) h v+
                     for i in range(nv):
                         vn[i] = v[i] + a1[i] * h
