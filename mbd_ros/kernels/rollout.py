@@ -8,13 +8,13 @@ address (`call_entry`): one loop serves every tree with entries (rigid, flexible
 the numbers are the bits robot.forward_dynamics / mass_matrix / inverse_dynamics return, since
 those run the same compiled kernels (the KernelCall path calls these very entries).
 
-Why this design (measured on the arm7, AMD EPYC, see bench/bench_rollout.py): the cost of a
-step is the forward dynamics (~0.6 µs) plus the vector updates; a numba loop calling the ABA
-kernel directly and the same loop calling its C entry by address cost the same per step (the
-entry only wraps the pointers in array views), while the address keeps one loop for every tree
-(a direct call would need one compiled loop per tree kind and per generated model). A C loop in
-_fastcall.c would save nothing more per step and would need the integrators, the drives and the
-stops written again in C.
+Why this design (measured on the arm7, AMD EPYC, bench/bench_rollout.py and bench/RESULTS.md):
+the cost of a step is the forward dynamics plus the vector updates; a numba loop calling the ABA
+kernel directly took 1.02 µs per call and the same loop calling its C entry by address 0.81 µs
+(the entry only wraps the pointers in array views), and the address keeps one loop for every
+tree (a direct call would need one compiled loop per tree kind and per generated model). A C
+loop in _fastcall.c would call the same entries by address, so it would save nothing per step,
+and would need the integrators, the drives and the stops written again in C (not built).
 
 Force elements (rigid trees) and closed loops (the recursive solver) run as robot.py's loaded
 path and the solver's C entry run them (_forward_dynamics); robot.step's projection onto the
