@@ -1332,8 +1332,8 @@ class Robot:
         in POSITION mode; limits: the URDF position stops (and, with drives, the Plant's torque
         limits); max_speed: divergence bound on |v| (rad/s, m/s; None: the Plant's MAX_SPEED 1e3); batch_threads: threads of a
         batch (default self.batch_threads); prescribed: as step(); t0: start time (default
-        self.time, which is left unchanged); engine: "auto" or "reference" (the loop of
-        step()). A divergence returns the rows up to it and warns (RolloutDiverged); bad
+        self.time, which is left unchanged); engine: "auto" (compiled where the robot allows),
+        "compiled" (ValueError saying why where it cannot) or "reference" (the loop of step()). A divergence returns the rows up to it and warns (RolloutDiverged); bad
         arguments raise ValueError naming the argument."""
         from .rollout import rollout
         return rollout(self, q0, v0, tau, dt, integrator, substeps, drives, limits, max_speed,
