@@ -341,6 +341,7 @@ def test_default_max_speed_is_the_plants():
     ({"tau": np.full((4, 7), np.nan)}, "tau"),
     ({"q0": np.full(7, np.inf)}, "q0"),
     ({"dt": -1.0}, "dt"),
+    ({"dt": 20.0}, "dt / substeps"),
     ({"integrator": "euler"}, "integrator"),
     ({"substeps": 0}, "substeps"),
     ({"max_speed": 0.0}, "max_speed"),

@@ -41,7 +41,7 @@ from ..kernels.plant import effective_inertias as _effective_inertias
 from ..kernels.plant import limited_drive_torques as _limited_drive_torques
 from ..kernels.plant import max_abs as _max_abs
 from .arguments import real_array, real_scalar, time_step
-from .integrators import INTEGRATORS, MAX_VELOCITY, SimulationDiverged
+from .integrators import INTEGRATORS, MAX_DEFAULT_DT, MAX_VELOCITY, SimulationDiverged
 from .rollout_plant import (MAX_SPEED, VELOCITY_TIME_CONSTANT, PlantLimits, StopWork,
                             drive_arrays, enforce_stops)
 
@@ -146,6 +146,10 @@ class RolloutProblem:
             raise ValueError(f"substeps must be an integer >= 1, got {excerpt(substeps, 60)}")
         self.substeps = int(substeps)
         self.h = self.dt / self.substeps
+        if integrator is None and self.h > MAX_DEFAULT_DT * (1.0 + 1e-12):
+            raise ValueError(f"dt / substeps = {self.h:g} s is longer than the default integrator "
+                             f"takes in one robot.step (MAX_DEFAULT_DT = {MAX_DEFAULT_DT:g} s): "
+                             "raise substeps, or name an integrator")
         max_speed = real_scalar(max_speed, "max_speed")
         if not max_speed > 0.0:
             raise ValueError(f"max_speed must be positive, got {max_speed}")
