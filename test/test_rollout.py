@@ -489,3 +489,24 @@ def test_floating_base_stops_and_batched_drives_match_the_reference():
 
 def arm_robot():
     return arm()
+
+
+def test_force_elements_with_stops_match_the_reference():
+    """Force elements and position stops together (compiled: the loaded forward dynamics, then
+    the stops with the tree's mass matrix) equal the reference loop, and drives with force
+    elements are refused by the compiled engine (their compensation runs in Python)."""
+    robot = sprung_arm()
+    steps = 400
+    tau = np.zeros((steps, robot.nv))
+    tau[:, 1] = 200.0   # into joint_2's upper stop
+    q0 = robot.neutral()
+    compiled = robot.rollout(q0, np.zeros(robot.nv), tau, DT, integrator="rk4", limits=True,
+                             engine="compiled")
+    reference = robot.rollout(q0, np.zeros(robot.nv), tau, DT, integrator="rk4", limits=True,
+                              engine="reference")
+    np.testing.assert_array_equal(compiled[0], reference[0])
+    np.testing.assert_array_equal(compiled[1], reference[1])
+    assert compiled[0][-1, 1] == pytest.approx(robot.position_limits[1][1], abs=1e-12)
+    with pytest.raises(ValueError, match="engine='compiled'.*drives"):
+        robot.rollout(q0, np.zeros(robot.nv), tau, DT, engine="compiled",
+                      drives={"position": np.zeros((steps, robot.nv))})

@@ -65,7 +65,6 @@ def unsupported(problem):
             return "force elements on a flexible tree run in Python"
         if problem.drive_int is not None:
             return "drives with force elements (their compensation ID(q, v, 0)) run in Python"
-
     return None
 
 
