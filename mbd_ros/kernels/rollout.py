@@ -1,0 +1,415 @@
+"""Compiled rollouts (robot.rollout's compiled engine, robot/rollout_compiled.py): whole
+trajectories of a robot's fixed-step integration in one numba call, GIL-free (nogil=True) so
+that batch members run on threads.
+
+The dynamics are called through the robot's C entries (mbd_ros.fastcall.C_SIGNATURE:
+int64 entry(void **bound, int64 *dims, double *a, double *b, double *c, double *out)), by
+address (`call_entry`): one loop serves every tree with entries (rigid, flexible, generated), and
+the numbers are the bits robot.forward_dynamics / mass_matrix / inverse_dynamics return, since
+those run the same compiled kernels (the KernelCall path calls these very entries).
+
+Why this design (measured on the arm7, AMD EPYC, bench/bench_rollout.py and bench/RESULTS.md):
+the cost of a step is the forward dynamics plus the vector updates; a numba loop calling the ABA
+kernel directly took 1.02 µs per call and the same loop calling its C entry by address 0.81 µs
+(the entry only wraps the pointers in array views), and the address keeps one loop for every
+tree (a direct call would need one compiled loop per tree kind and per generated model). A C
+loop in _fastcall.c would call the same entries by address, so it would save nothing per step,
+and would need the integrators, the drives and the stops written again in C (not built).
+
+Force elements (rigid trees) and closed loops (the recursive solver) run as robot.py's loaded
+path and the solver's C entry run them (_forward_dynamics); robot.step's projection onto the
+loops stays in Python: the kernel returns NEEDS_PROJECTION when the loop residuals pass the
+tolerance and is called again to resume the row.
+
+The step is robot.step's, operation for operation (robot/integrators.py Simulator._rk4 and
+_semi_implicit_euler, kernels/rk4.py; q (+) v dt by kernels/configuration.py integrate where a
+joint is not a vector space), then the Plant's position stops (kernels/stops.py, as
+JointLimits.enforce) and the divergence checks; the drive torques of each row are
+kernels/plant.py drive_torques (or limited_drive_torques) on M, m_eff = 1 / diag(M^-1) and
+b = ID(q, v, 0), as the Plant computes them. No allocation in the loop: the caller passes the
+workspaces (one set per thread).
+"""
+import math
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+from ..model.layout import LOOP_RESIDUAL
+from .aba import forward_dynamics as _tree_forward_dynamics
+from .closed_loop import cut_rows, forward_dynamics_checked, loop_jacobian
+from .configuration import integrate as _integrate_joints
+from .force_elements import force_element_loads
+from .kinematics import forward_kinematics
+from .plant import (DRIVE_Q_REF, DRIVE_VELOCITY_CMD, beyond_limits, drive_torques,
+                    effective_inertias, limited_drive_torques, max_abs)
+from .rk4 import rk4_combine, rk4_stage, state_bound
+from .stops import (STOP_DQ, STOP_IDX, STOP_LOWER, STOP_TARGET, STOP_UPPER, enforce_positions,
+                    enforce_velocities, place_on_limits)
+from .wrenches import load_link_wrenches
+
+# ---- integer options (iopt) and float options (fopt) of one rollout
+I_INTEGRATOR, I_SUBSTEPS, I_INNER, I_INTEGRATE, I_NQ_JOINTS, I_NV_JOINTS, I_DRIVES, I_LIMITS, \
+    I_ONE_DOF, I_FORCES, I_LOOPS = range(11)
+N_IOPT = 11
+F_DT, F_H, F_MAX_SPEED, F_MAX_VELOCITY, F_INV_TIME_CONSTANT, F_PROJECTION_TOLERANCE = range(6)
+N_FOPT = 6
+RK4, SEMI_IMPLICIT_EULER = 0, 1                  # iopt[I_INTEGRATOR]
+VECTOR_SPACE, JOINT_MANIFOLDS = 0, 1             # iopt[I_INTEGRATE]: q (+) v dt = q + v dt, or not
+FD, MM, ID = range(3)                            # entries[]: the C entries' addresses
+# rows of the (WORK_ROWS, max(nq, nv)) workspace
+W_Q, W_V, W_A1, W_A2, W_A3, W_A4, W_V2, W_V3, W_V4, W_QS, W_SUM, W_QN, W_VN, W_TOTAL, \
+    W_DRIVE, W_MEFF, W_BIAS, W_ZERO, W_LOADED = range(19)
+WORK_ROWS = 19
+M_MASS, M_CHOL, M_INV = range(3)                 # the (3, nv, nv) matrices
+# result codes (codes[i]); info[i] holds the detail (a speed, a kernel status)
+DONE, NOT_FINITE, TOO_FAST, DYNAMICS_FAILED, STOP_FAILED, DRIVE_TERMS_FAILED, \
+    NEEDS_PROJECTION = range(7)
+
+
+@intrinsic
+def call_entry(typingctx, address, bound, dims, a, b, c, out):
+    """entry(bound, dims, a, b, c, out) for the C entry at `address` (int64) with the data
+    pointers of the arrays bound (int64: the bound arrays' addresses), dims (int64), a, b, c,
+    out (float64, any rank); returns the entry's int64 status."""
+    sig = types.int64(address, bound, dims, a, b, c, out)
+
+    def codegen(context, builder, signature, args):
+        i8p = ir.IntType(8).as_pointer()
+        f64p = ir.DoubleType().as_pointer()
+        i64p = ir.IntType(64).as_pointer()
+        fnty = ir.FunctionType(ir.IntType(64), [i8p.as_pointer(), i64p, f64p, f64p, f64p, f64p])
+        pointers = []
+        for ty, value in zip(signature.args[1:], args[1:]):
+            pointers.append(context.make_array(ty)(context, builder, value).data)
+        fn = builder.inttoptr(args[0], fnty.as_pointer())
+        return builder.call(fn, [builder.bitcast(pointers[0], i8p.as_pointer()),
+                                 builder.bitcast(pointers[1], i64p)]
+                            + [builder.bitcast(p, f64p) for p in pointers[2:]])
+
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True)
+def _loaded_forward_dynamics(forces, loops, iopt, q, v, tau, out, tau_loaded):
+    """out = f(q, v, tau) as robot.forward_dynamics's loaded path runs it with force elements
+    (iopt[I_FORCES], a rigid tree): the elements' loads at (q, v) (force_element_loads: link
+    wrenches and joint forces), the link wrenches into the workspace's FEXT
+    (load_link_wrenches), tau + joint forces (into tau_loaded), the ABA on that workspace; with
+    closed loops too (iopt[I_LOOPS]) the recursive closed-loop solver on it, as its C entry runs
+    it (forward_dynamics_checked). forces = (body_int, body_float, work, link_int, link_float,
+    link_fext, element_int, element_float, link_wrench, joint_force, values, scratch) (the arrays
+    of robot/force_loads.py RigidForceLoads and the tree; per-thread copies of those written);
+    loops: see _loop_residuals. (Not inlined, and called only on this path: binding the two
+    tuples costs an atomic reference count per array, ~0.5 µs per call measured on the arm7.)"""
+    (body_int, body_float, work, link_int, link_float, link_fext, element_int, element_float,
+     link_wrench, joint_force, values, scratch) = forces
+    force_element_loads(body_int, body_float, link_int, link_float, work, element_int,
+                        element_float, q, v, link_wrench, joint_force, values, scratch)
+    load_link_wrenches(link_int, link_float, link_wrench, link_fext, work)
+    for i in range(tau.shape[0]):
+        tau_loaded[i] = tau[i] + joint_force[i]
+    if iopt[I_LOOPS]:
+        cut_int, cut_float, loop_float = loops[3], loops[4], loops[5]
+        gains, info, multipliers = loops[7], loops[8], loops[9]
+        return forward_dynamics_checked(body_int, body_float, work, cut_int, cut_float,
+                                        loop_float, q, v, tau_loaded, gains, out, info,
+                                        multipliers)
+    return _tree_forward_dynamics(body_int, body_float, work, q, v, tau_loaded, out)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _integrate(body_int, iopt, q, v, dt, out):
+    """out = q (+) v dt as robot.integrate: a vector space q + v dt; else the joints' manifolds
+    (configuration.integrate on the first nq_joints / nv_joints entries) and the elastic
+    coordinates q_f + v_f dt."""
+    if iopt[I_INTEGRATE] == VECTOR_SPACE:
+        for i in range(q.shape[0]):
+            out[i] = q[i] + v[i] * dt
+        return
+    nqj, nvj = iopt[I_NQ_JOINTS], iopt[I_NV_JOINTS]
+    _integrate_joints(body_int, q[:nqj], v[:nvj], dt, out[:nqj])
+    for i in range(q.shape[0] - nqj):
+        out[nqj + i] = v[nvj + i] * dt + q[nqj + i]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rk4_stage(body_int, iopt, q, v, v_prev, a_prev, c, q_out, v_out):
+    """An RK4 stage state (Simulator._rk4): q_out = q (+) v_prev c, v_out = v + a_prev c
+    (kernels/rk4.py rk4_stage for a vector space; else robot.integrate's map and the numpy
+    update's operations, element by element)."""
+    if iopt[I_INTEGRATE] == VECTOR_SPACE:
+        rk4_stage(q, v, v_prev, a_prev, c, q_out, v_out)
+        return
+    _integrate(body_int, iopt, q, v_prev, c, q_out)
+    for i in range(v.shape[0]):
+        v_out[i] = v[i] + a_prev[i] * c
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rk4_combine(body_int, iopt, work, h, nq, nv):
+    """q+ = q (+) (v + 2 v2 + 2 v3 + v4) h/6, v+ = v + (a1 + 2 a2 + 2 a3 + a4) h/6 into
+    (W_QN, W_VN), in the Simulator's operation order (kernels/rk4.py rk4_combine)."""
+    q, v = work[W_Q, :nq], work[W_V, :nv]
+    a1, a2, a3, a4 = work[W_A1, :nv], work[W_A2, :nv], work[W_A3, :nv], work[W_A4, :nv]
+    v2, v3, v4 = work[W_V2, :nv], work[W_V3, :nv], work[W_V4, :nv]
+    if iopt[I_INTEGRATE] == VECTOR_SPACE:
+        rk4_combine(q, v, v2, v3, v4, a1, a2, a3, a4, h, work[W_QN, :nq], work[W_VN, :nv])
+        return
+    s = work[W_SUM, :nv]
+    sixth = 1.0 / 6.0
+    for i in range(nv):
+        s[i] = (((v2[i] + v3[i]) * 2.0 + v[i]) + v4[i]) * sixth
+    _integrate(body_int, iopt, q, s, h, work[W_QN, :nq])
+    h6 = h / 6.0
+    vn = work[W_VN, :nv]
+    for i in range(nv):
+        vn[i] = v[i] + (((a2[i] + a3[i]) * 2.0 + a1[i]) + a4[i]) * h6
+
+
+@njit(cache=True, nogil=True)
+def _enforce_stops(entries, bound, dims, body_int, iopt, limited_iq, stops_int, stops_float,
+                   work, mats, nv_work, nq, nv):
+    """JointLimits.enforce on (W_Q, W_V) in place (robot/rollout_plant.py enforce_stops: the same
+    kernels in the same order; nv_work (3, nv) their vectors). Returns 0, or a stop kernel's
+    negative status."""
+    q, v = work[W_Q, :nq], work[W_V, :nv]
+    if limited_iq.shape[0] == 0:
+        return 0
+    if not beyond_limits(q, limited_iq, stops_float[STOP_LOWER], stops_float[STOP_UPPER]):
+        return 0
+    mass, chol, minv = mats[M_MASS], mats[M_CHOL], mats[M_INV]
+    status = call_entry(entries[MM], bound, dims, q, q, q, mass)
+    if status:
+        return -2
+    k = enforce_positions(q, mass, stops_int, stops_float, chol, minv, nv_work,
+                          iopt[I_ONE_DOF] != 0)
+    if k <= 0:
+        return k
+    if iopt[I_ONE_DOF] == 0:
+        qs = work[W_QS, :nq]
+        _integrate(body_int, iopt, q, nv_work[STOP_DQ], 1.0, qs)
+        for i in range(nq):
+            q[i] = qs[i]
+        place_on_limits(q, limited_iq, stops_int[STOP_IDX], stops_float[STOP_TARGET], k)
+    status = call_entry(entries[MM], bound, dims, q, q, q, mass)
+    if status:
+        return -2
+    return enforce_velocities(v, mass, stops_int, stops_float, k, chol, minv, nv_work)
+
+
+@njit(cache=True, nogil=True)
+def _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float, position, velocity,
+               vel_idx, velocity_limit, effort, work, mats, nq, nv):
+    """The Plant's drive torques at the row's start (Plant.evaluate): M, m_eff = 1/diag(M^-1),
+    b = ID(q, v, 0), then drive_torques (or limited_drive_torques with limits) into W_DRIVE.
+    position, velocity (nd,): the row's references. Returns 0, or 1 if a model term failed."""
+    q, v = work[W_Q, :nq], work[W_V, :nv]
+    mass, chol, minv = mats[M_MASS], mats[M_CHOL], mats[M_INV]
+    m_eff, bias = work[W_MEFF, :nv], work[W_BIAS, :nv]
+    zero = work[W_ZERO, :nv]
+    if call_entry(entries[MM], bound, dims, q, q, q, mass):
+        return 1
+    if effective_inertias(mass, chol, minv, m_eff):
+        return 1
+    if call_entry(entries[ID], bound, dims, q, v, zero, bias):
+        return 1
+    for j in range(drive_int.shape[1]):   # command_position(position, velocities=velocity)
+        drive_float[DRIVE_Q_REF, j] = position[j]
+        drive_float[DRIVE_VELOCITY_CMD, j] = velocity[j]
+    if iopt[I_LIMITS]:
+        limited_drive_torques(drive_int, drive_float, q, v, mass, m_eff, bias, fopt[F_DT],
+                              vel_idx, velocity_limit, effort, fopt[F_INV_TIME_CONSTANT],
+                              work[W_DRIVE, :nv])
+    else:
+        drive_torques(drive_int, drive_float, q, v, mass, m_eff, bias, fopt[F_DT],
+                      work[W_DRIVE, :nv])
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _loop_residuals(loops, q, v):
+    """(max |g|, max |G v|) of the loop closures at (q, v), as robot.closure_residual
+    (Loops.state: kinematics, the cut rows, the loop Jacobian G). loops = (body_int, body_float,
+    work, cut_int, cut_float, loop_float, jacobian) (work, loop_float, jacobian: per thread)."""
+    body_int, body_float, work, cut_int, cut_float, loop_float, jacobian = loops[:7]
+    forward_kinematics(body_int, body_float, work, q, v)
+    cut_rows(cut_int, cut_float, work, loop_float)
+    loop_jacobian(body_int, body_float, work, cut_int, loop_float, jacobian)
+    position = 0.0
+    velocity = 0.0
+    for r in range(jacobian.shape[0]):
+        position = max(position, abs(loop_float[r, LOOP_RESIDUAL]))
+        s = 0.0
+        for j in range(v.shape[0]):
+            s += jacobian[r, j] * v[j]
+        velocity = max(velocity, abs(s))
+    return position, velocity
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_int, stops_float,
+                work, mats, stop_work, nq, nv, detail):
+    """What follows a robot.step in a row: the position stops, then the divergence check on
+    |v| (max_speed) and q. Returns DONE or the failure code."""
+    q, v = work[W_Q, :nq], work[W_V, :nv]
+    if iopt[I_LIMITS]:
+        if _enforce_stops(entries, bound, dims, body_int, iopt, limited_iq, stops_int,
+                          stops_float, work, mats, stop_work, nq, nv) < 0:
+            return STOP_FAILED
+    speed = max_abs(v)
+    if not speed <= fopt[F_MAX_SPEED]:
+        detail[0] = speed
+        return TOO_FAST
+    for i in range(nq):
+        if not math.isfinite(q[i]):
+            return NOT_FINITE
+    return DONE
+
+
+@njit(cache=True, nogil=True)
+def rollout_member(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0, v0, tau,
+                   drive_int, drive_float, position, velocity, limited_iq, stops_int, stops_float,
+                   vel_idx, velocity_limit, effort, work, mats, stop_work, q_out, v_out, detail,
+                   resume):
+    """One rollout: q0 (nq,), v0 (nv,), tau (T, nv) -> rows 0..steps of q_out (T+1, nq), v_out
+    (T+1, nv) (rows after a failure left as they were). Returns (code, steps): DONE, or the
+    failure (NOT_FINITE, TOO_FAST: detail[0] the speed; DYNAMICS_FAILED: detail[0] the forward
+    dynamics' status; STOP_FAILED; DRIVE_TERMS_FAILED) in the step from row `steps`, or
+    NEEDS_PROJECTION (closed loops, iopt[I_LOOPS]: the loop residuals after the robot.step of
+    row `steps`, substep resume[1] - 1, passed the projection tolerance; the state is in
+    work[W_Q], work[W_V]: the caller projects it there, as robot.step does, and calls again with
+    `resume` as returned). resume (2,) int64: [0, 0] to start from q0, v0.
+    position, velocity (T, nd): drive references (read when iopt[I_DRIVES]); the stop arrays
+    read when iopt[I_LIMITS] (kernels/stops.py rows; stops_int, stops_float and drive_float are
+    written: per-thread copies)."""
+    nq, nv = q0.shape[0], v0.shape[0]
+    q, v = work[W_Q, :nq], work[W_V, :nv]
+    total = work[W_TOTAL, :nv]
+    a1 = work[W_A1, :nv]
+    qn, vn = work[W_QN, :nq], work[W_VN, :nv]
+    qs = work[W_QS, :nq]
+    a2, a3, a4 = work[W_A2, :nv], work[W_A3, :nv], work[W_A4, :nv]
+    v2, v3, v4 = work[W_V2, :nv], work[W_V3, :nv], work[W_V4, :nv]
+    tau_loaded = work[W_LOADED, :nv]
+    loaded = iopt[I_FORCES] != 0
+    h = fopt[F_H]
+    half = 0.5 * h
+    k0, s0 = resume[0], resume[1]
+    if k0 == 0 and s0 == 0:
+        for i in range(nq):
+            q[i] = q0[i]
+            q_out[0, i] = q0[i]
+        for i in range(nv):
+            v[i] = v0[i]
+            v_out[0, i] = v0[i]
+            work[W_ZERO, i] = 0.0
+    else:   # back from a projection of the step before substep s0 of row k0
+        code = _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_int,
+                           stops_float, work, mats, stop_work, nq, nv, detail)
+        if code != DONE:
+            return code, k0
+    for k in range(k0, tau.shape[0]):
+        first = s0 if k == k0 else 0
+        if first == 0:   # the row's held forces (on a resumed row they are still in work)
+            for i in range(nv):
+                total[i] = tau[k, i]
+            if iopt[I_DRIVES]:
+                if _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float,
+                              position[k], velocity[k], vel_idx, velocity_limit, effort, work,
+                              mats, nq, nv):
+                    return DRIVE_TERMS_FAILED, k
+                for i in range(nv):
+                    total[i] += work[W_DRIVE, i]
+        for s in range(first, iopt[I_SUBSTEPS]):   # robot.step calls of dt / substeps
+            for _ in range(iopt[I_INNER]):         # their integrator steps (None: RK4 substeps)
+                # the forward dynamics at the stages: the C entry, or the loaded path (force
+                # elements), branched here so that the plain path never binds those tuples
+                if loaded:
+                    status = _loaded_forward_dynamics(forces, loops, iopt, q, v, total, a1,
+                                                      tau_loaded)
+                else:
+                    status = call_entry(entries[FD], bound, dims, q, v, total, a1)
+                if status:
+                    detail[0] = status
+                    return DYNAMICS_FAILED, k
+                if iopt[I_INTEGRATOR] == RK4:   # Simulator._rk4 (see _rk4_stage, _rk4_combine)
+                    _rk4_stage(body_int, iopt, q, v, v, a1, half, qs, v2)
+                    if loaded:
+                        status = _loaded_forward_dynamics(forces, loops, iopt, qs, v2, total, a2,
+                                                          tau_loaded)
+                    else:
+                        status = call_entry(entries[FD], bound, dims, qs, v2, total, a2)
+                    if status == 0:
+                        _rk4_stage(body_int, iopt, q, v, v2, a2, half, qs, v3)
+                        if loaded:
+                            status = _loaded_forward_dynamics(forces, loops, iopt, qs, v3, total,
+                                                              a3, tau_loaded)
+                        else:
+                            status = call_entry(entries[FD], bound, dims, qs, v3, total, a3)
+                    if status == 0:
+                        _rk4_stage(body_int, iopt, q, v, v3, a3, h, qs, v4)
+                        if loaded:
+                            status = _loaded_forward_dynamics(forces, loops, iopt, qs, v4, total,
+                                                              a4, tau_loaded)
+                        else:
+                            status = call_entry(entries[FD], bound, dims, qs, v4, total, a4)
+                    if status:
+                        detail[0] = status
+                        return DYNAMICS_FAILED, k
+                    _rk4_combine(body_int, iopt, work, h, nq, nv)
+                else:   # semi-implicit Euler: v+ = v + h a1, q+ = q (+) h v+
+                    for i in range(nv):
+                        vn[i] = v[i] + a1[i] * h
+                    _integrate(body_int, iopt, q, vn, h, qn)
+                speed = state_bound(qn, vn)   # the Simulator's check (NaN: not finite)
+                if speed != speed:
+                    return NOT_FINITE, k
+                if speed > fopt[F_MAX_VELOCITY]:
+                    detail[0] = speed
+                    return TOO_FAST, k
+                for i in range(nq):
+                    q[i] = qn[i]
+                for i in range(nv):
+                    v[i] = vn[i]
+            if iopt[I_LOOPS]:   # robot.step's projection test (PROJECTION_TOLERANCE)
+                position_residual, velocity_residual = _loop_residuals(loops, q, v)
+                if position_residual > fopt[F_PROJECTION_TOLERANCE] or \
+                        velocity_residual > fopt[F_PROJECTION_TOLERANCE]:
+                    resume[0] = k
+                    resume[1] = s + 1
+                    return NEEDS_PROJECTION, k
+            code = _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_int,
+                               stops_float, work, mats, stop_work, nq, nv, detail)
+            if code != DONE:
+                return code, k
+        for i in range(nq):
+            q_out[k + 1, i] = q[i]
+        for i in range(nv):
+            v_out[k + 1, i] = v[i]
+    return DONE, tau.shape[0]
+
+
+@njit(cache=True, nogil=True)
+def rollout_members(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0, v0, tau,
+                    drive_int, drive_float, position, velocity, limited_iq, stops_int, stops_float,
+                    vel_idx, velocity_limit, effort, work, mats, stop_work, q_out, v_out, codes,
+                    steps, detail, resume):
+    """rollout_member for each member i of q0 (N, nq), v0 (N, nv), tau (N, T, nv), position,
+    velocity (N, T, nd) into q_out (N, T+1, nq), v_out (N, T+1, nv), codes (N,), steps (N,),
+    detail (N,): one thread's share of a batch, on that thread's workspaces (robots without
+    closed loops: NEEDS_PROJECTION never comes; resume (2,) is scratch)."""
+    for i in range(q0.shape[0]):
+        resume[0] = 0
+        resume[1] = 0
+        codes[i], steps[i] = rollout_member(
+            entries, bound, dims, forces, loops, body_int, iopt, fopt, q0[i], v0[i], tau[i],
+            drive_int, drive_float, position[i], velocity[i], limited_iq, stops_int, stops_float,
+            vel_idx, velocity_limit, effort, work, mats, stop_work, q_out[i], v_out[i],
+            detail[i:i + 1], resume)
+
+
+def new_options():
+    """Zeroed (iopt (N_IOPT,) int64, fopt (N_FOPT,) float64)."""
+    return np.zeros(N_IOPT, dtype=np.int64), np.zeros(N_FOPT)
