@@ -42,13 +42,17 @@ def simulate(robot, q, v, duration, dt, integrator="rk4"):
     """Integrate tau = 0 for `duration` s at step `dt`; returns a dict of arrays:
     t (N,), q (N, nq), v (N, nv), ke, pe, dissipated, balance (= KE + PE + D - E0) (N,),
     residual_position, residual_velocity (N,) (zeros for a tree), and 'diverged_at' (s or None).
-    Closed loops use robot.step (projected back onto the loops); trees the Simulator."""
-    from ..robot.integrators import Simulator
+    Closed loops use robot.step (projected back onto the loops); trees a Plant without drives
+    or limits (the Simulator's step and divergence bound; one compiled call per step where the
+    robot allows it, plant.py)."""
+    from ..robot.integrators import MAX_VELOCITY
+    from .plant import Plant
     steps = int(round(duration / dt))
     tau = np.zeros(robot.nv)
     passive = bool(getattr(robot.model, "passive_forces", True))
     closed = bool(robot.closure_names)
-    sim = None if closed else Simulator(robot, dt, integrator, q, v)
+    sim = None if closed else Plant(robot, dt, integrator, q, v, joints=[], limits=False,
+                                    max_speed=MAX_VELOCITY)
     rec = {key: [] for key in ("t", "q", "v", "ke", "pe", "dissipated",
                                "residual_position", "residual_velocity")}
     dissipated, power_prev = 0.0, None
@@ -77,7 +81,7 @@ def simulate(robot, q, v, duration, dt, integrator="rk4"):
                 q, v = robot.step(q, v, tau, dt, integrator=integrator)
                 q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
             else:
-                sim.step(tau)
+                sim.step()   # tau = 0: no drive
                 q, v = sim.q.copy(), sim.v.copy()
         except (ValueError, FloatingPointError):
             diverged_at = (k + 1) * dt
