@@ -216,7 +216,17 @@ def main():
             tau = np.zeros((T, robot.nv))
 
             def ours_rollout(integrator=integrator, tau=tau):
-                robot.rollout(Q0, zero, tau, DT, integrator=integrator)
+                # max_speed: the Simulator's bound (the undamped Euler motion is fast)
+                return robot.rollout(Q0, zero, tau, DT, integrator=integrator, max_speed=1e4)
+            result = ours_rollout()
+            if result.status != "ok" or result.steps != T:
+                failures.append(f"{kind}: robot.rollout stopped: {result.message}")
+            ours = ours_trajectory(robot, integrator, DT, Q0, T)
+            gap = float(np.abs(np.asarray(result[0]) - ours).max())
+            notes.append(f"{kind}: robot.rollout vs Simulator.step over {T} steps: max |dq| "
+                         f"{gap:.1e}")
+            if gap > 1e-12:
+                failures.append(f"{kind}: robot.rollout differs from Simulator.step by {gap:.1e}")
             funcs["ours robot.rollout"] = ours_rollout
         t = common.time_calls_interleaved(funcs, rounds=args.rounds, pause=0.0)
         peer = t["mujoco.rollout.rollout"]["min"]

@@ -9,7 +9,10 @@ tolerance allows the last bits of 200 steps: ROUND_OFF relative). Robots: arm7 (
 URDF damping and friction), arm7 with force elements (spring-damper + joint spring: loads in
 every stage, and in the drive compensation b = ID(q, v, 0)), the double wishbone (closed loop +
 strut, no actuated joint), the four-bar (closed loop with an actuated crank: its compensation is
-a least-squares actuation, so servo drives keep the Python path, effort commands do not).
+a least-squares actuation, so servo drives keep the Python path, effort commands do not);
+arm7 and the double wishbone with generated kernels (codegen=True: the compiled step runs the
+generic kernels where the Python path runs the generated ones on unloaded calls, the same
+numbers to round-off).
 Physical checks on the compiled path itself: joints stay within their position limits, and the
 loop of the double wishbone stays closed.
 """
@@ -48,6 +51,12 @@ FORCES = """forces:
 def load(which, tmp_path_factory=None):
     if which == "arm7":
         return mbd_ros.load(str(URDF / "arm7.urdf"))
+    if which == "arm7_codegen":
+        return mbd_ros.load(str(URDF / "arm7.urdf"), codegen=True)
+    if which == "wishbone_codegen":
+        cfg = str(CONFIG / "double_wishbone.yaml")
+        return mbd_ros.load(str(URDF / "double_wishbone.urdf"), closures=cfg, forces=cfg,
+                            codegen=True)
     if which == "arm7_forces":
         path = tmp_path_factory.mktemp("forces") / "arm7_forces.yaml"
         path.write_text(FORCES)
@@ -63,7 +72,8 @@ def load(which, tmp_path_factory=None):
 def robots(tmp_path_factory):
     """Two instances of each robot: the paths must not share a workspace."""
     return {which: (load(which, tmp_path_factory), load(which, tmp_path_factory))
-            for which in ("arm7", "arm7_forces", "wishbone", "fourbar")}
+            for which in ("arm7", "arm7_forces", "wishbone", "fourbar", "arm7_codegen",
+                          "wishbone_codegen")}
 
 
 def pair(robots, which, **options):
@@ -109,7 +119,8 @@ def start_state(plant):
 
 @pytest.mark.parametrize("substeps", [1, 2])
 @pytest.mark.parametrize("integrator", INTEGRATORS)
-@pytest.mark.parametrize("which", ["arm7", "arm7_forces", "wishbone"])
+@pytest.mark.parametrize("which", ["arm7", "arm7_forces", "wishbone", "arm7_codegen",
+                                   "wishbone_codegen"])
 def test_position_velocity_effort_commands_equal_the_python_path(robots, which, integrator,
                                                                   substeps):
     compiled, python = pair(robots, which, integrator=integrator, substeps=substeps)

@@ -627,7 +627,10 @@ class PlantInterface:
         values = [("drive modes", ", ".join(f"{n} {c}" for n, c in modes.items() if c)),
                   ("substeps", self.plant.substeps),
                   ("limit stops", self.plant.limits.stops if self.plant.limits else 0),
-                  ("halted", self.halt_reason or "no")]
+                  ("halted", self.halt_reason or "no"),
+                  # steps through the one compiled call (docs/plant.md), or why not
+                  ("compiled steps", self.plant.compiled_steps if not
+                   self.plant.compiled_reason else f"0 ({self.plant.compiled_reason})")]
         return values
 
     # ------------------------------------------------------------------ runtime parameters

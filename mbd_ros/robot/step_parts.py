@@ -6,6 +6,12 @@ force callbacks or flexible links. The compiled plant step (kernels/plant_step.p
 mbd_ros.simulation.plant.Plant) calls exactly the kernels robot.forward_dynamics /
 inverse_dynamics / mass_matrix call on these arrays, in the same order: the same bits.
 
+A GeneratedTree (codegen=True) is a RigidTree whose unloaded calls (forward and inverse
+dynamics, mass matrix without loads) run generated kernels; its loaded calls (force elements,
+loop forces) run the generic ones. The compiled step runs the generic kernels on its arrays for
+all of them: the same results to round-off (generated and generic kernels differ in the order of
+their operations), the same bits where the robot's own call is loaded.
+
 This module belongs to the robot layer because it reads the Robot's parts; the simulation layer
 gets them through step_parts(robot) only.
 """
@@ -102,8 +108,8 @@ class StepParts:
 def step_parts(robot):
     """(StepParts, "") for a robot the compiled step handles, or (None, reason)."""
     tree = getattr(robot, "_tree", None)
-    if type(tree) is not RigidTree:
-        return None, "not a generic rigid tree (generated kernels or flexible links)"
+    if not isinstance(tree, RigidTree):   # (a GeneratedTree is one: module docstring)
+        return None, "not a rigid tree (flexible links)"
     if robot.nq != robot.nv or any(t not in VECTOR_SPACE_JOINTS for t in robot.joint_types):
         return None, "a configuration that is not a vector space (quaternion or planar joints)"
     forces = robot._forces
