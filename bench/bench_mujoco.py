@@ -26,7 +26,7 @@ Timed, per simulated step (T steps of one trajectory per call, from the same sta
 - `mujoco.rollout.rollout` (one trajectory, nstep = T; its C loop) and, for reference, mj_step
   called with nstep = T (also one C call);
 - ours: robot.rollout(q0, v0, tau, dt, integrator) when this mbd_ros has it (one call for T
-  steps), `Simulator.step(tau)` in a Python loop (the C-level RK4 step, KernelCall.rk4, for
+  steps; also on the robot loaded with codegen=True, its generated kernels), `Simulator.step(tau)` in a Python loop (the C-level RK4 step, KernelCall.rk4, for
   RK4), and robot.step (the public per-step call, returning copies) in a Python loop.
 Ratios: ours / mujoco.rollout (target of issue "Simulation at scale": <= 0.3).
 """
@@ -142,6 +142,9 @@ def main():
     notes, failures = [], []
     text = urdf_text()
     robot = mbd_ros.load(str(common.REPO / "urdf" / "arm7.urdf"), passive_forces=False)
+    # the same robot with generated kernels (docs/codegen.md), compiled once and cached
+    generated = mbd_ros.load(str(common.REPO / "urdf" / "arm7.urdf"), passive_forces=False,
+                             codegen=True)
     rng = np.random.default_rng(7)
 
     # ---- the same robot on both sides
@@ -228,6 +231,16 @@ def main():
             if gap > 1e-12:
                 failures.append(f"{kind}: robot.rollout differs from Simulator.step by {gap:.1e}")
             funcs["ours robot.rollout"] = ours_rollout
+
+            def ours_rollout_generated(integrator=integrator, tau=tau):
+                return generated.rollout(Q0, zero, tau, DT, integrator=integrator,
+                                         max_speed=1e4)
+            gap = float(np.abs(np.asarray(ours_rollout_generated()[0]) - ours).max())
+            notes.append(f"{kind}: robot.rollout with codegen vs Simulator.step (generic "
+                         f"kernels): max |dq| {gap:.1e} (round-off: other operation order)")
+            if gap > 1e-9:
+                failures.append(f"{kind}: the generated robot's rollout differs by {gap:.1e}")
+            funcs["ours robot.rollout, codegen"] = ours_rollout_generated
         t = common.time_calls_interleaved(funcs, rounds=args.rounds, pause=0.0)
         peer = t["mujoco.rollout.rollout"]["min"]
         # the verdict on the fastest of our whole-trajectory calls
