@@ -80,7 +80,7 @@ def pair(robots, which, **options):
     a, b = robots[which]
     for robot in (a, b):
         robot.time = 0.0
-    compiled = Plant(a, 1e-3, **options)
+    compiled = Plant(a, 1e-3, compiled=True, **options)
     python = Plant(b, 1e-3, compiled=False, **options)
     return compiled, python
 
@@ -194,6 +194,21 @@ def test_the_loop_stays_closed_on_the_compiled_path(robots):
     position, velocity = compiled.robot.closure_residual(compiled.q, compiled.v)
     assert position < 1e-6 and velocity < 1e-6, (position, velocity)
     assert np.abs(compiled.q - start).max() > 1e-3   # it moved (it settles on the strut)
+
+
+def test_auto_takes_the_compiled_call_where_the_python_path_is_python(robots):
+    """compiled="auto" (the default): robots with force elements or loops step compiled; a
+    plain rigid tree keeps its C-level Python path (faster than the kernel's dispatch)."""
+    a, _ = robots["wishbone"]
+    plant = Plant(a, 1e-3, "rk4")
+    plant.step()
+    assert plant.compiled_steps == 1 and plant.compiled_reason == ""
+    a, _ = robots["arm7"]
+    plant = Plant(a, 1e-3, "rk4")
+    plant.step()
+    assert plant.compiled_steps == 0 and "plain" in plant.compiled_reason
+    with pytest.raises(ValueError, match="compiled"):
+        Plant(a, 1e-3, compiled="yes")
 
 
 def test_plants_the_kernel_cannot_take_stay_on_the_python_path(robots):

@@ -64,6 +64,10 @@ class CompiledStep:
         self.no_limit = np.full(nv, np.inf)
         self.pending = False
 
+    def plain(self):
+        """True for a robot without force elements and loops (its Python path is C-level)."""
+        return not (self.parts.has_elements or self.parts.has_loops)
+
     def usable(self):
         """True when this step can run compiled (module docstring); refreshes the robot's
         loop gains."""
