@@ -26,8 +26,9 @@ Timed, per simulated step (T steps of one trajectory per call, from the same sta
 - `mujoco.rollout.rollout` (one trajectory, nstep = T; its C loop) and, for reference, mj_step
   called with nstep = T (also one C call);
 - ours: robot.rollout(q0, v0, tau, dt, integrator) when this mbd_ros has it (one call for T
-  steps; also on the robot loaded with codegen=True, its generated kernels), `Simulator.step(tau)` in a Python loop (the C-level RK4 step, KernelCall.rk4, for
-  RK4), and robot.step (the public per-step call, returning copies) in a Python loop.
+  steps; also on the robot loaded with codegen=True, its generated kernels),
+  `Simulator.step(tau)` in a Python loop (the C-level RK4 step, KernelCall.rk4, for RK4), and
+  robot.step (the public per-step call, returning copies) in a Python loop.
 Ratios: ours / mujoco.rollout (target of issue "Simulation at scale": <= 0.3).
 """
 from __future__ import annotations
