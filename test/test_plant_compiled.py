@@ -232,3 +232,30 @@ def test_plants_the_kernel_cannot_take_stay_on_the_python_path(robots):
         plant.drives.command_position(plant.q[plant.drives.iq])
     step_both(compiled, python, 20, "four-bar, position drives")
     assert compiled.compiled_steps == 20          # ... a servo needs it: Python steps
+
+
+@pytest.mark.parametrize("integrator, dt, duration", [("rk4", 1e-3, 0.3),
+                                                      ("semi_implicit_euler", 0.05, 20.0)])
+def test_simulate_command_trajectory_equals_the_simulator(integrator, dt, duration):
+    """`mbd-ros simulate` of a tree (one robot.rollout call) records the states of repeated
+    Simulator.step, and a divergence at the same time (semi-implicit Euler on the undamped arm
+    at 50 ms: it gains energy until |v| passes the Simulator's bound)."""
+    from mbd_ros.robot.integrators import SimulationDiverged, Simulator
+    from mbd_ros.simulation.report import simulate
+    robot = mbd_ros.load(str(URDF / "arm7.urdf"), passive_forces=False)
+    q0 = np.array([0.3, -0.6, 0.4, 1.1, -0.5, 0.7, 0.2])
+    record = simulate(robot, q0, np.zeros(7), duration, dt, integrator)
+    sim = Simulator(robot, dt, integrator, q=q0)
+    expected, diverged_at = [q0.copy()], None
+    for k in range(int(round(duration / dt))):
+        try:
+            sim.step(np.zeros(7))
+        except SimulationDiverged:
+            diverged_at = (k + 1) * dt
+            break
+        expected.append(sim.q.copy())
+    assert record["diverged_at"] == diverged_at
+    assert record["q"].shape == (len(expected), 7)
+    assert np.abs(record["q"] - np.array(expected)).max() <= ROUND_OFF
+    if integrator == "semi_implicit_euler":
+        assert diverged_at is not None, "the undamped Euler run did not diverge"
