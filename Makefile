@@ -21,7 +21,7 @@ PKG_FILES := setup.py setup.cfg package.xml pyproject.toml mbd_ros/fastcall/_fas
 	$(wildcard mbd_ros/interfaces/*/CMakeLists.txt mbd_ros/interfaces/*/*/*.msg \
 	           mbd_ros/interfaces/*/*/*.action)
 
-.PHONY: demo test clean
+.PHONY: demo test clean bench-mujoco
 
 demo: $(VENV)/.installed-demo
 	$(VENV)/bin/mbd-ros hil-demo
@@ -42,5 +42,16 @@ $(VENV)/.installed-test: $(PY) $(PKG_FILES)
 	$(VENV)/bin/mbd-ros build-interfaces
 	touch $@ $(VENV)/.installed-demo
 
+# MuJoCo comparison (bench/bench_mujoco.py): its own venv, so mujoco is never a dependency of
+# the package; mbd_ros is installed editable there without extras (bench/README.md)
+BENCH_VENV := .venv-bench
+$(BENCH_VENV)/.installed: setup.py setup.cfg pyproject.toml mbd_ros/fastcall/_fastcall.c
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install -q -e . mujoco
+	touch $@
+
+bench-mujoco: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python bench/bench_mujoco.py
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info

@@ -279,3 +279,14 @@ def warm_numba_cache(robot):
             pass
     robot.integrate(q, z, 1e-3)
     robot.compile_c_calls()   # the C entries (mbd_ros/fastcall) the nodes install at configure
+    # the simulate node's plant step (one compiled call, kernels/plant_step.py: one signature
+    # for every robot) and its Python path's kernels
+    from mbd_ros.simulation.plant import Plant
+    time = robot.time
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoopResidualWarning)
+        try:
+            Plant(robot, 1e-3, "rk4", limits=False).step()
+        except (ValueError, FloatingPointError):   # compiled all the same
+            pass
+    robot.time = time   # the step moved the robot's clock

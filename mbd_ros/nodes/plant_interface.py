@@ -705,7 +705,10 @@ class PlantInterface(PlantDrives):
         values = [("drive modes", ", ".join(f"{n} {c}" for n, c in modes.items() if c)),
                   ("substeps", self.plant.substeps),
                   ("limit stops", self.plant.limits.stops if self.plant.limits else 0),
-                  ("halted", self.halt_reason or "no")]
+                  ("halted", self.halt_reason or "no"),
+                  # steps through the one compiled call (docs/plant.md), or why not
+                  ("compiled steps", self.plant.compiled_steps if not
+                   self.plant.compiled_reason else f"0 ({self.plant.compiled_reason})")]
         contact = getattr(self, "contact", None)
         if contact is not None:   # at the last contact evaluation (an integrator stage)
             values += [("contact features touching", int(contact.in_contact.sum())),

@@ -172,6 +172,15 @@ class JointLimits:
         self.stops += 1
         return k
 
+    def kernel_arrays(self):
+        """The arrays the compiled plant step (kernels/plant_step.py) passes to the stop and
+        torque-limit kernels, the very ones enforce() and saturated_drive_torques() pass:
+        (stops_int, stops_float, chol (nv, nv), minv (nv, nv), stop_work (3, nv), vel_idx,
+        velocity (nv,), effort (nv,), one_dof_only)."""
+        vel_idx = self._vel_idx if self._any_velocity else self._no_idx
+        return (self._stops_int, self._stops_float, self._lower, self._minv, self._stop_work,
+                vel_idx, self.velocity, self.effort, self._one_dof_only)
+
     def _inverse(self, m):
         """M^-1 (numba Cholesky, into a preallocated array)."""
         if _spd_inverse(m, self._lower, self._minv):

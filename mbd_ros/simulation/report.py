@@ -42,13 +42,21 @@ def simulate(robot, q, v, duration, dt, integrator="rk4"):
     """Integrate tau = 0 for `duration` s at step `dt`; returns a dict of arrays:
     t (N,), q (N, nq), v (N, nv), ke, pe, dissipated, balance (= KE + PE + D - E0) (N,),
     residual_position, residual_velocity (N,) (zeros for a tree), and 'diverged_at' (s or None).
-    Closed loops use robot.step (projected back onto the loops); trees the Simulator."""
-    from ..robot.integrators import Simulator
+    Closed loops use robot.step (projected back onto the loops); trees without force elements
+    the whole trajectory in one robot.rollout call (compiled where its engine allows), trees with
+    them a Plant without drives or limits (one compiled call per step, plant.py); both with the
+    Simulator's divergence bound."""
+    from ..robot.integrators import MAX_VELOCITY
+    from .plant import Plant
     steps = int(round(duration / dt))
     tau = np.zeros(robot.nv)
     passive = bool(getattr(robot.model, "passive_forces", True))
     closed = bool(robot.closure_names)
-    sim = None if closed else Simulator(robot, dt, integrator, q, v)
+    rows = None
+    if not closed and not robot.force_element_names:
+        rows = _rollout_rows(robot, q, v, steps, dt, integrator, MAX_VELOCITY)
+    sim = None if closed or rows is not None else \
+        Plant(robot, dt, integrator, q, v, joints=[], limits=False, max_speed=MAX_VELOCITY)
     rec = {key: [] for key in ("t", "q", "v", "ke", "pe", "dissipated",
                                "residual_position", "residual_velocity")}
     dissipated, power_prev = 0.0, None
@@ -72,12 +80,18 @@ def simulate(robot, q, v, duration, dt, integrator="rk4"):
         rec["residual_velocity"].append(velocity)
         if k == steps:
             break
+        if rows is not None:   # the rollout's next row, or its end
+            if k + 1 >= len(rows[0]):
+                diverged_at = (k + 1) * dt
+                break
+            q, v = rows[0][k + 1], rows[1][k + 1]
+            continue
         try:
             if closed:
                 q, v = robot.step(q, v, tau, dt, integrator=integrator)
                 q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
             else:
-                sim.step(tau)
+                sim.step()   # tau = 0: no drive
                 q, v = sim.q.copy(), sim.v.copy()
         except (ValueError, FloatingPointError):
             diverged_at = (k + 1) * dt
@@ -86,6 +100,18 @@ def simulate(robot, q, v, duration, dt, integrator="rk4"):
     out["balance"] = out["ke"] + out["pe"] + out["dissipated"] - out["ke"][0] - out["pe"][0]
     out["diverged_at"] = diverged_at
     return out
+
+
+def _rollout_rows(robot, q, v, steps, dt, integrator, max_speed):
+    """(Q (n + 1, nq), V (n + 1, nv)) of robot.rollout with tau = 0 from (q, v): n = steps, or
+    fewer when it diverged or failed (its warning is the caller's diverged_at)."""
+    import warnings
+    from ..robot.rollout import RolloutWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RolloutWarning)
+        result = robot.rollout(q, v, np.zeros((steps, robot.nv)), dt, integrator=integrator,
+                               max_speed=max_speed)
+    return np.asarray(result[0])[:result.steps + 1], np.asarray(result[1])[:result.steps + 1]
 
 
 def _pyplot():
