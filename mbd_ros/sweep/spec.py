@@ -174,7 +174,7 @@ def load_sweep(source):
     if not isinstance(data, dict):
         raise SweepSpecError(f"{where}: a sweep file is a mapping with the keys "
                              f"{', '.join(TOP_KEYS)}; got {F.kind(data)}")
-    F.check_keys(data, TOP_KEYS, f"{where}: unknown key")
+    _check_keys(data, TOP_KEYS, f"{where}: unknown key")
     for key in ("robot", "variations", "scenario"):
         if key not in data:
             raise SweepSpecError(f"{where}: missing key '{key}'")
@@ -228,7 +228,7 @@ def _robot_files(entry, where, base):
     if not isinstance(entry, dict):
         raise SweepSpecError(f"{what}: must be a mapping with 'urdf' (and optionally "
                              f"'closures', 'forces'), got {F.kind(entry)}")
-    F.check_keys(entry, ROBOT_KEYS, f"{what}: unknown key")
+    _check_keys(entry, ROBOT_KEYS, f"{what}: unknown key")
     if "urdf" not in entry:
         raise SweepSpecError(f"{what}: missing key 'urdf' (the robot's URDF file, relative to "
                              "the sweep file)")
@@ -284,7 +284,7 @@ def _variations(entries, where):
 def _variation(entry, what):
     if not isinstance(entry, dict):
         raise SweepSpecError(f"{what}: must be a mapping, got {F.kind(entry)}")
-    F.check_keys(entry, VARIATION_KEYS, f"{what}: unknown key")
+    _check_keys(entry, VARIATION_KEYS, f"{what}: unknown key")
     quantity = entry.get("quantity")
     if quantity not in QUANTITIES:
         raise SweepSpecError(f"{what}.quantity: must be one of {', '.join(QUANTITIES)}, got "
@@ -338,7 +338,7 @@ def _distribution(entry, what):
     if not isinstance(entry, dict):
         raise SweepSpecError(f"{what}: must be a mapping {{type: uniform, low, high, count, "
                              f"seed}}, got {F.kind(entry)}")
-    F.check_keys(entry, DISTRIBUTION_KEYS, f"{what}: unknown key")
+    _check_keys(entry, DISTRIBUTION_KEYS, f"{what}: unknown key")
     kind = entry.get("type")
     if kind not in DISTRIBUTIONS:
         raise SweepSpecError(f"{what}.type: must be one of {', '.join(DISTRIBUTIONS)}, got "
@@ -376,7 +376,7 @@ def _scenario(entry, where):
     what = f"{where}: scenario"
     if not isinstance(entry, dict):
         raise SweepSpecError(f"{what}: must be a mapping, got {F.kind(entry)}")
-    F.check_keys(entry, SCENARIO_KEYS, f"{what}: unknown key")
+    _check_keys(entry, SCENARIO_KEYS, f"{what}: unknown key")
     for key in ("duration", "dt"):
         if key not in entry:
             raise SweepSpecError(f"{what}: missing key '{key}' (s)")
@@ -413,7 +413,7 @@ def _scenario(entry, where):
         if not isinstance(drives, dict):
             raise SweepSpecError(f"{what}.drives: must be a mapping {{joints, kp, kd}}, got "
                                  f"{F.kind(drives)}")
-        F.check_keys(drives, DRIVE_KEYS, f"{what}.drives: unknown key")
+        _check_keys(drives, DRIVE_KEYS, f"{what}.drives: unknown key")
         drive_joints = tuple(_names(drives.get("joints", []), f"{what}.drives.joints"))
         kp = tuple(_gains(drives.get("kp", 400.0), f"{what}.drives.kp"))
         kd = tuple(_gains(drives.get("kd", 40.0), f"{what}.drives.kd"))
@@ -429,7 +429,7 @@ def _reference(entry, what):
         return None
     if not isinstance(entry, dict):
         raise SweepSpecError(f"{what}: must be a mapping, got {F.kind(entry)}")
-    F.check_keys(entry, REFERENCE_KEYS, f"{what}: unknown key")
+    _check_keys(entry, REFERENCE_KEYS, f"{what}: unknown key")
     kind = entry.get("type", "swing")
     if kind not in REFERENCE_TYPES:
         raise SweepSpecError(f"{what}.type: must be one of {', '.join(REFERENCE_TYPES)}, got "
@@ -448,7 +448,7 @@ def _torque(entry, what):
         return None
     if not isinstance(entry, dict):
         raise SweepSpecError(f"{what}: must be a mapping, got {F.kind(entry)}")
-    F.check_keys(entry, TORQUE_KEYS, f"{what}: unknown key")
+    _check_keys(entry, TORQUE_KEYS, f"{what}: unknown key")
     kind = entry.get("type")
     if kind not in TORQUE_TYPES:
         raise SweepSpecError(f"{what}.type: must be one of {', '.join(TORQUE_TYPES)}, got "
@@ -506,6 +506,13 @@ def _check_consistency(spec, where):
 
 
 # ------------------------------------------------------------------------------------------------
+def _check_keys(mapping, allowed, prefix):
+    try:
+        F.check_keys(mapping, allowed, prefix)
+    except ModelError as exc:
+        raise SweepSpecError(str(exc)) from None
+
+
 def _number(value, what):
     try:
         return F.number(value, what)
