@@ -1316,6 +1316,29 @@ class Robot:
             constraints.last_step = StepReport(self, q_next, v_next, position, velocity)
         return q_next, v_next
 
+    def rollout(self, q0, v0, tau, dt, integrator=None, substeps=1, drives=None, limits=False,
+                max_speed=None, batch_threads=None, prescribed=None, t0=None,
+                engine="auto"):
+        """A whole trajectory in one call: the same numbers as repeated step() (robot/rollout.py,
+        docs/rollouts.md).
+
+        q0 (nq,), v0 (nv,), tau (T, nv) generalized forces (N m, N) held over each step of dt
+        (s) -> Rollout (Q (T+1, nq), V (T+1, nv)), row 0 the initial state, a tuple with .status
+        ("ok", "diverged", "error"), .steps, .message. Batch: q0 (N, nq), v0 (N, nv), tau
+        (N, T, nv) -> RolloutBatch (Q (N, T+1, nq), V (N, T+1, nv)) with .status (N,) codes
+        (0 ok, 1 diverged, 2 error), .steps (N,), .messages. integrator: as step() (None: rk4
+        in substeps of at most default_max_step); substeps: integrator calls of dt / substeps per
+        row. drives: {"joints", "kp", "kd", "position" (T, nd), "velocity"} the Plant's drives
+        in POSITION mode; limits: the URDF position stops (and, with drives, the Plant's torque
+        limits); max_speed: divergence bound on |v| (rad/s, m/s; None: the Plant's MAX_SPEED 1e3); batch_threads: threads of a
+        batch (default self.batch_threads); prescribed: as step(); t0: start time (default
+        self.time, which is left unchanged); engine: "auto" or "reference" (the loop of
+        step()). A divergence returns the rows up to it and warns (RolloutDiverged); bad
+        arguments raise ValueError naming the argument."""
+        from .rollout import rollout
+        return rollout(self, q0, v0, tau, dt, integrator, substeps, drives, limits, max_speed,
+                       batch_threads, prescribed, t0, engine)
+
     def _prescribed_targets(self, trajectories, t):
         """{joint: trajectory(t)} -> ({joint: qdd}, [(iq, iv, q, qd)]) (prescribed.py)."""
         return P.trajectory_targets(self._prescribed, trajectories, t)

@@ -1,0 +1,278 @@
+"""robot.rollout (robot/rollout.py): whole trajectories and batches in one call.
+
+References: repeated robot.step from the same state (the rollout's definition: the same numbers,
+bit for bit, as both run the same step), a Plant stepping with command_position per step (the
+drives), JointLimits.enforce's invariants (a joint driven into its stop ends on it, not beyond),
+and the divergence of an undamped explicit integration (its status, step index and the rows it
+keeps).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mbd_ros
+from mbd_ros.robot.integrators import INTEGRATORS
+from mbd_ros.robot.rollout import (DIVERGED, OK, Rollout, RolloutBatch, RolloutDiverged)
+from mbd_ros.robot.rollout_plant import MAX_SPEED
+from mbd_ros.simulation.plant import MAX_SPEED as PLANT_MAX_SPEED
+from mbd_ros.simulation.plant import Plant
+
+ROOT = Path(__file__).resolve().parent.parent
+URDF = ROOT / "urdf"
+CONFIG = ROOT / "config"
+DT = 1e-3
+
+
+def arm():
+    return mbd_ros.load(str(URDF / "arm7.urdf"))
+
+
+def fourbar():
+    return mbd_ros.load(str(URDF / "fourbar.urdf"), closures=str(CONFIG / "fourbar_closures.yaml"))
+
+
+def floating_leg():
+    return mbd_ros.load(str(URDF / "arm7.urdf"), floating_base=True)
+
+
+def flexible_arm():
+    return mbd_ros.load(str(URDF / "flexible_arm.urdf"), flexible=str(CONFIG / "flexible_arm.yaml"))
+
+
+def stepped(robot, q, v, tau, dt, integrator=None, substeps=1):
+    """The reference: Q, V by repeated robot.step from (q, v) (robot.time restored)."""
+    start = robot.time
+    rows_q, rows_v = [np.array(q, float)], [np.array(v, float)]
+    for k in range(len(tau)):
+        for _ in range(substeps):
+            q, v = robot.step(q, v, tau[k], dt / substeps, integrator)
+        rows_q.append(q)
+        rows_v.append(v)
+    robot.time = start
+    return np.array(rows_q), np.array(rows_v)
+
+
+def start_state(robot, seed):
+    rng = np.random.default_rng(seed)
+    q = robot.random_configuration(rng) if not robot.closure_names else robot.assemble(
+        robot.neutral())
+    v = 0.3 * rng.standard_normal(robot.nv)
+    if robot.closure_names:
+        v = robot.project_velocity(q, v)
+    return q, v
+
+
+def torques(robot, steps, seed, scale=2.0):
+    return scale * np.random.default_rng(seed).standard_normal((steps, robot.nv))
+
+
+@pytest.fixture(scope="module")
+def arm7():
+    return arm()
+
+
+# ---------------------------------------------------------------- the API: equality with step
+@pytest.mark.parametrize("integrator", (None,) + INTEGRATORS)
+def test_arm_rollout_equals_repeated_step(arm7, integrator):
+    q0, v0 = start_state(arm7, 1)
+    steps = 6 if integrator in ("implicit_euler", "symplectic_euler") else 25
+    tau = torques(arm7, steps, 2)
+    result = arm7.rollout(q0, v0, tau, DT, integrator=integrator)
+    q_ref, v_ref = stepped(arm7, q0, v0, tau, DT, integrator)
+    assert isinstance(result, Rollout) and len(result) == 2
+    Q, V = result
+    assert result.status == "ok" and result.steps == steps and result.message == ""
+    assert Q.shape == (steps + 1, arm7.nq) and V.shape == (steps + 1, arm7.nv)
+    np.testing.assert_array_equal(Q, q_ref)   # the same steps: the same bits
+    np.testing.assert_array_equal(V, v_ref)
+
+
+def test_substeps_take_k_steps_of_dt_over_k(arm7):
+    q0, v0 = start_state(arm7, 3)
+    tau = torques(arm7, 10, 4)
+    Q, V = arm7.rollout(q0, v0, tau, 4e-3, integrator="semi_implicit_euler", substeps=4)
+    q_ref, v_ref = stepped(arm7, q0, v0, tau, 4e-3, "semi_implicit_euler", substeps=4)
+    np.testing.assert_array_equal(Q, q_ref)
+    np.testing.assert_array_equal(V, v_ref)
+    # the default integrator splits a 5 ms row into five 1 ms RK4 substeps, as robot.step does
+    Q5, V5 = arm7.rollout(q0, v0, tau, 5e-3)
+    q_ref, v_ref = stepped(arm7, q0, v0, tau, 5e-3)
+    np.testing.assert_array_equal(Q5, q_ref)
+    np.testing.assert_array_equal(V5, v_ref)
+
+
+@pytest.mark.parametrize("make", (floating_leg, fourbar, flexible_arm),
+                         ids=("floating_base", "closed_loop", "flexible"))
+def test_other_kinds_equal_repeated_step(make):
+    robot = make()
+    q0, v0 = start_state(robot, 5)
+    tau = torques(robot, 8, 6, scale=0.5)
+    for integrator in (None, "semi_implicit_euler"):
+        Q, V = robot.rollout(q0, v0, tau, DT, integrator=integrator)
+        q_ref, v_ref = stepped(robot, q0, v0, tau, DT, integrator)
+        np.testing.assert_array_equal(Q, q_ref)
+        np.testing.assert_array_equal(V, v_ref)
+    if robot.closure_names:   # robot.step's projection keeps the loop closed
+        position, velocity = robot.closure_residual(Q[-1], V[-1])
+        assert position < 1e-9 and velocity < 1e-9
+
+
+def test_rollout_leaves_time_and_starts_at_t0(arm7):
+    arm7.time = 0.25
+    q0, v0 = start_state(arm7, 7)
+    tau = torques(arm7, 3, 8)
+    arm7.rollout(q0, v0, tau, DT)
+    assert arm7.time == 0.25
+    arm7.time = 0.0
+
+
+# ---------------------------------------------------------------- batches
+def test_batch_equals_single_rollouts(arm7):
+    n, steps = 3, 12
+    starts = [start_state(arm7, 10 + i) for i in range(n)]
+    q0 = np.array([s[0] for s in starts])
+    v0 = np.array([s[1] for s in starts])
+    tau = np.array([torques(arm7, steps, 20 + i) for i in range(n)])
+    result = arm7.rollout(q0, v0, tau, DT, integrator="rk4", batch_threads=2)
+    assert isinstance(result, RolloutBatch)
+    Q, V = result
+    assert Q.shape == (n, steps + 1, arm7.nq) and V.shape == (n, steps + 1, arm7.nv)
+    assert result.status.tolist() == [OK] * n and result.steps.tolist() == [steps] * n
+    assert result.messages == [""] * n
+    for i in range(n):
+        single_q, single_v = arm7.rollout(q0[i], v0[i], tau[i], DT, integrator="rk4")
+        np.testing.assert_array_equal(Q[i], single_q)
+        np.testing.assert_array_equal(V[i], single_v)
+
+
+# ---------------------------------------------------------------- divergence
+def test_divergence_truncates_warns_and_names_the_step():
+    """An undamped pendulum-like arm under a torque growing without bound passes max_speed:
+    the rollout keeps the rows before, says the step and its time, and warns."""
+    robot = mbd_ros.load(str(URDF / "arm7.urdf"), passive_forces=False)
+    q0, v0 = robot.neutral(), np.zeros(robot.nv)
+    steps = 400
+    tau = np.zeros((steps, robot.nv))
+    tau[:, 0] = 20.0 * np.arange(1, steps + 1)   # N m: spins the base joint ever faster
+    with pytest.warns(RolloutDiverged, match="diverged at step"):
+        result = robot.rollout(q0, v0, tau, DT, integrator="semi_implicit_euler", max_speed=50.0)
+    Q, V = result
+    k = result.steps
+    assert result.status == "diverged" and 0 < k < steps
+    assert Q.shape == (k + 1, robot.nq) and V.shape == (k + 1, robot.nv)
+    assert f"step {k} " in result.message and f"t = {k * DT:.6f}" in result.message
+    # every kept row is within the bound and is what robot.step gives; the next step is not
+    assert np.abs(V).max() <= 50.0
+    q_ref, v_ref = stepped(robot, q0, v0, tau[:k + 1], DT, "semi_implicit_euler")
+    np.testing.assert_array_equal(Q, q_ref[:k + 1])
+    assert np.abs(v_ref[k + 1]).max() > 50.0
+    # in a batch, the diverging member's rows after its failure are NaN, the other is complete
+    q0s = np.array([q0, q0])
+    taus = np.array([tau, np.zeros_like(tau)])
+    with pytest.warns(RolloutDiverged):
+        batch = robot.rollout(q0s, np.zeros((2, robot.nv)), taus, DT,
+                              integrator="semi_implicit_euler", max_speed=50.0)
+    assert batch.status.tolist() == [DIVERGED, OK]
+    assert batch.steps.tolist() == [k, steps]
+    np.testing.assert_array_equal(batch.Q[0, :k + 1], Q)
+    assert np.isnan(batch.Q[0, k + 1:]).all() and np.isnan(batch.V[0, k + 1:]).all()
+    assert np.isfinite(batch.Q[1]).all()
+    assert "diverged at step" in batch.messages[0] and batch.messages[1] == ""
+
+
+def test_default_max_speed_is_the_plants():
+    assert MAX_SPEED == PLANT_MAX_SPEED
+
+
+# ---------------------------------------------------------------- bad arguments
+@pytest.mark.parametrize("change, name", [
+    ({"q0": np.zeros(3)}, "q0"),
+    ({"v0": np.zeros(3)}, "v0"),
+    ({"tau": np.zeros((4, 3))}, "tau"),
+    ({"tau": np.full((4, 7), np.nan)}, "tau"),
+    ({"q0": np.full(7, np.inf)}, "q0"),
+    ({"dt": -1.0}, "dt"),
+    ({"integrator": "euler"}, "integrator"),
+    ({"substeps": 0}, "substeps"),
+    ({"max_speed": 0.0}, "max_speed"),
+    ({"batch_threads": 0}, "batch_threads"),
+    ({"drives": {"position": np.zeros((4, 2))}}, "drives"),
+    ({"drives": {"joints": ["nope"], "position": np.zeros((4, 1))}}, "drives"),
+    ({"drives": {"position": np.zeros((4, 7)), "kp": -1.0}}, "kp"),
+    ({"engine": "fast"}, "engine"),
+])
+def test_bad_arguments_name_the_argument(arm7, change, name):
+    args = {"q0": np.zeros(7), "v0": np.zeros(7), "tau": np.zeros((4, 7)), "dt": DT}
+    args.update(change)
+    with pytest.raises(ValueError, match=name):
+        arm7.rollout(**args)
+
+
+def test_batch_shapes_must_agree(arm7):
+    with pytest.raises(ValueError, match="tau"):
+        arm7.rollout(np.zeros((2, 7)), np.zeros((2, 7)), np.zeros((3, 4, 7)), DT)
+    with pytest.raises(ValueError, match="v0"):
+        arm7.rollout(np.zeros((2, 7)), np.zeros(7), np.zeros((2, 4, 7)), DT)
+
+
+# ---------------------------------------------------------------- drives and limits
+def test_drives_equal_a_plant_with_command_position(arm7):
+    """drives= is the Plant's position drives: a Plant stepping with command_position per step
+    (same integrator, same gains, its URDF limits) gives the same states."""
+    steps = 30
+    rng = np.random.default_rng(31)
+    q0 = arm7.neutral()
+    joints = [arm7.joint_names[i] for i in range(arm7.nv)]
+    targets = 0.3 * np.sin(np.linspace(0, 3, steps))[:, None] * rng.uniform(-1, 1, arm7.nv)
+    velocity = np.gradient(targets, DT, axis=0)
+    for limits in (True, False):
+        for integrator in ("semi_implicit_euler", "rk4"):
+            plant = Plant(arm7, DT, integrator=integrator, q=q0, kp=300.0, kd=30.0,
+                          limits=limits, joints=joints)
+            rows_q, rows_v = [plant.q.copy()], [plant.v.copy()]
+            for k in range(steps):
+                plant.drives.command_position(targets[k], velocities=velocity[k])
+                plant.step()
+                rows_q.append(plant.q.copy())
+                rows_v.append(plant.v.copy())
+            Q, V = arm7.rollout(q0, np.zeros(arm7.nv), np.zeros((steps, arm7.nv)), DT,
+                                integrator=integrator, limits=limits,
+                                drives={"joints": joints, "kp": 300.0, "kd": 30.0,
+                                        "position": targets, "velocity": velocity})
+            np.testing.assert_array_equal(Q, np.array(rows_q))
+            np.testing.assert_array_equal(V, np.array(rows_v))
+
+
+def test_limited_joint_pushed_into_its_stop_stays_on_it(arm7):
+    """A constant torque drives joint 2 into its URDF limit: with limits=True it ends on the
+    limit (not beyond, up to round-off), at rest against it, as the Plant's stops hold it; and
+    the trajectory equals a Plant's (zero drive efforts, same integrator)."""
+    lower, upper = arm7.position_limits
+    joint = 1
+    steps = 400
+    tau = np.zeros((steps, arm7.nv))
+    tau[:, joint] = 200.0   # N m, far beyond gravity's torque: pushes to the upper limit
+    q0 = arm7.neutral()
+    Q, V = arm7.rollout(q0, np.zeros(arm7.nv), tau, DT, integrator="semi_implicit_euler",
+                        limits=True)
+    assert np.all(Q[:, joint] <= upper[joint] + 1e-12)
+    assert Q[-1, joint] == pytest.approx(upper[joint], abs=1e-12)
+    assert abs(V[-1, joint]) < 1e-9
+    # without the stops the same torque carries it past the limit
+    free_q, _ = arm7.rollout(q0, np.zeros(arm7.nv), tau, DT, integrator="semi_implicit_euler")
+    assert free_q[-1, joint] > upper[joint] + 0.1
+    plant = Plant(arm7, DT, q=q0, limits=True)
+    plant.drives.command_effort(np.zeros(len(plant.drives.joints)))
+    rows = [plant.q.copy()]
+    for k in range(steps):
+        plant.sim.step(tau[k])   # the Plant's integrator, then its stops
+        plant.limits.enforce(plant.sim.q, plant.sim.v)
+        rows.append(plant.q.copy())
+    np.testing.assert_array_equal(Q, np.array(rows))
+
+
+def test_warning_class_is_a_runtime_warning():
+    assert issubclass(RolloutDiverged, RuntimeWarning)
