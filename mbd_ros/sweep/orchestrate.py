@@ -107,7 +107,7 @@ def _client(scheduler, workers, timeout):
         return Client(scheduler, timeout=timeout), None
     n = int(workers) if workers else max(1, os.cpu_count() or 1)
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                           dashboard_address=None, timeout=timeout)
+                           dashboard_address=":0", timeout=timeout)
     return Client(cluster, timeout=timeout), cluster
 
 

@@ -110,15 +110,12 @@ def run_one(spec, values):
         kd = None if arrays.kd is None else arrays.kd.copy()
         for variation, value in zip(spec.variations, values):
             _apply_argument(robot, arrays, variation, float(value), q0, v0, kp, kd)
-        kwargs = {"integrator": scenario.integrator, "substeps": scenario.substeps}
+        kwargs = {"integrator": scenario.integrator, "substeps": scenario.substeps,
+                  "limits": scenario.limits, "max_speed": scenario.max_speed}
         if arrays.drive_joints is not None:
             kwargs["drives"] = {"joints": list(arrays.drive_joints), "kp": kp, "kd": kd,
                                 "position": arrays.ref_position[:-1],
                                 "velocity": arrays.ref_velocity[:-1]}
-        if scenario.limits:
-            kwargs["limits"] = True
-        if scenario.max_speed != 1.0e3:
-            kwargs["max_speed"] = scenario.max_speed
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)   # a divergence is in the status
             result = robot.rollout(q0, v0, arrays.tau, scenario.dt, **kwargs)
