@@ -20,10 +20,10 @@ import math
 
 import numpy as np
 
-from ..kernels.plant import effective_inertias
+from ..kernels.drive_rows import drive_torque_rows
 from ..robot.joint_map import scalar_dofs
-from ..simulation.drives import POSITION, JointDrives
-from ..simulation.limits import JointLimits
+from ..simulation.drives import JointDrives
+from ..simulation.limits import VELOCITY_TIME_CONSTANT, JointLimits
 
 LIMIT_TOLERANCE = 1e-9   # rad or m: the stops put a joint exactly on its limit (round-off)
 
@@ -59,60 +59,69 @@ def nan_metrics(columns):
 
 
 class TorqueRecorder:
-    """The drive torques the rollout applied, recomputed row by row on the run's robot with the
-    Plant's drives (JointDrives in POSITION mode, the same kernel, its preallocated arrays) and,
-    with limits, the Plant's JointLimits saturation."""
+    """The drive torques the rollout applied, recomputed for all rows at once on the run's
+    robot: M(q) per row (the robot's C-level entry), b(q, v) = ID(q, v, 0) in one batch call,
+    then kernels/drive_rows.py (the Plant's drive and limit kernels, row by row). Built once
+    per robot context (the arrays preallocated for the scenario's steps); the robot of each
+    run is passed to torques()."""
 
-    def __init__(self, robot, arrays, kp, kd, limits):
-        self.robot = robot
+    def __init__(self, robot, arrays, limits, steps):
         self.limits = JointLimits(robot) if limits else None
         lower = upper = None
         if self.limits is not None:
             lower, upper = self.limits.lower, self.limits.upper
-        self.drives = JointDrives(robot, arrays.drive_joints, kp, kd, lower, upper)
         n = len(arrays.drive_joints)
+        self.drives = JointDrives(robot, arrays.drive_joints, 400.0, 40.0, lower, upper)
         self.drives.command_position(np.clip(arrays.ref_position[0], self.drives.lower,
                                              self.drives.upper), velocities=np.zeros(n))
-        assert (self.drives.mode == POSITION).all()
+        # the drives' position targets as command_position clips them
+        self.targets = np.ascontiguousarray(np.clip(arrays.ref_position, self.drives.lower,
+                                                    self.drives.upper))
+        self.velocities = np.ascontiguousarray(arrays.ref_velocity)
         nv = robot.nv
-        self.m = np.zeros((nv, nv))
+        self.m_rows = np.zeros((steps, nv, nv))
+        self.bias_rows = np.zeros((steps, nv))
+        self.zero_rows = np.zeros((steps, nv))
         self.lower = np.zeros((nv, nv))
         self.scratch = np.zeros((nv, nv))
         self.m_eff = np.zeros(nv)
         self.zero = np.zeros(nv)
-        self.bias = np.zeros(nv)
-        self.closed = bool(robot.closure_names)
+        if self.limits is not None:
+            self.velocity = np.ascontiguousarray(self.limits.velocity)
+            self.effort = np.ascontiguousarray(self.limits.effort)
+        else:
+            self.velocity = self.effort = np.full(nv, np.inf)
+        self.vel_idx = np.flatnonzero(np.isfinite(self.velocity)).astype(np.int64)
 
-    def torques(self, Q, V, ref_position, ref_velocity, dt, out):
-        """Drive torques (K, nv) into out at the rows 0..K-1 of Q, V, commanded with the
-        reference rows 0..K-1 (positions clipped to the limits, as command_position does)."""
-        robot, drives = self.robot, self.drives
-        targets = np.clip(ref_position, drives.lower, drives.upper)
+    def torques(self, robot, Q, V, kp, kd, dt, out):
+        """Drive torques (K, nv) into out at the rows 0..K-1 of Q, V (the state at the start
+        of each step), commanded with the reference rows 0..K-1, gains kp, kd (nd,)."""
         K = out.shape[0]
-        bias_rows = None
-        if not self.closed and K:
-            bias_rows = robot.inverse_dynamics_batch(Q[:K], V[:K], np.zeros((K, robot.nv)))
+        if not K:
+            return out
+        drives = self.drives
+        drives.set_gains(kp, kd)
+        m_rows, bias_rows = self.m_rows[:K], self.bias_rows[:K]
         for k in range(K):
-            q, v = Q[k], V[k]
-            drives.q_ref[:] = targets[k]
-            drives.velocity_cmd[:] = ref_velocity[k]
-            m = robot.mass_matrix(q, out=self.m)
-            if effective_inertias(m, self.lower, self.scratch, self.m_eff):
-                raise ValueError(f"row {k}: the mass matrix is not positive definite")
-            if bias_rows is not None:
-                bias = bias_rows[k]
-            else:   # closed loops: the Plant's compensation (plant.py _compensation)
+            robot.mass_matrix(Q[k], out=m_rows[k])
+        if robot.closure_names:   # the Plant's compensation (plant.py _compensation)
+            for k in range(K):
                 try:
-                    qdd = robot.project_acceleration(q, v, self.zero)
-                    self.bias[:] = robot.inverse_dynamics(q, v, qdd)
+                    qdd = robot.project_acceleration(Q[k], V[k], self.zero)
+                    bias_rows[k] = robot.inverse_dynamics(Q[k], V[k], qdd)
                 except ValueError:
-                    self.bias[:] = 0.0
-                bias = self.bias
-            if self.limits is None:
-                drives.torques(q, v, dt, out=out[k], m=m, m_eff=self.m_eff, bias=bias)
-            else:
-                self.limits.saturated_drive_torques(drives, q, v, dt, out[k], m, self.m_eff,
-                                                    bias)
+                    bias_rows[k] = 0.0
+        else:
+            robot.inverse_dynamics_batch(Q[:K], V[:K], self.zero_rows[:K], out=bias_rows)
+        drive_int, drive_float = drives.kernel_arrays()
+        bad = drive_torque_rows(drive_int, drive_float, np.ascontiguousarray(Q[:K]),
+                                np.ascontiguousarray(V[:K]), m_rows, bias_rows,
+                                self.targets[:K], self.velocities[:K], float(dt),
+                                self.limits is not None, self.vel_idx, self.velocity,
+                                self.effort, 1.0 / VELOCITY_TIME_CONSTANT, self.lower,
+                                self.scratch, self.m_eff, out)
+        if bad:
+            raise ValueError(f"row {bad - 1}: the mass matrix is not positive definite")
         return out
 
 
@@ -130,9 +139,11 @@ def position_limit_hits(robot, Q):
     return int(on_stop.any(axis=1).sum())
 
 
-def run_metrics(metrics, robot, arrays, scenario, Q, V, status, kp=None, kd=None):
+def run_metrics(metrics, robot, arrays, scenario, Q, V, status, kp=None, kd=None,
+                recorder=None):
     """{column: value} of the metrics of one run (module docstring). Q, V: the rollout's rows
-    (finite: a diverged rollout's rows up to its last sane state); status: its status."""
+    (finite: a diverged rollout's rows up to its last sane state); status: its status; kp, kd
+    the run's drive gains; recorder: a TorqueRecorder of the scenario (made here if None)."""
     K = Q.shape[0] - 1
     out = {}
     for metric in metrics:
@@ -144,9 +155,9 @@ def run_metrics(metrics, robot, arrays, scenario, Q, V, status, kp=None, kd=None
             tau = np.array(arrays.tau[:K])
             drive_tau = np.zeros_like(tau)
             if arrays.drive_joints is not None and K:
-                recorder = TorqueRecorder(robot, arrays, kp, kd, scenario.limits)
-                recorder.torques(Q, V, arrays.ref_position[:K], arrays.ref_velocity[:K],
-                                 scenario.dt, drive_tau)
+                recorder = recorder or TorqueRecorder(robot, arrays, scenario.limits,
+                                                      scenario.steps)
+                recorder.torques(robot, Q, V, kp, kd, scenario.dt, drive_tau)
             tau += drive_tau
             out["peak_torque"] = float(np.abs(tau).max()) if K else 0.0
             dofs = scalar_dofs(robot)

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import excerpt
 from . import model_changes as C
-from .metrics import metric_columns, nan_metrics, run_metrics
+from .metrics import TorqueRecorder, metric_columns, nan_metrics, run_metrics
 from .scenario import scenario_arrays
 
 MAX_CACHED_ROBOTS = 32      # per worker process: distinct robots (stiffness values) kept
@@ -46,6 +46,10 @@ class RobotContext:
         self.targets = C.InertialTargets(robot, spec.variations)
         self.parameters = robot.inertial_parameters() if self.targets.body else None
         self.columns = metric_columns(spec.metrics, robot, self.arrays)
+        self.recorder = None
+        if "peak_torque" in spec.metrics and self.arrays.drive_joints is not None:
+            self.recorder = TorqueRecorder(robot, self.arrays, spec.scenario.limits,
+                                           spec.scenario.steps)
 
 
 def load_robot(files, forces=None):
@@ -126,7 +130,8 @@ def run_one(spec, values):
         row.update(status=status, error="" if status == "ok" else
                    excerpt(str(result.message or status), MAX_ERROR_CHARACTERS),
                    steps=int(result.steps))
-        row.update(run_metrics(spec.metrics, robot, arrays, scenario, Q, V, status, kp, kd))
+        row.update(run_metrics(spec.metrics, robot, arrays, scenario, Q, V, status, kp, kd,
+                               context.recorder))
     except Exception as exc:   # noqa: BLE001 -- a failing run is a row with its error
         row.update(status="error", steps=0,
                    error=excerpt(f"{type(exc).__name__}: {exc}", MAX_ERROR_CHARACTERS))
