@@ -147,3 +147,53 @@ def test_quantities_documented():
     doc = (Path(__file__).resolve().parent.parent / "docs" / "sweeps.md").read_text()
     for name in (*S.QUANTITIES, *S.DISTRIBUTIONS, *S.METRICS, *S.SCENARIO_KEYS):
         assert f"`{name}`" in doc, name
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _forces_sweep(values):
+    return {"name": "spring",
+            "robot": {"urdf": str(ROOT / "urdf" / "flexible_arm.urdf"),
+                      "forces": str(ROOT / "config" / "flexible_arm_forces.yaml")},
+            "variations": [{"name": "k", "quantity": "stiffness", "element": "elbow_spring",
+                            "values": values}],
+            "scenario": {"duration": 0.01, "dt": 0.001},
+            "metrics": ["diverged", "final_state"]}
+
+
+def test_a_stiffness_variation_rebuilds_the_robot_with_that_spring():
+    """The rebuilt robot's joint spring acts as tau = -k (q - q0) on the elbow (q0 = 0.2 rad,
+    config/flexible_arm_forces.yaml): M (qdd(k2) - qdd(k1)) = -(k2 - k1) (q_elbow - q0) e_elbow,
+    the other elements unchanged. To round-off of the two forward dynamics (solve_tol)."""
+    from conftest import solve_tol
+    from mbd_ros.sweep import runner
+    spec = load_sweep(_forces_sweep([5.0, 50.0]))
+    soft = runner.robot_context(spec, (("elbow_spring", 5.0),)).robot
+    stiff = runner.robot_context(spec, (("elbow_spring", 50.0),)).robot
+    assert runner.robot_context(spec, (("elbow_spring", 50.0),)).robot is stiff   # cached
+    rng = np.random.default_rng(5)
+    q, v, tau = np.array([0.4, -0.7]), rng.standard_normal(2), rng.standard_normal(2)
+    m = soft.mass_matrix(q)
+    difference = stiff.forward_dynamics(q, v, tau) - soft.forward_dynamics(q, v, tau)
+    expected = np.array([0.0, -(50.0 - 5.0) * (q[1] - 0.2)])
+    np.testing.assert_allclose(m @ difference, expected, rtol=0,
+                               atol=solve_tol(m, difference) * np.linalg.norm(m, 2) + 1e-12)
+    row = runner.run_one(spec, [50.0])
+    assert row["status"] == "ok", row["error"]
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d["variations"][0].update(element="nope"), r"element 'nope' is not in"),
+    (lambda d: d["robot"].pop("forces"), r"stiffness variation needs robot\.forces"),
+    (lambda d: d["variations"].append({"quantity": "initial_position", "joint": "knee",
+                                       "values": [0.1]}), r"'knee' is not a 1-dof joint"),
+    (lambda d: d["variations"].append({"quantity": "mass", "link": "tool",
+                                       "values": [1.0]}), r"welded to the body 'forearm'"),
+])
+def test_names_that_are_not_in_the_robot_fail_before_any_run(change, message):
+    from mbd_ros.sweep.orchestrate import check_targets
+    data = _forces_sweep([5.0])
+    change(data)
+    with pytest.raises(ValueError, match=message):
+        check_targets(load_sweep(data))
