@@ -201,6 +201,19 @@ def test_summary_png_and_table(swept):
     assert "8 runs: 2 ok, 2 diverged, 4 with an error" in result.table
 
 
+def test_a_running_cluster_by_its_scheduler_address(client, tmp_path):
+    """run_sweep(scheduler=address): a client of its own on an existing cluster (the
+    fixture's), closed at the end; the cluster lives on. One run, the same row as before."""
+    data = copy.deepcopy(SWEEP)
+    for variation in data["variations"]:
+        variation["values"] = variation["values"][:1]
+    result = run_sweep(data, tmp_path / "out", scheduler=client.scheduler.address,
+                       progress=False, stream=False)
+    rows = R.read_results(result.out)
+    assert list(rows["status"]) == ["ok"] and result.ran == 1
+    assert len(client.scheduler_info()["workers"]) == 2         # the cluster is still there
+
+
 def test_command_line_on_its_own_local_cluster(tmp_path):
     """`mbd-ros sweep FILE --workers 2 --out DIR`, the sweep file naming its URDF relatively."""
     (tmp_path / "arm.urdf").write_text(sample_urdf().read_text())
