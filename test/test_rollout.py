@@ -1,4 +1,5 @@
-"""robot.rollout (robot/rollout.py): whole trajectories and batches in one call.
+"""robot.rollout (robot/rollout.py): whole trajectories and batches in one call, by the compiled
+engine (kernels/rollout.py) and the reference engine (repeated robot.step from Python).
 
 References: repeated robot.step from the same state (the rollout's definition: the same numbers,
 bit for bit, as both run the same step), a Plant stepping with command_position per step (the
@@ -74,13 +75,24 @@ def arm7():
     return arm()
 
 
+COMPILED_INTEGRATORS = (None, "rk4", "semi_implicit_euler")
+PYTHON_INTEGRATORS = ("implicit_euler", "symplectic_euler")
+assert set(COMPILED_INTEGRATORS[1:] + PYTHON_INTEGRATORS) == set(INTEGRATORS)
+ENGINES = ("compiled", "reference")
+
+
+def engines_for(integrator):
+    return ENGINES if integrator in COMPILED_INTEGRATORS else ("reference",)
+
+
 # ---------------------------------------------------------------- the API: equality with step
-@pytest.mark.parametrize("integrator", (None,) + INTEGRATORS)
-def test_arm_rollout_equals_repeated_step(arm7, integrator):
+@pytest.mark.parametrize("integrator, engine", [(i, e) for i in (None,) + INTEGRATORS
+                                                for e in engines_for(i)])
+def test_arm_rollout_equals_repeated_step(arm7, integrator, engine):
     q0, v0 = start_state(arm7, 1)
-    steps = 6 if integrator in ("implicit_euler", "symplectic_euler") else 25
+    steps = 6 if integrator in PYTHON_INTEGRATORS else 25
     tau = torques(arm7, steps, 2)
-    result = arm7.rollout(q0, v0, tau, DT, integrator=integrator)
+    result = arm7.rollout(q0, v0, tau, DT, integrator=integrator, engine=engine)
     q_ref, v_ref = stepped(arm7, q0, v0, tau, DT, integrator)
     assert isinstance(result, Rollout) and len(result) == 2
     Q, V = result
@@ -90,34 +102,104 @@ def test_arm_rollout_equals_repeated_step(arm7, integrator):
     np.testing.assert_array_equal(V, v_ref)
 
 
-def test_substeps_take_k_steps_of_dt_over_k(arm7):
+@pytest.mark.parametrize("integrator", PYTHON_INTEGRATORS)
+def test_python_integrators_are_refused_by_the_compiled_engine(arm7, integrator):
+    with pytest.raises(ValueError, match=f"engine='compiled'.*{integrator}"):
+        arm7.rollout(arm7.neutral(), np.zeros(7), np.zeros((2, 7)), DT, integrator=integrator,
+                     engine="compiled")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_substeps_take_k_steps_of_dt_over_k(arm7, engine):
     q0, v0 = start_state(arm7, 3)
     tau = torques(arm7, 10, 4)
-    Q, V = arm7.rollout(q0, v0, tau, 4e-3, integrator="semi_implicit_euler", substeps=4)
+    Q, V = arm7.rollout(q0, v0, tau, 4e-3, integrator="semi_implicit_euler", substeps=4,
+                        engine=engine)
     q_ref, v_ref = stepped(arm7, q0, v0, tau, 4e-3, "semi_implicit_euler", substeps=4)
     np.testing.assert_array_equal(Q, q_ref)
     np.testing.assert_array_equal(V, v_ref)
     # the default integrator splits a 5 ms row into five 1 ms RK4 substeps, as robot.step does
-    Q5, V5 = arm7.rollout(q0, v0, tau, 5e-3)
+    Q5, V5 = arm7.rollout(q0, v0, tau, 5e-3, engine=engine)
     q_ref, v_ref = stepped(arm7, q0, v0, tau, 5e-3)
     np.testing.assert_array_equal(Q5, q_ref)
     np.testing.assert_array_equal(V5, v_ref)
 
 
-@pytest.mark.parametrize("make", (floating_leg, fourbar, flexible_arm),
-                         ids=("floating_base", "closed_loop", "flexible"))
-def test_other_kinds_equal_repeated_step(make):
+def codegen_arm():
+    return mbd_ros.load(str(URDF / "arm7.urdf"), codegen=True)
+
+
+def double_wishbone():
+    return mbd_ros.load(str(URDF / "double_wishbone.urdf"),
+                        closures=str(CONFIG / "double_wishbone.yaml"),
+                        forces=str(CONFIG / "double_wishbone.yaml"))
+
+
+def sprung_arm():
+    """arm7 with a joint spring force element (evaluated in Python at every stage)."""
+    forces = {"forces": [{"type": "joint_spring", "name": "elbow_spring", "joint": "joint_4",
+                          "stiffness": 20.0, "damping": 0.5}]}
+    return mbd_ros.load(str(URDF / "arm7.urdf"), forces=forces)
+
+
+GRIPPER = """<?xml version="1.0"?>
+<robot name="gripper">
+  <link name="base"/>
+  <joint name="slide" type="prismatic"><parent link="base"/><child link="palm"/>
+    <axis xyz="1 0 0"/><limit lower="-1" upper="1" effort="100" velocity="1"/></joint>
+  <link name="palm"><inertial><mass value="1.0"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+  <joint name="finger_a" type="revolute"><parent link="palm"/><child link="finger_a_link"/>
+    <origin xyz="0 0.02 0"/><axis xyz="1 0 0"/>
+    <limit lower="-1" upper="1" effort="10" velocity="1"/></joint>
+  <link name="finger_a_link"><inertial><origin xyz="0 0.01 0.04"/><mass value="0.08"/>
+    <inertia ixx="0.0001" ixy="0" ixz="0" iyy="0.0001" iyz="0" izz="0.00002"/></inertial></link>
+  <joint name="finger_b" type="revolute"><parent link="palm"/><child link="finger_b_link"/>
+    <origin xyz="0 -0.02 0"/><axis xyz="1 0 0"/>
+    <limit lower="-1" upper="1" effort="10" velocity="1"/>
+    <mimic joint="finger_a" multiplier="-1.5" offset="0.1"/></joint>
+  <link name="finger_b_link"><inertial><origin xyz="0 -0.01 0.04"/><mass value="0.08"/>
+    <inertia ixx="0.0001" ixy="0" ixz="0" iyy="0.0001" iyz="0" izz="0.00002"/></inertial></link>
+</robot>"""
+
+
+def mimic_gripper():
+    return mbd_ros.load(GRIPPER, mimic=True)
+
+
+# kinds the compiled engine runs, and kinds that run in the reference loop (robot/rollout_compiled.py)
+COMPILED_KINDS = {"floating_base": floating_leg, "flexible": flexible_arm, "codegen": codegen_arm}
+PYTHON_KINDS = {"closed_loop": fourbar, "forces_and_loops": double_wishbone,
+                "force_element": sprung_arm, "mimic": mimic_gripper}
+
+
+def mimic_start(robot, seed):
+    q, v = start_state(robot, seed)
+    if robot.mimic_joints:
+        q, v = robot.apply_mimic(q, v)
+    return q, v
+
+
+@pytest.mark.parametrize("kind", list(COMPILED_KINDS) + list(PYTHON_KINDS))
+def test_other_kinds_equal_repeated_step(kind):
+    make = {**COMPILED_KINDS, **PYTHON_KINDS}[kind]
     robot = make()
-    q0, v0 = start_state(robot, 5)
+    q0, v0 = mimic_start(robot, 5)
     tau = torques(robot, 8, 6, scale=0.5)
+    engine = "compiled" if kind in COMPILED_KINDS else "auto"
+    if kind in PYTHON_KINDS:
+        with pytest.raises(ValueError, match="engine='compiled'"):
+            robot.rollout(q0, v0, tau, DT, engine="compiled")
     for integrator in (None, "semi_implicit_euler"):
-        Q, V = robot.rollout(q0, v0, tau, DT, integrator=integrator)
+        Q, V = robot.rollout(q0, v0, tau, DT, integrator=integrator, engine=engine)
         q_ref, v_ref = stepped(robot, q0, v0, tau, DT, integrator)
         np.testing.assert_array_equal(Q, q_ref)
         np.testing.assert_array_equal(V, v_ref)
     if robot.closure_names:   # robot.step's projection keeps the loop closed
         position, velocity = robot.closure_residual(Q[-1], V[-1])
         assert position < 1e-9 and velocity < 1e-9
+    if kind == "floating_base":   # the free joint's quaternion stays unit (the exponential map)
+        assert abs(np.linalg.norm(Q[-1, 3:7]) - 1.0) < 1e-14
 
 
 def test_rollout_leaves_time_and_starts_at_t0(arm7):
@@ -130,26 +212,31 @@ def test_rollout_leaves_time_and_starts_at_t0(arm7):
 
 
 # ---------------------------------------------------------------- batches
-def test_batch_equals_single_rollouts(arm7):
+@pytest.mark.parametrize("engine, threads", [("compiled", 1), ("compiled", 2),
+                                             ("compiled", 5), ("reference", 2)])
+def test_batch_equals_single_rollouts(arm7, engine, threads):
     n, steps = 3, 12
     starts = [start_state(arm7, 10 + i) for i in range(n)]
     q0 = np.array([s[0] for s in starts])
     v0 = np.array([s[1] for s in starts])
     tau = np.array([torques(arm7, steps, 20 + i) for i in range(n)])
-    result = arm7.rollout(q0, v0, tau, DT, integrator="rk4", batch_threads=2)
+    result = arm7.rollout(q0, v0, tau, DT, integrator="rk4", batch_threads=threads,
+                          engine=engine)
     assert isinstance(result, RolloutBatch)
     Q, V = result
     assert Q.shape == (n, steps + 1, arm7.nq) and V.shape == (n, steps + 1, arm7.nv)
     assert result.status.tolist() == [OK] * n and result.steps.tolist() == [steps] * n
     assert result.messages == [""] * n
     for i in range(n):
-        single_q, single_v = arm7.rollout(q0[i], v0[i], tau[i], DT, integrator="rk4")
+        single_q, single_v = arm7.rollout(q0[i], v0[i], tau[i], DT, integrator="rk4",
+                                          engine="reference")
         np.testing.assert_array_equal(Q[i], single_q)
         np.testing.assert_array_equal(V[i], single_v)
 
 
 # ---------------------------------------------------------------- divergence
-def test_divergence_truncates_warns_and_names_the_step():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_divergence_truncates_warns_and_names_the_step(engine):
     """An undamped pendulum-like arm under a torque growing without bound passes max_speed:
     the rollout keeps the rows before, says the step and its time, and warns."""
     robot = mbd_ros.load(str(URDF / "arm7.urdf"), passive_forces=False)
@@ -158,7 +245,8 @@ def test_divergence_truncates_warns_and_names_the_step():
     tau = np.zeros((steps, robot.nv))
     tau[:, 0] = 20.0 * np.arange(1, steps + 1)   # N m: spins the base joint ever faster
     with pytest.warns(RolloutDiverged, match="diverged at step"):
-        result = robot.rollout(q0, v0, tau, DT, integrator="semi_implicit_euler", max_speed=50.0)
+        result = robot.rollout(q0, v0, tau, DT, integrator="semi_implicit_euler", max_speed=50.0,
+                               engine=engine)
     Q, V = result
     k = result.steps
     assert result.status == "diverged" and 0 < k < steps
@@ -174,7 +262,8 @@ def test_divergence_truncates_warns_and_names_the_step():
     taus = np.array([tau, np.zeros_like(tau)])
     with pytest.warns(RolloutDiverged):
         batch = robot.rollout(q0s, np.zeros((2, robot.nv)), taus, DT,
-                              integrator="semi_implicit_euler", max_speed=50.0)
+                              integrator="semi_implicit_euler", max_speed=50.0, engine=engine,
+                              batch_threads=2)
     assert batch.status.tolist() == [DIVERGED, OK]
     assert batch.steps.tolist() == [k, steps]
     np.testing.assert_array_equal(batch.Q[0, :k + 1], Q)
@@ -219,7 +308,8 @@ def test_batch_shapes_must_agree(arm7):
 
 
 # ---------------------------------------------------------------- drives and limits
-def test_drives_equal_a_plant_with_command_position(arm7):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_drives_equal_a_plant_with_command_position(arm7, engine):
     """drives= is the Plant's position drives: a Plant stepping with command_position per step
     (same integrator, same gains, its URDF limits) gives the same states."""
     steps = 30
@@ -239,14 +329,15 @@ def test_drives_equal_a_plant_with_command_position(arm7):
                 rows_q.append(plant.q.copy())
                 rows_v.append(plant.v.copy())
             Q, V = arm7.rollout(q0, np.zeros(arm7.nv), np.zeros((steps, arm7.nv)), DT,
-                                integrator=integrator, limits=limits,
+                                integrator=integrator, limits=limits, engine=engine,
                                 drives={"joints": joints, "kp": 300.0, "kd": 30.0,
                                         "position": targets, "velocity": velocity})
             np.testing.assert_array_equal(Q, np.array(rows_q))
             np.testing.assert_array_equal(V, np.array(rows_v))
 
 
-def test_limited_joint_pushed_into_its_stop_stays_on_it(arm7):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_limited_joint_pushed_into_its_stop_stays_on_it(arm7, engine):
     """A constant torque drives joint 2 into its URDF limit: with limits=True it ends on the
     limit (not beyond, up to round-off), at rest against it, as the Plant's stops hold it; and
     the trajectory equals a Plant's (zero drive efforts, same integrator)."""
@@ -257,12 +348,13 @@ def test_limited_joint_pushed_into_its_stop_stays_on_it(arm7):
     tau[:, joint] = 200.0   # N m, far beyond gravity's torque: pushes to the upper limit
     q0 = arm7.neutral()
     Q, V = arm7.rollout(q0, np.zeros(arm7.nv), tau, DT, integrator="semi_implicit_euler",
-                        limits=True)
+                        limits=True, engine=engine)
     assert np.all(Q[:, joint] <= upper[joint] + 1e-12)
     assert Q[-1, joint] == pytest.approx(upper[joint], abs=1e-12)
     assert abs(V[-1, joint]) < 1e-9
     # without the stops the same torque carries it past the limit
-    free_q, _ = arm7.rollout(q0, np.zeros(arm7.nv), tau, DT, integrator="semi_implicit_euler")
+    free_q, _ = arm7.rollout(q0, np.zeros(arm7.nv), tau, DT, integrator="semi_implicit_euler",
+                             engine=engine)
     assert free_q[-1, joint] > upper[joint] + 0.1
     plant = Plant(arm7, DT, q=q0, limits=True)
     plant.drives.command_effort(np.zeros(len(plant.drives.joints)))

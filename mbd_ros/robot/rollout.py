@@ -48,7 +48,7 @@ from .rollout_plant import (MAX_SPEED, VELOCITY_TIME_CONSTANT, PlantLimits, Stop
 # batch status codes (RolloutBatch.status), and their names (Rollout.status)
 OK, DIVERGED, ERROR = 0, 1, 2
 STATUS_NAMES = ("ok", "diverged", "error")
-ENGINES = ("auto", "reference")
+ENGINES = ("auto", "compiled", "reference")
 # the most steps x members one call may take (a bound on memory: Q and V hold (N, T+1, n))
 MAX_ROWS = 100_000_000
 
@@ -191,9 +191,18 @@ def rollout(robot, q0, v0, tau, dt, integrator=None, substeps=1, drives=None, li
     status = np.zeros(problem.n, dtype=np.int64)
     steps = np.zeros(problem.n, dtype=np.int64)
     messages = [""] * problem.n
-    del threads   # the reference engine runs the members one after the other
-    for i in range(problem.n):
-        status[i], steps[i], messages[i] = reference_rollout(problem, i, q[i], v[i])
+    reason = None
+    if engine != "reference":
+        from .rollout_compiled import compiled_rollout, unsupported
+        reason = unsupported(problem)
+        if reason is not None and engine == "compiled":
+            raise ValueError(f"engine='compiled' cannot run this rollout: {reason}")
+    if engine != "reference" and reason is None:
+        compiled_rollout(problem, q, v, status, steps, messages, threads,
+                         lambda code, k, detail: _compiled_message(problem, code, k, detail))
+    else:   # the reference engine runs the members one after the other
+        for i in range(problem.n):
+            status[i], steps[i], messages[i] = reference_rollout(problem, i, q[i], v[i])
     if problem.batch:
         failed = np.flatnonzero(status)
         if len(failed):
@@ -224,6 +233,24 @@ def diverged_message(k, problem, what):
     """The message of a rollout stopped in the step from row k (t_k to t_k + dt)."""
     t = problem.t0 + k * problem.dt
     return f"rollout diverged at step {k} (t = {t:.6f} s to {t + problem.dt:.6f} s): {what}"
+
+
+def _compiled_message(problem, code, k, detail):
+    """(status, message) of kernels/rollout.py's result code for the step from row k."""
+    if code == 0:
+        return OK, ""
+    if code == 1:
+        what = "the state became non-finite"
+    elif code == 2:
+        what = f"a speed of {detail:.4g} exceeds max_speed {problem.max_speed:g}"
+    elif code == 3:
+        what = f"the forward dynamics failed (kernel status {int(detail)})"
+    elif code == 4:
+        return ERROR, diverged_message(k, problem, "position stops: the mass matrix is not "
+                                       "positive definite or a stop block is singular")
+    else:
+        what = "the drives' model terms failed (M not positive definite)"
+    return DIVERGED, diverged_message(k, problem, what)
 
 
 def reference_rollout(problem, i, q_out, v_out):
