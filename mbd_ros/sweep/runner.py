@@ -56,9 +56,11 @@ def load_robot(files, forces=None):
     """The Robot of spec.RobotFiles (texts: no file is read); `forces`: a parsed forces dict
     instead of files.forces_text (a stiffness variation)."""
     from ..robot.build import load
-    return load(files.urdf_text, closures=files.closures_text,
-                forces=forces if forces is not None else files.forces_text,
-                floating_base=files.floating_base, passive_forces=files.passive_forces)
+    robot = load(files.urdf_text, closures=files.closures_text,
+                 forces=forces if forces is not None else files.forces_text,
+                 floating_base=files.floating_base, passive_forces=files.passive_forces)
+    robot.batch_threads = 1   # a worker is one process of one thread: no thread pool per call
+    return robot
 
 
 def robot_context(spec, stiffness=()):
@@ -109,6 +111,7 @@ def run_one(spec, values):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 robot = robot.with_inertial_parameters(p)
+            robot.batch_threads = 1
         q0, v0 = arrays.q0.copy(), arrays.v0.copy()
         kp = None if arrays.kp is None else arrays.kp.copy()
         kd = None if arrays.kd is None else arrays.kd.copy()
