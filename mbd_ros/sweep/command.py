@@ -1,6 +1,8 @@
 """`mbd-ros sweep SWEEP.yaml [--scheduler ADDRESS] [--workers N] --out DIR` (docs/sweeps.md)."""
 from __future__ import annotations
 
+import sys
+
 from .orchestrate import DEFAULT_TIMEOUT, run_sweep
 
 
@@ -27,8 +29,13 @@ def run(args):
     if args.scheduler and args.workers:
         raise ValueError("--workers sizes the LocalCluster; with --scheduler the cluster's "
                          "own workers run the sweep")
-    result = run_sweep(args.sweep, args.out, scheduler=args.scheduler, workers=args.workers,
-                       plot=not args.no_plot, timeout=args.timeout)
+    try:
+        result = run_sweep(args.sweep, args.out, scheduler=args.scheduler,
+                           workers=args.workers, plot=not args.no_plot, timeout=args.timeout)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: the finished batches are in {args.out}/parts; run the same "
+              "command again to resume", file=sys.stderr)
+        return 130
     print(f"{result.runs} runs in {result.results}"
           + (f" ({result.resumed} resumed from {result.out})" if result.resumed else "")
           + (f"; summary: {result.summary}" if result.summary else "")
