@@ -201,6 +201,30 @@ def test_summary_png_and_table(swept):
     assert "8 runs: 2 ok, 2 diverged, 4 with an error" in result.table
 
 
+def test_a_task_that_fails_as_a_whole_gives_error_rows(client, tmp_path):
+    """A batch whose task raises on the worker (here: the robot cannot be built there, while
+    this process holds a good one for the same sweep) becomes rows with the task's error; the
+    sweep finishes and every run has its row."""
+    import dataclasses
+    from mbd_ros.sweep import runner
+    spec = load_sweep(SWEEP)
+    broken = dataclasses.replace(spec, robot=dataclasses.replace(
+        spec.robot, urdf_text="<robot name='broken'><link name='a'/>"))
+    runner._robots[(broken.fingerprint, ())] = runner.robot_context(spec)   # this process only
+    try:
+        result = run_sweep(broken, tmp_path / "out", client=client, progress=False,
+                           stream=False, plot=False)
+    finally:
+        del runner._robots[(broken.fingerprint, ())]
+    rows = R.read_results(result.out)
+    assert result.runs == 8 and list(rows["run_id"]) == list(range(8))
+    assert (rows["status"].astype(str) == "error").all()
+    errors = rows["error"].astype(str)
+    assert all(e.startswith("task failed (") and "ModelError" in e and "<urdf text>" in e
+               for e in errors), errors
+    assert rows["diverged"].all() and np.isnan(rows["tracking_rms"]).all()
+
+
 def test_a_running_cluster_by_its_scheduler_address(client, tmp_path):
     """run_sweep(scheduler=address): a client of its own on an existing cluster (the
     fixture's), closed at the end; the cluster lives on. One run, the same row as before."""
