@@ -100,6 +100,8 @@ def test_distributions_come_from_their_seed():
     (("robot", "urdf"), "missing.urdf", r"robot\.urdf: file not found"),
     (("robot", "urdf"), "arm.urdf.xacro", r"\.xacro file: xacro is code"),
     (("color",), "red", r"unknown key 'color'"),
+    (("variations", 0, "name"), "tracking_rms", r"'tracking_rms' is the name of a result column"),
+    (("variations", 0, "name"), "peak_torque:joint_1", r"is the name of a result column"),
 ])
 def test_errors_name_the_key(path, value, message):
     with pytest.raises(SweepSpecError, match=message):
@@ -197,3 +199,16 @@ def test_names_that_are_not_in_the_robot_fail_before_any_run(change, message):
     change(data)
     with pytest.raises(ValueError, match=message):
         check_targets(load_sweep(data))
+
+
+def test_the_command_line_names_the_key_and_exits_2(tmp_path, capsys):
+    """`mbd-ros sweep` with a bad file: exit status 2, the message names file and key, before
+    any cluster is started."""
+    from mbd_ros.cli import main
+    path = tmp_path / "s.yaml"
+    path.write_text(SAMPLE.read_text().replace("duration: 1.0", "duration: -1.0")
+                    .replace("../urdf/arm7.urdf", str(sample_urdf())))
+    assert main(["sweep", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "mbd-ros sweep: error:" in err and f"{path}: scenario: duration and dt" in err
+    assert not (tmp_path / "out").exists()

@@ -60,6 +60,9 @@ TORQUE_TYPES = ("constant", "inverse_dynamics")
 METRICS = ("tracking_rms", "tracking_max", "peak_torque", "limit_hits", "diverged",
            "final_state")
 AXES = ("x", "y", "z")
+# result columns a variation's name may not take (docs/sweeps.md "Results")
+RESERVED_COLUMNS = ("run_id", "status", "error", "steps", "seconds") + METRICS
+RESERVED_PREFIXES = ("q_final", "v_final", "peak_torque")
 
 
 class SweepSpecError(ModelError):
@@ -315,7 +318,7 @@ def _variation(entry, what):
     if not isinstance(name, str) or not name.strip() or len(name) > 100:
         raise SweepSpecError(f"{what}.name: must be a string of 1 to 100 characters, got "
                              f"{F.kind(name)}")
-    if name in ("run_id", "status", "error", "steps") or name.startswith(("q_final", "v_final")):
+    if name in RESERVED_COLUMNS or name.startswith(RESERVED_PREFIXES):
         raise SweepSpecError(f"{what}.name: {name!r} is the name of a result column")
     has_values, has_distribution = "values" in entry, "distribution" in entry
     if has_values == has_distribution:
