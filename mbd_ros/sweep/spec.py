@@ -253,7 +253,8 @@ def _read_text(value, what, base, key):
     path = (base / value).resolve()
     if key == "urdf" and path.suffix == ".xacro":
         raise SweepSpecError(f"{what}: {F.quoted(value)} is a .xacro file: xacro is code, and "
-                             "a sweep file never runs code; expand it first (xacro FILE > FILE.urdf)")
+                             "a sweep file never runs code; expand it first "
+                             "(xacro FILE > FILE.urdf)")
     if not path.is_file():
         raise SweepSpecError(f"{what}: file not found: {F.quoted(str(path))} (names are "
                              "relative to the sweep file)")
