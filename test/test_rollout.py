@@ -234,6 +234,30 @@ def test_batch_equals_single_rollouts(arm7, engine, threads):
         np.testing.assert_array_equal(V[i], single_v)
 
 
+def test_concurrent_rollouts_on_one_robot_do_not_share_workspaces(arm7):
+    """Two Python threads rolling out different trajectories on one robot at once get what each
+    gets alone (each call takes its own workspace set)."""
+    import threading
+    runs = []
+    for i in range(2):
+        q0, v0 = start_state(arm7, 40 + i)
+        runs.append((q0, v0, torques(arm7, 300, 50 + i)))
+    alone = [arm7.rollout(*run, DT, engine="compiled") for run in runs]
+    together = [None, None]
+
+    def work(i):
+        together[i] = arm7.rollout(*runs[i], DT, engine="compiled")
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for a, b in zip(alone, together):
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[1], b[1])
+
+
 # ---------------------------------------------------------------- divergence
 @pytest.mark.parametrize("engine", ENGINES)
 def test_divergence_truncates_warns_and_names_the_step(engine):
@@ -334,6 +358,31 @@ def test_drives_equal_a_plant_with_command_position(arm7, engine):
                                         "position": targets, "velocity": velocity})
             np.testing.assert_array_equal(Q, np.array(rows_q))
             np.testing.assert_array_equal(V, np.array(rows_v))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_flexible_drives_equal_a_plant(engine):
+    """drives= on the flexible arm (its joints driven, the elastic coordinates free) equals a
+    Plant with command_position, semi-implicit Euler at the arm's default_max_step."""
+    from mbd_ros.simulation import default_max_step
+    robot = flexible_arm()
+    dt = default_max_step(robot)
+    steps = 40
+    q0 = robot.neutral()
+    plant = Plant(robot, dt, q=q0)
+    joints = plant.drives.joints
+    targets = 0.2 * np.sin(np.linspace(0, 2, steps))[:, None] * np.ones(len(joints))
+    rows_q, rows_v = [plant.q.copy()], [plant.v.copy()]
+    for k in range(steps):
+        plant.drives.command_position(targets[k])
+        plant.step()
+        rows_q.append(plant.q.copy())
+        rows_v.append(plant.v.copy())
+    Q, V = robot.rollout(q0, np.zeros(robot.nv), np.zeros((steps, robot.nv)), dt,
+                         integrator="semi_implicit_euler", limits=True, engine=engine,
+                         drives={"position": targets})
+    np.testing.assert_array_equal(Q, np.array(rows_q))
+    np.testing.assert_array_equal(V, np.array(rows_v))
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -15,6 +15,7 @@ default integrator=None), semi_implicit_euler, drives= and limits= run compiled.
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -81,14 +82,22 @@ class RolloutEngine:
         self.body_int = np.array(getattr(tree, "body_int", np.zeros((1, 1), dtype=np.int64)))
         self.vector_space = all(t in VECTOR_SPACE_JOINTS for t in robot.joint_types)
         self.nq_joints, self.nv_joints = robot.model.nq, robot.model.nv
-        self.threads = []
+        self._free = []                 # ThreadWork sets not in use
+        self._lock = threading.Lock()
 
-    def thread_work(self, n):
-        """The workspaces of n threads (built on first use, then reused)."""
+    def take(self, n):
+        """n workspace sets for one call (reused from earlier calls, built when missing): two
+        rollouts running at once on one robot never share a set."""
+        with self._lock:
+            taken = [self._free.pop() for _ in range(min(n, len(self._free)))]
         robot = self.robot
-        while len(self.threads) < n:
-            self.threads.append(ThreadWork(self.bound, robot.nq, robot.nv))
-        return self.threads[:n]
+        while len(taken) < n:
+            taken.append(ThreadWork(self.bound, robot.nq, robot.nv))
+        return taken
+
+    def give_back(self, works):
+        with self._lock:
+            self._free.extend(works)
 
 
 def engine_of(robot):
@@ -150,7 +159,7 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
     else:
         limited_iq, vel_idx, velocity_limit, effort = empty_i, empty_i, np.zeros(nv), np.zeros(nv)
     n_threads = max(1, min(threads, n))
-    works = engine.thread_work(n_threads)
+    works = engine.take(n_threads)
     codes = np.zeros(n, dtype=np.int64)
     detail = np.zeros(n)
     edges = np.linspace(0, n, n_threads + 1).astype(int)
@@ -167,9 +176,12 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
                           stops_float, vel_idx, velocity_limit, effort, w.work, w.mats, w.stop_work,
                           q[a:b], v[a:b], codes[a:b], steps[a:b], detail[a:b])
 
-    if n_threads == 1:
-        run(0)
-    else:
-        list(thread_pool(n_threads).map(run, range(n_threads)))
+    try:
+        if n_threads == 1:
+            run(0)
+        else:
+            list(thread_pool(n_threads).map(run, range(n_threads)))
+    finally:
+        engine.give_back(works)
     for i in range(n):
         status[i], messages[i] = message_of(int(codes[i]), int(steps[i]), float(detail[i]))

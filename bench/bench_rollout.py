@@ -1,0 +1,217 @@
+"""robot.rollout: cost per step as a multiple of one forward dynamics call, and batch scaling.
+
+    PYTHONPATH=. python bench/bench_rollout.py [--steps 500] [--rounds 15] [--quick]
+
+Per robot (the sample arm7, the four-bar closed loop, the double wishbone, the flexible arm;
+the flexible arm's 1 ms rows take 6 integrator steps each, its default_max_step, and µs/step is
+per integrator step):
+one forward dynamics call (robot.forward_dynamics(q, v, tau, out=out), C entries installed),
+then a rollout of --steps rows at dt = 1 ms per integrator (rk4: one RK4 step per row;
+semi_implicit_euler; None: robot.step's default, RK4 substeps of default_max_step), and the
+same steps as a Python loop of robot.step; per-step µs = call time / steps, ratio = per-step /
+FD. Candidates are timed interleaved in one process (common.time_calls_interleaved: a new random
+order every round). Targets: RK4 <= 5.2 FD per step, semi-implicit Euler <= 1.3.
+
+Batch scaling: N members of the arm7 (rk4), batch_threads 1 and 2, interleaved; speed-up =
+time(1 thread) / time(2 threads).
+
+Design check (kernels/rollout.py's docstring): a numba loop of 1000 ABA calls made directly
+vs through the C entry's address (call_entry), per call.
+
+Before timing, every compiled rollout is checked equal (bit for bit) to the reference engine.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common as C  # noqa: E402
+
+C.add_repo_to_path()
+
+import mbd_ros  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+DT = 1e-3
+
+
+def robots():
+    urdf, config = ROOT / "urdf", ROOT / "config"
+    return {
+        "arm7": mbd_ros.load(str(urdf / "arm7.urdf")),
+        "fourbar (closed loop)": mbd_ros.load(str(urdf / "fourbar.urdf"),
+                                              closures=str(config / "fourbar_closures.yaml")),
+        "double wishbone": mbd_ros.load(str(urdf / "double_wishbone.urdf"),
+                                        closures=str(config / "double_wishbone.yaml"),
+                                        forces=str(config / "double_wishbone.yaml")),
+        "flexible arm": mbd_ros.load(str(urdf / "flexible_arm.urdf"),
+                                     flexible=str(config / "flexible_arm.yaml")),
+    }
+
+
+def lscpu_model():
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+        return next(line.split(":", 1)[1].strip() for line in out.splitlines()
+                    if line.startswith("Model name"))
+    except (OSError, StopIteration, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def start(robot, rng):
+    if robot.closure_names:
+        q = robot.assemble(robot.neutral())
+        return q, np.zeros(robot.nv)
+    return robot.random_configuration(rng), 0.1 * rng.standard_normal(robot.nv)
+
+
+def bench_robot(name, robot, steps, rounds, rng):
+    """(FD µs, rows): per integrator step µs and its ratio to FD. A flexible robot's rows of
+    1 ms take `sub` integrator steps (its default_max_step: the stiff elastic modes), counted as
+    `sub` steps."""
+    from mbd_ros.robot.integrators import default_max_step
+    from mbd_ros.robot.rollout import RolloutProblem
+    from mbd_ros.robot.rollout_compiled import unsupported
+    robot.compile_c_calls()
+    sub = int(np.ceil(DT / default_max_step(robot) - 1e-9))
+    q, v = start(robot, rng)
+    tau = 0.1 * rng.standard_normal((steps, robot.nv))
+    out = np.empty(robot.nv)
+    fd = C.time_interleaved({"fd": "f(q, v, t, out=out)"},
+                            {"f": robot.forward_dynamics, "q": q, "v": v, "t": tau[0], "out": out},
+                            rounds=max(20, rounds * 4))["fd"]["median"]
+    funcs, engines = {}, {}
+    for integrator in ("rk4", "semi_implicit_euler", None):
+        label = integrator or "None (default)"
+        k = 1 if integrator is None else sub
+        problem = RolloutProblem(robot, q, v, tau, DT, integrator, k, None, False, 1e3, None, None)
+        engines[label] = "compiled" if unsupported(problem) is None else "reference"
+        a = robot.rollout(q, v, tau, DT, integrator=integrator, substeps=k)
+        b = robot.rollout(q, v, tau, DT, integrator=integrator, substeps=k, engine="reference")
+        assert a.status == "ok" and np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]), \
+            f"{name} {label}: rollout differs from the reference engine"
+        funcs[f"rollout {label}"] = (lambda i=integrator, k=k: robot.rollout(
+            q, v, tau, DT, integrator=i, substeps=k))
+
+    def step_loop():
+        qq, vv = q, v
+        for k in range(steps):
+            for _ in range(sub):
+                qq, vv = robot.step(qq, vv, tau[k], DT / sub, "rk4")
+        robot.time = 0.0
+
+    funcs["robot.step loop rk4"] = step_loop
+    timings = C.time_calls_interleaved(funcs, rounds=rounds, pause=0.0)
+    rows = []
+    for label, t in timings.items():
+        per_step = t["median"] / (steps * sub)
+        engine = engines.get(label.replace("rollout ", ""), "python loop")
+        rows.append((name, robot.nv, label, engine, per_step, per_step / fd))
+    return fd, rows
+
+
+def bench_batch(n, steps, rounds, rng):
+    robot = mbd_ros.load(str(ROOT / "urdf" / "arm7.urdf"))
+    q0 = np.stack([robot.random_configuration(rng) for _ in range(n)])
+    v0 = 0.1 * rng.standard_normal((n, robot.nv))
+    tau = 0.1 * rng.standard_normal((n, steps, robot.nv))
+    one = robot.rollout(q0, v0, tau, DT, integrator="rk4", batch_threads=1)
+    two = robot.rollout(q0, v0, tau, DT, integrator="rk4", batch_threads=2)
+    assert np.array_equal(one[0], two[0]) and np.array_equal(one[1], two[1])
+    t = C.time_calls_interleaved(
+        {"1 thread": lambda: robot.rollout(q0, v0, tau, DT, integrator="rk4", batch_threads=1),
+         "2 threads": lambda: robot.rollout(q0, v0, tau, DT, integrator="rk4", batch_threads=2)},
+        rounds=rounds)
+    # process CPU time over wall time of 2-thread calls: ~2 when both threads compute at once
+    # (GIL-free), ~1 when they take turns; a loaded machine lowers it (other processes' CPU)
+    wall = cpu = 0.0
+    for _ in range(rounds):
+        w0, c0 = time.perf_counter(), time.process_time()
+        robot.rollout(q0, v0, tau, DT, integrator="rk4", batch_threads=2)
+        wall += time.perf_counter() - w0
+        cpu += time.process_time() - c0
+    return t["1 thread"]["median"], t["2 threads"]["median"], cpu / wall
+
+
+def bench_design(rounds):
+    """µs per ABA call in a numba loop: direct kernel call vs the C entry by address."""
+    from numba import njit
+
+    from mbd_ros import fastcall
+    from mbd_ros.kernels.aba import forward_dynamics
+    from mbd_ros.kernels.rollout import call_entry
+
+    @njit(nogil=True)
+    def direct(body_int, body_float, work, q, v, tau, out, n):
+        s = 0
+        for _ in range(n):
+            s += forward_dynamics(body_int, body_float, work, q, v, tau, out)
+        return s
+
+    @njit(nogil=True)
+    def by_address(address, bound, dims, q, v, tau, out, n):
+        s = 0
+        for _ in range(n):
+            s += call_entry(address, bound, dims, q, v, tau, out)
+        return s
+
+    robot = mbd_ros.load(str(ROOT / "urdf" / "arm7.urdf"))
+    tree = robot.tree
+    function, bound, dims, _, _ = tree.c_entry("forward_dynamics")
+    work = np.array(bound[2])
+    bound = (bound[0], bound[1], work)
+    pointers = np.array([x.ctypes.data for x in bound], dtype=np.int64)
+    dims = np.array(dims, dtype=np.int64)
+    address = fastcall.c_entry(function).address
+    rng = np.random.default_rng(0)
+    q, v, tau, out = robot.random_configuration(rng), rng.standard_normal(7), \
+        rng.standard_normal(7), np.empty(7)
+    n = 1000
+    direct(tree.body_int, tree.body_float, work, q, v, tau, out, 1)
+    by_address(address, pointers, dims, q, v, tau, out, 1)
+    t = C.time_calls_interleaved(
+        {"direct": lambda: direct(tree.body_int, tree.body_float, work, q, v, tau, out, n),
+         "address": lambda: by_address(address, pointers, dims, q, v, tau, out, n)},
+        rounds=rounds, pause=0.0)
+    return t["direct"]["median"] / n, t["address"]["median"] / n
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.steps, args.rounds, args.batch = 200, 5, 16
+    rng = np.random.default_rng(1)
+    print(f"load average before: {os.getloadavg()}")
+    print(f"CPU (lscpu): {lscpu_model()}; {C.cpu_model()}")
+    print(f"steps {args.steps}, dt {DT} s, rounds {args.rounds} (medians)\n")
+    direct, address = bench_design(args.rounds)
+    print(f"design: ABA in a numba loop, direct {direct:.3f} µs/call, by C-entry address "
+          f"{address:.3f} µs/call\n")
+    print("| robot | nv | call | engine | µs/step | FD per step |")
+    print("|---|---:|---|---|---:|---:|")
+    for name, robot in robots().items():
+        fd, rows = bench_robot(name, robot, args.steps, args.rounds, rng)
+        print(f"| {name} | {robot.nv} | forward dynamics | C entry | {fd:.3f} | 1 |")
+        for row in rows:
+            print(f"| {row[0]} | {row[1]} | {row[2]} | {row[3]} | {row[4]:.3f} | {row[5]:.2f} |")
+    one, two, busy = bench_batch(args.batch, args.steps, args.rounds, rng)
+    print(f"\nbatch arm7 rk4, N = {args.batch}, {args.steps} steps: 1 thread {one / 1e3:.2f} ms, "
+          f"2 threads {two / 1e3:.2f} ms, speed-up {one / two:.2f}x; 2 threads: process CPU / "
+          f"wall = {busy:.2f}")
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
