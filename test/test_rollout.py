@@ -168,9 +168,27 @@ def mimic_gripper():
 
 
 # kinds the compiled engine runs, and kinds that run in the reference loop (robot/rollout_compiled.py)
-COMPILED_KINDS = {"floating_base": floating_leg, "flexible": flexible_arm, "codegen": codegen_arm}
+def sprung_floating_arm():
+    """A floating-base arm7 with a spring-damper between two links and a joint spring."""
+    forces = {"forces": [
+        {"type": "joint_spring", "name": "elbow_spring", "joint": "joint_4", "stiffness": 20.0,
+         "damping": 0.5},
+        {"type": "spring_damper", "name": "strut", "parent": "link_1", "child": "link_3",
+         "parent_point": [0.0, 0.05, 0.0], "child_point": [0.0, 0.0, 0.1], "stiffness": 300.0,
+         "damping": 3.0, "rest_length": 0.3}]}
+    return mbd_ros.load(str(URDF / "arm7.urdf"), forces=forces, floating_base=True)
+
+
+def arm_with_callback():
+    robot = arm()
+    robot.add_force(lambda t, q, v: -0.5 * v)
+    return robot
+
+
+COMPILED_KINDS = {"floating_base": floating_leg, "flexible": flexible_arm, "codegen": codegen_arm,
+                  "force_element": sprung_arm, "force_elements_floating": sprung_floating_arm}
 PYTHON_KINDS = {"closed_loop": fourbar, "forces_and_loops": double_wishbone,
-                "force_element": sprung_arm, "mimic": mimic_gripper}
+                "mimic": mimic_gripper, "callback": arm_with_callback}
 
 
 def mimic_start(robot, seed):

@@ -31,17 +31,20 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from .aba import forward_dynamics as _tree_forward_dynamics
 from .configuration import integrate as _integrate_joints
+from .force_elements import force_element_loads
 from .plant import (DRIVE_Q_REF, DRIVE_VELOCITY_CMD, beyond_limits, drive_torques,
                     effective_inertias, limited_drive_torques, max_abs)
 from .rk4 import rk4_combine, rk4_stage, state_bound
 from .stops import (STOP_DQ, STOP_IDX, STOP_LOWER, STOP_TARGET, STOP_UPPER, enforce_positions,
                     enforce_velocities, place_on_limits)
+from .wrenches import load_link_wrenches
 
 # ---- integer options (iopt) and float options (fopt) of one rollout
 I_INTEGRATOR, I_SUBSTEPS, I_INNER, I_INTEGRATE, I_NQ_JOINTS, I_NV_JOINTS, I_DRIVES, I_LIMITS, \
-    I_ONE_DOF = range(9)
-N_IOPT = 9
+    I_ONE_DOF, I_FORCES = range(10)
+N_IOPT = 10
 F_DT, F_H, F_MAX_SPEED, F_MAX_VELOCITY, F_INV_TIME_CONSTANT = range(5)
 N_FOPT = 5
 RK4, SEMI_IMPLICIT_EULER = 0, 1                  # iopt[I_INTEGRATOR]
@@ -49,8 +52,8 @@ VECTOR_SPACE, JOINT_MANIFOLDS = 0, 1             # iopt[I_INTEGRATE]: q (+) v dt
 FD, MM, ID = range(3)                            # entries[]: the C entries' addresses
 # rows of the (WORK_ROWS, max(nq, nv)) workspace
 W_Q, W_V, W_A1, W_A2, W_A3, W_A4, W_V2, W_V3, W_V4, W_QS, W_SUM, W_QN, W_VN, W_TOTAL, \
-    W_DRIVE, W_MEFF, W_BIAS, W_ZERO = range(18)
-WORK_ROWS = 18
+    W_DRIVE, W_MEFF, W_BIAS, W_ZERO, W_LOADED = range(19)
+WORK_ROWS = 19
 M_MASS, M_CHOL, M_INV = range(3)                 # the (3, nv, nv) matrices
 # result codes (codes[i]); info[i] holds the detail (a speed, a kernel status)
 DONE, NOT_FINITE, TOO_FAST, DYNAMICS_FAILED, STOP_FAILED, DRIVE_TERMS_FAILED = range(6)
@@ -80,6 +83,27 @@ def call_entry(typingctx, address, bound, dims, a, b, c, out):
 
 
 @njit(cache=True, nogil=True)
+def _forward_dynamics(entries, bound, dims, forces, iopt, q, v, tau, out, tau_loaded):
+    """out = f(q, v, tau) as robot.forward_dynamics: the C entry of a plain tree; with force
+    elements (iopt[I_FORCES], a rigid tree) what robot.py's loaded path does: the elements'
+    loads at (q, v) (force_element_loads: link wrenches and joint forces), the link wrenches into
+    the workspace's FEXT (load_link_wrenches), tau + joint forces (into tau_loaded), the ABA on
+    that workspace. forces = (body_int, body_float, work, link_int, link_float, link_fext,
+    element_int, element_float, link_wrench, joint_force, values, scratch) (the arrays of
+    robot/force_loads.py RigidForceLoads and the tree; per-thread copies of those written)."""
+    if iopt[I_FORCES] == 0:
+        return call_entry(entries[FD], bound, dims, q, v, tau, out)
+    (body_int, body_float, work, link_int, link_float, link_fext, element_int, element_float,
+     link_wrench, joint_force, values, scratch) = forces
+    force_element_loads(body_int, body_float, link_int, link_float, work, element_int,
+                        element_float, q, v, link_wrench, joint_force, values, scratch)
+    load_link_wrenches(link_int, link_float, link_wrench, link_fext, work)
+    for i in range(tau.shape[0]):
+        tau_loaded[i] = tau[i] + joint_force[i]
+    return _tree_forward_dynamics(body_int, body_float, work, q, v, tau_loaded, out)
+
+
+@njit(cache=True, nogil=True)
 def _integrate(body_int, iopt, q, v, dt, out):
     """out = q (+) v dt as robot.integrate: a vector space q + v dt; else the joints' manifolds
     (configuration.integrate on the first nq_joints / nv_joints entries) and the elastic
@@ -95,7 +119,7 @@ def _integrate(body_int, iopt, q, v, dt, out):
 
 
 @njit(cache=True, nogil=True)
-def _rk4_step(entries, bound, dims, body_int, iopt, h, work, nq, nv):
+def _rk4_step(entries, bound, dims, forces, body_int, iopt, h, work, nq, nv):
     """One classic RK4 step of h from (W_Q, W_V) with a1 = f(q, v) already in W_A1, into
     (W_QN, W_VN) (Simulator._rk4: a1 = f(t, q, v); q_s = q (+) v_{s-1} c h, v_s = v + a_{s-1} c h;
     q+ = q (+) (v + 2 v2 + 2 v3 + v4) h/6, v+ = v + (a1 + 2 a2 + 2 a3 + a4) h/6). Returns the
@@ -105,18 +129,19 @@ def _rk4_step(entries, bound, dims, body_int, iopt, h, work, nq, nv):
     tau = work[W_TOTAL, :nv]
     a1, a2, a3, a4 = work[W_A1, :nv], work[W_A2, :nv], work[W_A3, :nv], work[W_A4, :nv]
     v2, v3, v4 = work[W_V2, :nv], work[W_V3, :nv], work[W_V4, :nv]
+    loaded = work[W_LOADED, :nv]
     half = 0.5 * h
     if iopt[I_INTEGRATE] == VECTOR_SPACE:   # kernels/rk4.py, as the vector-space Simulator
         rk4_stage(q, v, v, a1, half, qs, v2)
-        status = call_entry(entries[FD], bound, dims, qs, v2, tau, a2)
+        status = _forward_dynamics(entries, bound, dims, forces, iopt, qs, v2, tau, a2, loaded)
         if status:
             return status
         rk4_stage(q, v, v2, a2, half, qs, v3)
-        status = call_entry(entries[FD], bound, dims, qs, v3, tau, a3)
+        status = _forward_dynamics(entries, bound, dims, forces, iopt, qs, v3, tau, a3, loaded)
         if status:
             return status
         rk4_stage(q, v, v3, a3, h, qs, v4)
-        status = call_entry(entries[FD], bound, dims, qs, v4, tau, a4)
+        status = _forward_dynamics(entries, bound, dims, forces, iopt, qs, v4, tau, a4, loaded)
         if status:
             return status
         rk4_combine(q, v, v2, v3, v4, a1, a2, a3, a4, h, work[W_QN, :nq], work[W_VN, :nv])
@@ -125,19 +150,19 @@ def _rk4_step(entries, bound, dims, body_int, iopt, h, work, nq, nv):
     _integrate(body_int, iopt, q, v, half, qs)
     for i in range(nv):
         v2[i] = v[i] + a1[i] * half
-    status = call_entry(entries[FD], bound, dims, qs, v2, tau, a2)
+    status = _forward_dynamics(entries, bound, dims, forces, iopt, qs, v2, tau, a2, loaded)
     if status:
         return status
     _integrate(body_int, iopt, q, v2, half, qs)
     for i in range(nv):
         v3[i] = v[i] + a2[i] * half
-    status = call_entry(entries[FD], bound, dims, qs, v3, tau, a3)
+    status = _forward_dynamics(entries, bound, dims, forces, iopt, qs, v3, tau, a3, loaded)
     if status:
         return status
     _integrate(body_int, iopt, q, v3, h, qs)
     for i in range(nv):
         v4[i] = v[i] + a3[i] * h
-    status = call_entry(entries[FD], bound, dims, qs, v4, tau, a4)
+    status = _forward_dynamics(entries, bound, dims, forces, iopt, qs, v4, tau, a4, loaded)
     if status:
         return status
     s = work[W_SUM, :nv]
@@ -213,7 +238,7 @@ def _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float, positio
 
 
 @njit(cache=True, nogil=True)
-def rollout_member(entries, bound, dims, body_int, iopt, fopt, q0, v0, tau, drive_int,
+def rollout_member(entries, bound, dims, forces, body_int, iopt, fopt, q0, v0, tau, drive_int,
                    drive_float, position, velocity, limited_iq, stops_int, stops_float, vel_idx,
                    velocity_limit, effort, work, mats, stop_work, q_out, v_out, detail):
     """One rollout: q0 (nq,), v0 (nv,), tau (T, nv) -> rows 0..steps of q_out (T+1, nq), v_out
@@ -247,12 +272,14 @@ def rollout_member(entries, bound, dims, body_int, iopt, fopt, q0, v0, tau, driv
                 total[i] += work[W_DRIVE, i]
         for _ in range(iopt[I_SUBSTEPS]):         # robot.step calls of dt / substeps
             for _ in range(iopt[I_INNER]):        # their integrator steps (None: RK4 substeps)
-                status = call_entry(entries[FD], bound, dims, q, v, total, a1)
+                status = _forward_dynamics(entries, bound, dims, forces, iopt, q, v, total, a1,
+                                           work[W_LOADED, :nv])
                 if status:
                     detail[0] = status
                     return DYNAMICS_FAILED, k
                 if iopt[I_INTEGRATOR] == RK4:
-                    status = _rk4_step(entries, bound, dims, body_int, iopt, h, work, nq, nv)
+                    status = _rk4_step(entries, bound, dims, forces, body_int, iopt, h, work, nq,
+                                       nv)
                     if status:
                         detail[0] = status
                         return DYNAMICS_FAILED, k
@@ -289,7 +316,7 @@ def rollout_member(entries, bound, dims, body_int, iopt, fopt, q0, v0, tau, driv
 
 
 @njit(cache=True, nogil=True)
-def rollout_members(entries, bound, dims, body_int, iopt, fopt, q0, v0, tau, drive_int,
+def rollout_members(entries, bound, dims, forces, body_int, iopt, fopt, q0, v0, tau, drive_int,
                     drive_float, position, velocity, limited_iq, stops_int, stops_float, vel_idx,
                     velocity_limit, effort, work, mats, stop_work, q_out, v_out, codes, steps, detail):
     """rollout_member for each member i of q0 (N, nq), v0 (N, nv), tau (N, T, nv), position,
@@ -297,7 +324,7 @@ def rollout_members(entries, bound, dims, body_int, iopt, fopt, q0, v0, tau, dri
     detail (N,): one thread's share of a batch, on that thread's workspaces."""
     for i in range(q0.shape[0]):
         codes[i], steps[i] = rollout_member(
-            entries, bound, dims, body_int, iopt, fopt, q0[i], v0[i], tau[i], drive_int,
+            entries, bound, dims, forces, body_int, iopt, fopt, q0[i], v0[i], tau[i], drive_int,
             drive_float, position[i], velocity[i], limited_iq, stops_int, stops_float, vel_idx,
             velocity_limit, effort, work, mats, stop_work, q_out[i], v_out[i], detail[i:i + 1])
 
