@@ -1,10 +1,11 @@
 """The worker side of a sweep: a batch of runs in one task. Runs in the Dask worker processes
 (and in-process for `run_batch` called directly); nothing here knows about Dask.
 
-Each worker process keeps its robots in a module-level cache keyed by the sha256 of the robot
-files' texts and options (spec.RobotFiles.key()) and, for stiffness variations, the
-(element, stiffness) values: the URDF and YAML are parsed, and the scenario's arrays built,
-once per worker and distinct key, not per run or per batch. A run then only changes inertial
+Each worker process keeps its robots in a module-level cache (at most MAX_CACHED_ROBOTS,
+least recently used dropped) keyed by the sweep's fingerprint (the sha256 of the robot files'
+texts and options, the variations, scenario and metrics: spec.SweepSpec.fingerprint) and, for
+stiffness variations, the (element, stiffness) values: the URDF and YAML are parsed, and the
+scenario's arrays built, once per worker and distinct key, not per run or per batch. A run then only changes inertial
 parameters (robot.with_inertial_parameters: new arrays, no parsing), drive gains and the
 initial state, and calls robot.rollout.
 
