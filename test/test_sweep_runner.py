@@ -122,3 +122,28 @@ def test_open_loop_tracking_error_is_the_hold_or_the_model_error():
         assert coarse / fine == pytest.approx(2.0, rel=0.02)
     loaded = [tracking_max(3.0, n) for n in (60, 120)]
     assert loaded[0] > 100 * nominal[0] and loaded[1] == pytest.approx(loaded[0], rel=0.01)
+
+
+def test_initial_state_sweeps_are_one_batch_rollout_with_the_single_runs_numbers(monkeypatch):
+    """Runs that differ only in their initial state share one batch robot.rollout in
+    run_batch: every column equals the runs done one by one with run_one (single rollouts),
+    bit for bit, a diverged member included (its rows end where it diverged)."""
+    from mbd_ros.sweep import run_batch, run_table
+    from mbd_ros.sweep import runner
+    spec = _sweep([{"quantity": "initial_position", "joint": "joint_2",
+                    "values": [0.7, 0.9, 1.1]},
+                   {"quantity": "initial_velocity", "joint": "joint_6",
+                    "values": [0.0, 5000.0]}],
+                  limits=True, drives={"kp": 400.0, "kd": 40.0})
+    _, values = run_table(spec)
+    calls, original = [], runner._batch_rows
+    monkeypatch.setattr(runner, "_batch_rows", lambda *a: calls.append(1) or original(*a))
+    batch = run_batch(spec, list(range(len(values))), values)
+    assert calls == [1]
+    assert sorted(set(batch["status"])) == ["diverged", "ok"]
+    for i, row_values in enumerate(values):
+        single = run_one(spec, row_values)
+        for name, column in batch.items():
+            if name not in ("run_id", "seconds"):
+                assert column[i] == single[name] or (column[i] != column[i] and
+                                                     single[name] != single[name]), (i, name)

@@ -169,14 +169,81 @@ def _apply_argument(robot, arrays, variation, value, q0, v0, kp, kd):
             v0[iv] = value
 
 
+# variations that leave the robot and the drive gains alone: runs that differ only in them
+# share one robot.rollout call of the whole batch (its batch form: N members)
+BATCHED_QUANTITIES = ("initial_position", "initial_velocity")
+
+
 def run_batch(spec, run_ids, values):
     """{column: list} of the runs run_ids (list of int) with values (len(run_ids),
-    n_variations): the task each Dask worker runs (results.py writes it as one Parquet file)."""
+    n_variations): the task each Dask worker runs (results.py writes it as one Parquet file).
+    When every variation is an initial state, the batch is one batch rollout (the same
+    numbers as single rollouts, robot/rollout.py); else, or if that call refuses the batch
+    (e.g. one member starts beyond a limit), one rollout per run."""
     names, _ = result_columns(spec)
+    values = np.asarray(values, dtype=float)
+    rows = None
+    if len(run_ids) > 1 and all(v.quantity in BATCHED_QUANTITIES for v in spec.variations):
+        rows = _batch_rows(spec, values)
+    if rows is None:
+        rows = [run_one(spec, row_values) for row_values in values]
     columns = {name: [] for name in names}
-    for run_id, row_values in zip(run_ids, np.asarray(values, dtype=float)):
-        row = run_one(spec, row_values)
+    for run_id, row in zip(run_ids, rows):
         row["run_id"] = int(run_id)
         for name in names:
             columns[name].append(row.get(name, math.nan))
     return columns
+
+
+def _batch_rows(spec, values):
+    """The rows of runs that differ only in their initial state, from one batch rollout
+    (batch_threads=1: the worker is one thread); None when the batch call raises (the caller
+    then runs them one by one, each with its own error)."""
+    from ..robot.rollout import STATUS_NAMES
+    t0 = time.perf_counter()
+    scenario = spec.scenario
+    context = robot_context(spec)
+    robot, arrays = context.robot, context.arrays
+    n = len(values)
+    q0 = np.tile(arrays.q0, (n, 1))
+    v0 = np.tile(arrays.v0, (n, 1))
+    kp = None if arrays.kp is None else arrays.kp.copy()
+    kd = None if arrays.kd is None else arrays.kd.copy()
+    try:
+        for i, row_values in enumerate(values):
+            for variation, value in zip(spec.variations, row_values):
+                _apply_argument(robot, arrays, variation, float(value), q0[i], v0[i], kp, kd)
+        kwargs = {"integrator": scenario.integrator, "substeps": scenario.substeps,
+                  "limits": scenario.limits, "max_speed": scenario.max_speed,
+                  "batch_threads": 1}
+        if arrays.drive_joints is not None:
+            kwargs["drives"] = {"joints": list(arrays.drive_joints), "kp": kp, "kd": kd,
+                                "position": np.repeat(arrays.ref_position[None, :-1], n, 0),
+                                "velocity": np.repeat(arrays.ref_velocity[None, :-1], n, 0)}
+        tau = np.repeat(arrays.tau[None], n, axis=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)   # a divergence is in the status
+            result = robot.rollout(q0, v0, tau, scenario.dt, **kwargs)
+    except (ValueError, C.VariationError):
+        return None
+    share = (time.perf_counter() - t0) / n      # the batch call's time, per member
+    Q_all, V_all = result
+    rows = []
+    for i, row_values in enumerate(values):
+        t1 = time.perf_counter()
+        row = {v.name: float(x) for v, x in zip(spec.variations, row_values)}
+        steps = int(result.steps[i])
+        status = STATUS_NAMES[int(result.status[i])]
+        Q, V = Q_all[i, :steps + 1], V_all[i, :steps + 1]
+        row.update(status=status, steps=steps, error="" if status == "ok" else
+                   excerpt(str(result.messages[i] or status), MAX_ERROR_CHARACTERS))
+        try:
+            row.update(run_metrics(spec.metrics, robot, arrays, scenario, Q, V, status, kp, kd,
+                                   context.recorder))
+        except Exception as exc:   # noqa: BLE001 -- a failing run is a row with its error
+            row.update(status="error", error=excerpt(f"{type(exc).__name__}: {exc}",
+                                                     MAX_ERROR_CHARACTERS))
+            row.update(nan_metrics(context.columns))
+        row["seconds"] = share + time.perf_counter() - t1
+        rows.append(row)
+    return rows
