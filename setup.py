@@ -89,9 +89,13 @@ setup(
         'ros': ROS_WHEELS,
         # exudyn: flexible-link and suspension oracle; yourdfpy: URDF element-parsing oracle;
         # sympy: the seed-004 Lagrange equations; matplotlib: the plot commands' tests
-        'test': ['pytest', 'pin', 'example-robot-data', 'exudyn', 'yourdfpy', 'sympy', 'matplotlib'],
+        'test': ['pytest', 'pin', 'example-robot-data', 'exudyn', 'yourdfpy', 'sympy', 'matplotlib',
+                 'dask[distributed]', 'pyarrow'],
         'bench': ['pin', 'example-robot-data', 'exudyn'],
         'plot': ['matplotlib'],   # mbd-ros simulate/flex-demo/hil-demo --plot
+        # mbd-ros sweep (mbd_ros/sweep): runs as dask.distributed tasks, results as Parquet, the
+        # summary PNG with matplotlib
+        'sweep': ['dask[distributed]', 'pyarrow', 'matplotlib'],
     },
     zip_safe=True,
     entry_points={

@@ -119,6 +119,7 @@ LAYERS = [
     ("mbd_ros.fastcall", "mbd_ros.codegen"),
     ("mbd_ros.robot",),
     ("mbd_ros.simulation",),
+    ("mbd_ros.sweep",),
     ("mbd_ros.nodes",),
     ("mbd_ros.cli",),
     ("mbd_ros", "mbd_ros.aliases"),

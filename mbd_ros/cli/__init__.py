@@ -20,6 +20,8 @@
   [--duration 2] [--plot out.png]``: the same passive simulation for any robot (closed loops,
   floating base, ...), with a PNG of joint trajectories, energy balance and constraint
   residuals (mbd_ros.sim_report; matplotlib from the ``plot`` extra).
+- ``sweep SWEEP.yaml --out DIR [--scheduler ADDRESS] [--workers N]``: a parameter sweep on
+  Dask (mbd_ros.sweep, docs/sweeps.md; extra ``sweep``).
 
 Only the public library API is used (``mbd_ros.load`` and the Robot methods).
 """
@@ -396,6 +398,12 @@ def build_parser():
                                                 '(no PyPI wheel) into this virtual environment')
     interfaces_build.add_arguments(p)
     p.set_defaults(func=interfaces_build.run)
+    # [sweep] mbd-ros sweep SWEEP.yaml --out DIR (mbd_ros/sweep, docs/sweeps.md)
+    from ..sweep import command as sweep_command
+    p = sub.add_parser('sweep', help='parameter sweep on Dask: a YAML file of varied quantities '
+                                     '-> Parquet rows, summary PNG, table')
+    sweep_command.add_arguments(p)
+    p.set_defaults(func=sweep_command.run)
     return parser
 
 
