@@ -23,6 +23,17 @@ aliases.install()   # module paths of earlier versions (mbd_ros.plant, mbd_ros.l
 __all__ = ["load", "Robot", "Model", "ModelError", "FRICTION_VELOCITY", "STANDARD_GRAVITY"]
 __version__ = "0.1.0"
 
+# subpackages reachable as attributes without importing them first (`mbd_ros.sweep.run_sweep`,
+# `mbd_ros.simulation.Plant`): imported on first access, so `import mbd_ros` stays light
+_LAZY_SUBPACKAGES = ("simulation", "sweep", "codegen", "interfaces")
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBPACKAGES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 def load(urdf, closures=None, floating_base=False, gravity=STANDARD_GRAVITY, passive_forces=True,
          friction_velocity=FRICTION_VELOCITY, strict_inertia=False, flexible=None, codegen=False,

@@ -210,7 +210,7 @@ closure_residual partition assemble project_velocity project_acceleration projec
 multipliers apply_mimic couple_in_place body_names inertial_parameters regressor with_inertial_parameters
 inverse_dynamics_derivatives forward_dynamics_derivatives link_velocity link_acceleration link_jacobian
 center_of_mass com_jacobian centroidal_momentum_matrix mass_matrix_inverse
-operational_space_inertia""".split()
+operational_space_inertia rollout""".split()
 
 
 def test_every_robot_has_every_public_name():
