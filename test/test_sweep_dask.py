@@ -30,6 +30,7 @@ import mbd_ros
 from mbd_ros.cli.samples import sample_urdf
 from mbd_ros.plant import DivergenceError, Plant
 from mbd_ros.sweep import run_sweep, run_table, load_sweep
+from mbd_ros.sweep.runner import run_one
 from mbd_ros.sweep import results as R
 
 
@@ -60,6 +61,11 @@ CLUSTER_TIMEOUT = 300   # s: starting 2 worker processes on a loaded 2-core mach
 
 @pytest.fixture(scope="module")
 def client():
+    # one run in this process first: it compiles the rollout and metric kernels into numba's
+    # on-disk cache, so the two worker processes load them instead of both compiling them
+    # (a fresh clone's cold cache: ~100 s of worker compiling measured under load)
+    spec = load_sweep(SWEEP)
+    assert run_one(spec, run_table(spec)[1][0])["status"] == "ok"
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                        dashboard_address=":0", timeout=CLUSTER_TIMEOUT)
     client = distributed.Client(cluster, timeout=CLUSTER_TIMEOUT)
