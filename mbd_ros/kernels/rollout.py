@@ -18,8 +18,9 @@ and would need the integrators, the drives and the stops written again in C (not
 
 Force elements (rigid trees) and closed loops (the recursive solver) run as robot.py's loaded
 path and the solver's C entry run them (_forward_dynamics); robot.step's projection onto the
-loops stays in Python: the kernel returns NEEDS_PROJECTION when the loop residuals pass the
-tolerance and is called again to resume the row.
+loops runs in kernels/rollout_projection.py when the loop residuals pass the tolerance; only
+when it does not converge the kernel returns NEEDS_PROJECTION (the caller projects in Python)
+and is called again to resume the row.
 
 The step is robot.step's, operation for operation (robot/integrators.py Simulator._rk4 and
 _semi_implicit_euler, kernels/rk4.py; q (+) v dt by kernels/configuration.py integrate where a
@@ -45,6 +46,7 @@ from .kinematics import forward_kinematics
 from .plant import (DRIVE_Q_REF, DRIVE_VELOCITY_CMD, beyond_limits, drive_torques,
                     effective_inertias, limited_drive_torques, max_abs)
 from .rk4 import rk4_combine, rk4_stage, state_bound
+from .rollout_projection import project_state
 from .stops import (STOP_DQ, STOP_IDX, STOP_LOWER, STOP_TARGET, STOP_UPPER, enforce_positions,
                     enforce_velocities, place_on_limits)
 from .wrenches import load_link_wrenches
@@ -375,9 +377,10 @@ def rollout_member(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0
                     v[i] = vn[i]
             if iopt[I_LOOPS]:   # robot.step's projection test (PROJECTION_TOLERANCE)
                 position_residual, velocity_residual = _loop_residuals(loops, q, v)
-                if position_residual > fopt[F_PROJECTION_TOLERANCE] or \
-                        velocity_residual > fopt[F_PROJECTION_TOLERANCE]:
-                    resume[0] = k
+                if (position_residual > fopt[F_PROJECTION_TOLERANCE] or
+                        velocity_residual > fopt[F_PROJECTION_TOLERANCE]) and \
+                        not project_state(loops, loops[10], q, v):   # kernels/rollout_projection
+                    resume[0] = k   # not converged: the caller projects in Python (assembles)
                     resume[1] = s + 1
                     return NEEDS_PROJECTION, k
             code = _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_int,
