@@ -88,7 +88,7 @@ def project_compiled(robot, q, v):
     """The kernel's projection of (q, v) on a fresh thread workspace -> (q, v, converged)."""
     loops = engine_of(robot).loop_arrays()
     q, v = np.array(q, float), np.array(v, float)
-    done = P.project_state(loops, loops[10], q, v)
+    done = P.project_state(loops, loops[10], q, v, False)
     return q, v, done
 
 
@@ -163,3 +163,20 @@ def test_long_rollout_projects_in_numba(name, integrator, monkeypatch):
                                atol=64 * EPS * rows * max(1.0, np.abs(v_ref).max()))
     position, velocity = robot.closure_residual(result.Q[-1], result.V[-1])
     assert position < C.PROJECTION_TOLERANCE and velocity < C.PROJECTION_TOLERANCE
+
+
+def test_declined_projection_falls_back_to_robot_steps_own():
+    """When the kernel declines (here: disabled; in use: Gauss-Newton not converged, which
+    robot.step answers by re-assembling), the row resumes after robot.step's Python projection:
+    then the rollout is robot.step's bit for bit."""
+    robot = fourbar()
+    engine_of(robot).python_projection = True
+    rng = np.random.default_rng(4)
+    q0 = robot.assemble(robot.neutral())
+    v0 = robot.project_velocity(q0, 0.3 * rng.standard_normal(robot.nv))
+    tau = 0.5 * rng.standard_normal((60, robot.nv))
+    for integrator in ("rk4", "semi_implicit_euler"):
+        result = robot.rollout(q0, v0, tau, DT, integrator=integrator, engine="compiled")
+        reference = robot.rollout(q0, v0, tau, DT, integrator=integrator, engine="reference")
+        np.testing.assert_array_equal(result.Q, reference.Q)
+        np.testing.assert_array_equal(result.V, reference.V)

@@ -379,7 +379,7 @@ def rollout_member(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0
                 position_residual, velocity_residual = _loop_residuals(loops, q, v)
                 if (position_residual > fopt[F_PROJECTION_TOLERANCE] or
                         velocity_residual > fopt[F_PROJECTION_TOLERANCE]) and \
-                        not project_state(loops, loops[10], q, v):   # kernels/rollout_projection
+                        not project_state(loops, loops[10], q, v, True):   # rollout_projection.py
                     resume[0] = k   # not converged: the caller projects in Python (assembles)
                     resume[1] = s + 1
                     return NEEDS_PROJECTION, k

@@ -61,12 +61,13 @@ V_Q, V_QN, V_STEP, V_ZERO, V_G, V_GV, V_Y, V_RDIAG, V_HV0, V_BETA, V_C, V_Z = ra
 N_ROWS = 12
 
 
-def projection_workspace(nq, nv, n_rows):
+def projection_workspace(nq, nv, n_rows, enabled=True):
     """A thread's projection workspace for a robot with nq, nv coordinates and n_rows loop rows
-    (see the module docstring)."""
+    (see the module docstring); enabled=False: an empty one, with which project_state declines
+    (the Python projection runs: bench/bench_rollout.py's "before")."""
     p = max(nq, nv, n_rows, 1)
     return (np.zeros((nv, nv)), np.zeros((4, p, p)), np.zeros((N_ROWS, p)),
-            np.zeros(p, dtype=np.int64))
+            np.zeros(p if enabled else 0, dtype=np.int64))
 
 
 @njit(cache=True, nogil=True)
@@ -186,15 +187,20 @@ def _loop_state(loops, q, zero):
 
 
 @njit(cache=True, nogil=True)
-def project_state(loops, workspace, q, v):
+def project_state(loops, workspace, q, v, state_ready):
     """constraints.project_state(q, v) in place on q (nq,), v (nv,) (see the module docstring):
     loops = kernels/rollout.py's loops tuple (tree and cut arrays, the thread's kinematics and
-    loop workspaces), workspace = projection_workspace(...). Returns True, or False with q, v
+    loop workspaces), workspace = projection_workspace(...); state_ready: the loop workspace
+    already holds the cut rows and G at this q (kernels/rollout.py's residual test computed
+    them: they do not depend on v), so the first evaluation is skipped. Returns True, or False
+    with q, v
     unchanged when the positions did not converge in MAX_ITERATIONS steps (the caller then runs
     the Python projection, which re-assembles) or a solve failed."""
     body_int, body_float, work = loops[0], loops[1], loops[2]
     loop_float, jacobian = loops[5], loops[6]
     mass, mats, vec, perm = workspace
+    if perm.shape[0] == 0:      # disabled (projection_workspace(enabled=False))
+        return False
     nq, nv, m = q.shape[0], v.shape[0], jacobian.shape[0]
     qp, qn, step, zero = vec[V_Q, :nq], vec[V_QN, :nq], vec[V_STEP, :nv], vec[V_ZERO, :nv]
     g, gv, y = vec[V_G, :m], vec[V_GV, :m], vec[V_Y, :m]
@@ -205,7 +211,12 @@ def project_state(loops, workspace, q, v):
     for i in range(nq):
         qp[i] = q[i]
     # 1. Gauss-Newton with minimum-norm steps (constraints.py _close_min_norm)
-    residual = _loop_state(loops, qp, zero)
+    if state_ready:
+        residual = 0.0
+        for r in range(m):
+            residual = max(residual, abs(loop_float[r, LOOP_RESIDUAL]))
+    else:
+        residual = _loop_state(loops, qp, zero)
     iterations = 0
     while not residual < ASSEMBLY_TOLERANCE:
         if iterations == MAX_ITERATIONS:

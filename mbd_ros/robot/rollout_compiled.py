@@ -116,6 +116,9 @@ class RolloutEngine:
         self.body_int = np.array(getattr(tree, "body_int", np.zeros((1, 1), dtype=np.int64)))
         self.vector_space = all(t in VECTOR_SPACE_JOINTS for t in robot.joint_types)
         self.nq_joints, self.nv_joints = robot.model.nq, robot.model.nv
+        # True: robot.step's projections in Python, not kernels/rollout_projection.py (the
+        # bench's "before"; set before the first rollout, the workspaces keep it)
+        self.python_projection = False
         self._free = []                 # ThreadWork sets not in use
         self._lock = threading.Lock()
 
@@ -135,7 +138,8 @@ class RolloutEngine:
                 loops.cut_float, np.array(loops.loop_float), np.array(loops.jacobian),
                 np.array(constraints.gains), np.array(constraints.info),
                 np.zeros(loops.n_constraints),
-                projection_workspace(robot.nq, robot.nv, loops.n_constraints))
+                projection_workspace(robot.nq, robot.nv, loops.n_constraints,
+                                     not self.python_projection))
 
     def force_arrays(self):
         """kernels/rollout.py's `forces` tuple for one thread: the tree's model arrays and the
