@@ -180,3 +180,61 @@ def test_declined_projection_falls_back_to_robot_steps_own():
         reference = robot.rollout(q0, v0, tau, DT, integrator=integrator, engine="reference")
         np.testing.assert_array_equal(result.Q, reference.Q)
         np.testing.assert_array_equal(result.V, reference.V)
+
+
+def limited_fourbar(tmp_path, upper):
+    """The four-bar with its crank a revolute joint limited to [-upper, upper] rad."""
+    text = (URDF / "fourbar.urdf").read_text()
+    old = '<joint name="crank_joint" type="continuous">'
+    assert old in text and '<limit effort="5" velocity="20"/>' in text
+    text = text.replace(old, '<joint name="crank_joint" type="revolute">').replace(
+        '<limit effort="5" velocity="20"/>',
+        f'<limit effort="5" velocity="20" lower="{-upper}" upper="{upper}"/>')
+    path = tmp_path / "fourbar_limited.urdf"
+    path.write_text(text)
+    return mbd_ros.load(str(path), closures=str(CONFIG / "fourbar_closures.yaml"))
+
+
+@pytest.mark.parametrize("integrator", ["rk4", "semi_implicit_euler"])
+def test_closed_loop_stops_run_compiled_and_equal_the_reference(tmp_path, integrator,
+                                                                monkeypatch):
+    """limits=True on a closed loop: the Plant's stops (JointLimits.enforce) after each
+    robot.step, in the compiled loop; against the reference engine (repeated robot.step and
+    the stops in Python) to the projection's round-off, the crank held at its stop."""
+    upper = 0.05
+    robot = limited_fourbar(tmp_path, upper)
+    crank = int(robot.idx_v[robot.joint_names.index("crank_joint")])
+    q0 = robot.assemble(robot.neutral())
+    v0 = np.zeros(robot.nv)
+    steps = 300
+    free = None
+    for sign in (1.0, -1.0):   # the direction that drives the crank out of [-upper, upper]
+        tau = np.zeros((steps, robot.nv))
+        tau[:, crank] = sign * 0.05
+        free = robot.rollout(q0, v0, tau, DT, integrator=integrator, engine="reference")
+        if np.abs(free.Q[:, crank]).max() > 2 * upper:
+            break
+    assert np.abs(free.Q[:, crank]).max() > 2 * upper   # without stops it leaves the range
+    calls = []
+    python_projection = C.Constraints.project_state
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return python_projection(self, *args, **kwargs)
+
+    reference = robot.rollout(q0, v0, tau, DT, integrator=integrator, limits=True,
+                              engine="reference")
+    monkeypatch.setattr(C.Constraints, "project_state", counted)
+    result = robot.rollout(q0, v0, tau, DT, integrator=integrator, limits=True,
+                           engine="compiled")
+    assert result.status == reference.status == "ok"
+    assert calls == []   # projected in numba
+    rows = steps + 1
+    np.testing.assert_allclose(result.Q, reference.Q, rtol=0, atol=64 * EPS * rows)
+    np.testing.assert_allclose(result.V, reference.V, rtol=0,
+                               atol=64 * EPS * rows * max(1.0, np.abs(reference.V).max()))
+    # the stop held: the stops come last in each row, so every row ends within the limit (to
+    # round-off of the placement), and the crank rests on it for most of the run
+    crank_q = np.abs(result.Q[:, crank])
+    assert crank_q.max() <= upper + 8 * EPS
+    assert np.count_nonzero(crank_q > upper - 1e-9) > steps // 3
