@@ -271,7 +271,7 @@ def _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_in
 
 
 @njit(cache=True, nogil=True)
-def rollout_member(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0, v0, tau,
+def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fopt, q0, v0, tau,
                    drive_int, drive_float, position, velocity, limited_iq, stops_int, stops_float,
                    vel_idx, velocity_limit, effort, work, mats, stop_work, q_out, v_out, detail,
                    resume):
@@ -280,9 +280,11 @@ def rollout_member(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0
     failure (NOT_FINITE, TOO_FAST: detail[0] the speed; DYNAMICS_FAILED: detail[0] the forward
     dynamics' status; STOP_FAILED; DRIVE_TERMS_FAILED) in the step from row `steps`, or
     NEEDS_PROJECTION (closed loops, iopt[I_LOOPS]: the loop residuals after the robot.step of
-    row `steps`, substep resume[1] - 1, passed the projection tolerance; the state is in
-    work[W_Q], work[W_V]: the caller projects it there, as robot.step does, and calls again with
-    `resume` as returned). resume (2,) int64: [0, 0] to start from q0, v0.
+    row `steps`, substep resume[1] - 1, passed the projection tolerance and
+    kernels/rollout_projection.py's projection did not converge; the state is in work[W_Q],
+    work[W_V]: the caller projects it there, as robot.step does, and calls again with `resume`
+    as returned). loop_arrays: robot/rollout_compiled.py's loop tuple, its item 10 the
+    projection's workspace. resume (2,) int64: [0, 0] to start from q0, v0.
     position, velocity (T, nd): drive references (read when iopt[I_DRIVES]); the stop arrays
     read when iopt[I_LIMITS] (kernels/stops.py rows; stops_int, stops_float and drive_float are
     written: per-thread copies)."""
@@ -296,6 +298,9 @@ def rollout_member(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0
     v2, v3, v4 = work[W_V2, :nv], work[W_V3, :nv], work[W_V4, :nv]
     tau_loaded = work[W_LOADED, :nv]
     loaded = iopt[I_FORCES] != 0
+    # loop_arrays: the loops tuple and (item 10) the projection's workspace, kept out of the
+    # tuple the stages pass to _loaded_forward_dynamics (each array it holds costs per call)
+    loops, projection_work = loop_arrays[:10], loop_arrays[10]
     h = fopt[F_H]
     half = 0.5 * h
     k0, s0 = resume[0], resume[1]
@@ -379,7 +384,7 @@ def rollout_member(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0
                 position_residual, velocity_residual = _loop_residuals(loops, q, v)
                 if (position_residual > fopt[F_PROJECTION_TOLERANCE] or
                         velocity_residual > fopt[F_PROJECTION_TOLERANCE]) and \
-                        not project_state(loops, loops[10], q, v, True):   # rollout_projection.py
+                        not project_state(loops, projection_work, q, v, True):
                     resume[0] = k   # not converged: the caller projects in Python (assembles)
                     resume[1] = s + 1
                     return NEEDS_PROJECTION, k
