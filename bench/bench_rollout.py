@@ -1,6 +1,7 @@
 """robot.rollout: cost per step as a multiple of one forward dynamics call, and batch scaling.
 
     PYTHONPATH=. python bench/bench_rollout.py [--steps 500] [--rounds 15] [--quick]
+        [--robots NAME_PART] [--no-batch]
 
 Per robot (the sample arm7, the four-bar closed loop, the double wishbone, the flexible arm;
 the flexible arm's 1 ms rows take 6 integrator steps each, its default_max_step, and µs/step is
@@ -45,17 +46,28 @@ DT = 1e-3
 
 
 def robots():
+    """{name: a function loading the robot} (a closed loop is loaded twice: its twin runs the
+    compiled rollout with robot.step's projections in Python, the "before")."""
     urdf, config = ROOT / "urdf", ROOT / "config"
     return {
-        "arm7": mbd_ros.load(str(urdf / "arm7.urdf")),
-        "fourbar (closed loop)": mbd_ros.load(str(urdf / "fourbar.urdf"),
-                                              closures=str(config / "fourbar_closures.yaml")),
-        "double wishbone": mbd_ros.load(str(urdf / "double_wishbone.urdf"),
-                                        closures=str(config / "double_wishbone.yaml"),
-                                        forces=str(config / "double_wishbone.yaml")),
-        "flexible arm": mbd_ros.load(str(urdf / "flexible_arm.urdf"),
-                                     flexible=str(config / "flexible_arm.yaml")),
+        "arm7": lambda: mbd_ros.load(str(urdf / "arm7.urdf")),
+        "fourbar (closed loop)": lambda: mbd_ros.load(
+            str(urdf / "fourbar.urdf"), closures=str(config / "fourbar_closures.yaml")),
+        "double wishbone": lambda: mbd_ros.load(str(urdf / "double_wishbone.urdf"),
+                                                closures=str(config / "double_wishbone.yaml"),
+                                                forces=str(config / "double_wishbone.yaml")),
+        "flexible arm": lambda: mbd_ros.load(str(urdf / "flexible_arm.urdf"),
+                                             flexible=str(config / "flexible_arm.yaml")),
     }
+
+
+def same_rollout(robot, a, b):
+    """a equals b (the reference engine): bit for bit, or to round-off on closed loops (their
+    projection in numba: kernels/rollout_projection.py, test/test_rollout_loops.py's bound)."""
+    if not robot.closure_names:
+        return np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    bound = 64 * np.finfo(float).eps * len(a[0])
+    return all(np.abs(x - y).max() <= bound * max(1.0, np.abs(y).max()) for x, y in zip(a, b))
 
 
 def lscpu_model():
@@ -95,13 +107,14 @@ def cpu_interleaved(funcs, rounds, seed=0):
             for k, s in samples.items()}
 
 
-def bench_robot(name, robot, steps, rounds, rng):
+def bench_robot(name, make, steps, rounds, rng):
     """(FD µs, rows): per integrator step µs and its ratio to FD. A flexible robot's rows of
     1 ms take `sub` integrator steps (its default_max_step: the stiff elastic modes), counted as
     `sub` steps."""
     from mbd_ros.robot.integrators import default_max_step
     from mbd_ros.robot.rollout import RolloutProblem
-    from mbd_ros.robot.rollout_compiled import unsupported
+    from mbd_ros.robot.rollout_compiled import engine_of, unsupported
+    robot = make()
     robot.compile_c_calls()
     sub = int(np.ceil(DT / default_max_step(robot) - 1e-9))
     q, v = start(robot, rng)
@@ -125,10 +138,19 @@ def bench_robot(name, robot, steps, rounds, rng):
         engines[label] = "compiled" if unsupported(problem) is None else "reference"
         a = robot.rollout(q, v, tau, DT, integrator=integrator, substeps=k)
         b = robot.rollout(q, v, tau, DT, integrator=integrator, substeps=k, engine="reference")
-        assert a.status == "ok" and np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]), \
+        assert a.status == "ok" and same_rollout(robot, a, b), \
             f"{name} {label}: rollout differs from the reference engine"
         funcs[f"rollout {label}"] = (lambda i=integrator, k=k: robot.rollout(
             q, v, tau, DT, integrator=i, substeps=k))
+        if robot.closure_names and integrator is not None:   # before: Python projections
+            twin = make()
+            twin.compile_c_calls()
+            engine_of(twin).python_projection = True
+            c = twin.rollout(q, v, tau, DT, integrator=integrator, substeps=k)
+            assert c.status == "ok" and np.array_equal(c[0], b[0]) and np.array_equal(c[1], b[1])
+            funcs[f"rollout {label} (Python projections)"] = (
+                lambda i=integrator, k=k, twin=twin: twin.rollout(q, v, tau, DT, integrator=i,
+                                                                  substeps=k))
 
     def step_loop():
         qq, vv = q, v
@@ -145,7 +167,8 @@ def bench_robot(name, robot, steps, rounds, rng):
     rows = []
     for label, t in timings.items():
         per_step = t["median"] / (steps * sub)
-        engine = engines.get(label.replace("rollout ", ""), "python loop")
+        engine = engines.get(label.replace("rollout ", "").replace(" (Python projections)", ""),
+                             "python loop")
         rows.append((name, robot.nv, label, engine, per_step, per_step / fd_median,
                      t["min"] / (steps * sub) / fd_min))
     return (fd_median, fd_min), rows
@@ -223,6 +246,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--robots", default="", help="only robots whose name contains this")
+    parser.add_argument("--no-batch", action="store_true")
     args = parser.parse_args()
     if args.quick:
         args.steps, args.rounds, args.batch = 200, 5, 16
@@ -236,12 +261,17 @@ def main():
     print("| robot | nv | call | engine | µs/step (median) | FD per step (median) | "
           "FD per step (min) |")
     print("|---|---:|---|---|---:|---:|---:|")
-    for name, robot in robots().items():
-        (fd, fd_min), rows = bench_robot(name, robot, args.steps, args.rounds, rng)
-        print(f"| {name} | {robot.nv} | forward dynamics (Python call) | | {fd:.3f} | 1 | 1 |")
+    for name, make in robots().items():
+        if args.robots not in name:
+            continue
+        (fd, fd_min), rows = bench_robot(name, make, args.steps, args.rounds, rng)
+        print(f"| {name} | {rows[0][1]} | forward dynamics (Python call) | | {fd:.3f} | 1 | 1 |")
         for row in rows:
             print(f"| {row[0]} | {row[1]} | {row[2]} | {row[3]} | {row[4]:.3f} | {row[5]:.2f} | "
                   f"{row[6]:.2f} |")
+    if args.no_batch:
+        print(f"load average after: {os.getloadavg()}")
+        return
     one, two, busy = bench_batch(args.batch, args.steps, args.rounds, rng)
     print(f"\nbatch arm7 rk4, N = {args.batch}, {args.steps} steps: 1 thread {one / 1e3:.2f} ms, "
           f"2 threads {two / 1e3:.2f} ms, speed-up {one / two:.2f}x; 2 threads: process CPU / "

@@ -32,6 +32,7 @@ ENTRIES = {
     ("flexible", "inverse_dynamics"): ("flexible_entries", "flexible_inverse_dynamics_c"),
     ("flexible", "mass_matrix"): ("flexible_entries", "flexible_mass_matrix_c"),
     ("closed_loop", "forward_dynamics"): ("rigid_entries", "closed_loop_forward_dynamics_c"),
+    ("closed_loop", "mass_matrix"): ("rigid_entries", "closed_loop_mass_matrix_c"),
 }
 
 

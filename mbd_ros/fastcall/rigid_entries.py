@@ -52,3 +52,12 @@ def closed_loop_forward_dynamics_c(bound, dims, q, v, tau, out):
                                          loop_float, carray(q, (nq,)), carray(v, (nv,)),
                                          carray(tau, (nv,)), gains, carray(out, (nv,)), info,
                                          multipliers)
+
+
+def closed_loop_mass_matrix_c(bound, dims, q, unused_b, unused_c, out):
+    """The tree's mass matrix (CRBA) called with the closed-loop entry's bound arrays and dims
+    (nq, nv at dims[12], dims[13]): the compiled rollout's position stops on closed loops
+    (kernels/rollout.py calls both entries with one bound/dims pair)."""
+    body_int, body_float, work = _rigid(bound, dims)
+    nq, nv = dims[12], dims[13]
+    return _mass_matrix(body_int, body_float, work, carray(q, (nq,)), carray(out, (nv, nv)))

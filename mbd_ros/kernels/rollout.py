@@ -18,8 +18,9 @@ and would need the integrators, the drives and the stops written again in C (not
 
 Force elements (rigid trees) and closed loops (the recursive solver) run as robot.py's loaded
 path and the solver's C entry run them (_forward_dynamics); robot.step's projection onto the
-loops stays in Python: the kernel returns NEEDS_PROJECTION when the loop residuals pass the
-tolerance and is called again to resume the row.
+loops runs in kernels/rollout_projection.py when the loop residuals pass the tolerance; only
+when it does not converge the kernel returns NEEDS_PROJECTION (the caller projects in Python)
+and is called again to resume the row.
 
 The step is robot.step's, operation for operation (robot/integrators.py Simulator._rk4 and
 _semi_implicit_euler, kernels/rk4.py; q (+) v dt by kernels/configuration.py integrate where a
@@ -45,6 +46,7 @@ from .kinematics import forward_kinematics
 from .plant import (DRIVE_Q_REF, DRIVE_VELOCITY_CMD, beyond_limits, drive_torques,
                     effective_inertias, limited_drive_torques, max_abs)
 from .rk4 import rk4_combine, rk4_stage, state_bound
+from .rollout_projection import project_state
 from .stops import (STOP_DQ, STOP_IDX, STOP_LOWER, STOP_TARGET, STOP_UPPER, enforce_positions,
                     enforce_velocities, place_on_limits)
 from .wrenches import load_link_wrenches
@@ -269,7 +271,7 @@ def _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_in
 
 
 @njit(cache=True, nogil=True)
-def rollout_member(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0, v0, tau,
+def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fopt, q0, v0, tau,
                    drive_int, drive_float, position, velocity, limited_iq, stops_int, stops_float,
                    vel_idx, velocity_limit, effort, work, mats, stop_work, q_out, v_out, detail,
                    resume):
@@ -278,9 +280,11 @@ def rollout_member(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0
     failure (NOT_FINITE, TOO_FAST: detail[0] the speed; DYNAMICS_FAILED: detail[0] the forward
     dynamics' status; STOP_FAILED; DRIVE_TERMS_FAILED) in the step from row `steps`, or
     NEEDS_PROJECTION (closed loops, iopt[I_LOOPS]: the loop residuals after the robot.step of
-    row `steps`, substep resume[1] - 1, passed the projection tolerance; the state is in
-    work[W_Q], work[W_V]: the caller projects it there, as robot.step does, and calls again with
-    `resume` as returned). resume (2,) int64: [0, 0] to start from q0, v0.
+    row `steps`, substep resume[1] - 1, passed the projection tolerance and
+    kernels/rollout_projection.py's projection did not converge; the state is in work[W_Q],
+    work[W_V]: the caller projects it there, as robot.step does, and calls again with `resume`
+    as returned). loop_arrays: robot/rollout_compiled.py's loop tuple, its item 10 the
+    projection's workspace. resume (2,) int64: [0, 0] to start from q0, v0.
     position, velocity (T, nd): drive references (read when iopt[I_DRIVES]); the stop arrays
     read when iopt[I_LIMITS] (kernels/stops.py rows; stops_int, stops_float and drive_float are
     written: per-thread copies)."""
@@ -294,6 +298,9 @@ def rollout_member(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0
     v2, v3, v4 = work[W_V2, :nv], work[W_V3, :nv], work[W_V4, :nv]
     tau_loaded = work[W_LOADED, :nv]
     loaded = iopt[I_FORCES] != 0
+    # loop_arrays: the loops tuple and (item 10) the projection's workspace, kept out of the
+    # tuple the stages pass to _loaded_forward_dynamics (each array it holds costs per call)
+    loops, projection_work = loop_arrays[:10], loop_arrays[10]
     h = fopt[F_H]
     half = 0.5 * h
     k0, s0 = resume[0], resume[1]
@@ -375,9 +382,10 @@ def rollout_member(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0
                     v[i] = vn[i]
             if iopt[I_LOOPS]:   # robot.step's projection test (PROJECTION_TOLERANCE)
                 position_residual, velocity_residual = _loop_residuals(loops, q, v)
-                if position_residual > fopt[F_PROJECTION_TOLERANCE] or \
-                        velocity_residual > fopt[F_PROJECTION_TOLERANCE]:
-                    resume[0] = k
+                if (position_residual > fopt[F_PROJECTION_TOLERANCE] or
+                        velocity_residual > fopt[F_PROJECTION_TOLERANCE]) and \
+                        not project_state(loops, projection_work, q, v, True):
+                    resume[0] = k   # not converged: the caller projects in Python (assembles)
                     resume[1] = s + 1
                     return NEEDS_PROJECTION, k
             code = _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_int,

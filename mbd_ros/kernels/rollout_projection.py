@@ -1,0 +1,286 @@
+"""robot.step's projection onto closed loops, compiled (robot/constraints.py
+Constraints.project_state, docs/theory.md §6), for the compiled rollout engine
+(kernels/rollout.py calls `project_state` when the loop residuals pass the projection tolerance,
+robot/rollout_compiled.py builds the workspaces, one set per thread).
+
+The projection, as constraints.py runs it on rigid loops of the recursive solver (no prescribed
+joints: every dof is free):
+
+1. positions: Gauss-Newton with minimum-norm steps, q <- q (+) (-G^+ g), until max |g| <
+   ASSEMBLY_TOLERANCE, at most `max_iterations` steps (constraints.py _close_min_norm);
+2. velocities: the mass-orthogonal projection of least kinetic energy,
+   v <- v - M^-1 G^T (G M^-1 G^T)^+ G v, with G and M at the projected q.
+
+The same steps in the same order; what differs is the dense linear algebra, which numpy does
+with LAPACK (lstsq: SVD, gelsd; pinv: SVD; solve: LU) and which is written here without
+allocation:
+
+- G^+ g and K^+ r (`min_norm_solve`): Householder QR with column pivoting of A^T (the rows of A
+  as columns, greedy by remaining norm), the numerical rank r = the number of pivots |R_kk| >
+  RANK_TOLERANCE |R_00| (numpy: singular values > RANK_TOLERANCE s_max, the same rcond), then the
+  minimum-norm least-squares solution x = Q_r z with (R_r R_r^T) z = R_r P^T b by Cholesky. The
+  pivots bracket the singular values (s_max / sqrt(m n) <= |R_00| <= s_max, and the dropped
+  |R_kk| are round-off, ~1e-16 |R_00|, on the redundant rows of a planar loop closed by a 3-D
+  cut), so both rank rules agree wherever the gap between the kept and the dropped directions
+  is wider than sqrt(m n) -- for mechanisms that are not at a singular configuration. The
+  result equals lstsq's to round-off times cond(G)^2 (the normal equations of the r x r part);
+  cond is bounded by the partition limit (1e3) on well-posed loops;
+- M^-1 G^T: Cholesky of M (numpy: LU), column by column.
+
+So the rollout equals repeated robot.step to round-off, not bit for bit (test/test_rollout.py
+measures it: the projected states agree to ~1e-15, well inside ASSEMBLY_TOLERANCE).
+
+A projection that does not converge within `max_iterations` (constraints.py then re-assembles
+the loops by its partitioned Newton in Python) or meets a singular M returns False with q and v
+untouched: the caller falls back to the Python projection.
+
+Workspace (`projection_workspace`, per thread, built once): a tuple (mass (nv, nv), mats
+(4, p, p) float, vec (N_ROWS, p) float, perm (p,) int64) with p = max(nq, nv, b) for b loop rows.
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+from ..model.layout import LOOP_RESIDUAL
+from .closed_loop import cut_rows, loop_jacobian
+from .configuration import integrate
+from .crba import mass_matrix
+from .kinematics import forward_kinematics
+from .linalg import RANK_TOLERANCE
+
+# constraints.py's ASSEMBLY_TOLERANCE (m, rad): the Gauss-Newton loop stops below it (the
+# kernels layer does not import the robot layer; test/test_rollout.py checks they are equal)
+ASSEMBLY_TOLERANCE = 1e-12
+MAX_ITERATIONS = 20            # constraints.project_state's default max_iterations
+# matrices of mats (4, p, p): M's Cholesky factor (then K = G M^-1 G^T), W = M^-1 G^T, and
+# min_norm_solve's two
+P_CHOL, P_W, P_T, P_NORMAL = range(4)
+# rows of vec (N_ROWS, p)
+V_Q, V_QN, V_STEP, V_ZERO, V_G, V_GV, V_Y, V_RDIAG, V_HV0, V_BETA, V_C, V_Z = range(12)
+N_ROWS = 12
+
+
+def projection_workspace(nq, nv, n_rows, enabled=True):
+    """A thread's projection workspace for a robot with nq, nv coordinates and n_rows loop rows
+    (see the module docstring); enabled=False: an empty one, with which project_state declines
+    (the Python projection runs: bench/bench_rollout.py's "before")."""
+    p = max(nq, nv, n_rows, 1)
+    return (np.zeros((nv, nv)), np.zeros((4, p, p)), np.zeros((N_ROWS, p)),
+            np.zeros(p if enabled else 0, dtype=np.int64))
+
+
+@njit(cache=True, nogil=True)
+def min_norm_solve(a, m, n, b, x, t, normal, rdiag, hv0, beta, c, z, perm):
+    """x (n,) = A^+ b, the minimum-norm least-squares solution of A x = b for A = a[:m, :n]
+    (any rank), b (m,): pivoted Householder QR of A^T into t (>= n x m), rank rule |R_kk| >
+    RANK_TOLERANCE |R_00| (see the module docstring), Cholesky of R_r R_r^T (r x r, in
+    `normal`). rdiag, hv0, beta, c, z (>= m,), perm (>= m,) int64: scratch. Returns the rank r,
+    or -1 if the r x r normal matrix was not positive definite (then x is not set)."""
+    for j in range(m):                      # t = A^T: column j is row j of A
+        perm[j] = j
+        for i in range(n):
+            t[i, j] = a[j, i]
+    rank = 0
+    largest = 0.0
+    for k in range(min(m, n)):
+        best, pick = -1.0, k                # the column of largest remaining norm
+        for j in range(k, m):
+            s = 0.0
+            for i in range(k, n):
+                s += t[i, j] * t[i, j]
+            if s > best:
+                best, pick = s, j
+        norm = math.sqrt(best)
+        if k == 0:
+            largest = norm
+        if not norm > RANK_TOLERANCE * largest:
+            break
+        if pick != k:
+            for i in range(n):
+                t[i, k], t[i, pick] = t[i, pick], t[i, k]
+            perm[k], perm[pick] = perm[pick], perm[k]
+        # Householder reflector H = 1 - beta u u^T with u = (t[k, k] - alpha, t[k+1:, k]),
+        # H t[k:, k] = (alpha, 0, ...), alpha = -sign(t[k, k]) norm (no cancellation)
+        alpha = -norm if t[k, k] >= 0.0 else norm
+        u0 = t[k, k] - alpha
+        uu = u0 * u0
+        for i in range(k + 1, n):
+            uu += t[i, k] * t[i, k]
+        beta[k] = 2.0 / uu if uu > 0.0 else 0.0
+        hv0[k] = u0
+        rdiag[k] = alpha
+        for j in range(k + 1, m):
+            s = u0 * t[k, j]
+            for i in range(k + 1, n):
+                s += t[i, k] * t[i, j]
+            s *= beta[k]
+            t[k, j] -= s * u0
+            for i in range(k + 1, n):
+                t[i, j] -= s * t[i, k]
+        rank = k + 1
+    r = rank
+    # R_r (r x m): R[i, i] = rdiag[i], R[i, j] = t[i, j] for j > i. Normal equations of
+    # min |R_r^T z - P^T b|: (R_r R_r^T) z = R_r P^T b.
+    for j in range(m):
+        c[j] = b[perm[j]]
+    for i in range(r):
+        s = rdiag[i] * c[i]
+        for j in range(i + 1, m):
+            s += t[i, j] * c[j]
+        z[i] = s
+        for l in range(i, r):               # (R R^T)[i, l], l >= i: sum over j >= l
+            s = (t[i, l] if l > i else rdiag[i]) * rdiag[l]   # j = l: R[i, l] R[l, l]
+            for j in range(l + 1, m):
+                s += t[i, j] * t[l, j]
+            normal[i, l] = s
+            normal[l, i] = s
+    for j in range(r):                      # Cholesky R R^T = F F^T (F lower, in place)
+        d = normal[j, j]
+        for k in range(j):
+            d -= normal[j, k] * normal[j, k]
+        if not d > 0.0:
+            return -1
+        d = math.sqrt(d)
+        normal[j, j] = d
+        for i in range(j + 1, r):
+            s = normal[j, i]                # the upper triangle still holds R R^T
+            for k in range(j):
+                s -= normal[i, k] * normal[j, k]
+            normal[i, j] = s / d
+    for i in range(r):                      # F y = R_r P^T b
+        s = z[i]
+        for k in range(i):
+            s -= normal[i, k] * z[k]
+        z[i] = s / normal[i, i]
+    for i in range(r - 1, -1, -1):          # F^T z = y
+        s = z[i]
+        for k in range(i + 1, r):
+            s -= normal[k, i] * z[k]
+        z[i] = s / normal[i, i]
+    # x = Q (z, 0) = H_0 H_1 ... H_{r-1} (z, 0)
+    for i in range(n):
+        x[i] = z[i] if i < r else 0.0
+    for k in range(r - 1, -1, -1):
+        s = hv0[k] * x[k]
+        for i in range(k + 1, n):
+            s += t[i, k] * x[i]
+        s *= beta[k]
+        x[k] -= s * hv0[k]
+        for i in range(k + 1, n):
+            x[i] -= s * t[i, k]
+    return r
+
+
+@njit(cache=True, nogil=True)
+def _loop_state(loops, q, zero):
+    """max |g| at q; g into loop_float[:, LOOP_RESIDUAL], G into loops' jacobian (as
+    Loops.state: kinematics, the cut rows, the loop Jacobian, on the thread's workspace)."""
+    body_int, body_float, work, cut_int, cut_float, loop_float, jacobian = loops[:7]
+    forward_kinematics(body_int, body_float, work, q, zero)
+    cut_rows(cut_int, cut_float, work, loop_float)
+    loop_jacobian(body_int, body_float, work, cut_int, loop_float, jacobian)
+    residual = 0.0
+    for r in range(jacobian.shape[0]):
+        residual = max(residual, abs(loop_float[r, LOOP_RESIDUAL]))
+    return residual
+
+
+@njit(cache=True, nogil=True)
+def project_state(loops, workspace, q, v, state_ready):
+    """constraints.project_state(q, v) in place on q (nq,), v (nv,) (see the module docstring):
+    loops = kernels/rollout.py's loops tuple (tree and cut arrays, the thread's kinematics and
+    loop workspaces), workspace = projection_workspace(...); state_ready: the loop workspace
+    already holds the cut rows and G at this q (kernels/rollout.py's residual test computed
+    them: they do not depend on v), so the first evaluation is skipped. Returns True, or False
+    with q, v
+    unchanged when the positions did not converge in MAX_ITERATIONS steps (the caller then runs
+    the Python projection, which re-assembles) or a solve failed."""
+    body_int, body_float, work = loops[0], loops[1], loops[2]
+    loop_float, jacobian = loops[5], loops[6]
+    mass, mats, vec, perm = workspace
+    if perm.shape[0] == 0:      # disabled (projection_workspace(enabled=False))
+        return False
+    nq, nv, m = q.shape[0], v.shape[0], jacobian.shape[0]
+    qp, qn, step, zero = vec[V_Q, :nq], vec[V_QN, :nq], vec[V_STEP, :nv], vec[V_ZERO, :nv]
+    g, gv, y = vec[V_G, :m], vec[V_GV, :m], vec[V_Y, :m]
+    rdiag, hv0, beta, c, z = vec[V_RDIAG], vec[V_HV0], vec[V_BETA], vec[V_C], vec[V_Z]
+    t, normal = mats[P_T], mats[P_NORMAL]
+    for i in range(nv):
+        zero[i] = 0.0
+    for i in range(nq):
+        qp[i] = q[i]
+    # 1. Gauss-Newton with minimum-norm steps (constraints.py _close_min_norm)
+    if state_ready:
+        residual = 0.0
+        for r in range(m):
+            residual = max(residual, abs(loop_float[r, LOOP_RESIDUAL]))
+    else:
+        residual = _loop_state(loops, qp, zero)
+    iterations = 0
+    while not residual < ASSEMBLY_TOLERANCE:
+        if iterations == MAX_ITERATIONS:
+            return False            # not closed: constraints.py assembles (Python)
+        for r in range(m):
+            g[r] = loop_float[r, LOOP_RESIDUAL]
+        if min_norm_solve(jacobian, m, nv, g, step, t, normal, rdiag, hv0, beta, c, z,
+                          perm) < 0:
+            return False
+        for i in range(nv):
+            step[i] = -step[i]
+        integrate(body_int, qp, step, 1.0, qn)      # q <- q (+) step (robot.integrate)
+        for i in range(nq):
+            qp[i] = qn[i]
+        iterations += 1
+        residual = _loop_state(loops, qp, zero)
+    # 2. v <- v - M^-1 G^T (G M^-1 G^T)^+ G v, G (in `jacobian`) and M at the projected q
+    chol = mats[P_CHOL]
+    if mass_matrix(body_int, body_float, work, qp, mass):
+        return False
+    for j in range(nv):                             # M = L L^T
+        d = mass[j, j]
+        for k in range(j):
+            d -= chol[j, k] * chol[j, k]
+        if not d > 0.0:
+            return False
+        d = math.sqrt(d)
+        chol[j, j] = d
+        for i in range(j + 1, nv):
+            s = mass[i, j]
+            for k in range(j):
+                s -= chol[i, k] * chol[j, k]
+            chol[i, j] = s / d
+    w = mats[P_W]                                   # W = M^-1 G^T (nv x m)
+    for r in range(m):
+        for i in range(nv):                         # L y = G[r]
+            s = jacobian[r, i]
+            for k in range(i):
+                s -= chol[i, k] * w[k, r]
+            w[i, r] = s / chol[i, i]
+        for i in range(nv - 1, -1, -1):             # L^T w = y
+            s = w[i, r]
+            for k in range(i + 1, nv):
+                s -= chol[k, i] * w[k, r]
+            w[i, r] = s / chol[i, i]
+    for r in range(m):                              # G v and K = G W (into chol: M's factor done)
+        s = 0.0
+        for i in range(nv):
+            s += jacobian[r, i] * v[i]
+        gv[r] = s
+    kmat = chol
+    for r in range(m):
+        for l in range(m):
+            s = 0.0
+            for i in range(nv):
+                s += jacobian[r, i] * w[i, l]
+            kmat[r, l] = s
+    if min_norm_solve(kmat, m, m, gv, y, t, normal, rdiag, hv0, beta, c, z, perm) < 0:
+        return False
+    for i in range(nv):
+        s = 0.0
+        for r in range(m):
+            s += w[i, r] * y[r]
+        v[i] -= s
+    for i in range(nq):
+        q[i] = qp[i]
+    return True
