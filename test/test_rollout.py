@@ -496,8 +496,7 @@ def arm_robot():
 
 def test_force_elements_with_stops_match_the_reference():
     """Force elements and position stops together (compiled: the loaded forward dynamics, then
-    the stops with the tree's mass matrix) equal the reference loop, and drives with force
-    elements are refused by the compiled engine (their compensation runs in Python)."""
+    the stops with the tree's mass matrix) equal the reference loop."""
     robot = sprung_arm()
     steps = 400
     tau = np.zeros((steps, robot.nv))
@@ -510,6 +509,4 @@ def test_force_elements_with_stops_match_the_reference():
     np.testing.assert_array_equal(compiled[0], reference[0])
     np.testing.assert_array_equal(compiled[1], reference[1])
     assert compiled[0][-1, 1] == pytest.approx(robot.position_limits[1][1], abs=1e-12)
-    with pytest.raises(ValueError, match="engine='compiled'.*drives"):
-        robot.rollout(q0, np.zeros(robot.nv), tau, DT, engine="compiled",
-                      drives={"position": np.zeros((steps, robot.nv))})
+    # (drives with force elements: compiled too, test_rollout_implicit.py)

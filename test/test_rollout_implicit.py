@@ -42,6 +42,7 @@ from conftest import EPS, roundoff_tol, solve_tol
 from mbd_ros.robot.integrators import SYMPLECTIC_TOLERANCE
 from mbd_ros.robot.rollout import RolloutDiverged
 from mbd_ros.robot.rollout_plant import PlantLimits, StopWork, enforce_stops
+from mbd_ros.simulation.plant import Plant
 from test_rollout import (DT, URDF, arm, codegen_arm, flexible_arm, floating_leg, sprung_arm,
                           sprung_floating_arm, start_state, stepped, torques)
 
@@ -241,3 +242,62 @@ def test_joint_pushed_into_its_stop_matches_step_and_stops(integrator):
     assert Q[-1, joint] == pytest.approx(upper[joint], abs=1e-12)
     assert abs(V[-1, joint]) < 1e-9
     assert_rows_are_steps(robot, Q, V, tau, DT, integrator, limits=limits)
+
+
+# ---------------------------------------------------------------- drives with force elements
+@pytest.mark.parametrize("kind", ["sprung_arm", "sprung_floating_arm"])
+def test_drives_with_force_elements_equal_the_reference_and_a_plant(kind):
+    """drives= on a rigid tree with force elements: the compensation b = ID(q, v, 0) includes the
+    elements' loads (robot.inverse_dynamics). Compiled (kernels/rollout_loads.py) against the
+    reference engine (robot.inverse_dynamics from Python, repeated robot.step) bit for bit with
+    the explicit integrators, and, on the fixed base, against a Plant stepping with
+    command_position (its own compensation); with the implicit integrators row by row against
+    that Plant's step."""
+    robot = KINDS[kind]()
+    steps = 25
+    rng = np.random.default_rng(41)
+    q0 = robot.neutral()
+    joints = list(robot.joint_names[-7:]) if kind == "sprung_floating_arm" else \
+        list(robot.joint_names)
+    targets = 0.3 * np.sin(np.linspace(0, 3, steps))[:, None] * rng.uniform(-1, 1, len(joints))
+    velocity = np.gradient(targets, DT, axis=0)
+    drives = {"joints": joints, "kp": 300.0, "kd": 30.0, "position": targets,
+              "velocity": velocity}
+    tau = np.zeros((steps, robot.nv))
+    for limits in (False, True) if kind == "sprung_arm" else (False,):
+        for integrator in ("rk4", "semi_implicit_euler"):
+            rows = {engine: robot.rollout(q0, np.zeros(robot.nv), tau, DT, integrator=integrator,
+                                          limits=limits, drives=drives, engine=engine)
+                    for engine in ("compiled", "reference")}
+            np.testing.assert_array_equal(rows["compiled"].Q, rows["reference"].Q)
+            np.testing.assert_array_equal(rows["compiled"].V, rows["reference"].V)
+            if kind != "sprung_arm":
+                continue
+            plant = Plant(robot, DT, integrator=integrator, q=q0, kp=300.0, kd=30.0,
+                          limits=limits, joints=joints)
+            plant_q = [plant.q.copy()]
+            for k in range(steps):
+                plant.drives.command_position(targets[k], velocities=velocity[k])
+                plant.step()
+                plant_q.append(plant.q.copy())
+            np.testing.assert_array_equal(rows["compiled"].Q, np.array(plant_q))
+    # the implicit integrators with the same drive torques: each compiled row against a Plant
+    # (Simulator with the integrator) reset to the row before, commanded, stepped once, within
+    # that step's round-off bound for the Plant's drive torques plant.tau
+    if kind != "sprung_arm":
+        return
+    for integrator in IMPLICIT:
+        result = robot.rollout(q0, np.zeros(robot.nv), tau, DT, integrator=integrator,
+                               drives=drives, engine="compiled")
+        assert result.status == "ok"
+        Q, V = result
+        plant = Plant(robot, DT, integrator=integrator, q=q0, kp=300.0, kd=30.0, limits=False,
+                      joints=joints)
+        for k in range(steps):
+            plant.reset(Q[k], V[k], time=k * DT)
+            plant.drives.command_position(targets[k], velocities=velocity[k])
+            plant.step()
+            d_q, d_v = BOUNDS[integrator](robot, Q[k], V[k], plant.tau.copy(), DT, plant.q,
+                                          plant.v)
+            assert np.abs(Q[k + 1] - plant.q).max() <= d_q
+            assert np.abs(V[k + 1] - plant.v).max() <= d_v

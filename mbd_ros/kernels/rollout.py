@@ -24,10 +24,11 @@ tolerance and is called again to resume the row.
 The step is robot.step's, operation for operation (robot/integrators.py Simulator._rk4 and
 _semi_implicit_euler, kernels/rk4.py; q (+) v dt by kernels/configuration.py integrate where a
 joint is not a vector space; implicit_euler and symplectic_euler on trees by
-kernels/rollout_implicit.py, equal to robot.step to round-off: its docstring says why not bits), then the Plant's position stops (kernels/stops.py, as
-JointLimits.enforce) and the divergence checks; the drive torques of each row are
-kernels/plant.py drive_torques (or limited_drive_torques) on M, m_eff = 1 / diag(M^-1) and
-b = ID(q, v, 0), as the Plant computes them. No allocation in the loop: the caller passes the
+kernels/rollout_implicit.py, equal to robot.step to round-off: its docstring says why not
+bits), then the Plant's position stops (kernels/stops.py, as JointLimits.enforce) and the
+divergence checks; the drive torques of each row are kernels/plant.py drive_torques (or
+limited_drive_torques) on M, m_eff = 1 / diag(M^-1) and b = ID(q, v, 0), as the Plant computes
+them. No allocation in the loop: the caller passes the
 workspaces (one set per thread).
 """
 import math
@@ -46,6 +47,7 @@ from .plant import (DRIVE_Q_REF, DRIVE_VELOCITY_CMD, beyond_limits, drive_torque
                     effective_inertias, limited_drive_torques, max_abs)
 from .rk4 import rk4_combine, rk4_stage, state_bound
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
+from .rollout_loads import loaded_tree_inverse_dynamics
 from .stops import (STOP_DQ, STOP_IDX, STOP_LOWER, STOP_TARGET, STOP_UPPER, enforce_positions,
                     enforce_velocities, place_on_limits)
 from .wrenches import load_link_wrenches
@@ -180,9 +182,10 @@ def _enforce_stops(entries, bound, dims, body_int, iopt, limited_iq, stops_int, 
 
 @njit(cache=True, nogil=True)
 def _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float, position, velocity,
-               vel_idx, velocity_limit, effort, work, mats, nq, nv):
+               vel_idx, velocity_limit, effort, work, mats, nq, nv, forces):
     """The Plant's drive torques at the row's start (Plant.evaluate): M, m_eff = 1/diag(M^-1),
-    b = ID(q, v, 0), then drive_torques (or limited_drive_torques with limits) into W_DRIVE.
+    b = ID(q, v, 0) (with the force elements' loads when iopt[I_FORCES], as
+    robot.inverse_dynamics), then drive_torques (or limited_drive_torques with limits) into W_DRIVE.
     position, velocity (nd,): the row's references. Returns 0, or 1 if a model term failed."""
     q, v = work[W_Q, :nq], work[W_V, :nv]
     mass, chol, minv = mats[M_MASS], mats[M_CHOL], mats[M_INV]
@@ -192,7 +195,10 @@ def _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float, positio
         return 1
     if effective_inertias(mass, chol, minv, m_eff):
         return 1
-    if call_entry(entries[ID], bound, dims, q, v, zero, bias):
+    if iopt[I_FORCES]:   # with force elements: their loads in b (robot.inverse_dynamics)
+        if loaded_tree_inverse_dynamics(forces, q, v, zero, bias):
+            return 1
+    elif call_entry(entries[ID], bound, dims, q, v, zero, bias):
         return 1
     for j in range(drive_int.shape[1]):   # command_position(position, velocities=velocity)
         drive_float[DRIVE_Q_REF, j] = position[j]
@@ -313,7 +319,7 @@ def rollout_member(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0
             if iopt[I_DRIVES]:
                 if _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float,
                               position[k], velocity[k], vel_idx, velocity_limit, effort, work,
-                              mats, nq, nv):
+                              mats, nq, nv, forces):
                     return DRIVE_TERMS_FAILED, k
                 for i in range(nv):
                     total[i] += work[W_DRIVE, i]

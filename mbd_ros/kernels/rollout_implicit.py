@@ -31,11 +31,9 @@ import math
 
 from numba import njit
 
-from .aba import forward_dynamics as _tree_forward_dynamics
 from .configuration import integrate as _integrate_joints
 from .entry_call import call_entry
-from .force_elements import force_element_loads
-from .wrenches import load_link_wrenches
+from .rollout_loads import loaded_tree_forward_dynamics
 
 # the Simulator's constants (robot/integrators.py): forward-difference step of implicit_euler,
 # the fixed-point tolerance (rad/s, m/s; SYMPLECTIC_TOLERANCE) and cap of symplectic_euler, the
@@ -129,27 +127,11 @@ def _integrate(body_int, manifold, nq_joints, nv_joints, q, v, dt, out):
         out[nq_joints + i] = v[nv_joints + i] * dt + q[nq_joints + i]
 
 
-@njit(cache=True, nogil=True)
-def _loaded_tree_forward_dynamics(forces, q, v, tau, out, tau_loaded):
-    """out = f(q, v, tau) on a rigid tree with force elements, as robot.forward_dynamics's loaded
-    path (and kernels/rollout.py's): the elements' loads at (q, v), the link wrenches into the
-    loaded workspace, tau + joint forces into tau_loaded, the ABA. forces: kernels/rollout.py's
-    `forces` tuple (robot/rollout_compiled.py RolloutEngine.force_arrays)."""
-    (body_int, body_float, work, link_int, link_float, link_fext, element_int, element_float,
-     link_wrench, joint_force, values, scratch) = forces
-    force_element_loads(body_int, body_float, link_int, link_float, work, element_int,
-                        element_float, q, v, link_wrench, joint_force, values, scratch)
-    load_link_wrenches(link_int, link_float, link_wrench, link_fext, work)
-    for i in range(tau.shape[0]):
-        tau_loaded[i] = tau[i] + joint_force[i]
-    return _tree_forward_dynamics(body_int, body_float, work, q, v, tau_loaded, out)
-
-
 @njit(cache=True, nogil=True, inline="always")
 def _dynamics(fd_address, bound, dims, forces, loaded, q, v, tau, out, tau_loaded):
     """out = f(q, v, tau): the C entry, or the loaded path with force elements."""
     if loaded:
-        return _loaded_tree_forward_dynamics(forces, q, v, tau, out, tau_loaded)
+        return loaded_tree_forward_dynamics(forces, q, v, tau, out, tau_loaded)
     return call_entry(fd_address, bound, dims, q, v, tau, out)
 
 
