@@ -27,8 +27,6 @@ force elements (rigid trees), from the loaded path (the elements' loads at (q, v
 wrenches into the loaded workspace, tau + joint forces, the ABA), as robot.forward_dynamics
 runs them and kernels/rollout.py does at its stages.
 """
-import math
-
 from numba import njit
 
 from .configuration import integrate as _integrate_joints
