@@ -28,8 +28,7 @@ kernels/rollout_implicit.py, equal to robot.step to round-off: its docstring say
 bits), then the Plant's position stops (kernels/stops.py, as JointLimits.enforce) and the
 divergence checks; the drive torques of each row are kernels/plant.py drive_torques (or
 limited_drive_torques) on M, m_eff = 1 / diag(M^-1) and b = ID(q, v, 0), as the Plant computes
-them. No allocation in the loop: the caller passes the
-workspaces (one set per thread).
+them. No allocation in the loop: the caller passes the workspaces (one set per thread).
 """
 import math
 
@@ -182,10 +181,10 @@ def _enforce_stops(entries, bound, dims, body_int, iopt, limited_iq, stops_int, 
 
 @njit(cache=True, nogil=True)
 def _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float, position, velocity,
-               vel_idx, velocity_limit, effort, work, mats, nq, nv, forces):
+               vel_idx, velocity_limit, effort, work, mats, nq, nv, bias_ready):
     """The Plant's drive torques at the row's start (Plant.evaluate): M, m_eff = 1/diag(M^-1),
-    b = ID(q, v, 0) (with the force elements' loads when iopt[I_FORCES], as
-    robot.inverse_dynamics), then drive_torques (or limited_drive_torques with limits) into W_DRIVE.
+    b = ID(q, v, 0) (unless bias_ready: W_BIAS already holds it, with the force elements'
+    loads), then drive_torques (or limited_drive_torques with limits) into W_DRIVE.
     position, velocity (nd,): the row's references. Returns 0, or 1 if a model term failed."""
     q, v = work[W_Q, :nq], work[W_V, :nv]
     mass, chol, minv = mats[M_MASS], mats[M_CHOL], mats[M_INV]
@@ -195,10 +194,7 @@ def _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float, positio
         return 1
     if effective_inertias(mass, chol, minv, m_eff):
         return 1
-    if iopt[I_FORCES]:   # with force elements: their loads in b (robot.inverse_dynamics)
-        if loaded_tree_inverse_dynamics(forces, q, v, zero, bias):
-            return 1
-    elif call_entry(entries[ID], bound, dims, q, v, zero, bias):
+    if not bias_ready and call_entry(entries[ID], bound, dims, q, v, zero, bias):
         return 1
     for j in range(drive_int.shape[1]):   # command_position(position, velocities=velocity)
         drive_float[DRIVE_Q_REF, j] = position[j]
@@ -317,9 +313,14 @@ def rollout_member(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0
             for i in range(nv):
                 total[i] = tau[k, i]
             if iopt[I_DRIVES]:
+                # with force elements, b = ID(q, v, 0) with their loads (robot.inverse_dynamics;
+                # here, so that the plain path never binds the forces tuple)
+                if loaded and loaded_tree_inverse_dynamics(forces, q, v, work[W_ZERO, :nv],
+                                                           work[W_BIAS, :nv]):
+                    return DRIVE_TERMS_FAILED, k
                 if _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float,
                               position[k], velocity[k], vel_idx, velocity_limit, effort, work,
-                              mats, nq, nv, forces):
+                              mats, nq, nv, loaded):
                     return DRIVE_TERMS_FAILED, k
                 for i in range(nv):
                     total[i] += work[W_DRIVE, i]
