@@ -18,6 +18,10 @@ thread's CPU time (time.thread_time: the machine is shared, and wall-clock media
 Batch scaling: N members of the arm7 (rk4), batch_threads 1 and 2, interleaved; speed-up =
 time(1 thread) / time(2 threads).
 
+Implicit integrators (implicit_euler, symplectic_euler; arm7, arm7 with a joint spring, the
+flexible arm): per step µs of the compiled rollout and of the robot.step loop with the same
+integrator, as multiples of one forward dynamics call.
+
 Design check (kernels/rollout.py's docstring): a numba loop of 1000 ABA calls made directly
 vs through the C entry's address (call_entry), per call.
 
@@ -174,6 +178,63 @@ def bench_robot(name, make, steps, rounds, rng):
     return (fd_median, fd_min), rows
 
 
+IMPLICIT = ("implicit_euler", "symplectic_euler")
+
+
+def implicit_robots():
+    urdf, config = ROOT / "urdf", ROOT / "config"
+    sprung = {"forces": [{"type": "joint_spring", "name": "elbow_spring", "joint": "joint_4",
+                          "stiffness": 20.0, "damping": 0.5}]}
+    return {
+        "arm7": mbd_ros.load(str(urdf / "arm7.urdf")),
+        "sprung arm7 (force element)": mbd_ros.load(str(urdf / "arm7.urdf"), forces=sprung),
+        "flexible arm": mbd_ros.load(str(urdf / "flexible_arm.urdf"),
+                                     flexible=str(config / "flexible_arm.yaml")),
+    }
+
+
+def bench_implicit(name, robot, steps, rounds, rng):
+    """The implicit integrators (kernels/rollout_implicit.py): per step µs of the compiled
+    rollout and of the robot.step loop with the same integrator, and FD µs from Python. (The
+    flexible arm's symplectic Euler iteration does not converge at 1 ms: implicit Euler only.)
+    Before timing, the compiled rollout's first row is checked against robot.step (round-off:
+    not bit for bit, test/test_rollout_implicit.py)."""
+    robot.compile_c_calls()
+    q, v = start(robot, rng)
+    tau = 0.1 * rng.standard_normal((steps, robot.nv))
+    out = np.empty(robot.nv)
+    rows_q, rows_v = robot.rollout(q, v, tau, DT)   # the states passed (FD cost depends on q)
+    funcs = {}
+    integrators = IMPLICIT if not robot.elastic_names else ("implicit_euler",)
+    for integrator in integrators:
+        result = robot.rollout(q, v, tau, DT, integrator=integrator, engine="compiled")
+        assert result.status == "ok", f"{name} {integrator}: {result.message}"
+        q1, v1 = robot.step(q, v, tau[0], DT, integrator)
+        robot.time = 0.0
+        assert np.abs(result[1][1] - v1).max() <= 1e-12 * max(1.0, np.abs(v1).max()), \
+            f"{name} {integrator}: the first row differs from robot.step"
+        funcs[f"rollout {integrator}"] = (lambda i=integrator: robot.rollout(
+            q, v, tau, DT, integrator=i, engine="compiled"))
+
+        def step_loop(i=integrator):
+            qq, vv = q, v
+            for k in range(steps):
+                qq, vv = robot.step(qq, vv, tau[k], DT, i)
+            robot.time = 0.0
+        funcs[f"robot.step loop {integrator}"] = step_loop
+
+    def fd_loop():
+        for k in range(steps):
+            robot.forward_dynamics(rows_q[k], rows_v[k], tau[k], out=out)
+
+    funcs["forward dynamics"] = fd_loop
+    timings = cpu_interleaved(funcs, rounds)
+    fd = timings.pop("forward dynamics")["median"] / steps
+    rows = [(name, robot.nv, label, t["median"] / steps, t["median"] / steps / fd)
+            for label, t in timings.items()]
+    return fd, rows
+
+
 def bench_batch(n, steps, rounds, rng):
     robot = mbd_ros.load(str(ROOT / "urdf" / "arm7.urdf"))
     q0 = np.stack([robot.random_configuration(rng) for _ in range(n)])
@@ -203,7 +264,7 @@ def bench_design(rounds):
 
     from mbd_ros import fastcall
     from mbd_ros.kernels.aba import forward_dynamics
-    from mbd_ros.kernels.rollout import call_entry
+    from mbd_ros.kernels.entry_call import call_entry
 
     @njit(nogil=True)
     def direct(body_int, body_float, work, q, v, tau, out, n):
@@ -269,6 +330,16 @@ def main():
         for row in rows:
             print(f"| {row[0]} | {row[1]} | {row[2]} | {row[3]} | {row[4]:.3f} | {row[5]:.2f} | "
                   f"{row[6]:.2f} |")
+    print("\nimplicit integrators (implicit_euler: 1 + 2 nv forward dynamics per step; "
+          "symplectic_euler: per fixed-point iteration one forward dynamics and two mass "
+          "matrices, plus two mass matrices and a solve)\n")
+    print("| robot | nv | call | µs/step (median) | FD per step (median) |")
+    print("|---|---:|---|---:|---:|")
+    for name, robot in implicit_robots().items():
+        fd, rows = bench_implicit(name, robot, args.steps, args.rounds, rng)
+        print(f"| {name} | {robot.nv} | forward dynamics (Python call) | {fd:.3f} | 1 |")
+        for row in rows:
+            print(f"| {row[0]} | {row[1]} | {row[2]} | {row[3]:.3f} | {row[4]:.2f} |")
     if args.no_batch:
         print(f"load average after: {os.getloadavg()}")
         return

@@ -103,10 +103,13 @@ def test_arm_rollout_equals_repeated_step(arm7, integrator, engine):
 
 
 @pytest.mark.parametrize("integrator", PYTHON_INTEGRATORS)
-def test_python_integrators_are_refused_by_the_compiled_engine(arm7, integrator):
-    with pytest.raises(ValueError, match=f"engine='compiled'.*{integrator}"):
-        arm7.rollout(arm7.neutral(), np.zeros(7), np.zeros((2, 7)), DT, integrator=integrator,
-                     engine="compiled")
+def test_python_integrators_are_refused_by_the_compiled_engine(integrator):
+    """Compiled on trees (test_rollout_implicit.py); on closed loops they run in Python."""
+    robot = fourbar()
+    q0, v0 = start_state(robot, 1)
+    with pytest.raises(ValueError, match=f"engine='compiled'.*{integrator}.*closed loops"):
+        robot.rollout(q0, v0, np.zeros((2, robot.nv)), DT, integrator=integrator,
+                      engine="compiled")
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -514,8 +517,7 @@ def arm_robot():
 
 def test_force_elements_with_stops_match_the_reference():
     """Force elements and position stops together (compiled: the loaded forward dynamics, then
-    the stops with the tree's mass matrix) equal the reference loop, and drives with force
-    elements are refused by the compiled engine (their compensation runs in Python)."""
+    the stops with the tree's mass matrix) equal the reference loop."""
     robot = sprung_arm()
     steps = 400
     tau = np.zeros((steps, robot.nv))
@@ -528,6 +530,4 @@ def test_force_elements_with_stops_match_the_reference():
     np.testing.assert_array_equal(compiled[0], reference[0])
     np.testing.assert_array_equal(compiled[1], reference[1])
     assert compiled[0][-1, 1] == pytest.approx(robot.position_limits[1][1], abs=1e-12)
-    with pytest.raises(ValueError, match="engine='compiled'.*drives"):
-        robot.rollout(q0, np.zeros(robot.nv), tau, DT, engine="compiled",
-                      drives={"position": np.zeros((steps, robot.nv))})
+    # (drives with force elements: compiled too, test_rollout_implicit.py)

@@ -24,29 +24,31 @@ and is called again to resume the row.
 
 The step is robot.step's, operation for operation (robot/integrators.py Simulator._rk4 and
 _semi_implicit_euler, kernels/rk4.py; q (+) v dt by kernels/configuration.py integrate where a
-joint is not a vector space), then the Plant's position stops (kernels/stops.py, as
-JointLimits.enforce) and the divergence checks; the drive torques of each row are
-kernels/plant.py drive_torques (or limited_drive_torques) on M, m_eff = 1 / diag(M^-1) and
-b = ID(q, v, 0), as the Plant computes them. No allocation in the loop: the caller passes the
-workspaces (one set per thread).
+joint is not a vector space; implicit_euler and symplectic_euler on trees by
+kernels/rollout_implicit.py, equal to robot.step to round-off: its docstring says why not
+bits), then the Plant's position stops (kernels/stops.py, as JointLimits.enforce) and the
+divergence checks; the drive torques of each row are kernels/plant.py drive_torques (or
+limited_drive_torques) on M, m_eff = 1 / diag(M^-1) and b = ID(q, v, 0), as the Plant computes
+them. No allocation in the loop: the caller passes the workspaces (one set per thread).
 """
 import math
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.extending import intrinsic
+from numba import njit
 
 from ..model.layout import LOOP_RESIDUAL
 from .aba import forward_dynamics as _tree_forward_dynamics
 from .closed_loop import cut_rows, forward_dynamics_checked, loop_jacobian
 from .configuration import integrate as _integrate_joints
+from .entry_call import call_entry
 from .force_elements import force_element_loads
 from .kinematics import forward_kinematics
 from .plant import (DRIVE_Q_REF, DRIVE_VELOCITY_CMD, beyond_limits, drive_torques,
                     effective_inertias, limited_drive_torques, max_abs)
 from .rk4 import rk4_combine, rk4_stage, state_bound
 from .rollout_projection import project_state
+from .rollout_implicit import implicit_euler_step, symplectic_euler_step
+from .rollout_loads import loaded_tree_inverse_dynamics
 from .stops import (STOP_DQ, STOP_IDX, STOP_LOWER, STOP_TARGET, STOP_UPPER, enforce_positions,
                     enforce_velocities, place_on_limits)
 from .wrenches import load_link_wrenches
@@ -58,6 +60,7 @@ N_IOPT = 11
 F_DT, F_H, F_MAX_SPEED, F_MAX_VELOCITY, F_INV_TIME_CONSTANT, F_PROJECTION_TOLERANCE = range(6)
 N_FOPT = 6
 RK4, SEMI_IMPLICIT_EULER = 0, 1                  # iopt[I_INTEGRATOR]
+IMPLICIT_EULER, SYMPLECTIC_EULER = 2, 3          # (trees: kernels/rollout_implicit.py)
 VECTOR_SPACE, JOINT_MANIFOLDS = 0, 1             # iopt[I_INTEGRATE]: q (+) v dt = q + v dt, or not
 FD, MM, ID = range(3)                            # entries[]: the C entries' addresses
 # rows of the (WORK_ROWS, max(nq, nv)) workspace
@@ -68,29 +71,6 @@ M_MASS, M_CHOL, M_INV = range(3)                 # the (3, nv, nv) matrices
 # result codes (codes[i]); info[i] holds the detail (a speed, a kernel status)
 DONE, NOT_FINITE, TOO_FAST, DYNAMICS_FAILED, STOP_FAILED, DRIVE_TERMS_FAILED, \
     NEEDS_PROJECTION = range(7)
-
-
-@intrinsic
-def call_entry(typingctx, address, bound, dims, a, b, c, out):
-    """entry(bound, dims, a, b, c, out) for the C entry at `address` (int64) with the data
-    pointers of the arrays bound (int64: the bound arrays' addresses), dims (int64), a, b, c,
-    out (float64, any rank); returns the entry's int64 status."""
-    sig = types.int64(address, bound, dims, a, b, c, out)
-
-    def codegen(context, builder, signature, args):
-        i8p = ir.IntType(8).as_pointer()
-        f64p = ir.DoubleType().as_pointer()
-        i64p = ir.IntType(64).as_pointer()
-        fnty = ir.FunctionType(ir.IntType(64), [i8p.as_pointer(), i64p, f64p, f64p, f64p, f64p])
-        pointers = []
-        for ty, value in zip(signature.args[1:], args[1:]):
-            pointers.append(context.make_array(ty)(context, builder, value).data)
-        fn = builder.inttoptr(args[0], fnty.as_pointer())
-        return builder.call(fn, [builder.bitcast(pointers[0], i8p.as_pointer()),
-                                 builder.bitcast(pointers[1], i64p)]
-                            + [builder.bitcast(p, f64p) for p in pointers[2:]])
-
-    return sig, codegen
 
 
 @njit(cache=True, nogil=True)
@@ -203,9 +183,10 @@ def _enforce_stops(entries, bound, dims, body_int, iopt, limited_iq, stops_int, 
 
 @njit(cache=True, nogil=True)
 def _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float, position, velocity,
-               vel_idx, velocity_limit, effort, work, mats, nq, nv):
+               vel_idx, velocity_limit, effort, work, mats, nq, nv, bias_ready):
     """The Plant's drive torques at the row's start (Plant.evaluate): M, m_eff = 1/diag(M^-1),
-    b = ID(q, v, 0), then drive_torques (or limited_drive_torques with limits) into W_DRIVE.
+    b = ID(q, v, 0) (unless bias_ready: W_BIAS already holds it, with the force elements'
+    loads), then drive_torques (or limited_drive_torques with limits) into W_DRIVE.
     position, velocity (nd,): the row's references. Returns 0, or 1 if a model term failed."""
     q, v = work[W_Q, :nq], work[W_V, :nv]
     mass, chol, minv = mats[M_MASS], mats[M_CHOL], mats[M_INV]
@@ -215,7 +196,7 @@ def _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float, positio
         return 1
     if effective_inertias(mass, chol, minv, m_eff):
         return 1
-    if call_entry(entries[ID], bound, dims, q, v, zero, bias):
+    if not bias_ready and call_entry(entries[ID], bound, dims, q, v, zero, bias):
         return 1
     for j in range(drive_int.shape[1]):   # command_position(position, velocities=velocity)
         drive_float[DRIVE_Q_REF, j] = position[j]
@@ -271,6 +252,22 @@ def _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_in
 
 
 @njit(cache=True, nogil=True)
+def _implicit_step(entries, bound, dims, forces, body_int, iopt, q, v, total, a1, h, work, mats,
+                   qn, vn, loaded):
+    """(qn, vn) by the implicit_euler or symplectic_euler step (kernels/rollout_implicit.py) of
+    a tree; returns its status (0: done)."""
+    manifold = iopt[I_INTEGRATE] == JOINT_MANIFOLDS
+    rows, implicit_mats = work[WORK_ROWS:], mats[M_INV + 1:]
+    if iopt[I_INTEGRATOR] == IMPLICIT_EULER:
+        return implicit_euler_step(entries[FD], bound, dims, forces, loaded, body_int, manifold,
+                                   iopt[I_NQ_JOINTS], iopt[I_NV_JOINTS], q, v, total, a1, h,
+                                   rows, implicit_mats, qn, vn)
+    return symplectic_euler_step(entries[FD], entries[MM], bound, dims, forces, loaded, body_int,
+                                 manifold, iopt[I_NQ_JOINTS], iopt[I_NV_JOINTS], q, v, total, a1,
+                                 h, rows, implicit_mats, qn, vn)
+
+
+@njit(cache=True, nogil=True)
 def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fopt, q0, v0, tau,
                    drive_int, drive_float, position, velocity, limited_iq, stops_int, stops_float,
                    vel_idx, velocity_limit, effort, work, mats, stop_work, q_out, v_out, detail,
@@ -323,9 +320,14 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
             for i in range(nv):
                 total[i] = tau[k, i]
             if iopt[I_DRIVES]:
+                # with force elements, b = ID(q, v, 0) with their loads (robot.inverse_dynamics;
+                # here, so that the plain path never binds the forces tuple)
+                if loaded and loaded_tree_inverse_dynamics(forces, q, v, work[W_ZERO, :nv],
+                                                           work[W_BIAS, :nv]):
+                    return DRIVE_TERMS_FAILED, k
                 if _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float,
                               position[k], velocity[k], vel_idx, velocity_limit, effort, work,
-                              mats, nq, nv):
+                              mats, nq, nv, loaded):
                     return DRIVE_TERMS_FAILED, k
                 for i in range(nv):
                     total[i] += work[W_DRIVE, i]
@@ -366,10 +368,17 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                         detail[0] = status
                         return DYNAMICS_FAILED, k
                     _rk4_combine(body_int, iopt, work, h, nq, nv)
-                else:   # semi-implicit Euler: v+ = v + h a1, q+ = q (+) h v+
+                elif iopt[I_INTEGRATOR] == SEMI_IMPLICIT_EULER:   # v+ = v + h a1, q+ = q (+) h v+
                     for i in range(nv):
                         vn[i] = v[i] + a1[i] * h
                     _integrate(body_int, iopt, q, vn, h, qn)
+                else:   # implicit_euler, symplectic_euler: kernels/rollout_implicit.py, on the
+                    # workspace rows after WORK_ROWS and the matrices after M_INV
+                    status = _implicit_step(entries, bound, dims, forces, body_int, iopt, q, v,
+                                            total, a1, h, work, mats, qn, vn, loaded)
+                    if status:
+                        detail[0] = status
+                        return DYNAMICS_FAILED, k
                 speed = state_bound(qn, vn)   # the Simulator's check (NaN: not finite)
                 if speed != speed:
                     return NOT_FINITE, k

@@ -40,6 +40,7 @@ from ..kernels.plant import drive_torques as _drive_torques
 from ..kernels.plant import effective_inertias as _effective_inertias
 from ..kernels.plant import limited_drive_torques as _limited_drive_torques
 from ..kernels.plant import max_abs as _max_abs
+from ..kernels.rollout_implicit import MASS_FAILED, SINGULAR
 from .arguments import real_array, real_scalar, time_step
 from .integrators import INTEGRATORS, MAX_DEFAULT_DT, MAX_VELOCITY, SimulationDiverged
 from .rollout_plant import (MAX_SPEED, VELOCITY_TIME_CONSTANT, PlantLimits, StopWork,
@@ -249,6 +250,10 @@ def _compiled_message(problem, code, k, detail):
         what = f"a speed of {detail:.4g} exceeds max_speed {problem.max_speed:g}"
     elif code == 3 and detail == -1.0:
         what = "robot.step's projection onto the loop constraints failed"
+    elif code == 3 and detail == SINGULAR:
+        what = f"the {problem.integrator} step's linear system is singular"
+    elif code == 3 and detail == MASS_FAILED:
+        what = f"the mass matrix failed in the {problem.integrator} step"
     elif code == 3:
         what = f"the forward dynamics failed (kernel status {int(detail)})"
     elif code == 4:
