@@ -13,6 +13,7 @@ from .generator import FUNCTIONS
 
 _VECTOR = types.Array(types.float64, 1, "C")
 _MATRIX = types.Array(types.float64, 2, "C")
+_BLOCK = types.Array(types.float64, 3, "C")
 _i8 = types.int64
 SIGNATURES = {
     "forward_dynamics": _i8(_VECTOR, _VECTOR, _VECTOR, _VECTOR),
@@ -21,6 +22,7 @@ SIGNATURES = {
     "gravity_forces": _i8(_VECTOR, _VECTOR),
     "mass_matrix": _i8(_VECTOR, _MATRIX),
     "joint_wrenches": _i8(_VECTOR, _VECTOR, _VECTOR, _MATRIX),
+    "rnea_derivatives": _i8(_VECTOR, _VECTOR, _VECTOR, _BLOCK),
 }
 assert set(SIGNATURES) == set(FUNCTIONS)
 
