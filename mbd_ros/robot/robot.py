@@ -245,6 +245,12 @@ class Robot:
         for name in ("forward_dynamics_batch", "inverse_dynamics_batch", "link_pose",
                      "kinetic_energy", "potential_energy", "integrate", "step"):
             paths[name] = "generic" if generated else self._tree.kind
+        # derivatives: the generated rnea_derivatives on the plain tree (robot/fast_derivatives.py)
+        plain_generated = generated and self._plain
+        paths["inverse_dynamics_derivatives"] = (
+            "generated rnea_derivatives (generic with f_ext)" if plain_generated
+            else "generic" if generated else self._tree.kind)
+        paths["forward_dynamics_derivatives"] = "generic" if generated else self._tree.kind
         return paths
 
     # ------------------------------------------------------------------ configuration helpers

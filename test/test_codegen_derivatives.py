@@ -1,0 +1,236 @@
+"""Generated derivative kernels of codegen=True robots (codegen/derivative_generator.py,
+robot/fast_derivatives.GeneratedFastDerivatives, docs/derivatives.md).
+
+References, none of them our own generated code:
+- Pinocchio's computeRNEADerivatives / computeABADerivatives on example-robot-data robots (ur5,
+  panda: fixed base; solo12: floating base, branched), q/v mapped by joint name (test/oracle.py):
+  max |ours - Pinocchio| <= 1e-10 ||Pinocchio||_2 (the issue's tolerance; both sides are sums
+  of products over the tree, measured agreement ~1e-15 of the norm). The generated kernel is
+  checked called directly (so a kernel that always failed over to the generic one could not
+  pass) and through the robot's C-level path (its counters show the calls took it);
+- the generic kernels (kernels/derivatives.py) on the same robots and on random trees with
+  every joint type (spherical, planar, free in mid-tree, prismatic...) and URDF damping and
+  friction: the same recursion on the same constants in another order of floating-point
+  operations, so they agree to round-off: CODEGEN_RTOL = 1e-12 of the matrix norm, as
+  test_codegen.py's generated-vs-generic checks.
+The robots are those test_codegen.py builds (codegen=True, passive forces off for the Pinocchio
+cases, on for the random trees): their generated modules and compiled kernels come from the same
+on-disk cache.
+"""
+from __future__ import annotations
+
+import itertools
+import tracemalloc
+import zlib
+
+import numpy as np
+import pytest
+from conftest import _missing_oracle, require_fastcall
+from oracle import PinOracle, layout, parse_urdf, pin_model_from_xml, random_state
+from random_trees import random_tree_xml
+
+import mbd_ros
+from mbd_ros.robot.fast_derivatives import GeneratedFastDerivatives
+
+PIN_RTOL = 1e-10
+CODEGEN_RTOL = 1e-12
+N_STATES = 4
+NAMES = ("dtau_dq", "dtau_dv", "dtau_dqdd")
+
+ROBOTS = {
+    "ur5": ("ur_description/urdf/ur5_robot.urdf", False),
+    "panda": ("panda_description/urdf/panda.urdf", False),
+    "solo12": ("solo_description/robots/solo12.urdf", True),
+}
+TREE_CASES = [(2, True), (6, False)]   # test_codegen.py's: every joint type, passive forces
+
+
+class Case:
+    """A codegen robot and the generic robot of the same URDF, with Pinocchio's model."""
+
+    def __init__(self, pin, erd_dir, key):
+        rel, self.floating = ROBOTS[key]
+        path = erd_dir / rel
+        if not path.is_file():
+            _missing_oracle(f"{rel} not found in example-robot-data at {erd_dir}")
+        self.key = key
+        xml = path.read_text()
+        self.generated = mbd_ros.load(str(path), floating_base=self.floating,
+                                      passive_forces=False, codegen=True)
+        self.generic = mbd_ros.load(str(path), floating_base=self.floating, passive_forces=False)
+        model, link_frame = pin_model_from_xml(pin, xml, self.floating)
+        self.oracle = PinOracle(pin, model, link_frame, parse_urdf(xml), self.floating)
+        self.rng = np.random.default_rng(zlib.crc32(key.encode()))
+
+    def state(self):
+        r = self.generic
+        return (r.random_configuration(self.rng), self.rng.standard_normal(r.nv),
+                3.0 * self.rng.standard_normal(r.nv))
+
+    def matrix(self, m):
+        """A Pinocchio (nv, nv) matrix in our v order."""
+        m = np.asarray(m)
+        return m[np.ix_(self.oracle.vperm, self.oracle.vperm)]
+
+
+@pytest.fixture(scope="module", params=list(ROBOTS))
+def case(request, pin, erd_dir):
+    return Case(pin, erd_dir, request.param)
+
+
+def assert_matrix_close(ours, ref, what, rtol):
+    ours = np.asarray(ours)
+    ref = np.asarray(ref)
+    assert ours.shape == ref.shape, f"{what}: shape {ours.shape}, expected {ref.shape}"
+    scale = max(float(np.linalg.norm(ref, 2)), 1e-300)
+    err = np.abs(ours - ref)
+    worst = np.unravel_index(int(np.argmax(err)), err.shape)
+    assert err[worst] <= rtol * scale, (
+        f"{what}: max |error| {err[worst]:.3e} > {rtol:g} x ||ref|| {scale:.3g} at {worst}: "
+        f"got {ours[worst]!r}, expected {ref[worst]!r}")
+
+
+def generated_kernel(robot):
+    return robot.tree.kernels.get("rnea_derivatives")
+
+
+# ---- against Pinocchio ---------------------------------------------------------------------------
+
+def test_generated_kernel_vs_compute_rnea_derivatives(case, pin):
+    """The generated kernel called directly (status 0, its (3, nv, nv) block) against Pinocchio."""
+    o, nv = case.oracle, case.generated.nv
+    kernel = generated_kernel(case.generated)
+    for k in range(N_STATES):
+        q, v, a = case.state()
+        block = np.full((3, nv, nv), np.nan)
+        assert kernel(q, v, a, block) == 0
+        ref = pin.computeRNEADerivatives(o.model, o.data, o.q_pin(q), o.v_pin(v), o.v_pin(a))
+        for name, ours, theirs in zip(NAMES, block, ref):
+            assert_matrix_close(ours, case.matrix(theirs),
+                                f"{case.key} state {k}: generated {name} vs computeRNEADerivatives",
+                                PIN_RTOL)
+
+
+def test_c_level_path_runs_the_generated_kernel(case, pin):
+    """From the second call, robot.inverse_dynamics_derivatives of a codegen robot is the
+    generated module's C entry (its KernelCall counts the calls): results against Pinocchio;
+    forward_dynamics_derivatives (the generic kernel on the same model) against
+    computeABADerivatives."""
+    require_fastcall()
+    r, o = case.generated, case.oracle
+    q, v, x = case.state()
+    for _ in range(2):
+        r.inverse_dynamics_derivatives(q, v, x)
+        r.forward_dynamics_derivatives(q, v, x)
+    fast = r._fast_derivatives
+    assert isinstance(fast, GeneratedFastDerivatives) and fast.rnea_c is not None
+    assert r.call_paths()["inverse_dynamics_derivatives"].startswith("generated rnea_derivatives")
+    before = fast.rnea_c.counts()[0]
+    for k in range(N_STATES):
+        q, v, x = case.state()
+        ref = pin.computeRNEADerivatives(o.model, o.data, o.q_pin(q), o.v_pin(v), o.v_pin(x))
+        for name, ours, theirs in zip(NAMES, r.inverse_dynamics_derivatives(q, v, x), ref):
+            assert_matrix_close(ours, case.matrix(theirs), f"{case.key} C path {k}: {name}",
+                                PIN_RTOL)
+        pin.computeABADerivatives(o.model, o.data, o.q_pin(q), o.v_pin(v), o.v_pin(x))
+        minv = np.triu(o.data.Minv) + np.triu(o.data.Minv, 1).T
+        for name, ours, theirs in zip(("dqdd_dq", "dqdd_dv", "dqdd_dtau"),
+                                      r.forward_dynamics_derivatives(q, v, x),
+                                      (o.data.ddq_dq, o.data.ddq_dv, minv)):
+            assert_matrix_close(ours, case.matrix(theirs), f"{case.key} C path {k}: {name}",
+                                PIN_RTOL)
+    assert fast.rnea_c.counts()[0] == before + N_STATES, "calls did not take the C path"
+
+
+# ---- against the generic kernels -----------------------------------------------------------------
+
+def test_generated_equals_generic(case):
+    for k in range(N_STATES):
+        q, v, a = case.state()
+        ours = case.generated.inverse_dynamics_derivatives(q, v, a)
+        ref = case.generic.inverse_dynamics_derivatives(q, v, a)
+        for name, x, y in zip(NAMES, ours, ref):
+            assert_matrix_close(x, y, f"{case.key} state {k}: generated vs generic {name}",
+                                CODEGEN_RTOL)
+
+
+@pytest.mark.parametrize("seed, floating", TREE_CASES)
+def test_random_trees_every_joint_type_and_passive_forces_equal_generic(seed, floating):
+    """Spherical, planar, free (mid-tree), prismatic, fixed joints and URDF damping and
+    smoothed friction (on the diagonal of dtau_dv): the generated kernel against the generic."""
+    xml = random_tree_xml(seed)
+    generated = mbd_ros.load(xml, floating_base=floating, codegen=True)
+    generic = mbd_ros.load(xml, floating_base=floating)
+    assert np.any(generic.damping) and np.any(generic.friction), "no passive forces to test"
+    slots, nq, nv = layout(parse_urdf(xml), floating)
+    rng = np.random.default_rng(seed)
+    kernel = generated_kernel(generated)
+    for k in range(N_STATES):
+        q, v = random_state(slots, nq, nv, rng)
+        a = rng.standard_normal(nv)
+        block = np.full((3, nv, nv), np.nan)
+        assert kernel(q, v, a, block) == 0
+        ref = generic.inverse_dynamics_derivatives(q, v, a)
+        for name, x, y in zip(NAMES, block, ref):
+            assert_matrix_close(x, y, f"tree{seed} state {k}: generated vs generic {name}",
+                                CODEGEN_RTOL)
+
+
+# ---- out=, errors --------------------------------------------------------------------------------
+
+def test_out_fills_in_place_without_allocating(case):
+    """1000 calls with out= on the C path: the arrays returned are the outs, with the allocating
+    call's values, and tracemalloc's peak stays below one (nv, nv) matrix (an allocated result
+    block, even freed at once, would raise it by 3 nv^2 doubles)."""
+    require_fastcall()
+    r = case.generated
+    n = r.nv
+    q, v, a = case.state()
+    for _ in range(2):
+        r.inverse_dynamics_derivatives(q, v, a)
+    call = r._fast_derivatives.rnea_c
+    out = tuple(np.full((n, n), np.nan) for _ in range(3))
+    result = r.inverse_dynamics_derivatives(q, v, a, out=out)
+    assert all(x is y for x, y in zip(result, out))
+    for x, y in zip(result, r.inverse_dynamics_derivatives(q, v, a)):
+        assert np.array_equal(x, y)
+    fn = r.inverse_dynamics_derivatives
+    fast = call.counts()[0]
+    calls = itertools.repeat(None, 1000)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        for _ in calls:
+            fn(q, v, a, out=out)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert call.counts()[0] == fast + 1000, "out= calls did not take the C path"
+    assert peak < 8 * n * n, f"{peak} bytes allocated at once during calls with out="
+
+
+def test_bad_inputs_raise_the_generic_errors(case):
+    """The generated kernel returns status 1 on bad input; the call then takes the general
+    path, which names the argument."""
+    r = case.generated
+    q, v, a = case.state()
+    kernel = generated_kernel(r)
+    n = r.nv
+    assert kernel(q, v, a[:-1], np.zeros((3, n, n))) == 1
+    assert kernel(q, v, a, np.zeros((2, n, n))) == 1
+    bad = v.copy()
+    bad[0] = np.nan
+    assert kernel(q, bad, a, np.zeros((3, n, n))) == 1
+    for _ in range(3):
+        with pytest.raises(ValueError, match="v contains NaN"):
+            r.inverse_dynamics_derivatives(q, bad, a)
+        with pytest.raises(ValueError, match="qdd must have shape"):
+            r.inverse_dynamics_derivatives(q, v, a[:-1])
+    # overflow (v^2 ~ 1e400): the generated kernel's finiteness check returns 1, the generic
+    # kernel then raises as inverse_dynamics does (first call: general path; then the C path)
+    huge = np.full(n, 1e200)
+    assert kernel(q, huge, a, np.zeros((3, n, n))) == 1
+    for _ in range(3):
+        with pytest.raises(ValueError, match="not finite"):
+            r.inverse_dynamics_derivatives(q, huge, a)
