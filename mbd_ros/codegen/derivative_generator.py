@@ -20,6 +20,16 @@ from .expr import ZERO, Emitter, add, const, scale, sub, text, var
 from .spatial_sym import cross_force, cross_motion
 
 FUNCTION = "rnea_derivatives"
+# above this many dofs the unrolled kernel is not generated (a stub returning 1 is, and the
+# module says so in RNEA_DERIVATIVES_GENERATED): its source grows as nv * depth and numba's
+# compile time with it (measured ~100 s for solo12, nv 18, on a shared 2-core machine); such
+# robots keep the generic kernel (robot/fast_derivatives.py)
+MAX_DOFS = 24
+
+
+def generated(model):
+    """True when the unrolled rnea_derivatives is generated for this model (nv <= MAX_DOFS)."""
+    return 0 < model.nv <= MAX_DOFS
 
 
 def _motion_to_world(em, rot, pos, column):
@@ -156,6 +166,9 @@ def rnea_derivatives(g):
     """Source of the generated rnea_derivatives for the generator `g` (generator.py's
     _Generator: its bodies, header, joint poses and passive forces)."""
     nq, nv = g.model.nq, g.model.nv
+    if not generated(g.model):
+        return (f"RNEA_DERIVATIVES_GENERATED = False\n\n\ndef {FUNCTION}(q, v, qdd, out):\n"
+                f"    return 1   # nv {nv} > {MAX_DOFS}: the generic kernel serves (module docstring)\n")
     em = Emitter()
     g._header(em, FUNCTION, [("q", nq, "q"), ("v", nv, "v"), ("qdd", nv, "a")], (3, nv, nv))
     body = Emitter()
@@ -273,4 +286,4 @@ def rnea_derivatives(g):
     body.emit("        check += out[0, r, c] * 0.0 + out[1, r, c] * 0.0")
     body.emit("if not (check == 0.0):")
     body.emit("    return 1")
-    return g._finish(em, body)
+    return "RNEA_DERIVATIVES_GENERATED = True\n\n\n" + g._finish(em, body)

@@ -148,7 +148,7 @@ class GeneratedFastDerivatives(FastDerivatives):
 
 def fast_derivatives(tree, dof_int):
     """A FastDerivatives for a rigid tree (generic or generated), else None."""
-    if tree.kind == "generated":
+    if tree.kind == "generated" and tree.kernels.module.RNEA_DERIVATIVES_GENERATED:
         return GeneratedFastDerivatives(tree, dof_int)
     if tree.kind not in RIGID_KINDS:
         return None

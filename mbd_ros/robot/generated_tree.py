@@ -57,8 +57,9 @@ class GeneratedTree(RigidTree):
         for table in (self.free_calls, self.generated_calls):
             for name in table:
                 table[name] = self.kernels.get(name)
-        for name in DERIVATIVE_CALLS:
-            self.kernels.get(name)
+        if self.kernels.module.RNEA_DERIVATIVES_GENERATED:
+            for name in DERIVATIVE_CALLS:
+                self.kernels.get(name)
         assert set(self.free_calls) | set(self.generated_calls) | set(DERIVATIVE_CALLS) == \
             set(FUNCTIONS)
 
