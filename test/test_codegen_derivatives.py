@@ -30,7 +30,8 @@ from oracle import PinOracle, layout, parse_urdf, pin_model_from_xml, random_sta
 from random_trees import random_tree_xml
 
 import mbd_ros
-from mbd_ros.robot.fast_derivatives import GeneratedFastDerivatives
+from mbd_ros.codegen.derivative_generator import MAX_DOFS
+from mbd_ros.robot.fast_derivatives import FastDerivatives, GeneratedFastDerivatives
 
 PIN_RTOL = 1e-10
 CODEGEN_RTOL = 1e-12
@@ -42,7 +43,12 @@ ROBOTS = {
     "panda": ("panda_description/urdf/panda.urdf", False),
     "solo12": ("solo_description/robots/solo12.urdf", True),
 }
-TREE_CASES = [(2, True), (6, False)]   # test_codegen.py's: every joint type, passive forces
+# random trees (seed, floating base), passive forces on: tree 6 (fixed base, nv 19: spherical,
+# planar, free mid-tree, revolute) and tree 8 (floating base, nv 18: spherical, planar,
+# prismatic, continuous, fixed) together have every joint type; test_codegen.py's tree 2
+# (nv 28 > derivative_generator.MAX_DOFS) checks the generic fallback of larger robots
+TREE_CASES = [(6, False), (8, True)]
+LARGE_TREE = (2, True)
 
 
 class Case:
@@ -174,6 +180,36 @@ def test_random_trees_every_joint_type_and_passive_forces_equal_generic(seed, fl
         for name, x, y in zip(NAMES, block, ref):
             assert_matrix_close(x, y, f"tree{seed} state {k}: generated vs generic {name}",
                                 CODEGEN_RTOL)
+
+
+def test_random_trees_cover_every_joint_type():
+    types = set()
+    for seed, _ in TREE_CASES:
+        types.update(j.type for j in parse_urdf(random_tree_xml(seed)).joints)
+    assert types == {"revolute", "continuous", "prismatic", "fixed", "spherical", "floating",
+                     "planar"}, types
+
+
+def test_robots_above_max_dofs_keep_the_generic_kernel():
+    """A robot with more than MAX_DOFS dofs gets a stub (status 1, never called) and its
+    derivatives run the generic kernel's C entry, with the generic results."""
+    require_fastcall()
+    seed, floating = LARGE_TREE
+    xml = random_tree_xml(seed)
+    generated = mbd_ros.load(xml, floating_base=floating, codegen=True)
+    generic = mbd_ros.load(xml, floating_base=floating)
+    assert generated.nv > MAX_DOFS
+    assert not generated.tree.kernels.module.RNEA_DERIVATIVES_GENERATED
+    assert generated.call_paths()["inverse_dynamics_derivatives"].startswith("generic")
+    slots, nq, nv = layout(parse_urdf(xml), floating)
+    q, v = random_state(slots, nq, nv, np.random.default_rng(seed))
+    a = np.random.default_rng(seed + 1).standard_normal(nv)
+    for _ in range(3):
+        for x, y in zip(generated.inverse_dynamics_derivatives(q, v, a),
+                        generic.inverse_dynamics_derivatives(q, v, a)):
+            assert np.array_equal(x, y)
+    fast = generated._fast_derivatives
+    assert type(fast) is FastDerivatives and fast.rnea_c is not None
 
 
 # ---- out=, errors --------------------------------------------------------------------------------
