@@ -1,7 +1,8 @@
 """Generated derivative kernels of codegen=True robots (codegen/derivative_generator.py,
 robot/fast_derivatives.GeneratedFastDerivatives, docs/derivatives.md).
 
-References, none of them our own generated code:
+References, none of them our own generated code (rnea_derivatives: dtau/dq, dtau/dv, M;
+aba_derivatives: dqdd/dq, dqdd/dv, M^-1 at qdd = FD(q, v, tau)):
 - Pinocchio's computeRNEADerivatives / computeABADerivatives on example-robot-data robots (ur5,
   panda: fixed base; solo12: floating base, branched), q/v mapped by joint name (test/oracle.py):
   max |ours - Pinocchio| <= 1e-10 ||Pinocchio||_2 (the issue's tolerance; both sides are sums
@@ -12,7 +13,9 @@ References, none of them our own generated code:
   every joint type (spherical, planar, free in mid-tree, prismatic...) and URDF damping and
   friction: the same recursion on the same constants in another order of floating-point
   operations, so they agree to round-off: CODEGEN_RTOL = 1e-12 of the matrix norm, as
-  test_codegen.py's generated-vs-generic checks.
+  test_codegen.py's generated-vs-generic checks (the forward derivatives, -M^-1 dtau/dx and
+  M^-1, are solves with M: their round-off is the inputs' times cond(M), so the forward checks
+  allow CODEGEN_RTOL max(1, cond(M) / 1e4); measured below 1e-14 on every case).
 The robots are those test_codegen.py builds (codegen=True, passive forces off for the Pinocchio
 cases, on for the random trees): their generated modules and compiled kernels come from the same
 on-disk cache.
@@ -96,8 +99,31 @@ def assert_matrix_close(ours, ref, what, rtol):
         f"got {ours[worst]!r}, expected {ref[worst]!r}")
 
 
-def generated_kernel(robot):
-    return robot.tree.kernels.get("rnea_derivatives")
+def generated_kernel(robot, name="rnea_derivatives"):
+    return robot.tree.kernels.get(name)
+
+
+FORWARD_NAMES = ("dqdd_dq", "dqdd_dv", "dqdd_dtau")
+
+
+def forward_rtol(robot, q):
+    return CODEGEN_RTOL * max(1.0, np.linalg.cond(robot.mass_matrix(q)) / 1e4)
+
+
+def test_generated_forward_kernel_vs_compute_aba_derivatives(case, pin):
+    """The generated aba_derivatives called directly against Pinocchio."""
+    o, nv = case.oracle, case.generated.nv
+    kernel = generated_kernel(case.generated, "aba_derivatives")
+    for k in range(N_STATES):
+        q, v, tau = case.state()
+        block = np.full((3, nv, nv), np.nan)
+        assert kernel(q, v, tau, block) == 0
+        pin.computeABADerivatives(o.model, o.data, o.q_pin(q), o.v_pin(v), o.v_pin(tau))
+        minv = np.triu(o.data.Minv) + np.triu(o.data.Minv, 1).T
+        for name, ours, theirs in zip(FORWARD_NAMES, block, (o.data.ddq_dq, o.data.ddq_dv, minv)):
+            assert_matrix_close(ours, case.matrix(theirs),
+                                f"{case.key} state {k}: generated {name} vs computeABADerivatives",
+                                PIN_RTOL)
 
 
 # ---- against Pinocchio ---------------------------------------------------------------------------
@@ -118,10 +144,9 @@ def test_generated_kernel_vs_compute_rnea_derivatives(case, pin):
 
 
 def test_c_level_path_runs_the_generated_kernel(case, pin):
-    """From the second call, robot.inverse_dynamics_derivatives of a codegen robot is the
-    generated module's C entry (its KernelCall counts the calls): results against Pinocchio;
-    forward_dynamics_derivatives (the generic kernel on the same model) against
-    computeABADerivatives."""
+    """From the second call, robot.inverse_dynamics_derivatives and
+    forward_dynamics_derivatives of a codegen robot are the generated module's C entries (their
+    KernelCalls count the calls): results against Pinocchio."""
     require_fastcall()
     r, o = case.generated, case.oracle
     q, v, x = case.state()
@@ -131,7 +156,8 @@ def test_c_level_path_runs_the_generated_kernel(case, pin):
     fast = r._fast_derivatives
     assert isinstance(fast, GeneratedFastDerivatives) and fast.rnea_c is not None
     assert r.call_paths()["inverse_dynamics_derivatives"].startswith("generated rnea_derivatives")
-    before = fast.rnea_c.counts()[0]
+    assert r.call_paths()["forward_dynamics_derivatives"].startswith("generated aba_derivatives")
+    before = fast.rnea_c.counts()[0], fast.aba_c.counts()[0]
     for k in range(N_STATES):
         q, v, x = case.state()
         ref = pin.computeRNEADerivatives(o.model, o.data, o.q_pin(q), o.v_pin(v), o.v_pin(x))
@@ -145,7 +171,9 @@ def test_c_level_path_runs_the_generated_kernel(case, pin):
                                       (o.data.ddq_dq, o.data.ddq_dv, minv)):
             assert_matrix_close(ours, case.matrix(theirs), f"{case.key} C path {k}: {name}",
                                 PIN_RTOL)
-    assert fast.rnea_c.counts()[0] == before + N_STATES, "calls did not take the C path"
+    assert (fast.rnea_c.counts()[0], fast.aba_c.counts()[0]) == (before[0] + N_STATES,
+                                                                before[1] + N_STATES), \
+        "calls did not take the C path"
 
 
 # ---- against the generic kernels -----------------------------------------------------------------
@@ -158,6 +186,11 @@ def test_generated_equals_generic(case):
         for name, x, y in zip(NAMES, ours, ref):
             assert_matrix_close(x, y, f"{case.key} state {k}: generated vs generic {name}",
                                 CODEGEN_RTOL)
+        ours = case.generated.forward_dynamics_derivatives(q, v, a)
+        ref = case.generic.forward_dynamics_derivatives(q, v, a)
+        for name, x, y in zip(FORWARD_NAMES, ours, ref):
+            assert_matrix_close(x, y, f"{case.key} state {k}: generated vs generic {name}",
+                                forward_rtol(case.generic, q))
 
 
 @pytest.mark.parametrize("seed, floating", TREE_CASES)
@@ -180,6 +213,12 @@ def test_random_trees_every_joint_type_and_passive_forces_equal_generic(seed, fl
         for name, x, y in zip(NAMES, block, ref):
             assert_matrix_close(x, y, f"tree{seed} state {k}: generated vs generic {name}",
                                 CODEGEN_RTOL)
+        tau = rng.standard_normal(nv)
+        assert generated_kernel(generated, "aba_derivatives")(q, v, tau, block) == 0
+        ref = generic.forward_dynamics_derivatives(q, v, tau)
+        for name, x, y in zip(FORWARD_NAMES, block, ref):
+            assert_matrix_close(x, y, f"tree{seed} state {k}: generated vs generic {name}",
+                                forward_rtol(generic, q))
 
 
 def test_random_trees_cover_every_joint_type():
@@ -201,20 +240,23 @@ def test_robots_above_max_dofs_keep_the_generic_kernel():
     assert generated.nv > MAX_DOFS
     assert not generated.tree.kernels.module.RNEA_DERIVATIVES_GENERATED
     assert generated.call_paths()["inverse_dynamics_derivatives"].startswith("generic")
+    assert generated.call_paths()["forward_dynamics_derivatives"].startswith("generic")
     slots, nq, nv = layout(parse_urdf(xml), floating)
     q, v = random_state(slots, nq, nv, np.random.default_rng(seed))
     a = np.random.default_rng(seed + 1).standard_normal(nv)
     for _ in range(3):
-        for x, y in zip(generated.inverse_dynamics_derivatives(q, v, a),
-                        generic.inverse_dynamics_derivatives(q, v, a)):
-            assert np.array_equal(x, y)
+        for method in ("inverse_dynamics_derivatives", "forward_dynamics_derivatives"):
+            for x, y in zip(getattr(generated, method)(q, v, a), getattr(generic, method)(q, v, a)):
+                assert np.array_equal(x, y)
     fast = generated._fast_derivatives
-    assert type(fast) is FastDerivatives and fast.rnea_c is not None
+    assert type(fast) is FastDerivatives and fast.rnea_c is not None and fast.aba_c is not None
 
 
 # ---- out=, errors --------------------------------------------------------------------------------
 
-def test_out_fills_in_place_without_allocating(case):
+@pytest.mark.parametrize("method", ["inverse_dynamics_derivatives",
+                                    "forward_dynamics_derivatives"])
+def test_out_fills_in_place_without_allocating(case, method):
     """1000 calls with out= on the C path: the arrays returned are the outs, with the allocating
     call's values, and tracemalloc's peak stays below one (nv, nv) matrix (an allocated result
     block, even freed at once, would raise it by 3 nv^2 doubles)."""
@@ -222,16 +264,17 @@ def test_out_fills_in_place_without_allocating(case):
     r = case.generated
     n = r.nv
     q, v, a = case.state()
+    fn = getattr(r, method)
     for _ in range(2):
-        r.inverse_dynamics_derivatives(q, v, a)
-    call = r._fast_derivatives.rnea_c
+        fn(q, v, a)
+    fast = r._fast_derivatives
+    call = fast.rnea_c if method.startswith("inverse") else fast.aba_c
     out = tuple(np.full((n, n), np.nan) for _ in range(3))
-    result = r.inverse_dynamics_derivatives(q, v, a, out=out)
+    result = fn(q, v, a, out=out)
     assert all(x is y for x, y in zip(result, out))
-    for x, y in zip(result, r.inverse_dynamics_derivatives(q, v, a)):
+    for x, y in zip(result, fn(q, v, a)):
         assert np.array_equal(x, y)
-    fn = r.inverse_dynamics_derivatives
-    fast = call.counts()[0]
+    count = call.counts()[0]
     calls = itertools.repeat(None, 1000)
     tracemalloc.start()
     try:
@@ -242,7 +285,7 @@ def test_out_fills_in_place_without_allocating(case):
         peak = tracemalloc.get_traced_memory()[1] - before
     finally:
         tracemalloc.stop()
-    assert call.counts()[0] == fast + 1000, "out= calls did not take the C path"
+    assert call.counts()[0] == count + 1000, "out= calls did not take the C path"
     assert peak < 8 * n * n, f"{peak} bytes allocated at once during calls with out="
 
 
@@ -270,3 +313,15 @@ def test_bad_inputs_raise_the_generic_errors(case):
     for _ in range(3):
         with pytest.raises(ValueError, match="not finite"):
             r.inverse_dynamics_derivatives(q, huge, a)
+    forward = generated_kernel(r, "aba_derivatives")
+    assert forward(q, v, a[:-1], np.zeros((3, n, n))) == 1
+    assert forward(q, bad, a, np.zeros((3, n, n))) == 1
+    assert forward(q, v, a, np.zeros((3, n, n - 1))) == 1
+    assert forward(q, huge, a, np.zeros((3, n, n))) != 0
+    for _ in range(3):
+        with pytest.raises(ValueError, match="v contains NaN"):
+            r.forward_dynamics_derivatives(q, bad, a)
+        with pytest.raises(ValueError, match="tau must have shape"):
+            r.forward_dynamics_derivatives(q, v, a[:-1])
+        with pytest.raises(ValueError, match="not finite"):
+            r.forward_dynamics_derivatives(q, huge, a)

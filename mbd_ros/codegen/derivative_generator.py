@@ -9,6 +9,8 @@ unrolled, so the structurally zero entries of the matrices are plain `= 0.0` sto
 intermediate is a local float.
 
     rnea_derivatives(q, v, qdd, out)   out (3, nv, nv) = (dtau/dq, dtau/dv, M)
+    aba_derivatives(q, v, tau, out)    out (3, nv, nv) = (dqdd/dq, dqdd/dv, M^-1)
+                                       at qdd = FD(q, v, tau) (D8; its docstring)
 
 at (q, v, qdd), no external loads, the tree's passive forces (damping, smoothed friction)
 included as in inverse_dynamics. Status: 0 ok, 1 invalid input (shape, NaN/inf, quaternion norm)
@@ -20,6 +22,7 @@ from .expr import ZERO, Emitter, add, const, scale, sub, text, var
 from .spatial_sym import cross_force, cross_motion
 
 FUNCTION = "rnea_derivatives"
+PIVOT_RTOL = 1e-13   # kernels/derivatives.PIVOT_RTOL: the ABA's singular joint-inertia test
 # above this many dofs the unrolled kernel is not generated (a stub returning 1 is, and the
 # module says so in RNEA_DERIVATIVES_GENERATED): its source grows as nv * depth and numba's
 # compile time with it (measured ~100 s for solo12, nv 18, on a shared 2-core machine); such
@@ -287,3 +290,103 @@ def rnea_derivatives(g):
     body.emit("if not (check == 0.0):")
     body.emit("    return 1")
     return "RNEA_DERIVATIVES_GENERATED = True\n\n\n" + g._finish(em, body)
+
+
+FORWARD_FUNCTION = "aba_derivatives"
+
+
+def dof_parents(g):
+    """The previous dof on the path to the root of each dof (the joint's own previous axis, else
+    the parent joint's last one; -1 at the root): robot/derivatives.dof_structure's."""
+    parents = [-1] * g.model.nv
+    for b in g.bodies[1:]:
+        for c in range(b.k):
+            if c > 0:
+                parents[b.iv + c] = b.iv + c - 1
+            elif b.parent > 0:
+                p = g.bodies[b.parent]
+                parents[b.iv] = p.iv + p.k - 1
+    return parents
+
+
+def _ancestors(parents, k):
+    out = []
+    j = parents[k]
+    while j >= 0:
+        out.append(j)
+        j = parents[j]
+    return out
+
+
+def aba_derivatives(g):
+    """Source of the generated aba_derivatives (out (3, nv, nv) = dqdd/dq, dqdd/dv, M^-1 at
+    qdd = FD(q, v, tau)), the route of kernels/derivatives.aba_derivatives (D8): qdd from the
+    generated forward_dynamics (written into out[2, 0], which rnea_derivatives reads into
+    scalars before it writes), the generated rnea_derivatives at that qdd, then M = L^T D L
+    factorised with the tree's dof structure unrolled (Featherstone's RBDA Table 6.3) and the
+    solves -M^-1 dtau/dx and M^-1 (Table 6.4), one column at a time with the structure
+    unrolled. Status 0 ok, 1 bad input or a non-finite result, 2 a singular M (pivot not above
+    PIVOT_RTOL M_kk): the caller then runs the generic kernel, which reports the exact error."""
+    nq, nv = g.model.nq, g.model.nv
+    if not generated(g.model):
+        return (f"def {FORWARD_FUNCTION}(q, v, tau, out):\n"
+                f"    return 1   # nv {nv} > {MAX_DOFS}: the generic kernel serves\n")
+    parents = dof_parents(g)
+    ancestors = [_ancestors(parents, k) for k in range(nv)]
+    lines = [f"def {FORWARD_FUNCTION}(q, v, tau, out):",
+             f"    if out.shape[0] != 3 or out.shape[1] != {nv} or out.shape[2] != {nv}:",
+             "        return 1",
+             "    status = forward_dynamics_jit(q, v, tau, out[2, 0])",
+             "    if status != 0:",
+             "        return status",
+             "    status = rnea_derivatives_jit(q, v, out[2, 0], out)",
+             "    if status != 0:",
+             "        return status",
+             "    # M = L^T D L along the tree (RBDA Table 6.3): h_r_c for c = r or an ancestor of r"]
+    for r in range(nv):
+        for c in [r] + ancestors[r]:
+            lines.append(f"    h_{r}_{c} = out[2, {r}, {c}]")
+    for k in range(nv - 1, -1, -1):
+        lines.append(f"    if not (h_{k}_{k} > {PIVOT_RTOL!r} * out[2, {k}, {k}]):")
+        lines.append("        return 2")
+        for i in ancestors[k]:
+            lines.append(f"    f = h_{k}_{i} / h_{k}_{k}")
+            for j in [i] + ancestors[i]:
+                lines.append(f"    h_{i}_{j} = h_{i}_{j} - f * h_{k}_{j}")
+            lines.append(f"    h_{k}_{i} = f")
+    for k in range(nv):
+        lines.append(f"    d_{k} = 1.0 / h_{k}_{k}")
+
+    def solve(target, scale, identity):
+        """x <- scale M^-1 x for each column c of out[target] (identity: x = e_c)."""
+        out = [f"    for c in range({nv}):"]
+        for r in range(nv):
+            if identity:
+                out.append(f"        x{r} = 1.0 if c == {r} else 0.0")
+            else:
+                out.append(f"        x{r} = out[{target}, {r}, c]")
+        for i in range(nv - 1, -1, -1):         # L^-T
+            for j in ancestors[i]:
+                out.append(f"        x{j} = x{j} - h_{i}_{j} * x{i}")
+        for i in range(nv):                      # D^-1
+            factor = f"d_{i}" if scale == 1.0 else f"(-d_{i})"
+            out.append(f"        x{i} = x{i} * {factor}")
+        for i in range(nv):                      # L^-1
+            for j in ancestors[i]:
+                out.append(f"        x{i} = x{i} - h_{i}_{j} * x{j}")
+        for r in range(nv):
+            out.append(f"        out[{target}, {r}, c] = x{r}")
+        return out
+
+    lines.append("    # dqdd/dq = -M^-1 dtau/dq, dqdd/dv = -M^-1 dtau/dv, dqdd/dtau = M^-1 (D8)")
+    lines += solve(0, -1.0, False)
+    lines += solve(1, -1.0, False)
+    lines += solve(2, 1.0, True)
+    lines += ["    check = 0.0",
+              f"    for r in range({nv}):",
+              f"        for c in range({nv}):",
+              "            check += out[0, r, c] * 0.0 + out[1, r, c] * 0.0 + out[2, r, c] * 0.0",
+              "    if not (check == 0.0):",
+              "        return 1",
+              "    return 0"]
+    return "\n".join(lines) + "\n"

@@ -23,7 +23,10 @@ SIGNATURES = {
     "mass_matrix": _i8(_VECTOR, _MATRIX),
     "joint_wrenches": _i8(_VECTOR, _VECTOR, _VECTOR, _MATRIX),
     "rnea_derivatives": _i8(_VECTOR, _VECTOR, _VECTOR, _BLOCK),
+    "aba_derivatives": _i8(_VECTOR, _VECTOR, _VECTOR, _BLOCK),
 }
+# generated functions that call others: their `<name>_jit` globals are bound first
+CALLS = {"aba_derivatives": ("forward_dynamics", "rnea_derivatives")}
 assert set(SIGNATURES) == set(FUNCTIONS)
 
 
@@ -58,6 +61,8 @@ class GeneratedKernels:
     def get(self, name):
         kernel = self.compiled.get(name)
         if kernel is None:
+            for callee in CALLS.get(name, ()):
+                setattr(self.module, callee + "_jit", self.get(callee))
             kernel = self.compiled[name] = compile_kernel(self.module, name)
         return kernel
 

@@ -19,10 +19,9 @@ delayed by compiling them; a program calling once never compiles them). Any unfi
 or non-zero status returns None and the caller takes its general (locked) path, which converts
 or raises the documented error: results and errors are those of the general path.
 
-Codegen robots (`GeneratedFastDerivatives`): the inverse dynamics' derivatives run the robot's
-generated kernel (codegen/derivative_generator.py) through the generated module's C entry (no
-bound arrays: the model is in the code); the forward dynamics' derivatives the generic kernel on
-the same model arrays.
+Codegen robots (`GeneratedFastDerivatives`): the derivatives run the robot's generated kernels
+(codegen/derivative_generator.py: rnea_derivatives, aba_derivatives) through the generated
+module's C entries (no bound arrays: the model is in the code).
 """
 from __future__ import annotations
 
@@ -133,17 +132,17 @@ def _no_fallback(*args, **kwargs):
 
 
 class GeneratedFastDerivatives(FastDerivatives):
-    """A codegen robot's: the inverse derivatives' entry is its generated module's
-    rnea_derivatives_c (codegen/derivative_generator.py, bound to the compiled kernel: no bound
-    arrays), the forward ones the generic kernel's (FastDerivatives)."""
+    """A codegen robot's: the entries are its generated module's rnea_derivatives_c and
+    aba_derivatives_c (codegen/derivative_generator.py, bound to the compiled kernels: no bound
+    arrays)."""
 
     def __init__(self, tree, dof_int):
         super().__init__(tree, dof_int)
         self.kernels = tree.kernels
 
     def entry_specs(self):
-        generic = super().entry_specs()
-        return [(self.kernels.c_entry("rnea_derivatives"), (), ()), generic[1]]
+        return [(self.kernels.c_entry(name), (), ()) for name in ("rnea_derivatives",
+                                                                 "aba_derivatives")]
 
 
 def fast_derivatives(tree, dof_int):

@@ -6,8 +6,8 @@ gravity_forces and joint_wrenches of a robot without loads, call generated kerne
 arguments at most (q, v, x, out), compiled on their first call. Everything with loads (external
 wrenches, force elements, loop forces), the batch forms, kinematics and energies run the generic
 kernels inherited from RigidTree: same results to round-off. inverse_dynamics_derivatives of a
-robot without loads runs the generated rnea_derivatives (up to 24 dofs; robot/
-fast_derivatives.py). A non-zero status of a generated kernel sends the call to the generic
+robot without loads runs the generated rnea_derivatives, forward_dynamics_derivatives
+aba_derivatives (up to 24 dofs; robot/fast_derivatives.py). A non-zero status of a generated kernel sends the call to the generic
 path, which raises the same ValueError as a generic robot.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .rigid_tree import RigidTree
 
 FREE_CALLS = ("forward_dynamics", "inverse_dynamics", "mass_matrix")
 LOAD_FREE_CALLS = ("bias_forces", "gravity_forces", "joint_wrenches")
-DERIVATIVE_CALLS = ("rnea_derivatives",)   # robot.inverse_dynamics_derivatives' C-level path
+DERIVATIVE_CALLS = ("rnea_derivatives", "aba_derivatives")   # robot.inverse_dynamics_derivatives' C-level path
 
 
 class _Lazy:

@@ -256,7 +256,8 @@ class Robot:
                                                     "f_ext)"
         else:
             paths["inverse_dynamics_derivatives"] = "generic (force elements, constraints)"
-        paths["forward_dynamics_derivatives"] = "generic" if generated else self._tree.kind
+        paths["forward_dynamics_derivatives"] = paths["inverse_dynamics_derivatives"].replace(
+            "rnea_derivatives", "aba_derivatives")
         return paths
 
     # ------------------------------------------------------------------ configuration helpers
