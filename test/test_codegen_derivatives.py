@@ -15,7 +15,7 @@ aba_derivatives: dqdd/dq, dqdd/dv, M^-1 at qdd = FD(q, v, tau)):
   operations, so they agree to round-off: CODEGEN_RTOL = 1e-12 of the matrix norm, as
   test_codegen.py's generated-vs-generic checks (the forward derivatives, -M^-1 dtau/dx and
   M^-1, are solves with M: their round-off is the inputs' times cond(M), so the forward checks
-  allow CODEGEN_RTOL max(1, cond(M) / 1e4); measured below 1e-14 on every case).
+  allow CODEGEN_RTOL max(1, cond(M) / 1e4)).
 The robots are those test_codegen.py builds (codegen=True, passive forces off for the Pinocchio
 cases, on for the random trees): their generated modules and compiled kernels come from the same
 on-disk cache.
