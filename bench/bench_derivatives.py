@@ -14,8 +14,8 @@ clock counts the waits for a core.
 Target: ours / Pinocchio <= 0.7 per call (generic kernels). The timed calls (allocating, and
 out=) without f_ext are, from the second call, the C-level path (robot/fast_derivatives.py).
 --codegen adds the same robot loaded with codegen=True ("gen" rows, in the same interleaved
-rounds): its inverse derivatives run the generated kernel (codegen/derivative_generator.py);
-target <= 0.35 x Pinocchio.
+rounds): its derivatives run the generated kernels (codegen/derivative_generator.py:
+rnea_derivatives, aba_derivatives); target <= 0.35 x Pinocchio.
 
 Closed-loop robots (--loops: the sample four-bar, the double wishbone with its strut, the
 delta robot): the derivatives (KKT differentiation, robot/constrained_derivatives.py) per call
