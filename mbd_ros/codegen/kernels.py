@@ -13,6 +13,7 @@ from .generator import FUNCTIONS
 
 _VECTOR = types.Array(types.float64, 1, "C")
 _MATRIX = types.Array(types.float64, 2, "C")
+_BLOCK = types.Array(types.float64, 3, "C")
 _i8 = types.int64
 SIGNATURES = {
     "forward_dynamics": _i8(_VECTOR, _VECTOR, _VECTOR, _VECTOR),
@@ -21,7 +22,11 @@ SIGNATURES = {
     "gravity_forces": _i8(_VECTOR, _VECTOR),
     "mass_matrix": _i8(_VECTOR, _MATRIX),
     "joint_wrenches": _i8(_VECTOR, _VECTOR, _VECTOR, _MATRIX),
+    "rnea_derivatives": _i8(_VECTOR, _VECTOR, _VECTOR, _BLOCK),
+    "aba_derivatives": _i8(_VECTOR, _VECTOR, _VECTOR, _BLOCK),
 }
+# generated functions that call others: their `<name>_jit` globals are bound first
+CALLS = {"aba_derivatives": ("forward_dynamics", "rnea_derivatives")}
 assert set(SIGNATURES) == set(FUNCTIONS)
 
 
@@ -56,6 +61,8 @@ class GeneratedKernels:
     def get(self, name):
         kernel = self.compiled.get(name)
         if kernel is None:
+            for callee in CALLS.get(name, ()):
+                setattr(self.module, callee + "_jit", self.get(callee))
             kernel = self.compiled[name] = compile_kernel(self.module, name)
         return kernel
 

@@ -1,0 +1,392 @@
+"""Generated (unrolled) analytic derivatives of the inverse dynamics of one robot.
+
+The same recursion as the generic kernel kernels/derivatives.rnea_derivatives (Carpentier and
+Mansard, "Analytical Derivatives of Rigid Body Dynamics Algorithms", RSS 2018 [RSS18]; its
+equations (D1)-(D7), restated in kernels/derivatives.py and docs/derivatives.md), written as
+straight-line code for this robot's structure: the joint axes, placements and inertias are
+literals (expr.py folds their zeros and ones), the dof structure (which dof is above which) is
+unrolled, so the structurally zero entries of the matrices are plain `= 0.0` stores and every
+intermediate is a local float.
+
+    rnea_derivatives(q, v, qdd, out)   out (3, nv, nv) = (dtau/dq, dtau/dv, M)
+    aba_derivatives(q, v, tau, out)    out (3, nv, nv) = (dqdd/dq, dqdd/dv, M^-1)
+                                       at qdd = FD(q, v, tau) (D8; its docstring)
+
+at (q, v, qdd), no external loads, the tree's passive forces (damping, smoothed friction)
+included as in inverse_dynamics. Status: 0 ok, 1 invalid input (shape, NaN/inf, quaternion norm)
+or a non-finite result (the caller then runs the generic kernel, which reports the exact error).
+"""
+from __future__ import annotations
+
+from .expr import ZERO, Emitter, add, const, scale, sub, text, var
+from .spatial_sym import cross_force, cross_motion
+
+FUNCTION = "rnea_derivatives"
+PIVOT_RTOL = 1e-13   # kernels/derivatives.PIVOT_RTOL: the ABA's singular joint-inertia test
+# above this many dofs the unrolled kernel is not generated (a stub returning 1 is, and the
+# module says so in RNEA_DERIVATIVES_GENERATED): its source grows as nv * depth and numba's
+# compile time with it (measured ~100 s for solo12, nv 18, on a shared 2-core machine); such
+# robots keep the generic kernel (robot/fast_derivatives.py)
+MAX_DOFS = 24
+
+
+def generated(model):
+    """True when the unrolled rnea_derivatives is generated for this model (nv <= MAX_DOFS)."""
+    return 0 < model.nv <= MAX_DOFS
+
+
+def _motion_to_world(em, rot, pos, column):
+    """oX_i s (6 Exprs) for a body-frame motion s with the body's world pose (R, p):
+    w_o = R w, v_o = R v + p x w_o (kernels/derivatives.motion_to_world)."""
+    w = [em.value(em.dot([(rot[3 * r + k], column[3 + k]) for k in range(3)])) for r in range(3)]
+    px, py, pz = pos
+    mul = em.mul
+    lin = [em.dot([(rot[3 * r + k], column[k]) for k in range(3)]) for r in range(3)]
+    return [em.value(add(lin[0], mul(py, w[2]), scale(mul(pz, w[1]), -1.0))),
+            em.value(add(lin[1], mul(pz, w[0]), scale(mul(px, w[2]), -1.0))),
+            em.value(add(lin[2], mul(px, w[1]), scale(mul(py, w[0]), -1.0))),
+            w[0], w[1], w[2]]
+
+
+def _compose(em, rot_a, pos_a, rot_b, pos_b):
+    """A B for poses (R, p): R = R_a R_b, p = p_a + R_a p_b (kernels/spatial.compose_pose)."""
+    rot = [em.value(em.dot([(rot_a[3 * r + k], rot_b[3 * k + c]) for k in range(3)]), "oR")
+           for r in range(3) for c in range(3)]
+    pos = [em.value(add(pos_a[r], em.dot([(rot_a[3 * r + k], pos_b[k]) for k in range(3)])), "op")
+           for r in range(3)]
+    return rot, pos
+
+
+def _world_inertia(em, rot, pos, inertia):
+    """The rigid-body parameters (m, h, I_o: 10 Exprs) of a body's constant spatial inertia
+    (36 floats, body frame) moved to the root frame by the body's world pose (R, p):
+    m' = m, h' = R h + m p, I'_o = R I_o R^T - (p g^T + g p^T + m p p^T) + (2 g.p + m p.p) 1,
+    g = R h (parallel axis theorem; kernels/spatial.add_rigid_inertia_to_parent)."""
+    m = inertia[0]
+    h = [inertia[11], inertia[15], inertia[4]]
+    i_o = [[inertia[21], inertia[22], inertia[23]], [inertia[22], inertia[28], inertia[29]],
+           [inertia[23], inertia[29], inertia[35]]]
+    g = [em.value(add(*(scale(rot[3 * r + k], h[k]) for k in range(3))), "g") for r in range(3)]
+    t = [[em.value(add(*(scale(rot[3 * r + k], i_o[k][c]) for k in range(3))), "T")
+          for c in range(3)] for r in range(3)]
+    p = pos
+    mul = em.mul
+    mp = [scale(x, m) for x in p]
+    d = em.value(add(scale(add(mul(g[0], p[0]), mul(g[1], p[1]), mul(g[2], p[2])), 2.0),
+                     mul(mp[0], p[0]), mul(mp[1], p[1]), mul(mp[2], p[2])), "d")
+    out = [const(m)] + [em.value(add(g[r], mp[r]), "Y") for r in range(3)]
+    for r, c in ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)):
+        e = add(em.dot([(t[r][k], rot[3 * c + k]) for k in range(3)]),
+                scale(add(mul(p[r], g[c]), mul(g[r], p[c]), mul(mp[r], p[c])), -1.0))
+        if r == c:
+            e = add(e, d)
+        out.append(em.value(e, "Y"))
+    return out
+
+
+def _inertia_times(em, y, x):
+    """I x for rigid-body parameters y = (m, h, I_o): [m v - h x w; h x v + I_o w]
+    (kernels/spatial.rigid_parameters_times)."""
+    m, hx, hy, hz, i00, i01, i02, i11, i12, i22 = y
+    vx, vy, vz, wx, wy, wz = x
+    mul = em.mul
+    return [sub(em.mul(m, vx), sub(mul(hy, wz), mul(hz, wy))),
+            sub(em.mul(m, vy), sub(mul(hz, wx), mul(hx, wz))),
+            sub(em.mul(m, vz), sub(mul(hx, wy), mul(hy, wx))),
+            add(mul(hy, vz), scale(mul(hz, vy), -1.0), mul(i00, wx), mul(i01, wy), mul(i02, wz)),
+            add(mul(hz, vx), scale(mul(hx, vz), -1.0), mul(i01, wx), mul(i11, wy), mul(i12, wz)),
+            add(mul(hx, vy), scale(mul(hy, vx), -1.0), mul(i02, wx), mul(i12, wy), mul(i22, wz))]
+
+
+def _variation(em, y, ov, oh):
+    """The inertia variation B = ov x* oI - oI (ov x) + (. x* oI ov) of (D5), stored as
+    (g, C) (12 Exprs): B = [[0, -2 [g]], [0, C]], g = oh's linear part,
+    C = 2 (v.h) 1 - (h v^T + v h^T) + [w] I_o - I_o [w] - [n]
+    (kernels/derivatives.inertia_variation)."""
+    _, hx, hy, hz, i00, i01, i02, i11, i12, i22 = y
+    vx, vy, vz, wx, wy, wz = ov
+    mul = em.mul
+    p = [[sub(mul(wy, i02), mul(wz, i01)), sub(mul(wy, i12), mul(wz, i11)),
+          sub(mul(wy, i22), mul(wz, i12))],
+         [sub(mul(wz, i00), mul(wx, i02)), sub(mul(wz, i01), mul(wx, i12)),
+          sub(mul(wz, i02), mul(wx, i22))],
+         [sub(mul(wx, i01), mul(wy, i00)), sub(mul(wx, i11), mul(wy, i01)),
+          sub(mul(wx, i12), mul(wy, i02))]]
+    p = [[em.value(e, "P") for e in row] for row in p]
+    vh = em.value(scale(add(mul(vx, hx), mul(vy, hy), mul(vz, hz)), 2.0), "vh")
+    h = (hx, hy, hz)
+    v = (vx, vy, vz)
+    n = oh[3:6]
+    skew_n = [[ZERO, scale(n[2], -1.0), n[1]], [n[2], ZERO, scale(n[0], -1.0)],
+              [scale(n[1], -1.0), n[0], ZERO]]
+    c = []
+    for r in range(3):
+        for k in range(3):
+            e = add(scale(add(mul(h[r], v[k]), mul(v[r], h[k])), -1.0), p[r][k], p[k][r],
+                    scale(skew_n[r][k], -1.0))
+            if r == k:
+                e = add(e, vh)
+            c.append(em.value(e, "C"))
+    return list(oh[0:3]) + c
+
+
+def _variation_times(em, b, x):
+    """B x = [-2 g x x_ang; C x_ang] for the variation (g, C) (kernels/derivatives.variation_times)."""
+    gx, gy, gz = b[0:3]
+    c = b[3:12]
+    ax, ay, az = x[3:6]
+    mul = em.mul
+    return [scale(sub(mul(gy, az), mul(gz, ay)), -2.0),
+            scale(sub(mul(gz, ax), mul(gx, az)), -2.0),
+            scale(sub(mul(gx, ay), mul(gy, ax)), -2.0),
+            em.dot([(c[0], ax), (c[1], ay), (c[2], az)]),
+            em.dot([(c[3], ax), (c[4], ay), (c[5], az)]),
+            em.dot([(c[6], ax), (c[7], ay), (c[8], az)])]
+
+
+def _variation_transpose_angular(em, b, s):
+    """The angular part of B^T s (its linear part is 0): 2 g x s_lin + C^T s_ang
+    (kernels/derivatives.dyt_column)."""
+    gx, gy, gz = b[0:3]
+    c = b[3:12]
+    sx, sy, sz = s[0:3]
+    mul = em.mul
+    lin = [scale(sub(mul(gy, sz), mul(gz, sy)), 2.0), scale(sub(mul(gz, sx), mul(gx, sz)), 2.0),
+           scale(sub(mul(gx, sy), mul(gy, sx)), 2.0)]
+    return [em.value(add(lin[r], em.dot([(c[r], s[3]), (c[3 + r], s[4]), (c[6 + r], s[5])])), "dyt")
+            for r in range(3)]
+
+
+def _values(em, exprs, prefix):
+    return [em.value(e, prefix) for e in exprs]
+
+
+def _dot(em, a, b):
+    return em.dot(list(zip(a, b)))
+
+
+def rnea_derivatives(g):
+    """Source of the generated rnea_derivatives for the generator `g` (generator.py's
+    _Generator: its bodies, header, joint poses and passive forces)."""
+    nq, nv = g.model.nq, g.model.nv
+    if not generated(g.model):
+        return (f"RNEA_DERIVATIVES_GENERATED = False\n\n\ndef {FUNCTION}(q, v, qdd, out):\n"
+                f"    return 1   # nv {nv} > {MAX_DOFS}: the generic kernel serves (module docstring)\n")
+    em = Emitter()
+    g._header(em, FUNCTION, [("q", nq, "q"), ("v", nv, "v"), ("qdd", nv, "a")], (3, nv, nv))
+    body = Emitter()
+    bodies = g.bodies[1:]
+    identity = [const(1.0 if k % 4 == 0 else 0.0) for k in range(9)]
+    rot, pos = {0: identity}, {0: [ZERO] * 3}
+    ov, oa = {0: [ZERO] * 6}, {0: g._base_acceleration()}
+    y, variation, of = {}, {}, {}
+    s, dvdq, dadq, dadv = {}, {}, {}, {}
+    dofs_above = {0: []}
+    for b in bodies:
+        g._body_comment(body, b)
+        # world pose: oT_i = oT_p pT_i
+        r_local, p_local = g.joint_pose(body, b)
+        rot[b.index], pos[b.index] = _compose(body, rot[b.parent], pos[b.parent], r_local, p_local)
+        r, p = rot[b.index], pos[b.index]
+        dofs = list(range(b.iv, b.iv + b.k))
+        dofs_above[b.index] = dofs_above[b.parent] + dofs
+        for j, jc in enumerate(dofs):
+            column = [const(x) for x in b.subspace[:, j]]
+            s[jc] = _motion_to_world(body, r, p, column)
+        # the joint's own velocity oS_i v_i; ov_i = ov_p + oS_i v_i                          (D1)
+        vj = _values(body, [add(*(body.mul(s[jc][k], var(f"v{jc}"))
+                                  for jc in dofs)) for k in range(6)], "vj")
+        ov[b.index] = _values(body, [add(ov[b.parent][k], vj[k]) for k in range(6)], "ov")
+        # oa_i = oa_p + oS_i qdd_i + ov_i x oS_i v_i                                         (D2)
+        bias = cross_motion(body, ov[b.index], vj)
+        oa[b.index] = _values(body, [add(oa[b.parent][k], bias[k],
+                                         *(body.mul(s[jc][k], var(f"a{jc}")) for jc in dofs))
+                                     for k in range(6)], "oa")
+        # dV/dq = ov_p x oS, dA/dq = oa_p x oS + ov_p x dV/dq, dA/dv = dV/dq + ov_i x oS     (D4)
+        for jc in dofs:
+            dvdq[jc] = _values(body, cross_motion(body, ov[b.parent], s[jc]), "dV")
+            dadq[jc] = _values(body, [add(x, z) for x, z in zip(
+                cross_motion(body, oa[b.parent], s[jc]), cross_motion(body, ov[b.parent], dvdq[jc]))],
+                "dAq")
+            dadv[jc] = _values(body, [add(x, z) for x, z in zip(
+                dvdq[jc], cross_motion(body, ov[b.index], s[jc]))], "dAv")
+        # oI_i (root frame); oh = oI ov; of = oI oa + ov x* oh; the variation B_i      (D3), (D5)
+        y[b.index] = _world_inertia(body, r, p, b.inertia)
+        oh = _values(body, _inertia_times(body, y[b.index], ov[b.index]), "oh")
+        of[b.index] = [add(x, z) for x, z in zip(_inertia_times(body, y[b.index], oa[b.index]),
+                                                cross_force(body, ov[b.index], oh))]
+        variation[b.index] = _variation(body, y[b.index], ov[b.index], oh)
+    # ---- backward pass, tips -> base: subtree sums and the matrices' entries        (D6)-(D7)
+    written = set()
+
+    def store(d, row, col, e):
+        body.emit(f"out[{d}, {row}, {col}] = {text(e)}")
+        written.add((d, row, col))
+
+    for b in reversed(bodies):
+        i = b.index
+        body.emit(f"# body {i}: subtree sums, rows and columns of its dofs")
+        y[i] = _values(body, y[i], "Yc")
+        variation[i] = _values(body, variation[i], "Bc")
+        of[i] = _values(body, of[i], "F")
+        dofs = list(range(b.iv, b.iv + b.k))
+        above = dofs_above[b.parent]
+        ys, dfdq, dfdv, dyt, below = {}, {}, {}, {}, {}
+        for jc in dofs:
+            # dF/dqdd = Ycrb oS, dF/dq = Ycrb dA/dq + dYcrb dV/dq, dF/dv = Ycrb dA/dv + dYcrb oS
+            ys[jc] = _values(body, _inertia_times(body, y[i], s[jc]), "YS")
+            dfdq[jc] = _values(body, [add(x, z) for x, z in zip(
+                _inertia_times(body, y[i], dadq[jc]), _variation_times(body, variation[i], dvdq[jc]))],
+                "Fq")
+            dfdv[jc] = _values(body, [add(x, z) for x, z in zip(
+                _inertia_times(body, y[i], dadv[jc]), _variation_times(body, variation[i], s[jc]))],
+                "Fv")
+            dyt[jc] = _variation_transpose_angular(body, variation[i], s[jc])
+            # the column as the ancestors' rows see it: + oS x* F_i                           (D7)
+            below[jc] = [add(x, z) for x, z in zip(dfdq[jc], cross_force(body, s[jc], of[i]))]
+        for j, jc in enumerate(dofs):
+            for jm in dofs:
+                store(0, jm, jc, _dot(body, s[jm], dfdq[jc]))
+                dv = _dot(body, s[jm], dfdv[jc])
+                if jm == jc and (b.damping[j] != 0.0 or b.friction[j] != 0.0):
+                    # passive joint forces: d/dv (b v + f tanh(v / v_s))
+                    parts = [text(dv)]
+                    if b.damping[j] != 0.0:
+                        parts.append(repr(float(b.damping[j])))
+                    if b.friction[j] != 0.0:
+                        speed = repr(float(b.friction_speed))
+                        parts.append(f"{float(b.friction[j])!r} * (1.0 - math.tanh(v{jc} / {speed})"
+                                     f" ** 2) / {speed}")
+                    body.emit(f"out[1, {jm}, {jc}] = {' + '.join(parts)}")
+                    written.add((1, jm, jc))
+                else:
+                    store(1, jm, jc, dv)
+                store(2, jm, jc, _dot(body, s[jm], ys[jc]))
+            below_c = _values(body, below[jc], "Fb")
+            for k in above:
+                # rows k above (column jc), and row jc's entries in the columns k above (D6)-(D7)
+                store(0, k, jc, _dot(body, s[k], below_c))
+                store(1, k, jc, _dot(body, s[k], dfdv[jc]))
+                mass = body.value(_dot(body, s[k], ys[jc]), "M")
+                store(2, k, jc, mass)
+                store(2, jc, k, mass)
+                store(0, jc, k, add(_dot(body, ys[jc], dadq[k]), _dot(body, dyt[jc], dvdq[k][3:6])))
+                store(1, jc, k, add(_dot(body, ys[jc], dadv[k]), _dot(body, dyt[jc], s[k][3:6])))
+        if b.parent > 0:
+            p = b.parent
+            y[p] = [add(x, z) for x, z in zip(y[p], y[i])]
+            variation[p] = [add(x, z) for x, z in zip(variation[p], variation[i])]
+            of[p] = [add(x, z) for x, z in zip(of[p], of[i])]
+    for d in range(3):
+        for r in range(nv):
+            for c in range(nv):
+                if (d, r, c) not in written:
+                    body.emit(f"out[{d}, {r}, {c}] = 0.0")
+    # a non-finite result (overflow): status 1, the generic kernel reports it
+    body.emit("check = 0.0")
+    body.emit(f"for r in range({nv}):")
+    body.emit(f"    for c in range({nv}):")
+    body.emit("        check += out[0, r, c] * 0.0 + out[1, r, c] * 0.0")
+    body.emit("if not (check == 0.0):")
+    body.emit("    return 1")
+    return "RNEA_DERIVATIVES_GENERATED = True\n\n\n" + g._finish(em, body)
+
+
+FORWARD_FUNCTION = "aba_derivatives"
+
+
+def dof_parents(g):
+    """The previous dof on the path to the root of each dof (the joint's own previous axis, else
+    the parent joint's last one; -1 at the root): robot/derivatives.dof_structure's."""
+    parents = [-1] * g.model.nv
+    for b in g.bodies[1:]:
+        for c in range(b.k):
+            if c > 0:
+                parents[b.iv + c] = b.iv + c - 1
+            elif b.parent > 0:
+                p = g.bodies[b.parent]
+                parents[b.iv] = p.iv + p.k - 1
+    return parents
+
+
+def _ancestors(parents, k):
+    out = []
+    j = parents[k]
+    while j >= 0:
+        out.append(j)
+        j = parents[j]
+    return out
+
+
+def aba_derivatives(g):
+    """Source of the generated aba_derivatives (out (3, nv, nv) = dqdd/dq, dqdd/dv, M^-1 at
+    qdd = FD(q, v, tau)), the route of kernels/derivatives.aba_derivatives (D8): qdd from the
+    generated forward_dynamics (written into out[2, 0], which rnea_derivatives reads into
+    scalars before it writes), the generated rnea_derivatives at that qdd, then M = L^T D L
+    factorised with the tree's dof structure unrolled (Featherstone's RBDA Table 6.3) and the
+    solves -M^-1 dtau/dx and M^-1 (Table 6.4), one column at a time with the structure
+    unrolled. Status 0 ok, 1 bad input or a non-finite result, 2 a singular M (pivot not above
+    PIVOT_RTOL M_kk): the caller then runs the generic kernel, which reports the exact error."""
+    nq, nv = g.model.nq, g.model.nv
+    if not generated(g.model):
+        return (f"def {FORWARD_FUNCTION}(q, v, tau, out):\n"
+                f"    return 1   # nv {nv} > {MAX_DOFS}: the generic kernel serves\n")
+    parents = dof_parents(g)
+    ancestors = [_ancestors(parents, k) for k in range(nv)]
+    lines = [f"def {FORWARD_FUNCTION}(q, v, tau, out):",
+             f"    if out.shape[0] != 3 or out.shape[1] != {nv} or out.shape[2] != {nv}:",
+             "        return 1",
+             "    status = forward_dynamics_jit(q, v, tau, out[2, 0])",
+             "    if status != 0:",
+             "        return status",
+             "    status = rnea_derivatives_jit(q, v, out[2, 0], out)",
+             "    if status != 0:",
+             "        return status",
+             "    # M = L^T D L along the tree (RBDA Table 6.3): h_r_c for c = r or an ancestor of r"]
+    for r in range(nv):
+        for c in [r] + ancestors[r]:
+            lines.append(f"    h_{r}_{c} = out[2, {r}, {c}]")
+    for k in range(nv - 1, -1, -1):
+        lines.append(f"    if not (h_{k}_{k} > {PIVOT_RTOL!r} * out[2, {k}, {k}]):")
+        lines.append("        return 2")
+        for i in ancestors[k]:
+            lines.append(f"    f = h_{k}_{i} / h_{k}_{k}")
+            for j in [i] + ancestors[i]:
+                lines.append(f"    h_{i}_{j} = h_{i}_{j} - f * h_{k}_{j}")
+            lines.append(f"    h_{k}_{i} = f")
+    for k in range(nv):
+        lines.append(f"    d_{k} = 1.0 / h_{k}_{k}")
+
+    def solve(target, scale, identity):
+        """x <- scale M^-1 x for each column c of out[target] (identity: x = e_c)."""
+        out = [f"    for c in range({nv}):"]
+        for r in range(nv):
+            if identity:
+                out.append(f"        x{r} = 1.0 if c == {r} else 0.0")
+            else:
+                out.append(f"        x{r} = out[{target}, {r}, c]")
+        for i in range(nv - 1, -1, -1):         # L^-T
+            for j in ancestors[i]:
+                out.append(f"        x{j} = x{j} - h_{i}_{j} * x{i}")
+        for i in range(nv):                      # D^-1
+            factor = f"d_{i}" if scale == 1.0 else f"(-d_{i})"
+            out.append(f"        x{i} = x{i} * {factor}")
+        for i in range(nv):                      # L^-1
+            for j in ancestors[i]:
+                out.append(f"        x{i} = x{i} - h_{i}_{j} * x{j}")
+        for r in range(nv):
+            out.append(f"        out[{target}, {r}, c] = x{r}")
+        return out
+
+    lines.append("    # dqdd/dq = -M^-1 dtau/dq, dqdd/dv = -M^-1 dtau/dv, dqdd/dtau = M^-1 (D8)")
+    lines += solve(0, -1.0, False)
+    lines += solve(1, -1.0, False)
+    lines += solve(2, 1.0, True)
+    lines += ["    check = 0.0",
+              f"    for r in range({nv}):",
+              f"        for c in range({nv}):",
+              "            check += out[0, r, c] * 0.0 + out[1, r, c] * 0.0 + out[2, r, c] * 0.0",
+              "    if not (check == 0.0):",
+              "        return 1",
+              "    return 0"]
+    return "\n".join(lines) + "\n"
