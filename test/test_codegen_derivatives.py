@@ -4,18 +4,21 @@ robot/fast_derivatives.GeneratedFastDerivatives, docs/derivatives.md).
 References, none of them our own generated code (rnea_derivatives: dtau/dq, dtau/dv, M;
 aba_derivatives: dqdd/dq, dqdd/dv, M^-1 at qdd = FD(q, v, tau)):
 - Pinocchio's computeRNEADerivatives / computeABADerivatives on example-robot-data robots (ur5,
-  panda: fixed base; solo12: floating base, branched), q/v mapped by joint name (test/oracle.py):
+  panda: fixed base, nv 6 and 9), q/v mapped by joint name (test/oracle.py):
   max |ours - Pinocchio| <= 1e-10 ||Pinocchio||_2 (the issue's tolerance; both sides are sums
   of products over the tree, measured agreement ~1e-15 of the norm). The generated kernel is
   checked called directly (so a kernel that always failed over to the generic one could not
   pass) and through the robot's C-level path (its counters show the calls took it);
-- the generic kernels (kernels/derivatives.py) on the same robots and on random trees with
-  every joint type (spherical, planar, free in mid-tree, prismatic...) and URDF damping and
-  friction: the same recursion on the same constants in another order of floating-point
+- the generic kernels (kernels/derivatives.py) on the same robots and on two small random trees
+  (nv 11 each) that together have every joint type (spherical, planar, free in mid-tree,
+  prismatic...) and a floating base, with URDF damping and friction: the same recursion on the same constants in another order of floating-point
   operations, so they agree to round-off: CODEGEN_RTOL = 1e-12 of the matrix norm, as
   test_codegen.py's generated-vs-generic checks (the forward derivatives, -M^-1 dtau/dx and
   M^-1, are solves with M: their round-off is the inputs' times cond(M), so the forward checks
   allow CODEGEN_RTOL max(1, cond(M) / 1e4)).
+solo12 (floating base, branched, nv 18 > derivative_generator.MAX_DOFS = 12) is the large-robot
+case: no generated derivatives (their compile time grows too fast with nv: derivative_generator's
+MAX_DOFS comment), the generic kernels' C entries, checked against Pinocchio.
 The robots are those test_codegen.py builds (codegen=True, passive forces off for the Pinocchio
 cases, on for the random trees): their generated modules and compiled kernels come from the same
 on-disk cache.
@@ -41,24 +44,24 @@ CODEGEN_RTOL = 1e-12
 N_STATES = 4
 NAMES = ("dtau_dq", "dtau_dv", "dtau_dqdd")
 
-ROBOTS = {
+ALL_ROBOTS = {
     "ur5": ("ur_description/urdf/ur5_robot.urdf", False),
     "panda": ("panda_description/urdf/panda.urdf", False),
     "solo12": ("solo_description/robots/solo12.urdf", True),
 }
-# random trees (seed, floating base), passive forces on: tree 6 (fixed base, nv 19: spherical,
-# planar, free mid-tree, revolute) and tree 8 (floating base, nv 18: spherical, planar,
-# prismatic, continuous, fixed) together have every joint type; test_codegen.py's tree 2
-# (nv 28 > derivative_generator.MAX_DOFS) checks the generic fallback of larger robots
-TREE_CASES = [(6, False), (8, True)]
-LARGE_TREE = (2, True)
+ROBOTS = ("ur5", "panda")      # nv <= MAX_DOFS: generated derivatives
+LARGE_ROBOT = "solo12"         # nv 18 > MAX_DOFS: the generic kernels serve
+# random trees (seed, floating base, links; random_trees.random_tree_xml), five links each, nv
+# 11, passive forces on: tree 26 (floating base: spherical, prismatic, revolute, fixed) and tree
+# 47 (fixed base: free mid-tree, planar, continuous, revolute) together have every joint type
+TREE_CASES = [(26, True, 5), (47, False, 5)]
 
 
 class Case:
     """A codegen robot and the generic robot of the same URDF, with Pinocchio's model."""
 
     def __init__(self, pin, erd_dir, key):
-        rel, self.floating = ROBOTS[key]
+        rel, self.floating = ALL_ROBOTS[key]
         path = erd_dir / rel
         if not path.is_file():
             _missing_oracle(f"{rel} not found in example-robot-data at {erd_dir}")
@@ -82,7 +85,7 @@ class Case:
         return m[np.ix_(self.oracle.vperm, self.oracle.vperm)]
 
 
-@pytest.fixture(scope="module", params=list(ROBOTS))
+@pytest.fixture(scope="module", params=ROBOTS)
 def case(request, pin, erd_dir):
     return Case(pin, erd_dir, request.param)
 
@@ -193,14 +196,16 @@ def test_generated_equals_generic(case):
                                 forward_rtol(case.generic, q))
 
 
-@pytest.mark.parametrize("seed, floating", TREE_CASES)
-def test_random_trees_every_joint_type_and_passive_forces_equal_generic(seed, floating):
-    """Spherical, planar, free (mid-tree), prismatic, fixed joints and URDF damping and
-    smoothed friction (on the diagonal of dtau_dv): the generated kernel against the generic."""
-    xml = random_tree_xml(seed)
+@pytest.mark.parametrize("seed, floating, links", TREE_CASES)
+def test_random_trees_every_joint_type_and_passive_forces_equal_generic(seed, floating, links):
+    """Spherical, planar, free (mid-tree), prismatic, fixed joints, a floating base and URDF
+    damping and smoothed friction (on the diagonal of dtau_dv): the generated kernels against
+    the generic ones."""
+    xml = random_tree_xml(seed, n_links=links)
     generated = mbd_ros.load(xml, floating_base=floating, codegen=True)
     generic = mbd_ros.load(xml, floating_base=floating)
     assert np.any(generic.damping) and np.any(generic.friction), "no passive forces to test"
+    assert generated.nv <= MAX_DOFS and generated.tree.kernels.module.RNEA_DERIVATIVES_GENERATED
     slots, nq, nv = layout(parse_urdf(xml), floating)
     rng = np.random.default_rng(seed)
     kernel = generated_kernel(generated)
@@ -223,33 +228,52 @@ def test_random_trees_every_joint_type_and_passive_forces_equal_generic(seed, fl
 
 def test_random_trees_cover_every_joint_type():
     types = set()
-    for seed, _ in TREE_CASES:
-        types.update(j.type for j in parse_urdf(random_tree_xml(seed)).joints)
+    for seed, _, links in TREE_CASES:
+        types.update(j.type for j in parse_urdf(random_tree_xml(seed, n_links=links)).joints)
     assert types == {"revolute", "continuous", "prismatic", "fixed", "spherical", "floating",
                      "planar"}, types
+    assert any(floating for _, floating, _ in TREE_CASES), "no floating-base tree"
 
 
-def test_robots_above_max_dofs_keep_the_generic_kernel():
-    """A robot with more than MAX_DOFS dofs gets a stub (status 1, never called) and its
-    derivatives run the generic kernel's C entry, with the generic results."""
+def test_robots_above_max_dofs_keep_the_generic_kernel(pin, erd_dir):
+    """solo12 (nv 18 > MAX_DOFS) gets stubs (status 1, never called): its derivatives run the
+    generic kernels' C entries (call_paths says so, the generic FastDerivatives' counters count
+    the calls), with the generic robot's results, bit for bit, and Pinocchio's."""
     require_fastcall()
-    seed, floating = LARGE_TREE
-    xml = random_tree_xml(seed)
-    generated = mbd_ros.load(xml, floating_base=floating, codegen=True)
-    generic = mbd_ros.load(xml, floating_base=floating)
+    case = Case(pin, erd_dir, LARGE_ROBOT)
+    generated, o = case.generated, case.oracle
     assert generated.nv > MAX_DOFS
-    assert not generated.tree.kernels.module.RNEA_DERIVATIVES_GENERATED
+    module = generated.tree.kernels.module
+    assert not module.RNEA_DERIVATIVES_GENERATED
     assert generated.call_paths()["inverse_dynamics_derivatives"].startswith("generic")
     assert generated.call_paths()["forward_dynamics_derivatives"].startswith("generic")
-    slots, nq, nv = layout(parse_urdf(xml), floating)
-    q, v = random_state(slots, nq, nv, np.random.default_rng(seed))
-    a = np.random.default_rng(seed + 1).standard_normal(nv)
-    for _ in range(3):
-        for method in ("inverse_dynamics_derivatives", "forward_dynamics_derivatives"):
-            for x, y in zip(getattr(generated, method)(q, v, a), getattr(generic, method)(q, v, a)):
-                assert np.array_equal(x, y)
+    nv = generated.nv
+    q, v, x = case.state()
+    assert module.rnea_derivatives(q, v, x, np.zeros((3, nv, nv))) == 1
+    assert module.aba_derivatives(q, v, x, np.zeros((3, nv, nv))) == 1
+    for _ in range(2):
+        generated.inverse_dynamics_derivatives(q, v, x)
+        generated.forward_dynamics_derivatives(q, v, x)
     fast = generated._fast_derivatives
     assert type(fast) is FastDerivatives and fast.rnea_c is not None and fast.aba_c is not None
+    before = fast.rnea_c.counts()[0], fast.aba_c.counts()[0]
+    for k in range(N_STATES):
+        q, v, x = case.state()
+        ours = generated.inverse_dynamics_derivatives(q, v, x)
+        for a, b in zip(ours, case.generic.inverse_dynamics_derivatives(q, v, x)):
+            assert np.array_equal(a, b)
+        ref = pin.computeRNEADerivatives(o.model, o.data, o.q_pin(q), o.v_pin(v), o.v_pin(x))
+        for name, a, b in zip(NAMES, ours, ref):
+            assert_matrix_close(a, case.matrix(b), f"solo12 state {k}: {name}", PIN_RTOL)
+        ours = generated.forward_dynamics_derivatives(q, v, x)
+        for a, b in zip(ours, case.generic.forward_dynamics_derivatives(q, v, x)):
+            assert np.array_equal(a, b)
+        pin.computeABADerivatives(o.model, o.data, o.q_pin(q), o.v_pin(v), o.v_pin(x))
+        minv = np.triu(o.data.Minv) + np.triu(o.data.Minv, 1).T
+        for name, a, b in zip(FORWARD_NAMES, ours, (o.data.ddq_dq, o.data.ddq_dv, minv)):
+            assert_matrix_close(a, case.matrix(b), f"solo12 state {k}: {name}", PIN_RTOL)
+    assert (fast.rnea_c.counts()[0], fast.aba_c.counts()[0]) == (before[0] + N_STATES,
+                                                                before[1] + N_STATES)
 
 
 # ---- out=, errors --------------------------------------------------------------------------------

@@ -23,11 +23,15 @@ from .spatial_sym import cross_force, cross_motion
 
 FUNCTION = "rnea_derivatives"
 PIVOT_RTOL = 1e-13   # kernels/derivatives.PIVOT_RTOL: the ABA's singular joint-inertia test
-# above this many dofs the unrolled kernel is not generated (a stub returning 1 is, and the
-# module says so in RNEA_DERIVATIVES_GENERATED): its source grows as nv * depth and numba's
-# compile time with it (measured ~100 s for solo12, nv 18, on a shared 2-core machine); such
-# robots keep the generic kernel (robot/fast_derivatives.py)
-MAX_DOFS = 24
+# above this many dofs the unrolled kernels are not generated (stubs returning 1 are, and the
+# module says so in RNEA_DERIVATIVES_GENERATED): the source grows as nv * depth and numba's
+# (LLVM's) compile time superlinearly with it. Measured cold, CPU time of compiling
+# forward_dynamics + rnea_derivatives + aba_derivatives on a shared 2-core AMD EPYC VM: nv 6
+# (ur5) 5 s, nv 9 (panda) 10 s, nv 12 14 s, nv 15 18 s, nv 18 (solo12) 105 s (rnea_derivatives
+# alone 96 s): the limit stays well below the jump (docs/derivatives.md's table). Larger robots
+# keep the generic kernels (robot/fast_derivatives.py; call_paths says "generic"), compiled once
+# for all robots
+MAX_DOFS = 12
 
 
 def generated(model):

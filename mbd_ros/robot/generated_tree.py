@@ -7,8 +7,9 @@ arguments at most (q, v, x, out), compiled on their first call. Everything with 
 wrenches, force elements, loop forces), the batch forms, kinematics and energies run the generic
 kernels inherited from RigidTree: same results to round-off. inverse_dynamics_derivatives of a
 robot without loads runs the generated rnea_derivatives, forward_dynamics_derivatives
-aba_derivatives (up to 24 dofs; robot/fast_derivatives.py). A non-zero status of a generated kernel sends the call to the generic
-path, which raises the same ValueError as a generic robot.
+aba_derivatives (up to codegen/derivative_generator.MAX_DOFS = 12 dofs; robot/fast_derivatives.py).
+A non-zero status of a generated kernel sends the call to the generic path, which raises the
+same ValueError as a generic robot.
 """
 from __future__ import annotations
 
