@@ -9,6 +9,7 @@ from numba import njit, types
 from .cache import load_module
 from ..kernels.entry import load_cached
 from ..kernels.fast_typing import memoized_call_types
+from . import derivative_generator
 from .generator import FUNCTIONS
 
 _VECTOR = types.Array(types.float64, 1, "C")
@@ -25,6 +26,9 @@ SIGNATURES = {
     "rnea_derivatives": _i8(_VECTOR, _VECTOR, _VECTOR, _BLOCK),
     "aba_derivatives": _i8(_VECTOR, _VECTOR, _VECTOR, _BLOCK),
 }
+# fastmath flags per generated function (the others: none, IEEE order as written)
+FASTMATH = {"rnea_derivatives": set(derivative_generator.FASTMATH),
+            "aba_derivatives": set(derivative_generator.FASTMATH)}
 # generated functions that call others: their `<name>_jit` globals are bound first
 CALLS = {"aba_derivatives": ("forward_dynamics", "rnea_derivatives")}
 assert set(SIGNATURES) == set(FUNCTIONS)
@@ -41,7 +45,8 @@ def compile_kernel(module, name):
     shared = module.__dict__.setdefault("_mbd_ros_dispatchers", {})
     if name in shared:
         return shared[name]
-    dispatcher = njit(cache=True, error_model="numpy")(getattr(module, name))
+    dispatcher = njit(cache=True, error_model="numpy", fastmath=FASTMATH.get(name, False))(
+        getattr(module, name))
     if not load_cached(dispatcher, SIGNATURES[name]):
         with memoized_call_types():
             dispatcher.compile(SIGNATURES[name])
