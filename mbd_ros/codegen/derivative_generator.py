@@ -176,72 +176,105 @@ def _dot(em, a, b):
     return em.dot(list(zip(a, b)))
 
 
-def rnea_derivatives(g):
-    """Source of the generated rnea_derivatives for the generator `g` (generator.py's
-    _Generator: its bodies, header, joint poses and passive forces)."""
-    nq, nv = g.model.nq, g.model.nv
-    if not generated(g.model):
-        return (f"RNEA_DERIVATIVES_GENERATED = False\n\n\ndef {FUNCTION}(q, v, qdd, out):\n"
-                f"    return 1   # nv {nv} > {MAX_DOFS}: the generic kernel serves (module docstring)\n")
-    em = Emitter()
-    g._header(em, FUNCTION, [("q", nq, "q"), ("v", nv, "v"), ("qdd", nv, "a")], (3, nv, nv))
-    body = Emitter()
-    bodies = g.bodies[1:]
+class _Passes:
+    """The Exprs of one robot's passes, shared by rnea_derivatives and aba_derivatives."""
+
+
+def _forward_free(g, body):
+    """The forward pass's terms that do not depend on qdd, tips last: world poses, the world
+    columns oS, ov (D1), the bias ov_i x oS_i v_i of (D2), dV/dq and dA/dv (D4), oI_i, oh and the
+    variation B_i (D3), (D5)."""
+    st = _Passes()
+    st.bodies = g.bodies[1:]
     identity = [const(1.0 if k % 4 == 0 else 0.0) for k in range(9)]
     rot, pos = {0: identity}, {0: [ZERO] * 3}
-    ov, oa = {0: [ZERO] * 6}, {0: g._base_acceleration()}
-    y, variation, of = {}, {}, {}
-    s, dvdq, dadq, dadv = {}, {}, {}, {}
-    dofs_above = {0: []}
-    for b in bodies:
+    st.ov, st.bias = {0: [ZERO] * 6}, {}
+    st.y, st.variation, st.oh = {}, {}, {}
+    st.s, st.dvdq, st.dadv = {}, {}, {}
+    st.dofs_above = {0: []}
+    for b in st.bodies:
         g._body_comment(body, b)
         # world pose: oT_i = oT_p pT_i
         r_local, p_local = g.joint_pose(body, b)
         rot[b.index], pos[b.index] = _compose(body, rot[b.parent], pos[b.parent], r_local, p_local)
         r, p = rot[b.index], pos[b.index]
         dofs = list(range(b.iv, b.iv + b.k))
-        dofs_above[b.index] = dofs_above[b.parent] + dofs
+        st.dofs_above[b.index] = st.dofs_above[b.parent] + dofs
         for j, jc in enumerate(dofs):
             column = [const(x) for x in b.subspace[:, j]]
-            s[jc] = _motion_to_world(body, r, p, column)
+            st.s[jc] = _motion_to_world(body, r, p, column)
         # the joint's own velocity oS_i v_i; ov_i = ov_p + oS_i v_i                          (D1)
-        vj = _values(body, [add(*(body.mul(s[jc][k], var(f"v{jc}"))
+        vj = _values(body, [add(*(body.mul(st.s[jc][k], var(f"v{jc}"))
                                   for jc in dofs)) for k in range(6)], "vj")
-        ov[b.index] = _values(body, [add(ov[b.parent][k], vj[k]) for k in range(6)], "ov")
-        # oa_i = oa_p + oS_i qdd_i + ov_i x oS_i v_i                                         (D2)
-        bias = cross_motion(body, ov[b.index], vj)
-        oa[b.index] = _values(body, [add(oa[b.parent][k], bias[k],
-                                         *(body.mul(s[jc][k], var(f"a{jc}")) for jc in dofs))
-                                     for k in range(6)], "oa")
-        # dV/dq = ov_p x oS, dA/dq = oa_p x oS + ov_p x dV/dq, dA/dv = dV/dq + ov_i x oS     (D4)
+        ov = st.ov[b.index] = _values(body, [add(st.ov[b.parent][k], vj[k]) for k in range(6)],
+                                      "ov")
+        st.bias[b.index] = _values(body, cross_motion(body, ov, vj), "ab")
+        # dV/dq = ov_p x oS, dA/dv = dV/dq + ov_i x oS                                       (D4)
         for jc in dofs:
-            dvdq[jc] = _values(body, cross_motion(body, ov[b.parent], s[jc]), "dV")
+            st.dvdq[jc] = _values(body, cross_motion(body, st.ov[b.parent], st.s[jc]), "dV")
+            st.dadv[jc] = _values(body, [add(x, z) for x, z in zip(
+                st.dvdq[jc], cross_motion(body, ov, st.s[jc]))], "dAv")
+        # oI_i (root frame); oh = oI ov; the variation B_i                                (D3), (D5)
+        st.y[b.index] = _world_inertia(body, r, p, b.inertia)
+        st.oh[b.index] = _values(body, _inertia_times(body, st.y[b.index], ov), "oh")
+        st.variation[b.index] = _variation(body, st.y[b.index], ov, st.oh[b.index])
+    return st
+
+
+def _body_force(body, st, i, acc):
+    """of_i = oI_i oa_i + ov_i x* oI_i ov_i                                                (D3)"""
+    return [add(x, z) for x, z in zip(_inertia_times(body, st.y[i], acc),
+                                      cross_force(body, st.ov[i], st.oh[i]))]
+
+
+def _passive(b, j, jc, derivative):
+    """Source text of the passive joint force b v + f tanh(v / v_s) of dof jc (the j-th of body
+    b), or of its derivative d/dv, or None when the joint has none."""
+    if b.damping[j] == 0.0 and b.friction[j] == 0.0:
+        return None
+    parts = []
+    speed = repr(float(b.friction_speed))
+    if b.damping[j] != 0.0:
+        parts.append(repr(float(b.damping[j])) if derivative
+                     else f"{float(b.damping[j])!r} * v{jc}")
+    if b.friction[j] != 0.0:
+        parts.append(f"{float(b.friction[j])!r} * (1.0 - math.tanh(v{jc} / {speed}) ** 2) / {speed}"
+                     if derivative else f"{float(b.friction[j])!r} * math.tanh(v{jc} / {speed})")
+    return " + ".join(parts)
+
+
+def _derivative_passes(g, body, st, written):
+    """The qdd-dependent forward terms (oa (D2), dA/dq (D4), of (D3)) with qdd in the scalars
+    a0.., then the backward pass, tips -> base: subtree sums and the matrices' entries
+    (D6)-(D7) stored into out (their (d, row, col) added to `written`)."""
+    oa, dadq, of = {0: g._base_acceleration()}, {}, {}
+    for b in st.bodies:
+        dofs = list(range(b.iv, b.iv + b.k))
+        # oa_i = oa_p + oS_i qdd_i + ov_i x oS_i v_i                                         (D2)
+        oa[b.index] = _values(body, [add(oa[b.parent][k], st.bias[b.index][k],
+                                         *(body.mul(st.s[jc][k], var(f"a{jc}")) for jc in dofs))
+                                     for k in range(6)], "oa")
+        # dA/dq = oa_p x oS + ov_p x dV/dq                                                   (D4)
+        for jc in dofs:
             dadq[jc] = _values(body, [add(x, z) for x, z in zip(
-                cross_motion(body, oa[b.parent], s[jc]), cross_motion(body, ov[b.parent], dvdq[jc]))],
-                "dAq")
-            dadv[jc] = _values(body, [add(x, z) for x, z in zip(
-                dvdq[jc], cross_motion(body, ov[b.index], s[jc]))], "dAv")
-        # oI_i (root frame); oh = oI ov; of = oI oa + ov x* oh; the variation B_i      (D3), (D5)
-        y[b.index] = _world_inertia(body, r, p, b.inertia)
-        oh = _values(body, _inertia_times(body, y[b.index], ov[b.index]), "oh")
-        of[b.index] = [add(x, z) for x, z in zip(_inertia_times(body, y[b.index], oa[b.index]),
-                                                cross_force(body, ov[b.index], oh))]
-        variation[b.index] = _variation(body, y[b.index], ov[b.index], oh)
-    # ---- backward pass, tips -> base: subtree sums and the matrices' entries        (D6)-(D7)
-    written = set()
+                cross_motion(body, oa[b.parent], st.s[jc]),
+                cross_motion(body, st.ov[b.parent], st.dvdq[jc]))], "dAq")
+        of[b.index] = _body_force(body, st, b.index, oa[b.index])
+    s, dvdq, dadv = st.s, st.dvdq, st.dadv
+    y, variation = dict(st.y), dict(st.variation)
 
     def store(d, row, col, e):
         body.emit(f"out[{d}, {row}, {col}] = {text(e)}")
         written.add((d, row, col))
 
-    for b in reversed(bodies):
+    for b in reversed(st.bodies):
         i = b.index
         body.emit(f"# body {i}: subtree sums, rows and columns of its dofs")
         y[i] = _values(body, y[i], "Yc")
         variation[i] = _values(body, variation[i], "Bc")
         of[i] = _values(body, of[i], "F")
         dofs = list(range(b.iv, b.iv + b.k))
-        above = dofs_above[b.parent]
+        above = st.dofs_above[b.parent]
         ys, dfdq, dfdv, dyt, below = {}, {}, {}, {}, {}
         for jc in dofs:
             # dF/dqdd = Ycrb oS, dF/dq = Ycrb dA/dq + dYcrb dV/dq, dF/dv = Ycrb dA/dv + dYcrb oS
@@ -259,16 +292,10 @@ def rnea_derivatives(g):
             for jm in dofs:
                 store(0, jm, jc, _dot(body, s[jm], dfdq[jc]))
                 dv = _dot(body, s[jm], dfdv[jc])
-                if jm == jc and (b.damping[j] != 0.0 or b.friction[j] != 0.0):
+                passive = _passive(b, j, jc, derivative=True) if jm == jc else None
+                if passive is not None:
                     # passive joint forces: d/dv (b v + f tanh(v / v_s))
-                    parts = [text(dv)]
-                    if b.damping[j] != 0.0:
-                        parts.append(repr(float(b.damping[j])))
-                    if b.friction[j] != 0.0:
-                        speed = repr(float(b.friction_speed))
-                        parts.append(f"{float(b.friction[j])!r} * (1.0 - math.tanh(v{jc} / {speed})"
-                                     f" ** 2) / {speed}")
-                    body.emit(f"out[1, {jm}, {jc}] = {' + '.join(parts)}")
+                    body.emit(f"out[1, {jm}, {jc}] = {text(dv)} + {passive}")
                     written.add((1, jm, jc))
                 else:
                     store(1, jm, jc, dv)
@@ -288,19 +315,25 @@ def rnea_derivatives(g):
             y[p] = [add(x, z) for x, z in zip(y[p], y[i])]
             variation[p] = [add(x, z) for x, z in zip(variation[p], variation[i])]
             of[p] = [add(x, z) for x, z in zip(of[p], of[i])]
+
+
+def _zero_stores(body, nv, written):
+    """Zero stores of the structurally zero entries (not in `written`)."""
     for d in range(3):
         for r in range(nv):
             for c in range(nv):
                 if (d, r, c) not in written:
                     body.emit(f"out[{d}, {r}, {c}] = 0.0")
-    # a non-finite result (overflow): status 1, the generic kernel reports it
-    body.emit("check = 0.0")
-    body.emit(f"for r in range({nv}):")
-    body.emit(f"    for c in range({nv}):")
-    body.emit("        check += out[0, r, c] * 0.0 + out[1, r, c] * 0.0")
-    body.emit("if not (check == 0.0):")
-    body.emit("    return 1")
-    return "RNEA_DERIVATIVES_GENERATED = True\n\n\n" + g._finish(em, body)
+
+
+def rnea_derivatives(g):
+    """Source of the generated rnea_derivatives(q, v, qdd, out): out = (dtau/dq, dtau/dv, M) at
+    the given qdd (_derivatives; a stub returning 1 above MAX_DOFS)."""
+    nv = g.model.nv
+    if not generated(g.model):
+        return (f"RNEA_DERIVATIVES_GENERATED = False\n\n\ndef {FUNCTION}(q, v, qdd, out):\n"
+                f"    return 1   # nv {nv} > {MAX_DOFS}: the generic kernel serves (module docstring)\n")
+    return "RNEA_DERIVATIVES_GENERATED = True\n\n\n" + _derivatives(g, forward=False)
 
 
 FORWARD_FUNCTION = "aba_derivatives"
@@ -330,74 +363,129 @@ def _ancestors(parents, k):
 
 
 def aba_derivatives(g):
-    """Source of the generated aba_derivatives (out (3, nv, nv) = dqdd/dq, dqdd/dv, M^-1 at
-    qdd = FD(q, v, tau)), the route of kernels/derivatives.aba_derivatives (D8): qdd from the
-    generated forward_dynamics (written into out[2, 0], which rnea_derivatives reads into
-    scalars before it writes), the generated rnea_derivatives at that qdd, then M = L^T D L
-    factorised with the tree's dof structure unrolled (Featherstone's RBDA Table 6.3) and the
-    solves -M^-1 dtau/dx and M^-1 (Table 6.4), one column at a time with the structure
-    unrolled. Status 0 ok, 1 bad input or a non-finite result, 2 a singular M (pivot not above
-    PIVOT_RTOL M_kk): the caller then runs the generic kernel, which reports the exact error."""
-    nq, nv = g.model.nq, g.model.nv
+    """Source of the generated aba_derivatives(q, v, tau, out): out = (dqdd/dq, dqdd/dv, M^-1) at
+    qdd = FD(q, v, tau) (_derivatives; a stub returning 1 above MAX_DOFS)."""
+    nv = g.model.nv
     if not generated(g.model):
         return (f"def {FORWARD_FUNCTION}(q, v, tau, out):\n"
                 f"    return 1   # nv {nv} > {MAX_DOFS}: the generic kernel serves\n")
+    return _derivatives(g, forward=True)
+
+
+def _derivatives(g, forward):
+    """One unrolled derivative kernel: rnea_derivatives (forward False: x = qdd; out = dtau/dq,
+    dtau/dv, M) or aba_derivatives (forward True: x = tau; out = dqdd/dq, dqdd/dv, M^-1 at
+    qdd = FD(q, v, tau)). The forward route is kernels/derivatives.aba_derivatives' (D8) with
+    D9's split, in one function: the forward pass's qdd-free terms once (poses, oS, ov, oI, B),
+    then M (the CRBA's Ycrb oS products) and the bias tau_b = ID(q, v, 0) + the passive forces
+    from the same terms, M = L^T D L factorised with the tree's dof structure unrolled
+    (Featherstone's RBDA Table 6.3), qdd = M^-1 (tau - tau_b) (Table 6.4), then the
+    qdd-dependent terms and the backward pass at that qdd, and the solves -M^-1 dtau/dx and
+    M^-1 with the same factors, one column at a time with the structure unrolled (no separate
+    ABA: the kinematics are computed once). Status 0 ok, 1 bad input or a non-finite result, 2
+    a singular M (pivot not above PIVOT_RTOL M_kk): the caller then runs the generic kernel,
+    which reports the exact error. One function per mode rather than one with a mode flag:
+    measured, the flagged one ran slower (panda ID 1.36 -> 1.99 us) for ~30 % less compile."""
+    nq, nv = g.model.nq, g.model.nv
     parents = dof_parents(g)
     ancestors = [_ancestors(parents, k) for k in range(nv)]
-    lines = [f"def {FORWARD_FUNCTION}(q, v, tau, out):",
-             f"    if out.shape[0] != 3 or out.shape[1] != {nv} or out.shape[2] != {nv}:",
-             "        return 1",
-             "    status = forward_dynamics_jit(q, v, tau, out[2, 0])",
-             "    if status != 0:",
-             "        return status",
-             "    status = rnea_derivatives_jit(q, v, out[2, 0], out)",
-             "    if status != 0:",
-             "        return status",
-             "    # M = L^T D L along the tree (RBDA Table 6.3): h_r_c for c = r or an ancestor of r"]
-    for r in range(nv):
-        for c in [r] + ancestors[r]:
-            lines.append(f"    h_{r}_{c} = out[2, {r}, {c}]")
-    for k in range(nv - 1, -1, -1):
-        lines.append(f"    if not (h_{k}_{k} > {PIVOT_RTOL!r} * out[2, {k}, {k}]):")
-        lines.append("        return 2")
-        for i in ancestors[k]:
-            lines.append(f"    f = h_{k}_{i} / h_{k}_{k}")
-            for j in [i] + ancestors[i]:
-                lines.append(f"    h_{i}_{j} = h_{i}_{j} - f * h_{k}_{j}")
-            lines.append(f"    h_{k}_{i} = f")
+    em = Emitter()
+    name, x = (FORWARD_FUNCTION, "tau") if forward else (FUNCTION, "qdd")
+    g._header(em, name, [("q", nq, "q"), ("v", nv, "v"), (x, nv, "x_")], (3, nv, nv))
+    body = Emitter()
+    st = _forward_free(g, body)
+    written = set()
+    if not forward:
+        for k in range(nv):
+            body.emit(f"a{k} = x_{k}")
+        _derivative_passes(g, body, st, written)
+        _zero_stores(body, nv, written)
+        # a non-finite result (overflow): status 1, the generic kernel reports it
+        body.emit("check = 0.0")
+        body.emit(f"for r in range({nv}):")
+        body.emit(f"    for c in range({nv}):")
+        body.emit("        check += out[0, r, c] * 0.0 + out[1, r, c] * 0.0")
+        body.emit("if not (check == 0.0):")
+        body.emit("    return 1")
+        return g._finish(em, body)
+    # tau_b = ID(q, v, 0): oa0_i = oa0_p + ov_i x oS_i v_i, F0_i = oI oa0 + ov x* oh, summed
+    # over the subtree, tau_b = oS^T F0 (+ passive); M_kc = oS_k^T Ycrb_i oS_c (CRBA)
+    oa0, force, ycrb = {0: g._base_acceleration()}, {}, dict(st.y)
+    for b in st.bodies:
+        oa0[b.index] = _values(body, [add(oa0[b.parent][k], st.bias[b.index][k])
+                                      for k in range(6)], "oz")
+        force[b.index] = _body_force(body, st, b.index, oa0[b.index])
+    body.emit("# M and tau_b: subtree sums, tips -> base")
+    for b in reversed(st.bodies):
+        i = b.index
+        ycrb[i] = _values(body, ycrb[i], "Ym")
+        force[i] = _values(body, force[i], "Fz")
+        for j, jc in enumerate(range(b.iv, b.iv + b.k)):
+            ys = _values(body, _inertia_times(body, ycrb[i], st.s[jc]), "YSm")
+            tau_b = text(_dot(body, st.s[jc], force[i]))
+            passive = _passive(b, j, jc, derivative=False)
+            body.emit(f"x{jc} = x_{jc} - ({tau_b}" + (f" + {passive})" if passive else ")"))
+            for k in [jc] + ancestors[jc]:
+                body.emit(f"h_{jc}_{k} = {text(_dot(body, st.s[k], ys))}")
+        if b.parent > 0:
+            p = b.parent
+            ycrb[p] = [add(x, z) for x, z in zip(ycrb[p], ycrb[i])]
+            force[p] = [add(x, z) for x, z in zip(force[p], force[i])]
+    body.emit("# M = L^T D L along the tree (RBDA Table 6.3): h_r_c for c = r or an ancestor of r")
     for k in range(nv):
-        lines.append(f"    d_{k} = 1.0 / h_{k}_{k}")
+        body.emit(f"m_{k} = h_{k}_{k}")
+    for k in range(nv - 1, -1, -1):
+        body.emit(f"if not (h_{k}_{k} > {PIVOT_RTOL!r} * m_{k}):")
+        body.emit("    return 2")
+        for i in ancestors[k]:
+            body.emit(f"f = h_{k}_{i} / h_{k}_{k}")
+            for j in [i] + ancestors[i]:
+                body.emit(f"h_{i}_{j} = h_{i}_{j} - f * h_{k}_{j}")
+            body.emit(f"h_{k}_{i} = f")
+    for k in range(nv):
+        body.emit(f"d_{k} = 1.0 / h_{k}_{k}")
 
-    def solve(target, scale, identity):
-        """x <- scale M^-1 x for each column c of out[target] (identity: x = e_c)."""
-        out = [f"    for c in range({nv}):"]
-        for r in range(nv):
-            if identity:
-                out.append(f"        x{r} = 1.0 if c == {r} else 0.0")
-            else:
-                out.append(f"        x{r} = out[{target}, {r}, c]")
+    def solve(x, scale):
+        """x <- scale M^-1 x for the scalars x0.. (RBDA Table 6.4)."""
+        out = []
         for i in range(nv - 1, -1, -1):         # L^-T
             for j in ancestors[i]:
-                out.append(f"        x{j} = x{j} - h_{i}_{j} * x{i}")
+                out.append(f"{x}{j} = {x}{j} - h_{i}_{j} * {x}{i}")
         for i in range(nv):                      # D^-1
             factor = f"d_{i}" if scale == 1.0 else f"(-d_{i})"
-            out.append(f"        x{i} = x{i} * {factor}")
+            out.append(f"{x}{i} = {x}{i} * {factor}")
         for i in range(nv):                      # L^-1
             for j in ancestors[i]:
-                out.append(f"        x{i} = x{i} - h_{i}_{j} * x{j}")
-        for r in range(nv):
-            out.append(f"        out[{target}, {r}, c] = x{r}")
+                out.append(f"{x}{i} = {x}{i} - h_{i}_{j} * {x}{j}")
         return out
 
-    lines.append("    # dqdd/dq = -M^-1 dtau/dq, dqdd/dv = -M^-1 dtau/dv, dqdd/dtau = M^-1 (D8)")
-    lines += solve(0, -1.0, False)
-    lines += solve(1, -1.0, False)
-    lines += solve(2, 1.0, True)
-    lines += ["    check = 0.0",
-              f"    for r in range({nv}):",
-              f"        for c in range({nv}):",
-              "            check += out[0, r, c] * 0.0 + out[1, r, c] * 0.0 + out[2, r, c] * 0.0",
-              "    if not (check == 0.0):",
-              "        return 1",
-              "    return 0"]
-    return "\n".join(lines) + "\n"
+    body.emit("# qdd = M^-1 (tau - tau_b)")
+    for line in solve("x", 1.0):
+        body.emit(line)
+    for k in range(nv):
+        body.emit(f"a{k} = x{k}")
+    _derivative_passes(g, body, st, written)
+    _zero_stores(body, nv, written)
+
+    def solve_columns(target, scale, identity):
+        """x <- scale M^-1 x for each column c of out[target] (identity: x = e_c)."""
+        out = [f"for c in range({nv}):"]
+        for r in range(nv):
+            out.append(f"    x{r} = 1.0 if c == {r} else 0.0" if identity
+                       else f"    x{r} = out[{target}, {r}, c]")
+        out += ["    " + line for line in solve("x", scale)]
+        out += [f"    out[{target}, {r}, c] = x{r}" for r in range(nv)]
+        return out
+
+    body.emit("# dqdd/dq = -M^-1 dtau/dq, dqdd/dv = -M^-1 dtau/dv, dqdd/dtau = M^-1 (D8)")
+    for line in solve_columns(0, -1.0, False) + solve_columns(1, -1.0, False) + \
+            solve_columns(2, 1.0, True):
+        body.emit(line)
+    # a non-finite result (overflow): status 1, the generic kernel reports it
+    body.emit("check = 0.0")
+    body.emit(f"for r in range({nv}):")
+    body.emit(f"    for c in range({nv}):")
+    body.emit("        check += out[0, r, c] * 0.0 + out[1, r, c] * 0.0 + out[2, r, c] * 0.0")
+    body.emit("if not (check == 0.0):")
+    body.emit("    return 1")
+    return g._finish(em, body)
