@@ -35,7 +35,9 @@ PIVOT_RTOL = 1e-13   # kernels/derivatives.PIVOT_RTOL: the ABA's singular joint-
 # (LLVM's) compile time superlinearly with it. Measured cold, CPU time of compiling
 # forward_dynamics + rnea_derivatives + aba_derivatives on a shared 2-core AMD EPYC VM: nv 6
 # (ur5) 5 s, nv 9 (panda) 10 s, nv 12 14 s, nv 15 18 s, nv 18 (solo12) 105 s (rnea_derivatives
-# alone 96 s): the limit stays well below the jump (docs/derivatives.md's table). Larger robots
+# alone 96 s), measured with the first forward kernel (ABA + the recursion); the forward kernel
+# now holds the whole recursion and compiles ~2x the inverse one (nv 12: 7 + 16 s): the limit
+# stays well below the jump (docs/derivatives.md's tables). Larger robots
 # keep the generic kernels (robot/fast_derivatives.py; call_paths says "generic"), compiled once
 # for all robots
 MAX_DOFS = 12
