@@ -179,7 +179,8 @@ def _dot(em, a, b):
 
 
 class _Passes:
-    """The Exprs of one robot's passes, shared by rnea_derivatives and aba_derivatives."""
+    """The Exprs of a robot's qdd-free forward pass (_forward_free), which the later passes of
+    both kernels read (a plain namespace)."""
 
 
 def _forward_free(g, body):

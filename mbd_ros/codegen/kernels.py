@@ -30,7 +30,7 @@ SIGNATURES = {
 FASTMATH = {"rnea_derivatives": set(derivative_generator.FASTMATH),
             "aba_derivatives": set(derivative_generator.FASTMATH)}
 # generated functions that call others: their `<name>_jit` globals are bound first
-CALLS = {}
+CALLS = {}   # none now: aba_derivatives holds the whole recursion (derivative_generator.py)
 assert set(SIGNATURES) == set(FUNCTIONS)
 
 
