@@ -13,6 +13,9 @@ clock counts the waits for a core.
 
 Target: ours / Pinocchio <= 0.7 per call (generic kernels). The timed calls (allocating, and
 out=) without f_ext are, from the second call, the C-level path (robot/fast_derivatives.py).
+--codegen adds the same robot loaded with codegen=True ("gen" rows, in the same interleaved
+rounds): its derivatives run the generated kernels (codegen/derivative_generator.py:
+rnea_derivatives, aba_derivatives); target <= 0.35 x Pinocchio.
 
 Closed-loop robots (--loops: the sample four-bar, the double wishbone with its strut, the
 delta robot): the derivatives (KKT differentiation, robot/constrained_derivatives.py) per call
@@ -42,6 +45,7 @@ LOOPS = {"fourbar": ("fourbar.urdf", "fourbar_closures.yaml", None),
                              "double_wishbone.yaml"),
          "delta3": ("delta3.urdf", "delta3_closures.yaml", None)}
 TARGET = 0.7
+CODEGEN_TARGET = 0.35
 CHECK_RTOL = 1e-10
 
 
@@ -110,6 +114,8 @@ def main():
     parser.add_argument("--robots", nargs="+", default=["ur5", "panda", "solo12", "talos_reduced"])
     parser.add_argument("--loops", nargs="*", default=list(LOOPS), choices=list(LOOPS))
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--codegen", action="store_true",
+                        help="also time the robot loaded with codegen=True (generated kernels)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     md = ["## Derivatives of the dynamics: per call, ours vs Pinocchio", "",
@@ -135,18 +141,40 @@ def main():
         outs = tuple(np.empty((robot.nv, robot.nv)) for _ in range(3))
         ns = dict(robot=robot, pin=pin, model=model, data=data, q=q, v=v, x=x, qp=qp, vp=vp, xp=xp,
                   outs=outs)
-        times = time_interleaved_cpu({
+        stmts = {
             "ours ID": "robot.inverse_dynamics_derivatives(q, v, x)",
             "ours ID out=": "robot.inverse_dynamics_derivatives(q, v, x, out=outs)",
             "pin ID": "pin.computeRNEADerivatives(model, data, qp, vp, xp)",
             "ours FD": "robot.forward_dynamics_derivatives(q, v, x)",
             "ours FD out=": "robot.forward_dynamics_derivatives(q, v, x, out=outs)",
             "pin FD": "pin.computeABADerivatives(model, data, qp, vp, xp)",
-        }, ns, rounds=args.rounds)
-        for what in ("ID", "ID out=", "FD", "FD out="):
-            o, p = times[f"ours {what}"]["median"], times[f"pin {what.split()[0]}"]["median"]
-            rows.append([name, robot.nv, what, fmt_us(o), fmt_us(p), target_verdict(o / p, TARGET),
-                         f"{max(errs):.1e}"])
+        }
+        kinds = [("ours", "", TARGET, max(errs))]
+        if args.codegen:
+            import mbd_ros
+            gen = ns["gen"] = mbd_ros.load(xml, floating_base=floating, passive_forces=False,
+                                           codegen=True)
+            gen_errs = [rel_matrix_err(o, r) for o, r in zip(
+                gen.inverse_dynamics_derivatives(q, v, x)
+                + gen.forward_dynamics_derivatives(q, v, x),
+                robot.inverse_dynamics_derivatives(q, v, x)
+                + robot.forward_dynamics_derivatives(q, v, x))]
+            gen_errs = [e + max(errs) for e in gen_errs]   # vs generic, plus generic vs pin
+            if max(gen_errs) > CHECK_RTOL:
+                failures.append(f"{name} codegen: max relative error {max(gen_errs):.2e}")
+            stmts.update({
+                "gen ID": "gen.inverse_dynamics_derivatives(q, v, x)",
+                "gen ID out=": "gen.inverse_dynamics_derivatives(q, v, x, out=outs)",
+                "gen FD": "gen.forward_dynamics_derivatives(q, v, x)",
+                "gen FD out=": "gen.forward_dynamics_derivatives(q, v, x, out=outs)",
+            })
+            kinds.append(("gen", " (codegen)", CODEGEN_TARGET, max(gen_errs)))
+        times = time_interleaved_cpu(stmts, ns, rounds=args.rounds)
+        for who, label, target, err in kinds:
+            for what in ("ID", "ID out=", "FD", "FD out="):
+                o, p = times[f"{who} {what}"]["median"], times[f"pin {what.split()[0]}"]["median"]
+                rows.append([name + label, robot.nv, what, fmt_us(o), fmt_us(p),
+                             target_verdict(o / p, target), f"{err:.1e}"])
     md += [md_table(["robot", "nv", "call", "ours (us, median)", "pinocchio (us, median)",
                      "ratio ours / pin", "max rel. error vs pin"], rows), ""]
     if args.loops:

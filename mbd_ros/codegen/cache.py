@@ -102,7 +102,8 @@ def cache_dir():
 
 def _generator_text():
     here = Path(__file__).resolve().parent
-    return b"".join((here / name).read_bytes() for name in ("expr.py", "spatial_sym.py", "generator.py"))
+    return b"".join((here / name).read_bytes() for name in ("expr.py", "spatial_sym.py", "generator.py",
+                                                           "derivative_generator.py"))
 
 
 _GENERATOR_HASH = None

@@ -16,12 +16,17 @@ error on a non-zero status):
     gravity_forces(q, out)             out (nv,) = g(q)           RNEA at v = qdd = 0
     mass_matrix(q, out)                out (nv, nv) = M(q)        CRBA
     joint_wrenches(q, v, qdd, out)     out (n_rows, 6)            RNEA + fixed-joint sums
+    rnea_derivatives(q, v, qdd, out)   out (3, nv, nv) = (dtau/dq, dtau/dv, M)
+                                                                  RSS 2018 (derivative_generator.py)
+    aba_derivatives(q, v, tau, out)    out (3, nv, nv) = (dqdd/dq, dqdd/dv, M^-1)
+                                                                  -M^-1 dtau/dx (idem)
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..model import layout as L
+from . import derivative_generator
 from .expr import ZERO, Emitter, add, const, const_value, fmt_float, is_const, neg, scale, sub, text, var
 from .spatial_sym import (add_symmetric, const_matrix, cross_force, cross_motion, force_to_parent,
                           inertia_to_parent, matrix_times, motion_to_child, symmetric_values)
@@ -30,7 +35,7 @@ GENERATOR_VERSION = "1"
 SNAP = 1e-14          # |x| below this in rotations and axes is an exact 0 (and |x| +- 1 a unit)
 SINGULAR_RTOL = 1e-13  # as the generic kernels: joint inertia pivot > 1e-13 * scale
 FUNCTIONS = ("forward_dynamics", "inverse_dynamics", "bias_forces", "gravity_forces",
-             "mass_matrix", "joint_wrenches")
+             "mass_matrix", "joint_wrenches", "rnea_derivatives", "aba_derivatives")
 
 
 def _snap(values):
@@ -508,6 +513,8 @@ def generate_source(model, key=""):
         g.rnea("gravity_forces", with_v=False, with_qdd=False, passive=False),
         g.crba("mass_matrix"),
         g.rnea("joint_wrenches", with_v=True, with_qdd=True, passive=False, wrenches=True),
+        derivative_generator.rnea_derivatives(g),
+        derivative_generator.aba_derivatives(g),
         C_ENTRIES,
     ]
     return "\n\n".join(parts)
@@ -531,4 +538,14 @@ def inverse_dynamics_c(bound, dims, q, v, qdd, out):
 
 def mass_matrix_c(bound, dims, q, unused_b, unused_c, out):
     return mass_matrix_jit(carray(q, (NQ,)), carray(out, (NV, NV)))
+
+
+def rnea_derivatives_c(bound, dims, q, v, qdd, out):
+    return rnea_derivatives_jit(carray(q, (NQ,)), carray(v, (NV,)), carray(qdd, (NV,)),
+                                carray(out, (3, NV, NV)))
+
+
+def aba_derivatives_c(bound, dims, q, v, tau, out):
+    return aba_derivatives_jit(carray(q, (NQ,)), carray(v, (NV,)), carray(tau, (NV,)),
+                               carray(out, (3, NV, NV)))
 '''

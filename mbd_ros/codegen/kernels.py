@@ -9,10 +9,12 @@ from numba import njit, types
 from .cache import load_module
 from ..kernels.entry import load_cached
 from ..kernels.fast_typing import memoized_call_types
+from . import derivative_generator
 from .generator import FUNCTIONS
 
 _VECTOR = types.Array(types.float64, 1, "C")
 _MATRIX = types.Array(types.float64, 2, "C")
+_BLOCK = types.Array(types.float64, 3, "C")
 _i8 = types.int64
 SIGNATURES = {
     "forward_dynamics": _i8(_VECTOR, _VECTOR, _VECTOR, _VECTOR),
@@ -21,7 +23,14 @@ SIGNATURES = {
     "gravity_forces": _i8(_VECTOR, _VECTOR),
     "mass_matrix": _i8(_VECTOR, _MATRIX),
     "joint_wrenches": _i8(_VECTOR, _VECTOR, _VECTOR, _MATRIX),
+    "rnea_derivatives": _i8(_VECTOR, _VECTOR, _VECTOR, _BLOCK),
+    "aba_derivatives": _i8(_VECTOR, _VECTOR, _VECTOR, _BLOCK),
 }
+# fastmath flags per generated function (the others: none, IEEE order as written)
+FASTMATH = {"rnea_derivatives": set(derivative_generator.FASTMATH),
+            "aba_derivatives": set(derivative_generator.FASTMATH)}
+# generated functions that call others: their `<name>_jit` globals are bound first
+CALLS = {}   # none now: aba_derivatives holds the whole recursion (derivative_generator.py)
 assert set(SIGNATURES) == set(FUNCTIONS)
 
 
@@ -36,7 +45,8 @@ def compile_kernel(module, name):
     shared = module.__dict__.setdefault("_mbd_ros_dispatchers", {})
     if name in shared:
         return shared[name]
-    dispatcher = njit(cache=True, error_model="numpy")(getattr(module, name))
+    dispatcher = njit(cache=True, error_model="numpy", fastmath=FASTMATH.get(name, False))(
+        getattr(module, name))
     if not load_cached(dispatcher, SIGNATURES[name]):
         with memoized_call_types():
             dispatcher.compile(SIGNATURES[name])
@@ -56,6 +66,8 @@ class GeneratedKernels:
     def get(self, name):
         kernel = self.compiled.get(name)
         if kernel is None:
+            for callee in CALLS.get(name, ()):
+                setattr(self.module, callee + "_jit", self.get(callee))
             kernel = self.compiled[name] = compile_kernel(self.module, name)
         return kernel
 

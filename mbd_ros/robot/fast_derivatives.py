@@ -19,8 +19,9 @@ delayed by compiling them; a program calling once never compiles them). Any unfi
 or non-zero status returns None and the caller takes its general (locked) path, which converts
 or raises the documented error: results and errors are those of the general path.
 
-The entries can be replaced (`entries`): codegen robots use the generic kernels on the same
-model arrays (the derivatives are not generated yet: docs/derivatives.md).
+Codegen robots (`GeneratedFastDerivatives`): the derivatives run the robot's generated kernels
+(codegen/derivative_generator.py: rnea_derivatives, aba_derivatives) through the generated
+module's C entries (no bound arrays: the model is in the code).
 """
 from __future__ import annotations
 
@@ -63,6 +64,11 @@ class FastDerivatives:
         from ..fastcall.derivative_entries import aba_derivatives_c, rnea_derivatives_c
         return rnea_derivatives_c, aba_derivatives_c
 
+    def entry_specs(self):
+        """[(entry, bound arrays, dims)] of the inverse, then the forward derivatives."""
+        dims = fastcall.dims_of(*self.bound) + (self.nq, self.nv)
+        return [(entry, self.bound, dims) for entry in self.entries()]
+
     def _ready(self):
         """True when the entries are installed; installs them at the INSTALL_AT-th call."""
         if self.rnea_c is not None:
@@ -83,12 +89,10 @@ class FastDerivatives:
         if self.failed:
             return False
         try:
-            nq, nv = self.nq, self.nv
-            dims = fastcall.dims_of(*self.bound) + (nq, nv)
-            lengths = (nq, nv, nv, 3 * nv)
-            calls = [fastcall.KernelCall(fastcall.c_entry(entry).address, self.bound, dims,
-                                         lengths, _no_fallback, nv)
-                     for entry in self.entries()]
+            lengths = (self.nq, self.nv, self.nv, 3 * self.nv)
+            calls = [fastcall.KernelCall(fastcall.c_entry(entry).address, bound, dims, lengths,
+                                         _no_fallback, self.nv)
+                     for entry, bound, dims in self.entry_specs()]
         except Exception as exc:   # noqa: BLE001 -- the locked path: slower, same results
             self.failed = True
             warnings.warn(f"derivatives: no C-level entry ({type(exc).__name__}: {exc}); calls "
@@ -127,8 +131,24 @@ def _no_fallback(*args, **kwargs):
     raise TypeError("derivatives' KernelCall: use .blocks(a, b, c)")
 
 
+class GeneratedFastDerivatives(FastDerivatives):
+    """A codegen robot's: the entries are its generated module's rnea_derivatives_c and
+    aba_derivatives_c (codegen/derivative_generator.py, bound to the compiled kernels: no bound
+    arrays)."""
+
+    def __init__(self, tree, dof_int):
+        super().__init__(tree, dof_int)
+        self.kernels = tree.kernels
+
+    def entry_specs(self):
+        return [(self.kernels.c_entry(name), (), ()) for name in ("rnea_derivatives",
+                                                                 "aba_derivatives")]
+
+
 def fast_derivatives(tree, dof_int):
     """A FastDerivatives for a rigid tree (generic or generated), else None."""
+    if tree.kind == "generated" and tree.kernels.module.RNEA_DERIVATIVES_GENERATED:
+        return GeneratedFastDerivatives(tree, dof_int)
     if tree.kind not in RIGID_KINDS:
         return None
     return FastDerivatives(tree, dof_int)

@@ -245,6 +245,19 @@ class Robot:
         for name in ("forward_dynamics_batch", "inverse_dynamics_batch", "link_pose",
                      "kinetic_energy", "potential_energy", "integrate", "step"):
             paths[name] = "generic" if generated else self._tree.kind
+        # derivatives: the generated rnea_derivatives on the plain tree (robot/fast_derivatives.py)
+        if not generated:
+            paths["inverse_dynamics_derivatives"] = self._tree.kind
+        elif not self._tree.kernels.module.RNEA_DERIVATIVES_GENERATED:
+            paths["inverse_dynamics_derivatives"] = "generic (rnea_derivatives not generated: " \
+                                                    "too many dofs)"
+        elif self._plain:
+            paths["inverse_dynamics_derivatives"] = "generated rnea_derivatives (generic with " \
+                                                    "f_ext)"
+        else:
+            paths["inverse_dynamics_derivatives"] = "generic (force elements, constraints)"
+        paths["forward_dynamics_derivatives"] = paths["inverse_dynamics_derivatives"].replace(
+            "rnea_derivatives", "aba_derivatives")
         return paths
 
     # ------------------------------------------------------------------ configuration helpers
