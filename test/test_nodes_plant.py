@@ -117,7 +117,9 @@ def test_saturating_efforts_keep_a_6dof_arm_within_its_limits(ros, erd_dir):
     ns = "/sat"
     start_plant(ros, ns, {"urdf_path": path, "mode": "simulate", "joints": UR5_NAMES,
                           "initial_positions": [0.0, -1.0, 1.0, 0.0, 0.5, 0.0],
-                          "command_timeout": 0.5, "publish_clock": False,
+                          # held 5 s: a stalled test process (a loaded fresh-clone run) must not
+                          # time the efforts out mid-run (the arm then falls off its stop)
+                          "command_timeout": 5.0, "publish_clock": False,
                           "use_sim_time": False, "wrench_joints": ["none"],
                           "diagnostics_period": 0.2})
     topic = f"{ns}/forward_dynamics/effort_commands"
