@@ -290,3 +290,25 @@ def warm_numba_cache(robot):
         except (ValueError, FloatingPointError):   # compiled all the same
             pass
     robot.time = time   # the step moved the robot's clock
+
+
+def set_parameters(ros, node, **values):
+    """SetParameters on /<node>; returns [(successful, reason)] in the order given (bools,
+    doubles, strings, double arrays)."""
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+    request = SetParameters.Request()
+    for name, value in values.items():
+        pv = ParameterValue()
+        if isinstance(value, bool):
+            pv.type, pv.bool_value = ParameterType.PARAMETER_BOOL, value
+        elif isinstance(value, float):
+            pv.type, pv.double_value = ParameterType.PARAMETER_DOUBLE, value
+        elif isinstance(value, str):
+            pv.type, pv.string_value = ParameterType.PARAMETER_STRING, value
+        else:
+            pv.type = ParameterType.PARAMETER_DOUBLE_ARRAY
+            pv.double_array_value = [float(x) for x in value]
+        request.parameters.append(Parameter(name=name, value=pv))
+    result = ros.call(SetParameters, f"/{node}/set_parameters", request)
+    return [(r.successful, r.reason) for r in result.results]

@@ -39,7 +39,7 @@ import mbd_ros  # noqa: E402
 from conftest import import_oracle  # noqa: E402
 from mbd_ros.simulation.plant import Plant  # noqa: E402
 from mbd_ros.simulation.sensors import JointSensors  # noqa: E402
-from ros_harness import READY_TIMEOUT, URDF, Ros, warm_numba_cache  # noqa: E402
+from ros_harness import READY_TIMEOUT, URDF, Ros, set_parameters, warm_numba_cache  # noqa: E402
 
 pin = import_oracle("pinocchio")
 
@@ -80,26 +80,6 @@ def ros():
     ros.subscribe(DiagnosticArray, "/diagnostics")
     yield ros
     ros.close()
-
-
-def set_parameters(ros, node, **values):
-    """SetParameters on /<node>; [(successful, reason)] in the order given (doubles, strings
-    and double arrays)."""
-    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
-    from rcl_interfaces.srv import SetParameters
-    request = SetParameters.Request()
-    for name, value in values.items():
-        pv = ParameterValue()
-        if isinstance(value, float):
-            pv.type, pv.double_value = ParameterType.PARAMETER_DOUBLE, value
-        elif isinstance(value, str):
-            pv.type, pv.string_value = ParameterType.PARAMETER_STRING, value
-        else:
-            pv.type = ParameterType.PARAMETER_DOUBLE_ARRAY
-            pv.double_array_value = [float(x) for x in value]
-        request.parameters.append(Parameter(name=name, value=pv))
-    result = ros.call(SetParameters, f"/{node}/set_parameters", request)
-    return [(r.successful, r.reason) for r in result.results]
 
 
 def diag_values(ros, name):

@@ -19,14 +19,13 @@ rclpy = pytest.importorskip("rclpy", reason="ROS 2 rclpy is not installed (pip i
                             "'mbd_ros[ros]' for the PyPI wheels, or source a ROS 2 install)")
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
-from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue  # noqa: E402
-from rcl_interfaces.srv import SetParameters  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 
 import mbd_ros  # noqa: E402
 from mbd_ros.nodes.diagnostics import values_of  # noqa: E402
-from ros_harness import READY_TIMEOUT, URDF, Ros, stamp_key, warm_numba_cache  # noqa: E402
+from ros_harness import (READY_TIMEOUT, URDF, Ros, set_parameters, stamp_key,  # noqa: E402
+                        warm_numba_cache)
 
 ARM = str(URDF / "arm7.urdf")
 NAMES = [f"joint_{i}" for i in range(1, 8)]
@@ -86,25 +85,6 @@ def diag_status(ros, name):
             if status.name == f"{name}: dynamics":
                 found = status
     return found
-
-
-def set_parameters(ros, node, **values):
-    """SetParameters on /<node>; returns [(successful, reason)] in the order given."""
-    request = SetParameters.Request()
-    for name, value in values.items():
-        pv = ParameterValue()
-        if isinstance(value, bool):
-            pv.type, pv.bool_value = ParameterType.PARAMETER_BOOL, value
-        elif isinstance(value, float):
-            pv.type, pv.double_value = ParameterType.PARAMETER_DOUBLE, value
-        elif isinstance(value, str):
-            pv.type, pv.string_value = ParameterType.PARAMETER_STRING, value
-        else:
-            pv.type = ParameterType.PARAMETER_DOUBLE_ARRAY
-            pv.double_array_value = [float(x) for x in value]
-        request.parameters.append(Parameter(name=name, value=pv))
-    result = ros.call(SetParameters, f"/{node}/set_parameters", request)
-    return [(r.successful, r.reason) for r in result.results]
 
 
 # ---------------------------------------------------------------------- limits
