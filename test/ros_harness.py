@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import tempfile
 import time
 from collections import defaultdict
@@ -169,26 +170,47 @@ class Ros:
                 next_action = now + every
             self.executor.spin_once(timeout_sec=0.02)
 
-    def children_output(self):
+    def children_output(self, stacks=True):
+        """Every child's output (its last 4000 characters). `stacks`: first ask the children
+        still running to print their threads' Python stacks (SIGUSR1: node processes register
+        faulthandler for it, mbd_ros/nodes/quiet_start.py), so a report shows where a child
+        that did not answer is stuck."""
+        if stacks and any(c.poll() is None for c in self.children):
+            for c in self.children:
+                if c.poll() is None:
+                    try:
+                        os.kill(c.pid, signal.SIGUSR1)
+                    except OSError:
+                        pass
+            time.sleep(1.0)
         return "\n".join(f"--- output of {c.label} (pid {c.pid}, exit {c.poll()}):\n"
                          f"{c.output()[-4000:]}" for c in self.children)
 
     # ------------------------------------------------------------------ services
-    def call(self, srv_type, name, request, timeout=10.0):
+    def call(self, srv_type, name, request, timeout=10.0, attempts=1):
+        """The response of service `name` to `request`. `attempts` > 1 re-sends an unanswered
+        request (only for queries that change nothing): DDS can report a service as available
+        before the server has matched this client's response reader, and a response sent then
+        is lost (seen under load on get_state)."""
         client = self.node.create_client(srv_type, name)
         try:
             if not client.wait_for_service(timeout_sec=timeout):
                 raise AssertionError(f"service {name} not available\n" + self.children_output())
-            future = client.call_async(request)
-            self.executor.spin_until_future_complete(future, timeout_sec=timeout)
-            assert future.done(), f"no answer from {name}"
-            return future.result()
+            for _ in range(attempts):
+                future = client.call_async(request)
+                self.executor.spin_until_future_complete(future, timeout_sec=timeout)
+                if future.done():
+                    return future.result()
+                client.remove_pending_request(future)
+            raise AssertionError(f"no answer from {name} ({attempts} x {timeout} s)\n"
+                                 + self.children_output())
         finally:
             self.node.destroy_client(client)
 
     def lifecycle_state(self, node_name):
         from lifecycle_msgs.srv import GetState
-        return self.call(GetState, f"/{node_name}/get_state", GetState.Request()).current_state.label
+        return self.call(GetState, f"/{node_name}/get_state", GetState.Request(),
+                         attempts=3).current_state.label
 
     def change_state(self, node_name, transition_label):
         from lifecycle_msgs.srv import ChangeState

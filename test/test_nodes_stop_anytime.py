@@ -128,3 +128,17 @@ def test_stop_while_loading_a_large_robot_with_autostart(ros, tmp_path):
         bad = [line for line in out.splitlines() if any(b in line for b in BAD_LINES)]
         assert code == 0 and not bad and seconds < PROMPT, \
             f"exit {code} after {seconds:.1f} s:\n{out[-3000:]}"
+
+
+def test_sigusr1_prints_the_stacks_and_the_node_goes_on(ros):
+    """SIGUSR1 is the hang diagnostic (faulthandler, mbd_ros/nodes/quiet_start.py): the node
+    prints every thread's Python stack and keeps running."""
+    child = ros.start("forward_dynamics", {"urdf_path": str(URDF / "arm7.urdf")},
+                      name="stacks")
+    ros.spin_until(lambda: "configured" in child.output(), READY_TIMEOUT,
+                   what="the node configured")
+    child.popen.send_signal(signal.SIGUSR1)
+    ros.spin_until(lambda: "most recent call first" in child.output(), 30.0,
+                   what="the stacks printed")
+    assert child.poll() is None, child.output()
+    assert ros.lifecycle_state("stacks") == "active"

@@ -7,9 +7,14 @@ them). `install_if_node_process` (called first thing by mbd_ros/__init__.py, so 
 import) sets handlers that end the process with code 0 and no output, in processes that run an
 mbd_ros node only; base.run() replaces them with its own once the node exists. Standard
 library only: this module must import in microseconds.
+
+It also lets SIGUSR1 print the Python stack of every thread of a node process to its stderr
+(`kill -USR1 PID`: faulthandler, no effect on the node otherwise), to see where a node that
+hangs is stuck.
 """
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import sys
@@ -39,5 +44,6 @@ def install_if_node_process():
         if is_node_process():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, _exit_quietly)
+            faulthandler.register(signal.SIGUSR1, all_threads=True)
     except (ValueError, OSError):   # not the main thread: leave the handlers alone
         pass
