@@ -107,7 +107,7 @@ def enforce_stops(robot, limits, work, q, v):
     k = _enforce_positions(q, robot.mass_matrix(q, out=work.mass), work.stops_int,
                            work.stops_float, work.chol, work.minv, work.nv_work,
                            limits.one_dof_only)
-    _check_stop_status(k)
+    check_stop_status(k)
     if k == 0:
         return 0
     if not limits.one_dof_only:
@@ -116,11 +116,13 @@ def enforce_stops(robot, limits, work, q, v):
                          work.stops_float[STOP_TARGET], k)
     status = _enforce_velocities(v, robot.mass_matrix(q, out=work.mass), work.stops_int,
                                  work.stops_float, k, work.chol, work.minv, work.nv_work)
-    _check_stop_status(status)
+    check_stop_status(status)
     return k
 
 
-def _check_stop_status(status):
+def check_stop_status(status):
+    """ValueError for a failed stop kernel (kernels/stops.py): -2 M not positive definite, other
+    negative codes a singular block of M^-1 on the stopped joints."""
     if status == -2:
         raise ValueError("the mass matrix is not positive definite")
     if status < 0:

@@ -45,18 +45,17 @@ stabilization then closes the loops again): a stop on a closed-loop robot is app
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from ..robot.joint_map import ONE_DOF_TYPES
-from ..kernels.plant import beyond_limits as _beyond_limits
 from ..kernels.plant import limit_torques as _limit_torques
 from ..kernels.plant import limited_drive_torques as _limited_drive_torques
 from ..kernels.plant import spd_inverse as _spd_inverse
-from ..kernels.stops import (STOP_DQ, STOP_FLOAT_ROWS, STOP_IDX, STOP_INT_ROWS, STOP_LIMITED_IQ,
-                             STOP_LIMITED_IV, STOP_LOWER, STOP_TARGET, STOP_UPPER)
-from ..kernels.stops import enforce_positions as _enforce_positions
-from ..kernels.stops import enforce_velocities as _enforce_velocities
-from ..kernels.stops import place_on_limits as _place_on_limits
+from ..kernels.stops import (STOP_FLOAT_ROWS, STOP_INT_ROWS, STOP_LIMITED_IQ, STOP_LIMITED_IV,
+                             STOP_LOWER, STOP_UPPER)
+from ..robot.rollout_plant import enforce_stops
 
 VELOCITY_TIME_CONSTANT = 0.01   # s: the drive reaches / returns to the velocity limit in about this time
 
@@ -126,6 +125,13 @@ class JointLimits:
         self._lower = np.zeros((nv, nv))
         self._minv = np.zeros((nv, nv))
         self._one_dof_only = all(t in ONE_DOF_TYPES for t in robot.joint_types)
+        # enforce()'s arrays under the names enforce_stops reads (PlantLimits, StopWork)
+        self._stop_model = SimpleNamespace(limited_iq=self._limited_iq,
+                                           stops_float=self._stops_float,
+                                           one_dof_only=self._one_dof_only)
+        self._stop_arrays = SimpleNamespace(mass=self._m, stops_int=self._stops_int,
+                                            stops_float=self._stops_float, chol=self._lower,
+                                            minv=self._minv, nv_work=self._stop_work)
         self.saturated = 0
         self.stops = 0
 
@@ -145,31 +151,11 @@ class JointLimits:
         """Put the joints beyond a position limit back on it and stop their outward motion,
         in place (see the module docstring; kernels in mbd_ros/kernels/stops.py). Returns the
         number of joints on a stop."""
-        if not len(self._limited_iq):
-            return 0
-        if not _beyond_limits(q, self._limited_iq, self._lower_l, self._upper_l):
-            return 0
-        robot = self.robot
-        # positions: dq = M^-1 S_A^T (S_A M^-1 S_A^T)^-1 r_A, A grown until no other joint
-        # ends beyond a limit; for one-dof joints q moves and lands exactly on the limits in the
-        # same kernel call
-        k = _enforce_positions(q, robot.mass_matrix(q, out=self._m), self._stops_int,
-                               self._stops_float, self._lower, self._minv, self._stop_work,
-                               self._one_dof_only)
-        _check_stop_status(k)
-        if k == 0:
-            return 0
-        if not self._one_dof_only:
-            q[:] = robot.integrate(q, self._stop_work[STOP_DQ], 1.0)
-            _place_on_limits(q, self._limited_iq, self._stops_int[STOP_IDX],
-                             self._stops_float[STOP_TARGET], k)   # exactly on it
-        # velocities: impulses on the joints of A moving outward (active-set iterations),
-        # with M^-1 at the stop (the impulses act there)
-        status = _enforce_velocities(v, robot.mass_matrix(q, out=self._m), self._stops_int,
-                                     self._stops_float, k, self._lower, self._minv,
-                                     self._stop_work)
-        _check_stop_status(status)
-        self.stops += 1
+        # the same kernel calls as a rollout's stops (robot/rollout_plant.py enforce_stops),
+        # on this object's arrays
+        k = enforce_stops(self.robot, self._stop_model, self._stop_arrays, q, v)
+        if k:
+            self.stops += 1
         return k
 
     def kernel_arrays(self):
@@ -228,16 +214,6 @@ class JointLimits:
         if changed:
             self.saturated += 1
         return changed
-
-
-def _check_stop_status(status):
-    """ValueError for a failed stop kernel (kernels/stops.py): -2 M not positive definite, other
-    negative codes a singular block of M^-1 on the stopped joints."""
-    if status == -2:
-        raise ValueError("the mass matrix is not positive definite")
-    if status < 0:
-        raise ValueError("the joints on their position stops have a singular inverse "
-                         "mass matrix block")
 
 
 def onto_position_limits(robot, q):
