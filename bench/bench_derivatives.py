@@ -47,10 +47,10 @@ LOOPS = {"fourbar": ("fourbar.urdf", "fourbar_closures.yaml", None),
 TARGET = 0.7
 CODEGEN_TARGET = 0.35
 CHECK_RTOL = 1e-10
-# the allocating call with the previous result still held when the next is made (a controller
-# keeping its last linearisation): the C path cannot reuse that result's block and allocates a
-# new one; the plain allocating statement drops each result at once, so its block is reused
-# (KernelCall.blocks' spare, mbd_ros/fastcall/_fastcall.c)
+# the allocating call with the two previous results still held when the next is made: the C
+# path can reuse neither block (KernelCall.blocks keeps two spares, mbd_ros/fastcall/_fastcall.c)
+# and allocates a new one every call; the plain allocating statement drops each result at once
+# (and a caller keeping only its previous result reuses the other spare)
 KEPT = "kept.append({method}(q, v, x)); kept.pop(0)"
 
 
@@ -145,7 +145,7 @@ def main():
             failures.append(f"{name}: max relative error vs Pinocchio {max(errs):.2e} > {CHECK_RTOL:g}")
         outs = tuple(np.empty((robot.nv, robot.nv)) for _ in range(3))
         ns = dict(robot=robot, pin=pin, model=model, data=data, q=q, v=v, x=x, qp=qp, vp=vp, xp=xp,
-                  outs=outs, kept=[None])
+                  outs=outs, kept=[None, None])
         stmts = {
             "ours ID": "robot.inverse_dynamics_derivatives(q, v, x)",
             "ours ID out=": "robot.inverse_dynamics_derivatives(q, v, x, out=outs)",
@@ -194,8 +194,9 @@ def main():
     notes.append("ID = inverse_dynamics_derivatives vs computeRNEADerivatives; FD = "
                  "forward_dynamics_derivatives vs computeABADerivatives; 'out=': the same call "
                  "filling three preallocated arrays; 'kept': the allocating call while the "
-                 "previous result is still held (a new block every call; the plain allocating "
-                 "call drops its result, whose block the next call reuses); medians of interleaved "
+                 "two previous results are still held (a new block every call; the plain "
+                 "allocating call drops its result, whose block a later call reuses); medians of "
+                 "interleaved "
                  "rounds, process CPU time (time_interleaved_cpu)")
     return finish_report(md, notes, failures, args.out)
 

@@ -35,6 +35,7 @@
 
 #define MAX_BOUND 16
 #define MAX_DIMS 32
+#define N_SPARE 2   /* blocks' reusable result arrays: the caller may hold the previous result */
 
 typedef int64_t (*kernel_t)(void **, int64_t *, double *, double *, double *, double *);
 
@@ -55,7 +56,8 @@ typedef struct {
     unsigned long owner;        /* thread ident of the owner (0: not claimed yet) */
     double *block;              /* blocks(..., out): the kernel's private result (malloc'd) */
     int blocks_form;            /* 1: calling it is blocks(...) (a method replaced on the instance) */
-    PyObject *spare;            /* blocks(...): the last new result's (n, cols, cols) array */
+    PyObject *spare[N_SPARE];   /* blocks(...): the last new results' (n, cols, cols) arrays */
+    int next_spare;             /* the slot a new array goes to when none can be reused */
 } KernelCall;
 
 static PyObject *out_name;      /* interned "out" */
@@ -205,7 +207,8 @@ static int KernelCall_init(KernelCall *self, PyObject *args, PyObject *kwds)
     self->vectorcall = blocks_form ? KernelCall_blocks_vectorcall : KernelCall_vectorcall;
     PyMem_Free(self->block);    /* blocks' private result, sized for these lengths at first use */
     self->block = NULL;
-    Py_CLEAR(self->spare);
+    for (int k = 0; k < N_SPARE; k++)
+        Py_CLEAR(self->spare[k]);
     return 0;
 }
 
@@ -218,7 +221,8 @@ static int KernelCall_traverse(KernelCall *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->bound_arrays);
     Py_VISIT(self->fallback);
-    Py_VISIT(self->spare);
+    for (int k = 0; k < N_SPARE; k++)
+        Py_VISIT(self->spare[k]);
     return 0;
 }
 
@@ -226,7 +230,8 @@ static int KernelCall_clear(KernelCall *self)
 {
     Py_CLEAR(self->bound_arrays);
     Py_CLEAR(self->fallback);
-    Py_CLEAR(self->spare);
+    for (int k = 0; k < N_SPARE; k++)
+        Py_CLEAR(self->spare[k]);
     return 0;
 }
 
@@ -281,8 +286,8 @@ static inline int spare_fits(PyArrayObject *array, npy_intp n, npy_intp cols)
  * out_cols (the derivatives of the dynamics: three (nv, nv) matrices).
  * Without out: runs the kernel into a (rows / out_cols, out_cols, out_cols) array and returns the
  * tuple of its matrices (views of that one array), all in C (from Python the allocation, a 2-D
- * view and three item views cost ~0.6 us). The array is new, or the last call's when nothing
- * else holds that any more (`spare`: then no data is allocated).
+ * view and three item views cost ~0.6 us). The array is new, or one of the last N_SPARE calls'
+ * when nothing else holds that any more (`spare`: then no data is allocated).
  * With out, a tuple of rows / out_cols writable float64 C-contiguous (out_cols, out_cols) arrays
  * whose memory overlaps neither each other nor the inputs: runs the kernel into a private block
  * and copies each matrix into its array (nothing allocated after the first call); returns a
@@ -311,21 +316,29 @@ static PyObject *KernelCall_blocks(KernelCall *self, PyObject *const *args, Py_s
     if (!thread_allowed(self))
         Py_RETURN_NONE;
     if (nargs == self->n_inputs) {   /* a new result */
-        /* the last result's array again when nothing but this KernelCall holds it any more (its
-         * matrices, every view and weak reference of it gone: nobody can see it change), else a
-         * new one, kept for the next call: saves the allocation and release of the data (~0.1 us
-         * on a (3, 9, 9) block, above NumPy's small-block cache) */
-        PyObject *out = self->spare;
-        if (out != NULL && Py_REFCNT(out) == 1
-                && spare_fits((PyArrayObject *)out, n_blocks, cols)) {
-            Py_INCREF(out);
-        } else {
+        /* one of the last N_SPARE results' arrays again when nothing but this KernelCall holds
+         * it any more (its matrices, every view and weak reference of it gone: nobody can see it
+         * change; two slots, so that a caller keeping its previous result still reuses), else a
+         * new one, kept in a slot for later calls: saves the allocation and release of the data
+         * (~0.1 us on a (3, 9, 9) block) */
+        PyObject *out = NULL;
+        for (int k = 0; k < N_SPARE; k++) {
+            PyObject *spare = self->spare[k];
+            if (spare != NULL && Py_REFCNT(spare) == 1
+                    && spare_fits((PyArrayObject *)spare, n_blocks, cols)) {
+                out = spare;
+                Py_INCREF(out);
+                break;
+            }
+        }
+        if (out == NULL) {
             npy_intp shape[3] = {n_blocks, cols, cols};
             out = PyArray_SimpleNew(3, shape, NPY_DOUBLE);
             if (out == NULL)
                 return NULL;
             Py_INCREF(out);
-            Py_XSETREF(self->spare, out);
+            Py_XSETREF(self->spare[self->next_spare], out);
+            self->next_spare = (self->next_spare + 1) % N_SPARE;
         }
         ptr[3] = (double *)PyArray_DATA((PyArrayObject *)out);
         if (self->kernel(self->bound, self->dims, ptr[0], ptr[1], ptr[2], ptr[3]) != 0) {
