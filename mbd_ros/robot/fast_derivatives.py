@@ -105,16 +105,21 @@ class FastDerivatives:
                 fallbacks = (_no_fallback, _no_fallback)
             else:   # the class's methods bound to the robot, as fastcall.install's
                 fallbacks = tuple(getattr(type(robot), name).__get__(robot) for name in METHODS)
-            calls = [fastcall.KernelCall(fastcall.c_entry(entry).address, bound, dims, lengths,
-                                         fallback, self.nv, blocks=True)
+            specs = [(fastcall.c_entry(entry).address, bound, dims, lengths, fallback, self.nv)
                      for (entry, bound, dims), fallback in zip(self.entry_specs(), fallbacks)]
+            try:
+                calls = [fastcall.KernelCall(*spec, blocks=True) for spec in specs]
+                replace = robot is not None
+            except TypeError:   # an extension built before blocks=: .blocks from here only
+                calls = [fastcall.KernelCall(*spec) for spec in specs]
+                replace = False
         except Exception as exc:   # noqa: BLE001 -- the locked path: slower, same results
             self.failed = True
             warnings.warn(f"derivatives: no C-level entry ({type(exc).__name__}: {exc}); calls "
                           "go through numba's dispatcher", RuntimeWarning, stacklevel=4)
             return False
         self.rnea_c, self.aba_c = calls
-        if robot is not None:
+        if replace:
             for name, call in zip(METHODS, calls):
                 setattr(robot, name, call)
         return True
