@@ -19,6 +19,13 @@ delayed by compiling them; a program calling once never compiles them). Any unfi
 or non-zero status returns None and the caller takes its general (locked) path, which converts
 or raises the documented error: results and errors are those of the general path.
 
+At the same time the two KernelCalls (made with blocks=True) replace the robot's methods on the
+instance (`METHODS`), as the dynamics' KernelCalls do (mbd_ros/fastcall): robot.<method>(q, v, x)
+and robot.<method>(q, v, x, out=out) then enter no Python frame (the method's Python call and
+this class's cost ~0.13 us, as much as the allocation of the result); any other form (f_ext,
+other keywords), unfitting argument or non-zero status calls the class's method, which takes
+its paths as before. Robot.drop_c_calls removes them (force elements or callbacks attached).
+
 Codegen robots (`GeneratedFastDerivatives`): the derivatives run the robot's generated kernels
 (codegen/derivative_generator.py: rnea_derivatives, aba_derivatives) through the generated
 module's C entries (no bound arrays: the model is in the code).
@@ -35,6 +42,8 @@ from ..model import layout as L
 
 # tree kinds whose derivatives the rigid kernels compute on the tree's model arrays
 RIGID_KINDS = ("rigid", "generated")
+# the Robot methods replaced on the instance by the inverse's, then the forward's KernelCall
+METHODS = ("inverse_dynamics_derivatives", "forward_dynamics_derivatives")
 
 
 class FastDerivatives:
@@ -44,7 +53,8 @@ class FastDerivatives:
 
     INSTALL_AT = 2   # the call (counted from 1) that installs the entries
 
-    def __init__(self, tree, dof_int):
+    def __init__(self, tree, dof_int, robot=None):
+        self.robot = robot    # the Robot whose METHODS the KernelCalls replace (None: none)
         self.nq = tree.nq
         self.nv = nv = tree.nv
         rows = tree.body_int.shape[0]
@@ -88,17 +98,30 @@ class FastDerivatives:
             return True
         if self.failed:
             return False
+        robot = self.robot
         try:
             lengths = (self.nq, self.nv, self.nv, 3 * self.nv)
-            calls = [fastcall.KernelCall(fastcall.c_entry(entry).address, bound, dims, lengths,
-                                         _no_fallback, self.nv)
-                     for entry, bound, dims in self.entry_specs()]
+            if robot is None:
+                fallbacks = (_no_fallback, _no_fallback)
+            else:   # the class's methods bound to the robot, as fastcall.install's
+                fallbacks = tuple(getattr(type(robot), name).__get__(robot) for name in METHODS)
+            specs = [(fastcall.c_entry(entry).address, bound, dims, lengths, fallback, self.nv)
+                     for (entry, bound, dims), fallback in zip(self.entry_specs(), fallbacks)]
+            try:
+                calls = [fastcall.KernelCall(*spec, blocks=True) for spec in specs]
+                replace = robot is not None
+            except TypeError:   # an extension built before blocks=: .blocks from here only
+                calls = [fastcall.KernelCall(*spec) for spec in specs]
+                replace = False
         except Exception as exc:   # noqa: BLE001 -- the locked path: slower, same results
             self.failed = True
             warnings.warn(f"derivatives: no C-level entry ({type(exc).__name__}: {exc}); calls "
                           "go through numba's dispatcher", RuntimeWarning, stacklevel=4)
             return False
         self.rnea_c, self.aba_c = calls
+        if replace:
+            for name, call in zip(METHODS, calls):
+                setattr(robot, name, call)
         return True
 
     def inverse(self, q, v, qdd, out=None):
@@ -127,7 +150,8 @@ class FastDerivatives:
 
 
 def _no_fallback(*args, **kwargs):
-    """The KernelCalls are used through .blocks only; calling one directly is a mistake."""
+    """Without a robot the KernelCalls are used through .blocks only; calling one directly is a
+    mistake."""
     raise TypeError("derivatives' KernelCall: use .blocks(a, b, c)")
 
 
@@ -136,8 +160,8 @@ class GeneratedFastDerivatives(FastDerivatives):
     aba_derivatives_c (codegen/derivative_generator.py, bound to the compiled kernels: no bound
     arrays)."""
 
-    def __init__(self, tree, dof_int):
-        super().__init__(tree, dof_int)
+    def __init__(self, tree, dof_int, robot=None):
+        super().__init__(tree, dof_int, robot)
         self.kernels = tree.kernels
 
     def entry_specs(self):
@@ -145,10 +169,11 @@ class GeneratedFastDerivatives(FastDerivatives):
                                                                  "aba_derivatives")]
 
 
-def fast_derivatives(tree, dof_int):
-    """A FastDerivatives for a rigid tree (generic or generated), else None."""
+def fast_derivatives(tree, dof_int, robot=None):
+    """A FastDerivatives for a rigid tree (generic or generated), else None. robot: the Robot
+    whose METHODS its KernelCalls replace once installed (None: only .inverse / .forward)."""
     if tree.kind == "generated" and tree.kernels.module.RNEA_DERIVATIVES_GENERATED:
-        return GeneratedFastDerivatives(tree, dof_int)
+        return GeneratedFastDerivatives(tree, dof_int, robot)
     if tree.kind not in RIGID_KINDS:
         return None
-    return FastDerivatives(tree, dof_int)
+    return FastDerivatives(tree, dof_int, robot)

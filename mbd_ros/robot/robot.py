@@ -200,6 +200,8 @@ class Robot:
         self._constraints.detach_c_owner()
         self._c_pending = {}
         fastcall.uninstall(self)
+        # the derivatives' KernelCalls (robot/fast_derivatives.py; only called while plain)
+        fastcall.uninstall(self, ("inverse_dynamics_derivatives", "forward_dynamics_derivatives"))
         self._free_calls = dict(self._tree.free_calls)
 
     def compile_all(self):
@@ -739,7 +741,7 @@ class Robot:
             return None
         derivatives = self._derivative_work = Derivatives(self._tree)
         from .fast_derivatives import fast_derivatives
-        self._fast_derivatives = fast_derivatives(self._tree, derivatives.dof_int)
+        self._fast_derivatives = fast_derivatives(self._tree, derivatives.dof_int, self)
         return derivatives
 
     def _general_derivatives(self, which, q, v, x, x_name, f_ext, out):
