@@ -27,28 +27,22 @@ from __future__ import annotations
 
 import itertools
 import tracemalloc
-import zlib
 
 import numpy as np
 import pytest
-from conftest import _missing_oracle, require_fastcall
-from oracle import PinOracle, layout, parse_urdf, pin_model_from_xml, random_state
+from conftest import require_fastcall
+from derivative_cases import PIN_RTOL, ExampleRobot, assert_matrix_close
+from oracle import layout, parse_urdf, random_state
 from random_trees import random_tree_xml
 
 import mbd_ros
 from mbd_ros.codegen.derivative_generator import MAX_DOFS
 from mbd_ros.robot.fast_derivatives import FastDerivatives, GeneratedFastDerivatives
 
-PIN_RTOL = 1e-10
 CODEGEN_RTOL = 1e-12
 N_STATES = 4
 NAMES = ("dtau_dq", "dtau_dv", "dtau_dqdd")
 
-ALL_ROBOTS = {
-    "ur5": ("ur_description/urdf/ur5_robot.urdf", False),
-    "panda": ("panda_description/urdf/panda.urdf", False),
-    "solo12": ("solo_description/robots/solo12.urdf", True),
-}
 ROBOTS = ("ur5", "panda")      # nv <= MAX_DOFS: generated derivatives
 LARGE_ROBOT = "solo12"         # nv 18 > MAX_DOFS: the generic kernels serve
 # random trees (seed, floating base, links; random_trees.random_tree_xml), four links each, small
@@ -60,49 +54,18 @@ TREE_CASES = [(56, True, 4), (221, False, 4), (9, False, 4)]
 PASSIVE_TREES = [(56, True, 4), (221, False, 4)]
 
 
-class Case:
-    """A codegen robot and the generic robot of the same URDF, with Pinocchio's model."""
+class Case(ExampleRobot):
+    """A codegen robot (`generated`) and the generic robot of the same URDF (`generic`), with
+    Pinocchio's model."""
 
     def __init__(self, pin, erd_dir, key):
-        rel, self.floating = ALL_ROBOTS[key]
-        path = erd_dir / rel
-        if not path.is_file():
-            _missing_oracle(f"{rel} not found in example-robot-data at {erd_dir}")
-        self.key = key
-        xml = path.read_text()
-        self.generated = mbd_ros.load(str(path), floating_base=self.floating,
-                                      passive_forces=False, codegen=True)
-        self.generic = mbd_ros.load(str(path), floating_base=self.floating, passive_forces=False)
-        model, link_frame = pin_model_from_xml(pin, xml, self.floating)
-        self.oracle = PinOracle(pin, model, link_frame, parse_urdf(xml), self.floating)
-        self.rng = np.random.default_rng(zlib.crc32(key.encode()))
-
-    def state(self):
-        r = self.generic
-        return (r.random_configuration(self.rng), self.rng.standard_normal(r.nv),
-                3.0 * self.rng.standard_normal(r.nv))
-
-    def matrix(self, m):
-        """A Pinocchio (nv, nv) matrix in our v order."""
-        m = np.asarray(m)
-        return m[np.ix_(self.oracle.vperm, self.oracle.vperm)]
+        super().__init__(pin, erd_dir, key, codegen=True)
+        self.generic = self.robot
 
 
 @pytest.fixture(scope="module", params=ROBOTS)
 def case(request, pin, erd_dir):
     return Case(pin, erd_dir, request.param)
-
-
-def assert_matrix_close(ours, ref, what, rtol):
-    ours = np.asarray(ours)
-    ref = np.asarray(ref)
-    assert ours.shape == ref.shape, f"{what}: shape {ours.shape}, expected {ref.shape}"
-    scale = max(float(np.linalg.norm(ref, 2)), 1e-300)
-    err = np.abs(ours - ref)
-    worst = np.unravel_index(int(np.argmax(err)), err.shape)
-    assert err[worst] <= rtol * scale, (
-        f"{what}: max |error| {err[worst]:.3e} > {rtol:g} x ||ref|| {scale:.3g} at {worst}: "
-        f"got {ours[worst]!r}, expected {ref[worst]!r}")
 
 
 def generated_kernel(robot, name="rnea_derivatives"):

@@ -20,13 +20,12 @@ References, none of them our own derivative code:
 """
 from __future__ import annotations
 
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import EPS, _missing_oracle
-from oracle import PinOracle, parse_urdf, pin_model_from_xml
+from derivative_cases import EXAMPLE_ROBOTS, PIN_RTOL, ExampleRobot, assert_matrix_close
 from random_trees import random_tree_xml
 
 import mbd_ros
@@ -34,59 +33,20 @@ import mbd_ros
 ROOT = Path(__file__).resolve().parent.parent
 ARM = ROOT / "urdf" / "arm7.urdf"           # damping and Coulomb friction on every joint
 
-PIN_RTOL = 1e-10
 FD_STEP = 1e-5
 FD_SAFETY = 100.0
 N_STATES = 4
 
-ROBOTS = {
-    "ur5": ("ur_description/urdf/ur5_robot.urdf", False),
-    "panda": ("panda_description/urdf/panda.urdf", False),
-    "solo12": ("solo_description/robots/solo12.urdf", True),
-}
+ROBOTS = EXAMPLE_ROBOTS
 
 
-class Case:
+class Case(ExampleRobot):
     """One example robot (passive forces off: Pinocchio has none) and its Pinocchio oracle."""
-
-    def __init__(self, pin, erd_dir, key):
-        rel, self.floating = ROBOTS[key]
-        path = erd_dir / rel
-        if not path.is_file():
-            _missing_oracle(f"{rel} not found in example-robot-data at {erd_dir}")
-        self.key = key
-        xml = path.read_text()
-        self.robot = mbd_ros.load(str(path), floating_base=self.floating, passive_forces=False)
-        model, link_frame = pin_model_from_xml(pin, xml, self.floating)
-        self.oracle = PinOracle(pin, model, link_frame, parse_urdf(xml), self.floating)
-        self.rng = np.random.default_rng(zlib.crc32(key.encode()))
-
-    def state(self):
-        r = self.robot
-        return (r.random_configuration(self.rng), self.rng.standard_normal(r.nv),
-                3.0 * self.rng.standard_normal(r.nv))
-
-    def matrix(self, m):
-        """A Pinocchio (nv, nv) matrix in our v order."""
-        m = np.asarray(m)
-        return m[np.ix_(self.oracle.vperm, self.oracle.vperm)]
 
 
 @pytest.fixture(scope="module", params=list(ROBOTS))
 def case(request, pin, erd_dir):
     return Case(pin, erd_dir, request.param)
-
-
-def assert_matrix_close(ours, ref, what, rtol=PIN_RTOL):
-    ours = np.asarray(ours)
-    ref = np.asarray(ref)
-    assert ours.shape == ref.shape, f"{what}: shape {ours.shape}, expected {ref.shape}"
-    scale = max(float(np.linalg.norm(ref, 2)), 1e-300)
-    err = np.abs(ours - ref)
-    worst = np.unravel_index(int(np.argmax(err)), err.shape)
-    assert err[worst] <= rtol * scale, (
-        f"{what}: max |error| {err[worst]:.3e} > {rtol:g} x ||ref|| {scale:.3g} at {worst}: "
-        f"got {ours[worst]!r}, expected {ref[worst]!r}")
 
 
 def some_link_wrenches(robot, rng, k=4):

@@ -12,50 +12,18 @@ from __future__ import annotations
 
 import gc
 import weakref
-import zlib
 
 import numpy as np
 import pytest
-from conftest import _missing_oracle, require_fastcall
-from oracle import PinOracle, parse_urdf, pin_model_from_xml
+from conftest import require_fastcall
+from derivative_cases import PIN_RTOL, ExampleRobot
 
-import mbd_ros
 
-PIN_RTOL = 1e-10
-ROBOTS = {"ur5": ("ur_description/urdf/ur5_robot.urdf", False),
-          "solo12": ("solo_description/robots/solo12.urdf", True)}
+ROBOTS = ("ur5", "solo12")
 METHODS = ("inverse_dynamics_derivatives", "forward_dynamics_derivatives")
 
 
-class Case:
-    def __init__(self, pin, erd_dir, key):
-        rel, floating = ROBOTS[key]
-        path = erd_dir / rel
-        if not path.is_file():
-            _missing_oracle(f"{rel} not found in example-robot-data at {erd_dir}")
-        self.key, self.pin = key, pin
-        xml = path.read_text()
-        self.robot = mbd_ros.load(str(path), floating_base=floating, passive_forces=False)
-        model, link_frame = pin_model_from_xml(pin, xml, floating)
-        self.oracle = PinOracle(pin, model, link_frame, parse_urdf(xml), floating)
-        self.rng = np.random.default_rng(zlib.crc32(key.encode()))
-
-    def state(self):
-        r = self.robot
-        return (r.random_configuration(self.rng), self.rng.standard_normal(r.nv),
-                3.0 * self.rng.standard_normal(r.nv))
-
-    def reference(self, method, q, v, x):
-        """Pinocchio's three matrices of `method` at (q, v, x), in our v order (copies)."""
-        pin, o = self.pin, self.oracle
-        ix = np.ix_(o.vperm, o.vperm)
-        if method == "inverse_dynamics_derivatives":
-            ref = pin.computeRNEADerivatives(o.model, o.data, o.q_pin(q), o.v_pin(v), o.v_pin(x))
-            return tuple(np.array(m)[ix] for m in ref)
-        pin.computeABADerivatives(o.model, o.data, o.q_pin(q), o.v_pin(v), o.v_pin(x))
-        minv = np.triu(o.data.Minv) + np.triu(o.data.Minv, 1).T
-        return tuple(np.array(m)[ix] for m in (o.data.ddq_dq, o.data.ddq_dv, minv))
-
+class Case(ExampleRobot):
     def assert_matches(self, method, ours, q, v, x, what):
         for k, (a, b) in enumerate(zip(ours, self.reference(method, q, v, x))):
             err = np.max(np.abs(a - b))
@@ -63,7 +31,7 @@ class Case:
                 f"{self.key} {method} {what}: matrix {k} off Pinocchio by {err:.2e}"
 
 
-@pytest.fixture(params=list(ROBOTS))
+@pytest.fixture(params=ROBOTS)
 def case(request, pin, erd_dir):
     require_fastcall()
     return Case(pin, erd_dir, request.param)
