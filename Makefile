@@ -3,7 +3,7 @@
 #               hardware-in-the-loop demo (`mbd-ros hil-demo`: simulated arm7 + computed-torque
 #               controller + reference publisher over ROS 2 topics, a few seconds)
 #   make test   create .venv if missing, install mbd_ros with its test and ROS extras, run pytest
-#               (one progress line per test file; options and accepted warnings: setup.cfg)
+#               on two workers (options and accepted warnings: setup.cfg; grouping: test/conftest.py)
 # Only python3 (with venv, pip and its headers), make, gcc, g++ and cmake are needed; the rest
 # comes from PyPI.
 # The install is editable (pip install -e): the library, the sample URDFs and the CLI are used
@@ -26,8 +26,12 @@ PKG_FILES := setup.py setup.cfg package.xml pyproject.toml mbd_ros/fastcall/_fas
 demo: $(VENV)/.installed-demo
 	$(VENV)/bin/mbd-ros hil-demo
 
+# two pytest workers (pytest-xdist): the tests that start ROS node processes run one after another
+# on one of them, the other modules wherever a worker is free (test/conftest.py); TEST_WORKERS=0
+# runs everything in this process
+TEST_WORKERS ?= 2
 test: $(VENV)/.installed-test
-	$(PY) -m pytest test
+	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder) test
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)

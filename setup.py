@@ -89,8 +89,9 @@ setup(
         'ros': ROS_WHEELS,
         # exudyn: flexible-link and suspension oracle; yourdfpy: URDF element-parsing oracle;
         # sympy: the seed-004 Lagrange equations; matplotlib: the plot commands' tests
-        'test': ['pytest', 'pin', 'example-robot-data', 'exudyn', 'yourdfpy', 'sympy', 'matplotlib',
-                 'dask[distributed]', 'pyarrow'],
+        # pytest-xdist: `make test` runs the suite on two workers (test/conftest.py)
+        'test': ['pytest', 'pytest-xdist', 'pin', 'example-robot-data', 'exudyn', 'yourdfpy',
+                 'sympy', 'matplotlib', 'dask[distributed]', 'pyarrow'],
         'bench': ['pin', 'example-robot-data', 'exudyn'],
         'plot': ['matplotlib'],   # mbd-ros simulate/flex-demo/hil-demo --plot
         # mbd-ros sweep (mbd_ros/sweep): runs as dask.distributed tasks, results as Parquet, the

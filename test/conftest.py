@@ -229,3 +229,42 @@ def pytest_pycollect_makemodule(module_path, parent):
         outcome.get_result()
     except (Exception, pytest.skip.Exception, pytest.fail.Exception):
         outcome.force_result(pytest.Module.from_parent(parent, path=module_path))
+
+
+# ---- two workers (`make test`: pytest -n 2 --dist loadscope --no-loadscope-reorder) -------------
+
+PROCESS_GROUP = "ros_processes"
+
+
+def _runs_node_processes(path, known={}):
+    """True for a test module that starts ROS node processes (it imports test/ros_harness.py)."""
+    if path not in known:
+        known[path] = "ros_harness" in Path(path).read_text(encoding="utf-8")
+    return known[path]
+
+
+def pytest_collection_modifyitems(config, items):
+    """In a pytest-xdist worker: the tests that start ROS node processes first (the order the
+    scheduler below hands out work). Without xdist (plain pytest, colcon test) nothing
+    changes."""
+    if hasattr(config, "workerinput"):
+        processes = [_runs_node_processes(str(item.path)) for item in items]
+        items[:] = [item for item, p in zip(items, processes) if p] + \
+            [item for item, p in zip(items, processes) if not p]
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scheduler by scope, with two kinds of scope: every test that starts ROS
+    node processes is in one, run one after another on one worker and first (they are a third
+    to a half of the suite's time, mostly waiting on processes: never two at a time); every
+    other module is a scope of its own (its module fixtures and numba compiles happen on one
+    worker), handed to whichever worker is free. (xdist's loadgroup markers cannot do it with
+    pytest 9: their node-id suffix no longer reaches the scheduler.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ProcessScopeScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            path = nodeid.split("::", 1)[0]
+            return PROCESS_GROUP if _runs_node_processes(str(config.rootpath / path)) else path
+
+    return ProcessScopeScheduling(config, log)
