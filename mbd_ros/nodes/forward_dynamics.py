@@ -71,6 +71,7 @@ from ..kernels.finite import all_finite
 from ..robot.joint_map import JointMap, JointMapError, duplicates
 from ..robot.integrators import INTEGRATORS
 from ..simulation.limits import onto_position_limits, outside_position_limits
+from . import cycle_schedule as schedule
 from . import diagnostics as diag
 from . import message_caps
 from .base import DynamicsNode, finite_vector, one_of, run
@@ -634,12 +635,13 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         t0 = time.perf_counter_ns()
         now = time.monotonic_ns()
         if self._start_ns is None:   # first cycle (or pacing resumed): anchor the schedule
-            self._start_ns = now - (self.cycles + 1) * self.period_ns
+            self._start_ns = schedule.anchor(now, self.cycles, self.period_ns)
             if not self.publish_clock:   # and the stamps: this state is at the system time now
                 self._base_stamp_ns = time.time_ns() - self.cycles * self.period_ns
-        due = (now - self._start_ns) // self.period_ns - self.cycles
-        if due <= 0:
-            return   # early wake-up
+        # a wake-up of the timer is a tick: one before the anchor's phase moves the anchor
+        # (it was counted as early, skipped, and its tick as missed: cycle_schedule.py)
+        self._start_ns, due = schedule.ticks_due(now, self._start_ns, self.cycles,
+                                                 self.period_ns)
         if self.halted:   # diverged: a halted plant steps nothing, so it misses no cycle
             self.cycles += due
             self.halted_cycles += due
@@ -657,6 +659,11 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                     self._base_stamp_ns += (late - catch_up) * self.period_ns
         self._window_expected += late - catch_up
         self._run_cycle(catch_up, t0)
+        # a step done after its deadline (the next tick) is missed too (cycle_schedule.py)
+        if not self.halted and schedule.finished_late(time.monotonic_ns(), self._start_ns,
+                                                      self.cycles, self.period_ns):
+            self.missed += 1
+            self._window_missed += 1
 
     def _run_cycle(self, catch_up, t0):
         """`catch_up` silent steps, then one cycle: outputs of the current state, one step."""

@@ -1,0 +1,133 @@
+"""The simulate plant's schedule (mbd_ros/nodes/cycle_schedule.py), without ROS.
+
+The schedule is driven by synthetic timer wake-ups on a known tick grid, as rcl's steady timer
+delivers them (never before its tick; after a wake-up later than a period the timer skips to
+the next tick after it). The reference count of missed cycles comes from the grid alone, by
+the definition (a tick is missed when its step was not done by the next tick), not from the
+schedule's anchor: the schedule must agree with it, and take one step per tick."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mbd_ros.nodes import cycle_schedule as schedule
+
+P = 1_000_000   # period, ns (1 kHz)
+
+
+def drive(wakes, work_ns, max_catch_up=10):
+    """Run the node's use of the schedule (forward_dynamics._on_cycle: anchor at the first
+    wake-up, ticks_due, catch-up, finished_late) over timer wake-ups `wakes` (monotonic ns),
+    each taking work_ns (an int, or one per wake-up). Returns (steps, missed)."""
+    work = np.broadcast_to(np.asarray(work_ns, dtype=np.int64), (len(wakes),))
+    start, cycles, missed = None, 0, 0
+    for now, w in zip(wakes, work):
+        now = int(now)
+        if start is None:
+            start = schedule.anchor(now, cycles, P)
+        start, due = schedule.ticks_due(now, start, cycles, P)
+        late = due - 1
+        missed += late
+        catch_up = min(late, max_catch_up)
+        if late > catch_up:
+            start += (late - catch_up) * P
+        cycles += catch_up + 1
+        if schedule.finished_late(now + int(w), start, cycles, P):
+            missed += 1
+    return cycles, missed
+
+
+def timer_wakes(ticks, latency):
+    """Wake-ups of a steady timer with ticks at `ticks` (ns) and these latencies (ns), as rcl
+    fires them: a tick already passed when the previous callback returned is skipped.
+    Returns (wake times, the tick each wake-up is for)."""
+    wakes, served = [], []
+    free = -1
+    for t, d in zip(ticks, latency):
+        if t < free:   # rcl: next call time moved past the ticks it missed
+            continue
+        wakes.append(t + d)
+        served.append(t)
+        free = t + d
+    return np.array(wakes), np.array(served)
+
+
+def reference_missed(ticks, wakes, done):
+    """Ticks whose step was done (at done[i], the end of the first wake-up at or after the
+    tick) after the next tick: the definition of a missed cycle."""
+    j = np.searchsorted(wakes, ticks, side="left")   # the wake-up that steps this tick
+    return int(np.sum(done[j] > ticks + P))
+
+
+def test_jittered_wakeups_on_time_count_no_missed_cycle():
+    """Wake-ups 20-400 µs after their tick (the first one 150 µs: the anchor) and 60 µs of
+    work: every step is done before the next tick, so none is missed, and one step is taken
+    per tick. (The schedule before cycle_schedule.py took a wake-up less late than the first
+    for an early one and skipped it: the schedule then lagged the timer by a period, and each
+    later wake-up more late than the first counted a missed tick and a catch-up step, then
+    the next skipped again: 1130 of the 5000 ticks here.)"""
+    rng = np.random.default_rng(0)
+    n = 5000
+    latency = rng.integers(20_000, 400_000, n)
+    latency[0] = 150_000
+    ticks = 10**9 + P * np.arange(n)
+    wakes, served = timer_wakes(ticks, latency)
+    assert len(wakes) == n
+    steps, missed = drive(wakes, 60_000)
+    assert reference_missed(ticks, wakes, wakes + 60_000) == 0
+    assert (steps, missed) == (n, 0)
+
+
+@pytest.mark.parametrize("delay_periods", [1.5, 3.5, 7.25])
+def test_a_stalled_wakeup_misses_the_ticks_whose_deadline_passed(delay_periods):
+    """One wake-up comes delay_periods after its tick (a stall): the ticks whose next tick
+    passed meanwhile are missed (floor(delay) of them), caught up by extra steps, and the
+    count of steps still equals the count of ticks."""
+    n = 200
+    latency = np.full(n, 50_000)
+    latency[100] = int(delay_periods * P)
+    ticks = 5 * 10**9 + P * np.arange(n)
+    wakes, served = timer_wakes(ticks, latency)
+    done = wakes + 60_000
+    expected = reference_missed(ticks, wakes, done)
+    assert expected == int(delay_periods)
+    steps, missed = drive(wakes, 60_000)
+    assert missed == expected
+    assert steps == n - (ticks[-1] > wakes[-1])   # every tick up to the last wake-up stepped
+
+
+def test_a_step_ending_after_the_next_tick_is_missed_once():
+    """A cycle whose work runs past the next tick (1.3 periods) is missed; the next wake-up,
+    after it, finds its own tick on time: one missed cycle, not two."""
+    n = 100
+    ticks = 10**9 + P * np.arange(n)
+    latency = np.full(n, 50_000)
+    work = np.full(n, 60_000)
+    work[40] = int(1.3 * P)
+    wakes, served = [], []
+    free = -1
+    for k, t in enumerate(ticks):   # the timer waits for the callback to return
+        if t + latency[k] < free:
+            if ticks[k] < free - P:
+                continue   # skipped by the timer
+            wakes.append(free)
+        else:
+            wakes.append(t + latency[k])
+        served.append(k)
+        free = wakes[-1] + work[k]
+    wakes = np.array(wakes)
+    done = wakes + work[np.array(served)]
+    assert reference_missed(ticks, wakes, done) == 1
+    steps, missed = drive(wakes, work[np.array(served)])
+    assert (steps, missed) == (n, 1)
+
+
+def test_a_wakeup_before_the_anchor_moves_it_and_steps():
+    """ticks_due at a wake-up earlier in phase than the anchor: due 1, anchor moved so that
+    the step is due now; a wake-up after it keeps the anchor."""
+    start = schedule.anchor(10 * P + 300_000, 0, P)   # first wake-up 300 µs after its tick
+    new_start, due = schedule.ticks_due(11 * P + 100_000, start, 1, P)
+    assert due == 1 and new_start == schedule.anchor(11 * P + 100_000, 1, P)
+    assert new_start < start
+    same, due = schedule.ticks_due(12 * P + 200_000, new_start, 2, P)
+    assert (same, due) == (new_start, 1)
