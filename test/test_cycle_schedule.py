@@ -1,5 +1,6 @@
-"""The simulate plant's schedule (mbd_ros/nodes/cycle_schedule.py) and its cycle statistics
-(nodes/diagnostics.CycleStats), without ROS.
+"""The simulate plant's schedule (mbd_ros/nodes/cycle_schedule.py), its cycle statistics
+(nodes/diagnostics.CycleStats) and the real-time priority of its thread
+(nodes/thread_priority.py), without ROS.
 
 The schedule is driven by synthetic timer wake-ups on a known tick grid, as rcl's steady timer
 delivers them (never before its tick; after a wake-up later than a period the timer skips to
@@ -8,10 +9,14 @@ the definition (a tick is missed when its step was not done by the next tick), n
 schedule's anchor: the schedule must agree with it, and take one step per tick."""
 from __future__ import annotations
 
+import os
+import threading
+
 import numpy as np
 import pytest
 
 from mbd_ros.nodes import cycle_schedule as schedule
+from mbd_ros.nodes import thread_priority
 from mbd_ros.nodes.diagnostics import CycleStats
 
 P = 1_000_000   # period, ns (1 kHz)
@@ -157,3 +162,30 @@ def test_cycle_stats_percentiles_equal_numpy():
         stats.record(int(v), int(v))
     expected = np.percentile(values[-100:], (50, 99)) / 1e3
     np.testing.assert_allclose(stats.percentiles_us()[:2], expected, **tol)
+
+
+def _in_thread(call):
+    out = []
+    thread = threading.Thread(target=lambda: out.append(call()))
+    thread.start()
+    thread.join(10)
+    return out[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setscheduler"), reason="Linux scheduling API")
+def test_thread_priority_sets_and_restores_the_calling_thread_only():
+    """In a thread of its own (not pytest's): SCHED_FIFO 7 when the OS allows it (then the
+    thread reports 7, and 0 after going back), else a reason naming the priority and the
+    thread stays normal; the main thread is untouched either way; out of range: refused."""
+    def run():
+        error = thread_priority.set_current_thread_priority(7)
+        during = thread_priority.current_thread_priority()
+        back = thread_priority.set_current_thread_priority(0)
+        return error, during, back, thread_priority.current_thread_priority()
+    error, during, back, after = _in_thread(run)
+    if error is None:
+        assert during == 7 and back is None and after == 0
+    else:
+        assert "priority 7" in error and during == 0
+    assert thread_priority.current_thread_priority() == 0
+    assert "outside 0..98" in thread_priority.set_current_thread_priority(99)
