@@ -21,6 +21,12 @@ Scenarios, each with rclpy's SingleThreadedExecutor and its EventsExecutor (node
 
 Statistics come from the nodes' /diagnostics (ring buffer of the last 10 000 cycles) and from
 /proc/<pid>/stat for CPU time. Localhost-only discovery, a private ROS_DOMAIN_ID.
+
+`--cycle-priority N` sets the simulate nodes' `cycle_priority` (SCHED_FIFO of the cycle's
+thread, docs/nodes.md "Cycle timing"; 0, the default: normal scheduling). The report names the
+CPU (lscpu), the load average before and after each measurement, and the other processes that
+loaded the machine during it (the busiest by CPU time from /proc, this script's own nodes
+excluded): the machine may be shared.
 """
 from __future__ import annotations
 
@@ -39,6 +45,9 @@ sys.path.insert(0, str(REPO))
 
 from mbd_ros.nodes import processes  # noqa: E402
 
+sys.path.insert(0, str(REPO / "bench"))
+from common import lscpu_model_name, cpu_model  # noqa: E402
+
 URDF = REPO / "urdf"
 CONFIG = REPO / "config"
 EXECUTORS = ("single_threaded", "events")
@@ -51,7 +60,39 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def process_times():
+    """{pid: (CPU seconds, command line)} of every process readable in /proc."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            seconds = cpu_seconds(entry)
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, ValueError, IndexError):
+            continue
+        out[int(entry)] = (seconds, command)
+    return out
+
+
+def other_load(before, after, seconds, exclude, top=3):
+    """'42 % python -m pytest ...; ...': the `top` processes (not in `exclude`, not this
+    one) that used the most CPU between the two process_times() snapshots."""
+    used = []
+    for pid, (cpu, command) in after.items():
+        if pid in exclude or pid == os.getpid() or pid not in before:
+            continue
+        share = 100 * (cpu - before[pid][0]) / seconds
+        if share >= 1.0:
+            used.append((share, command or f"pid {pid}"))
+    used.sort(reverse=True)
+    return "; ".join(f"{share:.0f} % {command[:70]}" for share, command in used[:top]) or "none"
+
+
 class Bench:
+    cycle_priority = 0   # the simulate nodes' cycle_priority (--cycle-priority)
+
     def __init__(self, executor, node_executor=None):
         """executor: this process's; node_executor: the nodes' `executor` parameter (default
         the same kind)."""
@@ -84,6 +125,8 @@ class Bench:
 
     def start(self, node, params, remaps=None, params_files=(), env_extra=None):
         params = dict(params, executor=self.node_kind, diagnostics_period=1.0)
+        if node == "forward_dynamics" and self.cycle_priority:
+            params["cycle_priority"] = self.cycle_priority
         if node == "reference_publisher":
             params.pop("executor")
             params.pop("diagnostics_period")
@@ -129,8 +172,11 @@ def plant_stats(b, name, child, seconds):
     b.spin_until(lambda: name in b.diag and f(b.diag[name], "cycles") > 0, 180)
     b.spin(2.0)
     d0, c0, t0 = dict(b.diag[name]), cpu_seconds(child.pid), time.monotonic()
+    others0, load0 = process_times(), os.getloadavg()[0]
     b.spin(seconds)
     d1, c1, t1 = dict(b.diag[name]), cpu_seconds(child.pid), time.monotonic()
+    others = other_load(others0, process_times(), t1 - t0, {c.pid for c in b.children})
+    load1 = os.getloadavg()[0]
     cycles = f(d1, "cycles") - f(d0, "cycles")
     missed = f(d1, "missed cycles") - f(d0, "missed cycles")
     span = d1["_t"] - d0["_t"]
@@ -139,7 +185,10 @@ def plant_stats(b, name, child, seconds):
             "compute p99 [us]": f(d1, "compute p99 [us]"),
             "compute max [us]": f(d1, "compute max [us]"),
             "cycle p50 [us]": f(d1, "cycle p50 [us]"), "cycle p99 [us]": f(d1, "cycle p99 [us]"),
-            "CPU [%]": 100 * (c1 - c0) / (t1 - t0)}
+            "CPU [%]": 100 * (c1 - c0) / (t1 - t0),
+            "cycle priority": d1.get("cycle priority", "?"),
+            "load before / after": f"{load0:.2f} / {load1:.2f}",
+            "other processes": others}
 
 
 def scenario_plant(b, seconds, robot):
@@ -282,10 +331,16 @@ def main():
     parser.add_argument("--only", nargs="*", default=None, choices=SCENARIOS)
     parser.add_argument("--executors", nargs="*", default=list(EXECUTORS), choices=EXECUTORS)
     parser.add_argument("--out", default=None, help="append a markdown report to this file")
+    parser.add_argument("--cycle-priority", type=int, default=0,
+                        help="the simulate nodes' cycle_priority (SCHED_FIFO; 0: normal)")
     args = parser.parse_args()
+    Bench.cycle_priority = args.cycle_priority
     lines = [f"## bench_nodes.py, {time.strftime('%Y-%m-%d %H:%M')}, {platform.node()}",
-             "", f"{os.cpu_count()} CPUs, Python {platform.python_version()}, load average "
-             f"before: {os.getloadavg()[0]:.2f}; {args.seconds:g} s per measurement", ""]
+             "", f"CPU (lscpu): {lscpu_model_name()}; {cpu_model()}; {os.cpu_count()} CPUs, "
+             f"Python {platform.python_version()}, load average before: "
+             f"{os.getloadavg()[0]:.2f}; {args.seconds:g} s per measurement; cycle_priority "
+             f"{args.cycle_priority}", ""]
+    print("\n".join(lines), flush=True)
     for name in args.only or SCENARIOS:
         executors = args.executors if not name.startswith("startup") else ["single_threaded"]
         for executor in executors:

@@ -52,8 +52,8 @@ class CycleStats:
         n = min(self.cycles, self.window)
         if n == 0:
             return (float("nan"),) * 4
-        c = np.percentile(self.compute_ns[:n], (50, 99)) / 1e3
-        w = np.percentile(self.cycle_ns[:n], (50, 99)) / 1e3
+        c = _percentiles(self.compute_ns[:n], (50, 99)) / 1e3
+        w = _percentiles(self.cycle_ns[:n], (50, 99)) / 1e3
         return float(c[0]), float(c[1]), float(w[0]), float(w[1])
 
     def take_rate(self):
@@ -64,6 +64,24 @@ class CycleStats:
         self._window_cycles = 0
         self._window_start = now
         return rate
+
+
+def _percentiles(values, percents):
+    """np.percentile(values, percents) (linear interpolation between the two nearest ranks,
+    numpy's default) from a partial sort: the diagnostics timer runs in the executor thread
+    between two plant cycles, and np.percentile's full sorts of the two 10 000-sample windows
+    took ~350 µs of its ~730 µs there (double wishbone at 1 kHz, measured); np.partition takes
+    about half of np.percentile's time (40 against 75 µs per window, in isolation)."""
+    n = len(values)
+    ranks = []
+    for percent in percents:   # (Python floats: a few numpy calls on tiny arrays cost more)
+        position = percent / 100.0 * (n - 1)
+        below = int(position)
+        ranks.append((below, min(below + 1, n - 1), position - below))
+    ranked = np.partition(values, sorted({k for below, above, _ in ranks
+                                          for k in (below, above)}))
+    return np.array([float(ranked[below]) + float(ranked[above] - ranked[below]) * fraction
+                     for below, above, fraction in ranks])
 
 
 def _fmt(value):

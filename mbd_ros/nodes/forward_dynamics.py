@@ -71,8 +71,9 @@ from ..kernels.finite import all_finite
 from ..robot.joint_map import JointMap, JointMapError, duplicates
 from ..robot.integrators import INTEGRATORS
 from ..simulation.limits import onto_position_limits, outside_position_limits
+from . import cycle_schedule as schedule
 from . import diagnostics as diag
-from . import message_caps
+from . import message_caps, thread_priority
 from .base import DynamicsNode, finite_vector, one_of, run
 from .clock_guard import ClockGuard
 from .follow_joint_trajectory import DEACTIVATED_TEXT
@@ -124,6 +125,11 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                      float_range=(0.0, 3600.0))
         self.declare("max_catch_up", 10, "simulate, wall-clock pacing: most extra steps taken "
                      "in one cycle to catch up after a stall", int_range=(0, 1000))
+        self.declare("cycle_priority", 0, "simulate: > 0 runs the thread of the cycle (the "
+                     "executor's) SCHED_FIFO at this priority while active, so the timer's "
+                     "wake-ups are not delayed by other processes (needs root or "
+                     "CAP_SYS_NICE; refused: a warning, normal scheduling); 0: normal "
+                     "scheduling", int_range=(0, thread_priority.MAX_PRIORITY))
         self.declare_plant_parameters()   # drives, limits, divergence (plant_interface.py)
         self.declare_prescribed_parameters()   # prescribed joints (prescribed_interface.py)
         self.declare("joint_state_staleness", 0.1, "observe: joint_states messages that name "
@@ -273,6 +279,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         timeout = self.param("command_timeout")
         self.timeout_cycles = int(round(timeout * self.rate_hz)) if timeout > 0 else 0
         self.max_catch_up = self.param("max_catch_up")
+        self.cycle_priority = 0   # SCHED_FIFO priority of the cycle's thread while active
         self.js_out = JointStateOut(jm.state_names)
         self.pub_js = self.create_lifecycle_publisher(JointState, "joint_states", PUBLISH_QOS)
         # ---- flexible links: elastic coordinates on ~/elastic_states (names 'link/mode_k') ----
@@ -384,16 +391,29 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
             self.start_latched_watch()   # transient-local command publishers (plant_interface)
             self._clock_base_ns = None
             self._apply_time_source()
+            self._set_cycle_priority(self.param("cycle_priority"))
 
     def deactivate_node(self):
         if getattr(self, "timer", None) is not None:
             self.destroy_timer(self.timer)
             self.timer = None
         self._drop_clock_subscription()
+        if getattr(self, "cycle_priority", 0):   # the executor's thread: normal again
+            self._set_cycle_priority(0)
         if self.mode == "simulate":
             self.stop_latched_watch()
             if getattr(self, "trajectory_follower", None) is not None:   # as JTC's deactivate
                 self.trajectory_follower.stop(DEACTIVATED_TEXT)
+
+    def _set_cycle_priority(self, priority):
+        """Run this thread (the executor's, which runs the cycle) SCHED_FIFO at `priority`
+        (0: normal scheduling); refused by the OS: a warning, the priority it keeps.
+        Returns None or the reason (thread_priority.py)."""
+        error = thread_priority.set_current_thread_priority(priority)
+        if error is not None:
+            self.get_logger().warning(error + "; the cycle keeps normal scheduling")
+        self.cycle_priority = thread_priority.current_thread_priority()
+        return error
 
     # ------------------------------------------------------------------ time source [time source]
     # Three ways the simulate plant keeps time (docs/nodes.md, "Time"):
@@ -634,12 +654,13 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         t0 = time.perf_counter_ns()
         now = time.monotonic_ns()
         if self._start_ns is None:   # first cycle (or pacing resumed): anchor the schedule
-            self._start_ns = now - (self.cycles + 1) * self.period_ns
+            self._start_ns = schedule.anchor(now, self.cycles, self.period_ns)
             if not self.publish_clock:   # and the stamps: this state is at the system time now
                 self._base_stamp_ns = time.time_ns() - self.cycles * self.period_ns
-        due = (now - self._start_ns) // self.period_ns - self.cycles
-        if due <= 0:
-            return   # early wake-up
+        # a wake-up of the timer is a tick: one before the anchor's phase moves the anchor
+        # (it was counted as early, skipped, and its tick as missed: cycle_schedule.py)
+        self._start_ns, due = schedule.ticks_due(now, self._start_ns, self.cycles,
+                                                 self.period_ns)
         if self.halted:   # diverged: a halted plant steps nothing, so it misses no cycle
             self.cycles += due
             self.halted_cycles += due
@@ -657,6 +678,11 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                     self._base_stamp_ns += (late - catch_up) * self.period_ns
         self._window_expected += late - catch_up
         self._run_cycle(catch_up, t0)
+        # a step done after its deadline (the next tick) is missed too (cycle_schedule.py)
+        if not self.halted and schedule.finished_late(time.monotonic_ns(), self._start_ns,
+                                                      self.cycles, self.period_ns):
+            self.missed += 1
+            self._window_missed += 1
 
     def _run_cycle(self, catch_up, t0):
         """`catch_up` silent steps, then one cycle: outputs of the current state, one step."""
@@ -785,6 +811,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                         else 0),
                        ("diverged steps", self.diverged),
                        ("halted cycles", self.halted_cycles),
+                       ("cycle priority", self.cycle_priority),
                        ("paused", "yes" if self.paused else "no")]
         level, message = diag.OK, ""
         if self.mode == "simulate":
@@ -804,6 +831,8 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
     def apply_node_parameter(self, name, value):
         """Runtime parameter changes (base.DynamicsNode.apply_parameter): the plant's are
         applied at once in simulate mode; the others need a reconfigure."""
+        if self.mode == "simulate" and name == "cycle_priority":
+            return self._set_cycle_priority(value) if self.active else None
         if self.mode == "simulate":
             return self.plant_parameter(name, value)
         if name == "joint_state_staleness":
