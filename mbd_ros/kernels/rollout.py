@@ -49,6 +49,8 @@ from .rk4 import rk4_combine, rk4_stage, state_bound
 from .rollout_projection import project_state
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
+from .rollout_prescribed import (FIRST_STAGE, LAST_STAGE, MIDDLE_STAGE, P_FIXED_V,
+                                 place_prescribed, prescribed_forward_dynamics)
 from .stops import (STOP_DQ, STOP_IDX, STOP_LOWER, STOP_TARGET, STOP_UPPER, enforce_positions,
                     enforce_velocities, place_on_limits)
 from .wrenches import load_link_wrenches
@@ -271,7 +273,7 @@ def _implicit_step(entries, bound, dims, forces, body_int, iopt, q, v, total, a1
 def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fopt, q0, v0, tau,
                    drive_int, drive_float, position, velocity, limited_iq, stops_int, stops_float,
                    vel_idx, velocity_limit, effort, work, mats, stop_work, q_out, v_out, detail,
-                   resume):
+                   resume, prescribed):
     """One rollout: q0 (nq,), v0 (nv,), tau (T, nv) -> rows 0..steps of q_out (T+1, nq), v_out
     (T+1, nv) (rows after a failure left as they were). Returns (code, steps): DONE, or the
     failure (NOT_FINITE, TOO_FAST: detail[0] the speed; DYNAMICS_FAILED: detail[0] the forward
@@ -284,7 +286,8 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     projection's workspace. resume (2,) int64: [0, 0] to start from q0, v0.
     position, velocity (T, nd): drive references (read when iopt[I_DRIVES]); the stop arrays
     read when iopt[I_LIMITS] (kernels/stops.py rows; stops_int, stops_float and drive_float are
-    written: per-thread copies)."""
+    written: per-thread copies). prescribed: kernels/rollout_prescribed.py's tuple (no
+    prescribed joints: its index arrays empty)."""
     nq, nv = q0.shape[0], v0.shape[0]
     q, v = work[W_Q, :nq], work[W_V, :nv]
     total = work[W_TOTAL, :nv]
@@ -295,6 +298,7 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     v2, v3, v4 = work[W_V2, :nv], work[W_V3, :nv], work[W_V4, :nv]
     tau_loaded = work[W_LOADED, :nv]
     loaded = iopt[I_FORCES] != 0
+    prescribing = prescribed[P_FIXED_V].shape[0] > 0   # (kernels/rollout_prescribed.py)
     # loop_arrays: the loops tuple and (item 10) the projection's workspace, kept out of the
     # tuple the stages pass to _loaded_forward_dynamics (each array it holds costs per call)
     loops, projection_work = loop_arrays[:10], loop_arrays[10]
@@ -332,10 +336,15 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                 for i in range(nv):
                     total[i] += work[W_DRIVE, i]
         for s in range(first, iopt[I_SUBSTEPS]):   # robot.step calls of dt / substeps
-            for _ in range(iopt[I_INNER]):         # their integrator steps (None: RK4 substeps)
+            for j in range(iopt[I_INNER]):         # their integrator steps (None: RK4 substeps)
+                n = (k * iopt[I_SUBSTEPS] + s) * iopt[I_INNER] + j   # (prescribed table row)
                 # the forward dynamics at the stages: the C entry, or the loaded path (force
                 # elements), branched here so that the plain path never binds those tuples
-                if loaded:
+                if prescribing:
+                    status = prescribed_forward_dynamics(entries, bound, dims, forces, loaded,
+                                                         prescribed, n, FIRST_STAGE, q, v, total,
+                                                         a1)
+                elif loaded:
                     status = _loaded_forward_dynamics(forces, loops, iopt, q, v, total, a1,
                                                       tau_loaded)
                 else:
@@ -345,21 +354,33 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     return DYNAMICS_FAILED, k
                 if iopt[I_INTEGRATOR] == RK4:   # Simulator._rk4 (see _rk4_stage, _rk4_combine)
                     _rk4_stage(body_int, iopt, q, v, v, a1, half, qs, v2)
-                    if loaded:
+                    if prescribing:
+                        status = prescribed_forward_dynamics(entries, bound, dims, forces, loaded,
+                                                             prescribed, n, MIDDLE_STAGE, qs, v2,
+                                                             total, a2)
+                    elif loaded:
                         status = _loaded_forward_dynamics(forces, loops, iopt, qs, v2, total, a2,
                                                           tau_loaded)
                     else:
                         status = call_entry(entries[FD], bound, dims, qs, v2, total, a2)
                     if status == 0:
                         _rk4_stage(body_int, iopt, q, v, v2, a2, half, qs, v3)
-                        if loaded:
+                        if prescribing:
+                            status = prescribed_forward_dynamics(
+                                entries, bound, dims, forces, loaded, prescribed, n, MIDDLE_STAGE,
+                                qs, v3, total, a3)
+                        elif loaded:
                             status = _loaded_forward_dynamics(forces, loops, iopt, qs, v3, total,
                                                               a3, tau_loaded)
                         else:
                             status = call_entry(entries[FD], bound, dims, qs, v3, total, a3)
                     if status == 0:
                         _rk4_stage(body_int, iopt, q, v, v3, a3, h, qs, v4)
-                        if loaded:
+                        if prescribing:
+                            status = prescribed_forward_dynamics(
+                                entries, bound, dims, forces, loaded, prescribed, n, LAST_STAGE,
+                                qs, v4, total, a4)
+                        elif loaded:
                             status = _loaded_forward_dynamics(forces, loops, iopt, qs, v4, total,
                                                               a4, tau_loaded)
                         else:
@@ -379,6 +400,8 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     if status:
                         detail[0] = status
                         return DYNAMICS_FAILED, k
+                if prescribing:   # Simulator.advance: the joints onto their trajectories
+                    place_prescribed(prescribed, n, qn, vn)
                 speed = state_bound(qn, vn)   # the Simulator's check (NaN: not finite)
                 if speed != speed:
                     return NOT_FINITE, k
@@ -412,11 +435,12 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
 def rollout_members(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0, v0, tau,
                     drive_int, drive_float, position, velocity, limited_iq, stops_int, stops_float,
                     vel_idx, velocity_limit, effort, work, mats, stop_work, q_out, v_out, codes,
-                    steps, detail, resume):
+                    steps, detail, resume, prescribed):
     """rollout_member for each member i of q0 (N, nq), v0 (N, nv), tau (N, T, nv), position,
     velocity (N, T, nd) into q_out (N, T+1, nq), v_out (N, T+1, nv), codes (N,), steps (N,),
     detail (N,): one thread's share of a batch, on that thread's workspaces (robots without
-    closed loops: NEEDS_PROJECTION never comes; resume (2,) is scratch)."""
+    closed loops: NEEDS_PROJECTION never comes; resume (2,) is scratch; prescribed: see
+    rollout_member)."""
     for i in range(q0.shape[0]):
         resume[0] = 0
         resume[1] = 0
@@ -424,7 +448,7 @@ def rollout_members(entries, bound, dims, forces, loops, body_int, iopt, fopt, q
             entries, bound, dims, forces, loops, body_int, iopt, fopt, q0[i], v0[i], tau[i],
             drive_int, drive_float, position[i], velocity[i], limited_iq, stops_int, stops_float,
             vel_idx, velocity_limit, effort, work, mats, stop_work, q_out[i], v_out[i],
-            detail[i:i + 1], resume)
+            detail[i:i + 1], resume, prescribed)
 
 
 def new_options():
