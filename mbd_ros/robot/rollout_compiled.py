@@ -6,8 +6,11 @@ robot.step) for what this engine does not run; `unsupported` says what and why:
 - the implicit_euler and symplectic_euler integrators on closed loops (their tangent basis; on
   trees they run compiled, kernels/rollout_implicit.py);
 - robots with parts evaluated in Python at every stage: add_force callbacks, force elements on
-  flexible links, closed loops other than the recursive solver's (flexible trees, mimic
-  couplings), drives on closed loops (and limits on those of a generated tree), mimic couplings;
+  flexible links with drives, prescribed joints, mimic couplings or the implicit integrators
+  (else compiled: kernels/rollout_flexible_loads.py), closed loops other than the recursive solver's (flexible trees, mimic
+  couplings), drives on closed loops (and limits on those of a generated tree), mimic couplings
+  with closed loops, drives, limits or the implicit integrators (on trees they run compiled
+  with rk4 and semi_implicit_euler: kernels/rollout_mimic.py);
 - prescribed joints with the implicit integrators, or on closed loops or mimic couplings (rk4,
   the default and semi_implicit_euler read them on trees from a table sampled in Python,
   robot/rollout_prescribed.py, kernels/rollout_prescribed.py).
@@ -37,6 +40,9 @@ from ..kernels.rollout_implicit import IMPLICIT_MATS, IMPLICIT_ROWS
 from .constraints import PROJECTION_TOLERANCE
 from .integrators import MAX_DEFAULT_DT, MAX_VELOCITY, default_max_step
 from .rollout_plant import VELOCITY_TIME_CONSTANT
+from .rollout_flexible_loads import (flexible_load_arrays, flexible_loads_unsupported,
+                                     has_flexible_loads)
+from .rollout_mimic import mimic_arrays, mimic_unsupported, thread_mimic
 from .rollout_prescribed import prescribed_table, prescribed_unsupported, thread_prescribed
 from .tree import thread_pool
 
@@ -57,8 +63,8 @@ def unsupported(problem):
         return f"the {problem.integrator} integrator runs in Python (the reference loop)"
     if problem.prescribed and prescribed_unsupported(problem):
         return prescribed_unsupported(problem)
-    if robot.mimic_joints:
-        return "mimic couplings run in Python"
+    if robot.mimic_joints and mimic_unsupported(problem):
+        return mimic_unsupported(problem)
     if problem.integrator in TREE_ONLY_INTEGRATORS and robot.closure_names:
         return (f"the {problem.integrator} integrator on closed loops (its tangent basis) runs "
                 "in Python")
@@ -77,8 +83,10 @@ def unsupported(problem):
     if forces is not None:
         if forces.callbacks:
             return "add_force callbacks run in Python"
-        if forces.elements is None or robot.tree.kind == "flexible":
+        if forces.elements is None:
             return "force elements on a flexible tree run in Python"
+        if has_flexible_loads(robot) and flexible_loads_unsupported(problem):
+            return flexible_loads_unsupported(problem)
     return None
 
 
@@ -162,7 +170,7 @@ class RolloutEngine:
         for a robot without force elements."""
         robot = self.robot
         forces = robot._forces
-        if forces is None or forces.elements is None:
+        if forces is None or forces.elements is None or has_flexible_loads(robot):
             i2, f2, f1 = np.zeros((1, 1), dtype=np.int64), np.zeros((1, 1)), np.zeros(1)
             return (i2, f2, f2.copy(), i2, f2, f2.copy(), i2, f2, f2.copy(), f1, f2.copy(),
                     f1.copy())
@@ -216,7 +224,9 @@ def options(problem, engine):
     iopt[K.I_LIMITS] = problem.limits is not None
     iopt[K.I_ONE_DOF] = problem.limits is not None and problem.limits.one_dof_only
     forces = problem.robot._forces
-    iopt[K.I_FORCES] = forces is not None and forces.elements is not None
+    # (rigid trees: kernels/rollout_loads.py; flexible ones: kernels/rollout_flexible_loads.py)
+    iopt[K.I_FORCES] = forces is not None and forces.elements is not None and \
+        not has_flexible_loads(problem.robot)
     fopt[K.F_DT] = problem.dt
     fopt[K.F_H] = h_outer / inner
     fopt[K.F_MAX_SPEED] = problem.max_speed
@@ -252,6 +262,7 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
         limited_iq, vel_idx, velocity_limit, effort = empty_i, empty_i, np.zeros(nv), np.zeros(nv)
     n_threads = max(1, min(threads, n))
     prescribed = prescribed_table(problem, int(iopt[K.I_INNER]))   # (sampled in Python)
+    mimic = mimic_arrays(robot)
     works = engine.take(n_threads)
     codes = np.zeros(n, dtype=np.int64)
     detail = np.zeros(n)
@@ -263,18 +274,20 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
         stops_int = limits.stops_int.copy() if limits is not None else empty_i2
         stops_float = limits.stops_float.copy() if limits is not None else empty_f2
         drive_float = problem.drive_float.copy() if drives else empty_f2
-        thread_table = thread_prescribed(prescribed, nv)
-        if not engine.closed_loop:
+        parts = (thread_prescribed(prescribed, nv), thread_mimic(mimic, nv),
+                 flexible_load_arrays(robot))   # (kernels/rollout_special.py)
+        if not engine.closed_loop and not robot.mimic_joints:
             K.rollout_members(engine.entries, w.pointers, engine.dims, w.forces, w.loops,
                               engine.body_int, iopt, fopt, problem.q0[a:b], problem.v0[a:b],
                               problem.tau[a:b], drive_int, drive_float, position[a:b],
                               velocity[a:b], limited_iq, stops_int, stops_float, vel_idx,
                               velocity_limit, effort, w.work, w.mats, w.stop_work, q[a:b],
                               v[a:b], codes[a:b], steps[a:b], detail[a:b], w.resume,
-                              thread_table)
+                              parts)
             return
-        w.bound[engine.gains_index][:] = robot._constraints.gains   # robot.baumgarte now
-        w.loops[7][:] = robot._constraints.gains
+        if engine.closed_loop:
+            w.bound[engine.gains_index][:] = robot._constraints.gains   # robot.baumgarte now
+            w.loops[7][:] = robot._constraints.gains
         for i in range(a, b):   # member by member: the kernel returns for each projection
             w.resume[:] = 0
             while True:
@@ -283,7 +296,7 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
                     iopt, fopt, problem.q0[i], problem.v0[i], problem.tau[i], drive_int,
                     drive_float, position[i], velocity[i], limited_iq, stops_int, stops_float,
                     vel_idx, velocity_limit, effort, w.work, w.mats, w.stop_work, q[i], v[i],
-                    detail[i:i + 1], w.resume, thread_table)
+                    detail[i:i + 1], w.resume, parts)
                 if codes[i] != K.NEEDS_PROJECTION:
                     break
                 if not project(w):
