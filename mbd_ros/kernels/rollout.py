@@ -287,9 +287,9 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     projection's workspace. resume (2,) int64: [0, 0] to start from q0, v0.
     position, velocity (T, nd): drive references (read when iopt[I_DRIVES]); the stop arrays
     read when iopt[I_LIMITS] (kernels/stops.py rows; stops_int, stops_float and drive_float are
-    written: per-thread copies). parts: (prescribed joints, mimic couplings, force elements on a
-    flexible tree), kernels/rollout_special.py's tuples (empty index arrays for what the call
-    does not have); with mimic couplings NEEDS_PROJECTION also comes for robot.step's projection
+    written: per-thread copies). parts: None, or (prescribed joints, mimic couplings, force
+    elements on a flexible tree), kernels/rollout_special.py's tuples (empty index arrays for
+    what the call does not have); with mimic couplings NEEDS_PROJECTION also comes for robot.step's projection
     onto them, in Python."""
     nq, nv = q0.shape[0], v0.shape[0]
     q, v = work[W_Q, :nq], work[W_V, :nv]
@@ -301,8 +301,13 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     v2, v3, v4 = work[W_V2, :nv], work[W_V3, :nv], work[W_V4, :nv]
     tau_loaded = work[W_LOADED, :nv]
     loaded = iopt[I_FORCES] != 0
-    # prescribed joints, mimic couplings, flexible force elements (kernels/rollout_special.py)
-    prescribing, mimicking, special = has_special_dynamics(parts)
+    # prescribed joints, mimic couplings, flexible force elements (kernels/rollout_special.py).
+    # parts is None when the call has none of them: numba then prunes the `parts is not None`
+    # branches at compile time and the plain path compiles as it did without them (runtime
+    # flags here cost the arm7 8-15 % per step, measured)
+    prescribing = mimicking = special = False
+    if parts is not None:
+        prescribing, mimicking, special = has_special_dynamics(parts)
     # loop_arrays: the loops tuple and (item 10) the projection's workspace, kept out of the
     # tuple the stages pass to _loaded_forward_dynamics (each array it holds costs per call)
     loops, projection_work = loop_arrays[:10], loop_arrays[10]
@@ -344,7 +349,7 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                 n = (k * iopt[I_SUBSTEPS] + s) * iopt[I_INNER] + j   # (prescribed table row)
                 # the forward dynamics at the stages: the C entry, or the loaded path (force
                 # elements), branched here so that the plain path never binds those tuples
-                if special:
+                if parts is not None and special:
                     status = special_forward_dynamics(entries, bound, dims, forces, loaded,
                                                       parts, n, FIRST_STAGE, q, v,
                                                       total, a1)
@@ -358,7 +363,7 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     return DYNAMICS_FAILED, k
                 if iopt[I_INTEGRATOR] == RK4:   # Simulator._rk4 (see _rk4_stage, _rk4_combine)
                     _rk4_stage(body_int, iopt, q, v, v, a1, half, qs, v2)
-                    if special:
+                    if parts is not None and special:
                         status = special_forward_dynamics(entries, bound, dims, forces, loaded,
                                                           parts, n, MIDDLE_STAGE, qs,
                                                           v2, total, a2)
@@ -369,7 +374,7 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                         status = call_entry(entries[FD], bound, dims, qs, v2, total, a2)
                     if status == 0:
                         _rk4_stage(body_int, iopt, q, v, v2, a2, half, qs, v3)
-                        if special:
+                        if parts is not None and special:
                             status = special_forward_dynamics(
                                 entries, bound, dims, forces, loaded, parts, n,
                                 MIDDLE_STAGE, qs, v3, total, a3)
@@ -380,7 +385,7 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                             status = call_entry(entries[FD], bound, dims, qs, v3, total, a3)
                     if status == 0:
                         _rk4_stage(body_int, iopt, q, v, v3, a3, h, qs, v4)
-                        if special:
+                        if parts is not None and special:
                             status = special_forward_dynamics(
                                 entries, bound, dims, forces, loaded, parts, n,
                                 LAST_STAGE, qs, v4, total, a4)
@@ -404,7 +409,7 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     if status:
                         detail[0] = status
                         return DYNAMICS_FAILED, k
-                if prescribing:   # Simulator.advance: the joints onto their trajectories
+                if parts is not None and prescribing:   # Simulator.advance: onto the trajectories
                     place_prescribed(parts[0], n, qn, vn)
                 speed = state_bound(qn, vn)   # the Simulator's check (NaN: not finite)
                 if speed != speed:
@@ -424,8 +429,8 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     resume[0] = k   # not converged: the caller projects in Python (assembles)
                     resume[1] = s + 1
                     return NEEDS_PROJECTION, k
-            elif mimicking and coupling_residual_exceeds(parts[1], q, v,
-                                                         fopt[F_PROJECTION_TOLERANCE]):
+            elif parts is not None and mimicking and coupling_residual_exceeds(
+                    parts[1], q, v, fopt[F_PROJECTION_TOLERANCE]):
                 resume[0] = k   # robot.step's projection onto the couplings: in Python
                 resume[1] = s + 1
                 return NEEDS_PROJECTION, k

@@ -263,6 +263,7 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
     n_threads = max(1, min(threads, n))
     prescribed = prescribed_table(problem, int(iopt[K.I_INNER]))   # (sampled in Python)
     mimic = mimic_arrays(robot)
+    special = bool(problem.prescribed) or bool(robot.mimic_joints) or has_flexible_loads(robot)
     works = engine.take(n_threads)
     codes = np.zeros(n, dtype=np.int64)
     detail = np.zeros(n)
@@ -275,7 +276,7 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
         stops_float = limits.stops_float.copy() if limits is not None else empty_f2
         drive_float = problem.drive_float.copy() if drives else empty_f2
         parts = (thread_prescribed(prescribed, nv), thread_mimic(mimic, nv),
-                 flexible_load_arrays(robot))   # (kernels/rollout_special.py)
+                 flexible_load_arrays(robot)) if special else None   # (kernels/rollout_special.py)
         if not engine.closed_loop and not robot.mimic_joints:
             K.rollout_members(engine.entries, w.pointers, engine.dims, w.forces, w.loops,
                               engine.body_int, iopt, fopt, problem.q0[a:b], problem.v0[a:b],

@@ -20,7 +20,6 @@ import math
 import numpy as np
 
 from ..errors import excerpt
-from .prescribed import trajectory_targets
 
 # the most trajectory samples (calls of one joint's trajectory) one compiled rollout call takes:
 # 3 floats each in the table (<= 24 MB), and ~1 s of Python calls
@@ -91,26 +90,27 @@ def prescribed_table(problem, inner):
         for _ in range(problem.substeps):
             for i in range(inner):
                 t = start if i == 0 else start + i * h_inner   # Simulator.time
-                _sample(plans, trajectories, names, t, table[n, 0])
+                _sample(trajectories, names, t, table[n, 0])
                 if rk4:
-                    _sample(plans, trajectories, names, t + half, table[n, 1])
-                _sample(plans, trajectories, names, t + h_inner, table[n, 2])
+                    _sample(trajectories, names, t + half, table[n, 1])
+                _sample(trajectories, names, t + h_inner, table[n, 2])
                 n += 1
             start = start + h     # robot.time after robot.step
     return table, np.ascontiguousarray(fixed_v, dtype=np.int64), fixed_q, \
         np.ascontiguousarray(free, dtype=np.int64)
 
 
-def _sample(plans, trajectories, names, t, out):
-    """out (np, 3) = (q, qd, qdd) of each trajectory at t, as robot._prescribed_targets reads
-    them."""
-    try:
-        accelerations, states = trajectory_targets(plans, trajectories, t)
-    except ValueError as exc:
-        raise ValueError(f"{exc} (at t = {t:.6f} s)") from None
+def _sample(trajectories, names, t, out):
+    """out (np, 3) = (q, qd, qdd) of each trajectory at t, converted as
+    robot/prescribed.py trajectory_targets converts them (float() of each of the three; the
+    joints were checked by check_prescribed)."""
     for j, name in enumerate(names):
-        _, _, position, rate = states[j]
-        acceleration = accelerations[name]
+        value = trajectories[name](t)
+        try:
+            position, rate, acceleration = (float(x) for x in value)
+        except (TypeError, ValueError):
+            raise ValueError(f"prescribed['{name}'](t) must return (q, qd, qdd), got "
+                             f"{excerpt(value, 80)} (at t = {t:.6f} s)") from None
         if not (math.isfinite(position) and math.isfinite(rate) and math.isfinite(acceleration)):
             raise ValueError(f"prescribed['{name}']({t:.6f}) returned a non-finite value: "
                              f"({position}, {rate}, {acceleration})")
