@@ -289,8 +289,8 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     read when iopt[I_LIMITS] (kernels/stops.py rows; stops_int, stops_float and drive_float are
     written: per-thread copies). parts: None, or (prescribed joints, mimic couplings, force
     elements on a flexible tree), kernels/rollout_special.py's tuples (empty index arrays for
-    what the call does not have); with mimic couplings NEEDS_PROJECTION also comes for robot.step's projection
-    onto them, in Python."""
+    what the call does not have); with mimic couplings NEEDS_PROJECTION also comes for
+    robot.step's projection onto them, in Python."""
     nq, nv = q0.shape[0], v0.shape[0]
     q, v = work[W_Q, :nq], work[W_V, :nv]
     total = work[W_TOTAL, :nv]

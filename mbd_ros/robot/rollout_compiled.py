@@ -7,10 +7,11 @@ robot.step) for what this engine does not run; `unsupported` says what and why:
   trees they run compiled, kernels/rollout_implicit.py);
 - robots with parts evaluated in Python at every stage: add_force callbacks, force elements on
   flexible links with drives, prescribed joints, mimic couplings or the implicit integrators
-  (else compiled: kernels/rollout_flexible_loads.py), closed loops other than the recursive solver's (flexible trees, mimic
-  couplings), drives on closed loops (and limits on those of a generated tree), mimic couplings
-  with closed loops, drives, limits or the implicit integrators (on trees they run compiled
-  with rk4 and semi_implicit_euler: kernels/rollout_mimic.py);
+  (else compiled: kernels/rollout_flexible_loads.py), closed loops other than the recursive
+  solver's (flexible trees, mimic couplings), drives on closed loops (and limits on those of a
+  generated tree), mimic couplings with closed loops, drives, limits or the implicit
+  integrators (on trees they run compiled with rk4 and semi_implicit_euler:
+  kernels/rollout_mimic.py);
 - prescribed joints with the implicit integrators, or on closed loops or mimic couplings (rk4,
   the default and semi_implicit_euler read them on trees from a table sampled in Python,
   robot/rollout_prescribed.py, kernels/rollout_prescribed.py).
