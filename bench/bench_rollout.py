@@ -22,6 +22,14 @@ Implicit integrators (implicit_euler, symplectic_euler; arm7, arm7 with a joint 
 flexible arm): per step µs of the compiled rollout and of the robot.step loop with the same
 integrator, as multiples of one forward dynamics call.
 
+Parts compiled since h19-trees (prescribed joints on the arm7, a mimic gripper, the flexible arm
+with a spring-damper and a joint spring): per step µs of the compiled rollout (rk4 and
+semi_implicit_euler; the flexible arm: RK4 in 6 substeps per 1 ms row), of the same robot
+without the part (the part's own cost), and of the robot.step loop, as multiples of one forward
+dynamics call from Python of that robot with the part (prescribed: with the accelerations
+dict; these calls take robot.py's general path). The prescribed rollouts include sampling the
+trajectories in Python (robot/rollout_prescribed.py), timed alone too.
+
 Design check (kernels/rollout.py's docstring): a numba loop of 1000 ABA calls made directly
 vs through the C entry's address (call_entry), per call.
 
@@ -235,6 +243,107 @@ def bench_implicit(name, robot, steps, rounds, rng):
     return fd, rows
 
 
+GRIPPER = """<?xml version="1.0"?>
+<robot name="gripper">
+  <link name="base"/>
+  <joint name="slide" type="prismatic"><parent link="base"/><child link="palm"/>
+    <axis xyz="1 0 0"/><limit lower="-1" upper="1" effort="100" velocity="1"/></joint>
+  <link name="palm"><inertial><mass value="1.0"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+  <joint name="finger_a" type="revolute"><parent link="palm"/><child link="finger_a_link"/>
+    <origin xyz="0 0.02 0"/><axis xyz="1 0 0"/>
+    <limit lower="-1" upper="1" effort="10" velocity="1"/></joint>
+  <link name="finger_a_link"><inertial><origin xyz="0 0.01 0.04"/><mass value="0.08"/>
+    <inertia ixx="0.0001" ixy="0" ixz="0" iyy="0.0001" iyz="0" izz="0.00002"/></inertial></link>
+  <joint name="finger_b" type="revolute"><parent link="palm"/><child link="finger_b_link"/>
+    <origin xyz="0 -0.02 0"/><axis xyz="1 0 0"/>
+    <limit lower="-1" upper="1" effort="10" velocity="1"/>
+    <mimic joint="finger_a" multiplier="-1.5" offset="0.1"/></joint>
+  <link name="finger_b_link"><inertial><origin xyz="0 -0.01 0.04"/><mass value="0.08"/>
+    <inertia ixx="0.0001" ixy="0" ixz="0" iyy="0.0001" iyz="0" izz="0.00002"/></inertial></link>
+</robot>"""   # (test/test_rollout.py's mimic gripper)
+
+
+def sine(amplitude, omega):
+    def trajectory(t):
+        s, c = np.sin(omega * t), np.cos(omega * t)
+        return amplitude * s, amplitude * omega * c, -amplitude * omega * omega * s
+    return trajectory
+
+
+def part_robots():
+    """{name: (robot with the part, the same robot without it, prescribed or None,
+    substeps per 1 ms row)}."""
+    urdf, config = ROOT / "urdf", ROOT / "config"
+    arm7 = str(urdf / "arm7.urdf")
+    flexible = dict(flexible=str(config / "flexible_arm.yaml"))
+    return {
+        "arm7, 2 prescribed joints": (mbd_ros.load(arm7), mbd_ros.load(arm7),
+                                      {"joint_2": sine(0.4, 3.0), "joint_5": sine(-0.3, 5.0)}, 1),
+        "gripper, 1 mimic joint": (mbd_ros.load(GRIPPER, mimic=True), mbd_ros.load(GRIPPER), None,
+                                   1),
+        "flexible arm, spring-damper + joint spring": (
+            mbd_ros.load(str(urdf / "flexible_arm.urdf"), forces=str(
+                config / "flexible_arm_forces.yaml"), **flexible),
+            mbd_ros.load(str(urdf / "flexible_arm.urdf"), **flexible), None, 6),
+    }
+
+
+def bench_part(name, robot, bare, prescribed, sub, steps, rounds, rng):
+    """(FD µs, rows (label, µs/step, FD per step)) of one part (module docstring). Every
+    compiled rollout is checked against the reference engine first (bit for bit; the mimic
+    couplings to round-off: test/test_rollout_mimic.py)."""
+    from mbd_ros.robot.rollout import RolloutProblem
+    from mbd_ros.robot.rollout_prescribed import prescribed_table
+    for r in (robot, bare):
+        r.compile_c_calls()
+    q, v = robot.random_configuration(rng), 0.1 * rng.standard_normal(robot.nv)
+    if robot.mimic_joints:
+        q, v = robot.apply_mimic(q, v)
+    tau = 0.1 * rng.standard_normal((steps, robot.nv))
+    out = np.empty(robot.nv)
+    funcs = {}
+    for integrator in ("rk4", "semi_implicit_euler"):
+        h = DT / sub
+        a = robot.rollout(q, v, tau, DT, integrator=integrator, substeps=sub,
+                          prescribed=prescribed, engine="compiled")
+        b = robot.rollout(q, v, tau, DT, integrator=integrator, substeps=sub,
+                          prescribed=prescribed, engine="reference")
+        assert a.status == b.status == "ok", (name, integrator, a.message, b.message)
+        bound = 0.0 if not robot.mimic_joints else 1e-12 * max(1.0, np.abs(b[1]).max())
+        assert all(np.abs(x - y).max() <= bound for x, y in zip(a, b)), (name, integrator)
+        funcs[f"rollout {integrator}"] = (lambda i=integrator: robot.rollout(
+            q, v, tau, DT, integrator=i, substeps=sub, prescribed=prescribed, engine="compiled"))
+        funcs[f"without the part: rollout {integrator}"] = (lambda i=integrator: bare.rollout(
+            q, v, tau, DT, integrator=i, substeps=sub, engine="compiled"))
+    if prescribed:
+        problem = RolloutProblem(robot, q, v, tau, DT, "rk4", sub, None, False, 1e3, prescribed,
+                                 0.0)
+        funcs["sampling the trajectories (rk4)"] = lambda: prescribed_table(problem, 1)
+
+    def step_loop():
+        qq, vv = q, v
+        for k in range(steps):
+            for _ in range(sub):
+                qq, vv = robot.step(qq, vv, tau[k], h, "rk4", prescribed=prescribed)
+        robot.time = 0.0
+    funcs["robot.step loop rk4"] = step_loop
+    rows_q, rows_v = robot.rollout(q, v, tau, DT, integrator="rk4", substeps=sub,
+                                   prescribed=prescribed)
+    accelerations = {name: 0.0 for name in prescribed} if prescribed else None
+
+    def fd_loop():
+        for k in range(steps):
+            robot.forward_dynamics(rows_q[k], rows_v[k], tau[k], out=out,
+                                   prescribed=accelerations)
+    funcs["forward dynamics"] = fd_loop
+    timings = cpu_interleaved(funcs, rounds)
+    fd = timings.pop("forward dynamics")["median"] / steps
+    rows = [(label, t["median"] / (steps * sub), t["median"] / (steps * sub) / fd)
+            for label, t in timings.items()]
+    return fd, rows
+
+
 def bench_batch(n, steps, rounds, rng):
     robot = mbd_ros.load(str(ROOT / "urdf" / "arm7.urdf"))
     q0 = np.stack([robot.random_configuration(rng) for _ in range(n)])
@@ -340,6 +449,17 @@ def main():
         print(f"| {name} | {robot.nv} | forward dynamics (Python call) | {fd:.3f} | 1 |")
         for row in rows:
             print(f"| {row[0]} | {row[1]} | {row[2]} | {row[3]:.3f} | {row[4]:.2f} |")
+    print("\nparts compiled since h19-trees (µs per integrator step; FD: that robot's "
+          "forward dynamics from Python with the part)\n")
+    print("| robot | call | µs/step (median) | FD per step (median) |")
+    print("|---|---|---:|---:|")
+    for name, (robot, bare, prescribed, sub) in part_robots().items():
+        if args.robots not in name:
+            continue
+        fd, rows = bench_part(name, robot, bare, prescribed, sub, args.steps, args.rounds, rng)
+        print(f"| {name} | forward dynamics (Python call) | {fd:.3f} | 1 |")
+        for label, per_step, ratio in rows:
+            print(f"| {name} | {label} | {per_step:.3f} | {ratio:.2f} |")
     if args.no_batch:
         print(f"load average after: {os.getloadavg()}")
         return

@@ -49,6 +49,9 @@ from .rk4 import rk4_combine, rk4_stage, state_bound
 from .rollout_projection import project_state
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
+from .rollout_mimic import coupling_residual_exceeds
+from .rollout_prescribed import FIRST_STAGE, LAST_STAGE, MIDDLE_STAGE, place_prescribed
+from .rollout_special import has_special_dynamics, special_forward_dynamics
 from .stops import (STOP_DQ, STOP_IDX, STOP_LOWER, STOP_TARGET, STOP_UPPER, enforce_positions,
                     enforce_velocities, place_on_limits)
 from .wrenches import load_link_wrenches
@@ -271,7 +274,7 @@ def _implicit_step(entries, bound, dims, forces, body_int, iopt, q, v, total, a1
 def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fopt, q0, v0, tau,
                    drive_int, drive_float, position, velocity, limited_iq, stops_int, stops_float,
                    vel_idx, velocity_limit, effort, work, mats, stop_work, q_out, v_out, detail,
-                   resume):
+                   resume, parts):
     """One rollout: q0 (nq,), v0 (nv,), tau (T, nv) -> rows 0..steps of q_out (T+1, nq), v_out
     (T+1, nv) (rows after a failure left as they were). Returns (code, steps): DONE, or the
     failure (NOT_FINITE, TOO_FAST: detail[0] the speed; DYNAMICS_FAILED: detail[0] the forward
@@ -284,7 +287,10 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     projection's workspace. resume (2,) int64: [0, 0] to start from q0, v0.
     position, velocity (T, nd): drive references (read when iopt[I_DRIVES]); the stop arrays
     read when iopt[I_LIMITS] (kernels/stops.py rows; stops_int, stops_float and drive_float are
-    written: per-thread copies)."""
+    written: per-thread copies). parts: None, or (prescribed joints, mimic couplings, force
+    elements on a flexible tree), kernels/rollout_special.py's tuples (empty index arrays for
+    what the call does not have); with mimic couplings NEEDS_PROJECTION also comes for
+    robot.step's projection onto them, in Python."""
     nq, nv = q0.shape[0], v0.shape[0]
     q, v = work[W_Q, :nq], work[W_V, :nv]
     total = work[W_TOTAL, :nv]
@@ -295,6 +301,13 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     v2, v3, v4 = work[W_V2, :nv], work[W_V3, :nv], work[W_V4, :nv]
     tau_loaded = work[W_LOADED, :nv]
     loaded = iopt[I_FORCES] != 0
+    # prescribed joints, mimic couplings, flexible force elements (kernels/rollout_special.py).
+    # parts is None when the call has none of them: numba then prunes the `parts is not None`
+    # branches at compile time and the plain path compiles as it did without them (runtime
+    # flags here cost the arm7 8-15 % per step, measured)
+    prescribing = mimicking = special = False
+    if parts is not None:
+        prescribing, mimicking, special = has_special_dynamics(parts)
     # loop_arrays: the loops tuple and (item 10) the projection's workspace, kept out of the
     # tuple the stages pass to _loaded_forward_dynamics (each array it holds costs per call)
     loops, projection_work = loop_arrays[:10], loop_arrays[10]
@@ -332,10 +345,15 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                 for i in range(nv):
                     total[i] += work[W_DRIVE, i]
         for s in range(first, iopt[I_SUBSTEPS]):   # robot.step calls of dt / substeps
-            for _ in range(iopt[I_INNER]):         # their integrator steps (None: RK4 substeps)
+            for j in range(iopt[I_INNER]):         # their integrator steps (None: RK4 substeps)
+                n = (k * iopt[I_SUBSTEPS] + s) * iopt[I_INNER] + j   # (prescribed table row)
                 # the forward dynamics at the stages: the C entry, or the loaded path (force
                 # elements), branched here so that the plain path never binds those tuples
-                if loaded:
+                if parts is not None and special:
+                    status = special_forward_dynamics(entries, bound, dims, forces, loaded,
+                                                      parts, n, FIRST_STAGE, q, v,
+                                                      total, a1)
+                elif loaded:
                     status = _loaded_forward_dynamics(forces, loops, iopt, q, v, total, a1,
                                                       tau_loaded)
                 else:
@@ -345,21 +363,33 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     return DYNAMICS_FAILED, k
                 if iopt[I_INTEGRATOR] == RK4:   # Simulator._rk4 (see _rk4_stage, _rk4_combine)
                     _rk4_stage(body_int, iopt, q, v, v, a1, half, qs, v2)
-                    if loaded:
+                    if parts is not None and special:
+                        status = special_forward_dynamics(entries, bound, dims, forces, loaded,
+                                                          parts, n, MIDDLE_STAGE, qs,
+                                                          v2, total, a2)
+                    elif loaded:
                         status = _loaded_forward_dynamics(forces, loops, iopt, qs, v2, total, a2,
                                                           tau_loaded)
                     else:
                         status = call_entry(entries[FD], bound, dims, qs, v2, total, a2)
                     if status == 0:
                         _rk4_stage(body_int, iopt, q, v, v2, a2, half, qs, v3)
-                        if loaded:
+                        if parts is not None and special:
+                            status = special_forward_dynamics(
+                                entries, bound, dims, forces, loaded, parts, n,
+                                MIDDLE_STAGE, qs, v3, total, a3)
+                        elif loaded:
                             status = _loaded_forward_dynamics(forces, loops, iopt, qs, v3, total,
                                                               a3, tau_loaded)
                         else:
                             status = call_entry(entries[FD], bound, dims, qs, v3, total, a3)
                     if status == 0:
                         _rk4_stage(body_int, iopt, q, v, v3, a3, h, qs, v4)
-                        if loaded:
+                        if parts is not None and special:
+                            status = special_forward_dynamics(
+                                entries, bound, dims, forces, loaded, parts, n,
+                                LAST_STAGE, qs, v4, total, a4)
+                        elif loaded:
                             status = _loaded_forward_dynamics(forces, loops, iopt, qs, v4, total,
                                                               a4, tau_loaded)
                         else:
@@ -379,6 +409,8 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     if status:
                         detail[0] = status
                         return DYNAMICS_FAILED, k
+                if parts is not None and prescribing:   # Simulator.advance: onto the trajectories
+                    place_prescribed(parts[0], n, qn, vn)
                 speed = state_bound(qn, vn)   # the Simulator's check (NaN: not finite)
                 if speed != speed:
                     return NOT_FINITE, k
@@ -397,6 +429,11 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     resume[0] = k   # not converged: the caller projects in Python (assembles)
                     resume[1] = s + 1
                     return NEEDS_PROJECTION, k
+            elif parts is not None and mimicking and coupling_residual_exceeds(
+                    parts[1], q, v, fopt[F_PROJECTION_TOLERANCE]):
+                resume[0] = k   # robot.step's projection onto the couplings: in Python
+                resume[1] = s + 1
+                return NEEDS_PROJECTION, k
             code = _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_int,
                                stops_float, work, mats, stop_work, nq, nv, detail)
             if code != DONE:
@@ -412,11 +449,12 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
 def rollout_members(entries, bound, dims, forces, loops, body_int, iopt, fopt, q0, v0, tau,
                     drive_int, drive_float, position, velocity, limited_iq, stops_int, stops_float,
                     vel_idx, velocity_limit, effort, work, mats, stop_work, q_out, v_out, codes,
-                    steps, detail, resume):
+                    steps, detail, resume, parts):
     """rollout_member for each member i of q0 (N, nq), v0 (N, nv), tau (N, T, nv), position,
     velocity (N, T, nd) into q_out (N, T+1, nq), v_out (N, T+1, nv), codes (N,), steps (N,),
     detail (N,): one thread's share of a batch, on that thread's workspaces (robots without
-    closed loops: NEEDS_PROJECTION never comes; resume (2,) is scratch)."""
+    closed loops or mimic couplings: NEEDS_PROJECTION never comes; resume (2,) is scratch;
+    parts: see rollout_member)."""
     for i in range(q0.shape[0]):
         resume[0] = 0
         resume[1] = 0
@@ -424,7 +462,7 @@ def rollout_members(entries, bound, dims, forces, loops, body_int, iopt, fopt, q
             entries, bound, dims, forces, loops, body_int, iopt, fopt, q0[i], v0[i], tau[i],
             drive_int, drive_float, position[i], velocity[i], limited_iq, stops_int, stops_float,
             vel_idx, velocity_limit, effort, work, mats, stop_work, q_out[i], v_out[i],
-            detail[i:i + 1], resume)
+            detail[i:i + 1], resume, parts)
 
 
 def new_options():

@@ -43,6 +43,7 @@ from ..kernels.plant import max_abs as _max_abs
 from ..kernels.rollout_implicit import MASS_FAILED, SINGULAR
 from .arguments import real_array, real_scalar, time_step
 from .integrators import INTEGRATORS, MAX_DEFAULT_DT, MAX_VELOCITY, SimulationDiverged
+from .rollout_prescribed import check_prescribed
 from .rollout_plant import (MAX_SPEED, VELOCITY_TIME_CONSTANT, PlantLimits, StopWork,
                             drive_arrays, enforce_stops)
 
@@ -176,6 +177,8 @@ class RolloutProblem:
         if prescribed is not None and not isinstance(prescribed, dict):
             raise ValueError("prescribed must be a dict {joint: trajectory(t) -> (q, qd, qdd)}")
         self.prescribed = dict(prescribed) if prescribed else None
+        if self.prescribed:
+            check_prescribed(robot, self.prescribed)
         self.t0 = robot.time if t0 is None else real_scalar(t0, "t0")
         # robot.step's own bound is MAX_VELOCITY: raise it when max_speed is higher
         self.step_options = {"max_velocity": max_speed} if max_speed > MAX_VELOCITY else {}

@@ -1,0 +1,40 @@
+"""The stage dynamics of the compiled rollouts' parts that replace the plain forward dynamics
+(kernels/rollout.py): prescribed joints (kernels/rollout_prescribed.py), mimic couplings
+(kernels/rollout_mimic.py) and force elements on flexible trees
+(kernels/rollout_flexible_loads.py). One dispatcher, not inlined, so that kernels/rollout.py
+branches once per stage and the plain path never binds these tuples (each array a tuple holds
+costs a reference count per call).
+
+parts = (prescribed, mimic, flexible): the three modules' tuples, each with empty index arrays
+when the robot or the call has none of that part (robot/rollout_compiled.py). At most one is
+active: the compiled engine refuses the combinations (robot/rollout_prescribed.py,
+robot/rollout_mimic.py).
+"""
+from numba import njit
+
+from .rollout_flexible_loads import X_ELEMENT_INT, flexible_loaded_forward_dynamics
+from .rollout_mimic import M_PAIR_INT, mimic_forward_dynamics
+from .rollout_prescribed import P_FIXED_V, prescribed_forward_dynamics
+
+
+@njit(cache=True, nogil=True)
+def has_special_dynamics(parts):
+    """(prescribing, mimicking, any of the three): which part replaces the stage dynamics."""
+    prescribing = parts[0][P_FIXED_V].shape[0] > 0
+    mimicking = parts[1][M_PAIR_INT].shape[0] > 0
+    return prescribing, mimicking, prescribing or mimicking or \
+        parts[2][X_ELEMENT_INT].shape[0] > 0
+
+
+@njit(cache=True, nogil=True)
+def special_forward_dynamics(entries, bound, dims, forces, loaded, parts, n, c, q, v, tau, out):
+    """out (nv,) = the stage's forward dynamics at (q, v) for tau (nv,): the hybrid dynamics of
+    the prescribed joints (table row n, sample c), the mimic couplings' minimal-coordinate form,
+    or the flexible tree's loaded forward dynamics. Returns 0 or the kernel's status."""
+    prescribed, mimic, flexible = parts
+    if prescribed[P_FIXED_V].shape[0] > 0:
+        return prescribed_forward_dynamics(entries, bound, dims, forces, loaded, prescribed, n, c,
+                                           q, v, tau, out)
+    if mimic[M_PAIR_INT].shape[0] > 0:
+        return mimic_forward_dynamics(entries, bound, dims, forces, loaded, mimic, q, v, tau, out)
+    return flexible_loaded_forward_dynamics(flexible, q, v, tau, out)
