@@ -36,17 +36,15 @@ import math
 import numpy as np
 from numba import njit
 
-from ..model.layout import LOOP_RESIDUAL
 from .aba import forward_dynamics as _tree_forward_dynamics
-from .closed_loop import cut_rows, forward_dynamics_checked, loop_jacobian
+from .closed_loop import forward_dynamics_checked
 from .configuration import integrate as _integrate_joints
 from .entry_call import call_entry
 from .force_elements import force_element_loads
-from .kinematics import forward_kinematics
 from .plant import (DRIVE_Q_REF, DRIVE_VELOCITY_CMD, beyond_limits, drive_torques,
                     effective_inertias, limited_drive_torques, max_abs)
 from .rk4 import rk4_combine, rk4_stage, state_bound
-from .rollout_projection import project_state
+from .rollout_projection import close_loops
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
 from .stops import (STOP_DQ, STOP_IDX, STOP_LOWER, STOP_TARGET, STOP_UPPER, enforce_positions,
@@ -83,7 +81,7 @@ def _loaded_forward_dynamics(forces, loops, iopt, q, v, tau, out, tau_loaded):
     it (forward_dynamics_checked). forces = (body_int, body_float, work, link_int, link_float,
     link_fext, element_int, element_float, link_wrench, joint_force, values, scratch) (the arrays
     of robot/force_loads.py RigidForceLoads and the tree; per-thread copies of those written);
-    loops: see _loop_residuals. (Not inlined, and called only on this path: binding the two
+    loops: see rollout_member. (Not inlined, and called only on this path: binding the two
     tuples costs an atomic reference count per array, ~0.5 µs per call measured on the arm7.)"""
     (body_int, body_float, work, link_int, link_float, link_fext, element_int, element_float,
      link_wrench, joint_force, values, scratch) = forces
@@ -209,26 +207,6 @@ def _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float, positio
         drive_torques(drive_int, drive_float, q, v, mass, m_eff, bias, fopt[F_DT],
                       work[W_DRIVE, :nv])
     return 0
-
-
-@njit(cache=True, nogil=True)
-def _loop_residuals(loops, q, v):
-    """(max |g|, max |G v|) of the loop closures at (q, v), as robot.closure_residual
-    (Loops.state: kinematics, the cut rows, the loop Jacobian G). loops = (body_int, body_float,
-    work, cut_int, cut_float, loop_float, jacobian) (work, loop_float, jacobian: per thread)."""
-    body_int, body_float, work, cut_int, cut_float, loop_float, jacobian = loops[:7]
-    forward_kinematics(body_int, body_float, work, q, v)
-    cut_rows(cut_int, cut_float, work, loop_float)
-    loop_jacobian(body_int, body_float, work, cut_int, loop_float, jacobian)
-    position = 0.0
-    velocity = 0.0
-    for r in range(jacobian.shape[0]):
-        position = max(position, abs(loop_float[r, LOOP_RESIDUAL]))
-        s = 0.0
-        for j in range(v.shape[0]):
-            s += jacobian[r, j] * v[j]
-        velocity = max(velocity, abs(s))
-    return position, velocity
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -389,14 +367,12 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     q[i] = qn[i]
                 for i in range(nv):
                     v[i] = vn[i]
-            if iopt[I_LOOPS]:   # robot.step's projection test (PROJECTION_TOLERANCE)
-                position_residual, velocity_residual = _loop_residuals(loops, q, v)
-                if (position_residual > fopt[F_PROJECTION_TOLERANCE] or
-                        velocity_residual > fopt[F_PROJECTION_TOLERANCE]) and \
-                        not project_state(loops, projection_work, q, v, True):
-                    resume[0] = k   # not converged: the caller projects in Python (assembles)
-                    resume[1] = s + 1
-                    return NEEDS_PROJECTION, k
+            # robot.step's projection test (PROJECTION_TOLERANCE) and projection
+            if iopt[I_LOOPS] and close_loops(loops, projection_work, q, v,
+                                             fopt[F_PROJECTION_TOLERANCE]) < 0:
+                resume[0] = k   # not converged: the caller projects in Python (assembles)
+                resume[1] = s + 1
+                return NEEDS_PROJECTION, k
             code = _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_int,
                                stops_float, work, mats, stop_work, nq, nv, detail)
             if code != DONE:
