@@ -44,6 +44,7 @@ from .force_elements import force_element_loads
 from .plant import (DRIVE_Q_REF, DRIVE_VELOCITY_CMD, beyond_limits, drive_torques,
                     effective_inertias, limited_drive_torques, max_abs)
 from .rk4 import rk4_combine, rk4_stage, state_bound
+from .rollout_loop_drives import NEEDS_PARTITION, loop_drive_bias
 from .rollout_projection import close_loops
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
@@ -68,7 +69,7 @@ WORK_ROWS = 19
 M_MASS, M_CHOL, M_INV = range(3)                 # the (3, nv, nv) matrices
 # result codes (codes[i]); info[i] holds the detail (a speed, a kernel status)
 DONE, NOT_FINITE, TOO_FAST, DYNAMICS_FAILED, STOP_FAILED, DRIVE_TERMS_FAILED, \
-    NEEDS_PROJECTION = range(7)
+    NEEDS_PROJECTION, NEEDS_DRIVE_TERMS = range(8)
 
 
 @njit(cache=True, nogil=True)
@@ -258,8 +259,12 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     row `steps`, substep resume[1] - 1, passed the projection tolerance and
     kernels/rollout_projection.py's projection did not converge; the state is in work[W_Q],
     work[W_V]: the caller projects it there, as robot.step does, and calls again with `resume`
-    as returned). loop_arrays: robot/rollout_compiled.py's loop tuple, its item 10 the
-    projection's workspace. resume (2,) int64: [0, 0] to start from q0, v0.
+    as returned), or NEEDS_DRIVE_TERMS (drives on closed loops: the compensation of row
+    `steps` needs the partition re-chosen; resume = [steps, -1]: the caller writes b(q, v) of the
+    state in work[W_Q], work[W_V] into work[W_BIAS] and calls again). loop_arrays:
+    robot/rollout_compiled.py's loop tuple, its item 10 the projection's workspace, item 11 the
+    loop drives' (kernels/rollout_loop_drives.py). resume (2,) int64: [0, 0] to start from q0,
+    v0.
     position, velocity (T, nd): drive references (read when iopt[I_DRIVES]); the stop arrays
     read when iopt[I_LIMITS] (kernels/stops.py rows; stops_int, stops_float and drive_float are
     written: per-thread copies)."""
@@ -287,25 +292,37 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
             v[i] = v0[i]
             v_out[0, i] = v0[i]
             work[W_ZERO, i] = 0.0
-    else:   # back from a projection of the step before substep s0 of row k0
+    elif s0 > 0:   # back from a projection of the step before substep s0 of row k0
         code = _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_int,
                            stops_float, work, mats, stop_work, nq, nv, detail)
         if code != DONE:
             return code, k0
     for k in range(k0, tau.shape[0]):
-        first = s0 if k == k0 else 0
+        first = s0 if k == k0 and s0 > 0 else 0
         if first == 0:   # the row's held forces (on a resumed row they are still in work)
             for i in range(nv):
                 total[i] = tau[k, i]
             if iopt[I_DRIVES]:
+                if iopt[I_LOOPS]:
+                    # closed loops: the loop-consistent compensation (kernels/
+                    # rollout_loop_drives.py), unless the caller computed it (resume[1] = -1)
+                    if not (k == k0 and s0 < 0):
+                        status = loop_drive_bias(loops, loop_arrays[11], forces, loaded, q, v,
+                                                 work[W_BIAS, :nv])
+                        if status == NEEDS_PARTITION:
+                            resume[0] = k
+                            resume[1] = -1
+                            return NEEDS_DRIVE_TERMS, k
+                        if status:
+                            return DRIVE_TERMS_FAILED, k
                 # with force elements, b = ID(q, v, 0) with their loads (robot.inverse_dynamics;
                 # here, so that the plain path never binds the forces tuple)
-                if loaded and loaded_tree_inverse_dynamics(forces, q, v, work[W_ZERO, :nv],
-                                                           work[W_BIAS, :nv]):
+                elif loaded and loaded_tree_inverse_dynamics(forces, q, v, work[W_ZERO, :nv],
+                                                             work[W_BIAS, :nv]):
                     return DRIVE_TERMS_FAILED, k
                 if _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float,
                               position[k], velocity[k], vel_idx, velocity_limit, effort, work,
-                              mats, nq, nv, loaded):
+                              mats, nq, nv, loaded or iopt[I_LOOPS] != 0):
                     return DRIVE_TERMS_FAILED, k
                 for i in range(nv):
                     total[i] += work[W_DRIVE, i]

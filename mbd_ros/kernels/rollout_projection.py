@@ -81,13 +81,13 @@ def projection_workspace(nq, nv, n_rows, enabled=True):
             np.zeros(p if enabled else 0, dtype=np.int64))
 
 
-@njit(cache=True, nogil=True)
-def min_norm_solve(a, m, n, b, x, t, normal, rdiag, hv0, beta, c, z, perm):
-    """x (n,) = A^+ b, the minimum-norm least-squares solution of A x = b for A = a[:m, :n]
-    (any rank), b (m,): pivoted Householder QR of A^T into t (>= n x m), rank rule |R_kk| >
-    RANK_TOLERANCE |R_00| (see the module docstring), Cholesky of R_r R_r^T (r x r, in
-    `normal`). rdiag, hv0, beta, c, z (>= m,), perm (>= m,) int64: scratch. Returns the rank r,
-    or -1 if the r x r normal matrix was not positive definite (then x is not set)."""
+@njit(cache=True, nogil=True, inline="always")
+def pivoted_qr_transposed(a, m, n, t, rdiag, hv0, beta, perm):
+    """Householder QR with column pivoting of A^T for A = a[:m, :n] into t (>= n x m): the
+    columns of A^T (rows of A) greedy by remaining norm, stopped at the first pivot |R_kk| <=
+    RANK_TOLERANCE |R_00|. Returns the rank r; R_kk in rdiag, R_kj (j > k) in t[k, j], the
+    reflectors H_k = 1 - beta_k u u^T with u = (hv0[k], t[k+1:, k]), the pivots in perm
+    (the columns of A^T P). Q = H_0 ... H_{r-1}."""
     for j in range(m):                      # t = A^T: column j is row j of A
         perm[j] = j
         for i in range(n):
@@ -130,6 +130,17 @@ def min_norm_solve(a, m, n, b, x, t, normal, rdiag, hv0, beta, c, z, perm):
             for i in range(k + 1, n):
                 t[i, j] -= s * t[i, k]
         rank = k + 1
+    return rank
+
+
+@njit(cache=True, nogil=True)
+def min_norm_solve(a, m, n, b, x, t, normal, rdiag, hv0, beta, c, z, perm):
+    """x (n,) = A^+ b, the minimum-norm least-squares solution of A x = b for A = a[:m, :n]
+    (any rank), b (m,): pivoted Householder QR of A^T into t (>= n x m), rank rule |R_kk| >
+    RANK_TOLERANCE |R_00| (see the module docstring), Cholesky of R_r R_r^T (r x r, in
+    `normal`). rdiag, hv0, beta, c, z (>= m,), perm (>= m,) int64: scratch. Returns the rank r,
+    or -1 if the r x r normal matrix was not positive definite (then x is not set)."""
+    rank = pivoted_qr_transposed(a, m, n, t, rdiag, hv0, beta, perm)
     r = rank
     # R_r (r x m): R[i, i] = rdiag[i], R[i, j] = t[i, j] for j > i. Normal equations of
     # min |R_r^T z - P^T b|: (R_r R_r^T) z = R_r P^T b.
