@@ -59,9 +59,13 @@ def unsupported(problem):
         return "prescribed joints (trajectory callables) run in Python"
     if robot.mimic_joints:
         return "mimic couplings run in Python"
-    if problem.integrator in TREE_ONLY_INTEGRATORS and robot.closure_names:
-        return (f"the {problem.integrator} integrator on closed loops (its tangent basis) runs "
-                "in Python")
+    if problem.integrator in TREE_ONLY_INTEGRATORS and robot.closure_names and (
+            problem.integrator == "implicit_euler" or robot._forces is not None):
+        # symplectic_euler needs no tangent basis: compiled on loops without force elements
+        # (kernels/rollout_implicit.py's loaded path is the tree's, without the loop solver)
+        return (f"the {problem.integrator} integrator on closed loops "
+                + ("(its tangent basis)" if problem.integrator == "implicit_euler"
+                   else "with force elements") + " runs in Python")
     if robot.closure_names:
         constraints = robot._constraints
         if constraints.loops is None or not constraints.loops.recursive or \
