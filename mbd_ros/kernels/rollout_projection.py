@@ -35,7 +35,7 @@ the loops by its partitioned Newton in Python) or meets a singular M returns Fal
 untouched: the caller falls back to the Python projection.
 
 Cost (four-bar, a semi-implicit Euler step at 1 ms from |v| ~ 3 rad/s; numba loops of each
-part, timed by thread CPU time on a loaded 2-core AMD EPYC; bench/bench_rollout.py): the
+part, timed by thread CPU time on a loaded 2-core AMD EPYC; bench/RESULTS.md): the
 constrained forward dynamics 1.29 µs, the residual test 0.67 µs (kinematics with velocities
 0.23, cut rows, the loop Jacobian), the projection 1.55 µs more (one Gauss-Newton step from
 ~6e-9 to ~1e-16, the positions-only kinematics 0.13 µs, cut rows and G again, the mass matrix
