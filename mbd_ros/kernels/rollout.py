@@ -46,6 +46,7 @@ from .plant import (DRIVE_Q_REF, DRIVE_VELOCITY_CMD, beyond_limits, drive_torque
 from .rk4 import rk4_combine, rk4_stage, state_bound
 from .rollout_loop_drives import NEEDS_PARTITION, loop_drive_bias
 from .rollout_projection import close_loops
+from .rollout_tangent import implicit_euler_loop_step
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
 from .stops import (STOP_DQ, STOP_IDX, STOP_LOWER, STOP_TARGET, STOP_UPPER, enforce_positions,
@@ -367,6 +368,16 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     for i in range(nv):
                         vn[i] = v[i] + a1[i] * h
                     _integrate(body_int, iopt, q, vn, h, qn)
+                elif iopt[I_LOOPS] and iopt[I_INTEGRATOR] == IMPLICIT_EULER:
+                    # closed loops: on their tangent basis (kernels/rollout_tangent.py)
+                    status = implicit_euler_loop_step(
+                        entries[FD], bound, dims, loops, loop_arrays[11], body_int,
+                        iopt[I_INTEGRATE] == JOINT_MANIFOLDS, iopt[I_NQ_JOINTS],
+                        iopt[I_NV_JOINTS], q, v, total, a1, h, work[WORK_ROWS:],
+                        mats[M_INV + 1:], qn, vn)
+                    if status:
+                        detail[0] = status
+                        return DYNAMICS_FAILED, k
                 else:   # implicit_euler, symplectic_euler: kernels/rollout_implicit.py, on the
                     # workspace rows after WORK_ROWS and the matrices after M_INV
                     status = _implicit_step(entries, bound, dims, forces, body_int, iopt, q, v,

@@ -47,7 +47,8 @@ from ..model.layout import ACC, CUT_BODY_A, CUT_BODY_B, CUT_ROW0, CUT_ROWS, LOOP
 from .closed_loop import cut_rows, loop_jacobian, world_poses
 from .rnea import inverse_dynamics as _tree_inverse_dynamics
 from .rollout_loads import loaded_tree_inverse_dynamics
-from .rollout_projection import min_norm_solve, pivoted_qr_transposed
+from .rollout_projection import min_norm_solve
+from .rollout_tangent import tangent_basis
 
 # constraints.py's PARTITION_CONDITION_LIMIT (the kernels do not import the robot layer;
 # test/test_rollout_loops.py checks they are equal)
@@ -197,21 +198,9 @@ def loop_drive_bias(loops, drive_work, forces, loaded, q, v, out):
         status = _tree_inverse_dynamics(body_int, body_float, work, q, v, qdd, tau)
     if status:
         return TREE_FAILED
-    # N: the last nv - r columns of Q in G^T P = Q R (pivoted Householder QR of G^T)
-    rank = pivoted_qr_transposed(jacobian, m, nv, t, rdiag, hv0, beta, perm)
-    k = nv - rank
+    # N: the tangent basis (the last nv - r columns of Q in the pivoted QR of G^T)
     null = normal
-    for col in range(k):
-        for i in range(nv):
-            null[i, col] = 1.0 if i == rank + col else 0.0
-        for h in range(rank - 1, -1, -1):          # Q e = H_0 ... H_{r-1} e
-            s = hv0[h] * null[h, col]
-            for i in range(h + 1, nv):
-                s += t[i, h] * null[i, col]
-            s *= beta[h]
-            null[h, col] -= s * hv0[h]
-            for i in range(h + 1, nv):
-                null[i, col] -= s * t[i, h]
+    k = tangent_basis(jacobian, m, nv, t, rdiag, hv0, beta, perm, null)
     # a = (N^T S)^+ N^T tau_tree, accepted when N^T S a = N^T tau_tree (to 1e-8)
     target = vec[V_GAMMA, :k]       # (gamma no longer needed)
     tmax = 0.0

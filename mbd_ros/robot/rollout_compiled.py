@@ -59,13 +59,12 @@ def unsupported(problem):
         return "prescribed joints (trajectory callables) run in Python"
     if robot.mimic_joints:
         return "mimic couplings run in Python"
-    if problem.integrator in TREE_ONLY_INTEGRATORS and robot.closure_names and (
-            problem.integrator == "implicit_euler" or robot._forces is not None):
-        # symplectic_euler needs no tangent basis: compiled on loops without force elements
-        # (kernels/rollout_implicit.py's loaded path is the tree's, without the loop solver)
-        return (f"the {problem.integrator} integrator on closed loops "
-                + ("(its tangent basis)" if problem.integrator == "implicit_euler"
-                   else "with force elements") + " runs in Python")
+    if problem.integrator in TREE_ONLY_INTEGRATORS and robot.closure_names and \
+            robot._forces is not None:
+        # (kernels/rollout_implicit.py's loaded path is the tree's, without the loop solver;
+        # implicit_euler on loops, kernels/rollout_tangent.py, calls the loop solver's entry)
+        return (f"the {problem.integrator} integrator on closed loops with force elements runs "
+                "in Python")
     if robot.closure_names:
         constraints = robot._constraints
         if constraints.loops is None or not constraints.loops.recursive or \
