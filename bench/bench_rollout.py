@@ -23,7 +23,7 @@ Closed loops with drives= (the Plant's position drives, every 1-dof joint): the 
 Euler.
 
 Implicit integrators (implicit_euler, symplectic_euler; arm7, arm7 with a joint spring, the
-flexible arm; symplectic_euler on the four-bar): per step µs of the compiled rollout and of the
+flexible arm, the four-bar): per step µs of the compiled rollout and of the
 robot.step loop with the same integrator, as multiples of one forward dynamics call.
 
 Design check (kernels/rollout.py's docstring): a numba loop of 1000 ABA calls made directly
@@ -236,8 +236,6 @@ def bench_implicit(name, robot, steps, rounds, rng):
     rows_q, rows_v = robot.rollout(q, v, tau, DT)   # the states passed (FD cost depends on q)
     funcs = {}
     integrators = IMPLICIT if not robot.elastic_names else ("implicit_euler",)
-    if robot.closure_names:   # implicit_euler on closed loops runs in the reference engine
-        integrators = ("symplectic_euler",)
     for integrator in integrators:
         result = robot.rollout(q, v, tau, DT, integrator=integrator, engine="compiled")
         assert result.status == "ok", f"{name} {integrator}: {result.message}"

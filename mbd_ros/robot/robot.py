@@ -39,7 +39,7 @@ from ..kernels.finite import all_finite
 from ..kernels.rnea import remove_passive_forces as _remove_passive_forces
 from . import arguments as A
 from . import prescribed as P
-from .constraints import PROJECTION_TOLERANCE, Constraints, StepReport, null_space
+from .constraints import PROJECTION_TOLERANCE, Constraints, StepReport
 
 _EMPTY = A.EMPTY
 

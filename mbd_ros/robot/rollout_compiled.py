@@ -3,8 +3,8 @@ entries (mbd_ros.fastcall), with one set of workspaces per thread (RolloutEngine
 robot). robot/rollout.py validates the arguments and falls back to its reference loop (repeated
 robot.step) for what this engine does not run; `unsupported` says what and why:
 
-- the implicit_euler and symplectic_euler integrators on closed loops (their tangent basis; on
-  trees they run compiled, kernels/rollout_implicit.py);
+- the implicit_euler and symplectic_euler integrators on closed loops with force elements
+  (kernels/rollout_implicit.py's loaded path is the tree's, without the loop solver);
 - robots with parts evaluated in Python at every stage: add_force callbacks, force elements on
   flexible links, closed loops other than the recursive solver's (flexible trees, mimic
   couplings), limits on closed loops of a generated tree, mimic couplings;
@@ -15,7 +15,9 @@ elements and URDF passive forces, also with drives: their compensation ID(q, v, 
 elements' loads, kernels/rollout_loads.py) with rk4 (and the default integrator=None),
 semi_implicit_euler, implicit_euler, symplectic_euler (kernels/rollout_implicit.py), drives= and
 limits= run compiled; so do rigid closed loops of the recursive solver with rk4 and
-semi_implicit_euler (its C entry for the constrained forward dynamics; limits= too), with
+semi_implicit_euler, and without force elements also implicit_euler (on the tangent basis,
+kernels/rollout_tangent.py) and symplectic_euler (its C entry for the constrained forward
+dynamics; limits= too), with
 robot.step's projections (when the loop residuals pass PROJECTION_TOLERANCE) in numba
 (kernels/rollout_projection.py); they return to Python only when the compiled Gauss-Newton does
 not converge (robot.step then re-assembles). With drives= their loop-consistent compensation
@@ -44,7 +46,7 @@ from .tree import thread_pool
 VECTOR_SPACE_JOINTS = ("revolute", "prismatic", "helical", "cylindrical", "universal")
 INTEGRATOR_CODES = {None: K.RK4, "rk4": K.RK4, "semi_implicit_euler": K.SEMI_IMPLICIT_EULER,
                     "implicit_euler": K.IMPLICIT_EULER, "symplectic_euler": K.SYMPLECTIC_EULER}
-# integrators compiled for trees only (kernels/rollout_implicit.py: the tangent basis N = 1)
+# integrators compiled on trees and on closed loops without force elements
 TREE_ONLY_INTEGRATORS = ("implicit_euler", "symplectic_euler")
 TREE_KINDS = ("rigid", "generated", "flexible")
 PROJECTION_FAILED = -1.0   # detail of DYNAMICS_FAILED when robot.step's projection failed
