@@ -371,7 +371,7 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                 elif iopt[I_LOOPS] and iopt[I_INTEGRATOR] == IMPLICIT_EULER:
                     # closed loops: on their tangent basis (kernels/rollout_tangent.py)
                     status = implicit_euler_loop_step(
-                        entries[FD], bound, dims, loops, loop_arrays[11], body_int,
+                        entries[FD], bound, dims, forces, loaded, loops, loop_arrays[11], body_int,
                         iopt[I_INTEGRATE] == JOINT_MANIFOLDS, iopt[I_NQ_JOINTS],
                         iopt[I_NV_JOINTS], q, v, total, a1, h, work[WORK_ROWS:],
                         mats[M_INV + 1:], qn, vn)

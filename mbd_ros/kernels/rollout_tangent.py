@@ -21,13 +21,15 @@ unblocked LU where numpy uses BLAS and LAPACK: round-off apart, as on trees.
 import numpy as np
 from numba import njit
 
-from .closed_loop import cut_rows, loop_jacobian
-from .entry_call import call_entry
-from .kinematics import forward_kinematics
+from .closed_loop import cut_rows, forward_dynamics_checked, loop_jacobian
 from .configuration import integrate as _integrate_joints
-from .rollout_implicit import (FD_STEP, R_LOADED, R_P, R_PIV, R_QS, R_S, R_T, R_U, R_V2, R_Z,
-                               SINGULAR, X_AQ, X_AV, X_LHS, X_MASS, lu_solve)
+from .entry_call import call_entry
+from .force_elements import force_element_loads
+from .kinematics import forward_kinematics
+from .rollout_implicit import (FD_STEP, R_LOADED, R_P, R_PIV, R_QS, R_S, R_T, R_TAU, R_U, R_V2,
+                               R_Z, SINGULAR, X_AQ, X_AV, X_LHS, X_MASS, lu_solve)
 from .rollout_projection import pivoted_qr_transposed
+from .wrenches import load_link_wrenches
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -40,6 +42,25 @@ def _integrate(body_int, manifold, nq_joints, nv_joints, q, v, dt, out):
     _integrate_joints(body_int, q[:nq_joints], v[:nv_joints], dt, out[:nq_joints])
     for i in range(q.shape[0] - nq_joints):
         out[nq_joints + i] = v[nv_joints + i] * dt + q[nq_joints + i]
+
+
+@njit(cache=True, nogil=True)
+def _loop_dynamics(fd_address, bound, dims, forces, loops, loaded, q, v, tau, out, tau_loaded):
+    """out = f(q, v, tau) of the closed-loop robot: the loop solver's C entry, or with force
+    elements the loaded path as robot.forward_dynamics runs it (the elements' loads at (q, v),
+    the link wrenches into the loaded workspace, tau + their joint forces, the recursive solver
+    on that workspace: kernels/rollout.py's loaded forward dynamics with loops)."""
+    if not loaded:
+        return call_entry(fd_address, bound, dims, q, v, tau, out)
+    (body_int, body_float, work, link_int, link_float, link_fext, element_int, element_float,
+     link_wrench, joint_force, values, scratch) = forces
+    force_element_loads(body_int, body_float, link_int, link_float, work, element_int,
+                        element_float, q, v, link_wrench, joint_force, values, scratch)
+    load_link_wrenches(link_int, link_float, link_wrench, link_fext, work)
+    for i in range(tau.shape[0]):
+        tau_loaded[i] = tau[i] + joint_force[i]
+    return forward_dynamics_checked(body_int, body_float, work, loops[3], loops[4], loops[5], q,
+                                    v, tau_loaded, loops[7], out, loops[8], loops[9])
 
 
 @njit(cache=True, nogil=True)
@@ -76,8 +97,9 @@ def null_space_basis(jacobian):
 
 
 @njit(cache=True, nogil=True)
-def implicit_euler_loop_step(fd_address, bound, dims, loops, basis_work, body_int, manifold,
-                             nq_joints, nv_joints, q, v, tau, a1, h, rows, mats, q_next, v_next):
+def implicit_euler_loop_step(fd_address, bound, dims, forces, loaded, loops, basis_work,
+                             body_int, manifold, nq_joints, nv_joints, q, v, tau, a1, h, rows,
+                             mats, q_next, v_next):
     """One linearly implicit Euler step of a closed-loop robot (Simulator._implicit_euler with
     N = tangent_basis of G(q)): (q, v) -> (q_next, v_next) for the held tau (nv,), a1 = f(q, v,
     tau) given (the closed-loop entry at fd_address), step h (s). loops: kernels/rollout.py's
@@ -90,7 +112,7 @@ def implicit_euler_loop_step(fd_address, bound, dims, loops, basis_work, body_in
     qmats, qvec, perm = basis_work[2], basis_work[3], basis_work[4]
     v2, qs, p = rows[R_V2, :nv], rows[R_QS, :nq], rows[R_P, :nv]
     s, z, t, direction = rows[R_S, :nv], rows[R_Z, :nv], rows[R_T, :nv], rows[R_U, :nv]
-    sz = rows[R_LOADED, :nv]
+    sz, tau_loaded = rows[R_LOADED, :nv], rows[R_TAU, :nv]
     a_q, a_v, lhs, basis = mats[X_AQ], mats[X_AV], mats[X_LHS], mats[X_MASS]
     # N at q: G from the kinematics (positions only), the cut rows and the loop Jacobian
     forward_kinematics(body_int, body_float, work, q, v[:0])
@@ -103,14 +125,16 @@ def implicit_euler_loop_step(fd_address, bound, dims, loops, basis_work, body_in
         # d f / d v along n_j: v2 = n_j 1e-7 + v
         for i in range(nv):
             v2[i] = direction[i] * FD_STEP + v[i]
-        status = call_entry(fd_address, bound, dims, q, v2, tau, p)
+        status = _loop_dynamics(fd_address, bound, dims, forces, loops, loaded, q, v2, tau, p,
+                                tau_loaded)
         if status:
             return status
         for i in range(nv):
             a_v[i, j] = (p[i] - a1[i]) / FD_STEP
         # d f / d q along n_j: q (+) n_j 1e-7
         _integrate(body_int, manifold, nq_joints, nv_joints, q, direction, FD_STEP, qs)
-        status = call_entry(fd_address, bound, dims, qs, v, tau, p)
+        status = _loop_dynamics(fd_address, bound, dims, forces, loops, loaded, qs, v, tau, p,
+                                tau_loaded)
         if status:
             return status
         for i in range(nv):

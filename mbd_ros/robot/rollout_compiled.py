@@ -3,8 +3,8 @@ entries (mbd_ros.fastcall), with one set of workspaces per thread (RolloutEngine
 robot). robot/rollout.py validates the arguments and falls back to its reference loop (repeated
 robot.step) for what this engine does not run; `unsupported` says what and why:
 
-- the implicit_euler and symplectic_euler integrators on closed loops with force elements
-  (kernels/rollout_implicit.py's loaded path is the tree's, without the loop solver);
+- the symplectic_euler integrator on closed loops with force elements (kernels/
+  rollout_implicit.py's loaded path is the tree's, without the loop solver);
 - robots with parts evaluated in Python at every stage: add_force callbacks, force elements on
   flexible links, closed loops other than the recursive solver's (flexible trees, mimic
   couplings), limits on closed loops of a generated tree, mimic couplings;
@@ -15,8 +15,8 @@ elements and URDF passive forces, also with drives: their compensation ID(q, v, 
 elements' loads, kernels/rollout_loads.py) with rk4 (and the default integrator=None),
 semi_implicit_euler, implicit_euler, symplectic_euler (kernels/rollout_implicit.py), drives= and
 limits= run compiled; so do rigid closed loops of the recursive solver with rk4 and
-semi_implicit_euler, and without force elements also implicit_euler (on the tangent basis,
-kernels/rollout_tangent.py) and symplectic_euler (its C entry for the constrained forward
+semi_implicit_euler, implicit_euler (on the tangent basis, kernels/rollout_tangent.py) and,
+without force elements, symplectic_euler (its C entry for the constrained forward
 dynamics; limits= too), with
 robot.step's projections (when the loop residuals pass PROJECTION_TOLERANCE) in numba
 (kernels/rollout_projection.py); they return to Python only when the compiled Gauss-Newton does
@@ -61,12 +61,12 @@ def unsupported(problem):
         return "prescribed joints (trajectory callables) run in Python"
     if robot.mimic_joints:
         return "mimic couplings run in Python"
-    if problem.integrator in TREE_ONLY_INTEGRATORS and robot.closure_names and \
+    if problem.integrator == "symplectic_euler" and robot.closure_names and \
             robot._forces is not None:
         # (kernels/rollout_implicit.py's loaded path is the tree's, without the loop solver;
-        # implicit_euler on loops, kernels/rollout_tangent.py, calls the loop solver's entry)
-        return (f"the {problem.integrator} integrator on closed loops with force elements runs "
-                "in Python")
+        # implicit_euler on loops, kernels/rollout_tangent.py, has its own)
+        return ("the symplectic_euler integrator on closed loops with force elements runs in "
+                "Python")
     if robot.closure_names:
         constraints = robot._constraints
         if constraints.loops is None or not constraints.loops.recursive or \
