@@ -23,8 +23,9 @@ Closed loops with drives= (the Plant's position drives, every 1-dof joint): the 
 Euler.
 
 Implicit integrators (implicit_euler, symplectic_euler; arm7, arm7 with a joint spring, the
-flexible arm, the four-bar, the double wishbone: implicit Euler only): per step µs of the compiled rollout and of the
-robot.step loop with the same integrator, as multiples of one forward dynamics call.
+flexible arm, the four-bar, the double wishbone: implicit Euler only): per step µs of the
+compiled rollout and of the robot.step loop with the same integrator, as multiples of one
+forward dynamics call.
 
 Design check (kernels/rollout.py's docstring): a numba loop of 1000 ABA calls made directly
 vs through the C entry's address (call_entry), per call.

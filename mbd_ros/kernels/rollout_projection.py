@@ -1,7 +1,8 @@
 """robot.step's projection onto closed loops, compiled (robot/constraints.py
 Constraints.project_state, docs/theory.md §6), for the compiled rollout engine
-(kernels/rollout.py calls `project_state` when the loop residuals pass the projection tolerance,
-robot/rollout_compiled.py builds the workspaces, one set per thread).
+(kernels/rollout.py calls `close_loops`: the residual test, then `project_state`'s steps when a
+residual passes the projection tolerance; robot/rollout_compiled.py builds the workspaces, one
+set per thread).
 
 The projection, as constraints.py runs it on rigid loops of the recursive solver (no prescribed
 joints: every dof is free):
