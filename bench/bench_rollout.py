@@ -18,9 +18,14 @@ thread's CPU time (time.thread_time: the machine is shared, and wall-clock media
 Batch scaling: N members of the arm7 (rk4), batch_threads 1 and 2, interleaved; speed-up =
 time(1 thread) / time(2 threads).
 
+Closed loops with drives= (the Plant's position drives, every 1-dof joint): the compiled rollout
+(the loop-consistent compensation in numba) and the reference engine, rk4 and semi-implicit
+Euler.
+
 Implicit integrators (implicit_euler, symplectic_euler; arm7, arm7 with a joint spring, the
-flexible arm): per step µs of the compiled rollout and of the robot.step loop with the same
-integrator, as multiples of one forward dynamics call.
+flexible arm, the four-bar, the double wishbone: implicit Euler only): per step µs of the
+compiled rollout and of the robot.step loop with the same integrator, as multiples of one
+forward dynamics call.
 
 Parts compiled since h19-trees (prescribed joints on the arm7, a mimic gripper, the flexible arm
 with a spring-damper and a joint spring): per step µs of the compiled rollout (rk4 and
@@ -164,6 +169,29 @@ def bench_robot(name, make, steps, rounds, rng):
                 lambda i=integrator, k=k, twin=twin: twin.rollout(q, v, tau, DT, integrator=i,
                                                                   substeps=k))
 
+    if robot.closure_names:   # drives on closed loops: compiled (kernels/rollout_loop_drives.py)
+        # against the reference engine, which computed them in Python before
+        from mbd_ros.robot.joint_map import scalar_dofs
+        joints = list(scalar_dofs(robot))
+        iq = [int(robot.idx_q[robot.joint_names.index(j)]) for j in joints]
+        drives = {"joints": joints,
+                  "position": q[iq] + 0.2 * np.sin(np.linspace(0.0, 3.0, steps))[:, None]}
+        for integrator in ("rk4", "semi_implicit_euler"):
+            a = robot.rollout(q, v, tau, DT, integrator=integrator, drives=drives,
+                              engine="compiled")
+            b = robot.rollout(q, v, tau, DT, integrator=integrator, drives=drives,
+                              engine="reference")
+            assert a.status == "ok" and same_rollout(robot, a, b), \
+                f"{name} {integrator} drives: rollout differs from the reference engine"
+            engines[f"{integrator} + drives"] = "compiled"
+            engines[f"{integrator} + drives (reference engine)"] = "reference"
+            funcs[f"rollout {integrator} + drives"] = (
+                lambda i=integrator: robot.rollout(q, v, tau, DT, integrator=i, drives=drives,
+                                                   engine="compiled"))
+            funcs[f"rollout {integrator} + drives (reference engine)"] = (
+                lambda i=integrator: robot.rollout(q, v, tau, DT, integrator=i, drives=drives,
+                                                   engine="reference"))
+
     def step_loop():
         qq, vv = q, v
         for k in range(steps):
@@ -179,8 +207,9 @@ def bench_robot(name, make, steps, rounds, rng):
     rows = []
     for label, t in timings.items():
         per_step = t["median"] / (steps * sub)
-        engine = engines.get(label.replace("rollout ", "").replace(" (Python projections)", ""),
-                             "python loop")
+        engine = engines.get(label.replace("rollout ", ""),
+                             engines.get(label.replace("rollout ", "").replace(
+                                 " (Python projections)", ""), "python loop"))
         rows.append((name, robot.nv, label, engine, per_step, per_step / fd_median,
                      t["min"] / (steps * sub) / fd_min))
     return (fd_median, fd_min), rows
@@ -198,6 +227,11 @@ def implicit_robots():
         "sprung arm7 (force element)": mbd_ros.load(str(urdf / "arm7.urdf"), forces=sprung),
         "flexible arm": mbd_ros.load(str(urdf / "flexible_arm.urdf"),
                                      flexible=str(config / "flexible_arm.yaml")),
+        "fourbar (closed loop)": mbd_ros.load(str(urdf / "fourbar.urdf"),
+                                              closures=str(config / "fourbar_closures.yaml")),
+        "double wishbone": mbd_ros.load(str(urdf / "double_wishbone.urdf"),
+                                        closures=str(config / "double_wishbone.yaml"),
+                                        forces=str(config / "double_wishbone.yaml")),
     }
 
 
@@ -214,6 +248,8 @@ def bench_implicit(name, robot, steps, rounds, rng):
     rows_q, rows_v = robot.rollout(q, v, tau, DT)   # the states passed (FD cost depends on q)
     funcs = {}
     integrators = IMPLICIT if not robot.elastic_names else ("implicit_euler",)
+    if robot.closure_names and robot._forces is not None:   # symplectic: the reference engine
+        integrators = ("implicit_euler",)
     for integrator in integrators:
         result = robot.rollout(q, v, tau, DT, integrator=integrator, engine="compiled")
         assert result.status == "ok", f"{name} {integrator}: {result.message}"
@@ -445,6 +481,8 @@ def main():
     print("| robot | nv | call | µs/step (median) | FD per step (median) |")
     print("|---|---:|---|---:|---:|")
     for name, robot in implicit_robots().items():
+        if args.robots not in name:
+            continue
         fd, rows = bench_implicit(name, robot, args.steps, args.rounds, rng)
         print(f"| {name} | {robot.nv} | forward dynamics (Python call) | {fd:.3f} | 1 |")
         for row in rows:

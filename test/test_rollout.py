@@ -102,10 +102,12 @@ def test_arm_rollout_equals_repeated_step(arm7, integrator, engine):
     np.testing.assert_array_equal(V, v_ref)
 
 
-@pytest.mark.parametrize("integrator", PYTHON_INTEGRATORS)
+@pytest.mark.parametrize("integrator", ["symplectic_euler"])
 def test_python_integrators_are_refused_by_the_compiled_engine(integrator):
-    """Compiled on trees (test_rollout_implicit.py); on closed loops they run in Python."""
-    robot = fourbar()
+    """Compiled on trees (test_rollout_implicit.py) and on closed loops
+    (test_rollout_loop_integrators.py), except symplectic_euler on closed loops with force
+    elements (the double wishbone), which runs in Python."""
+    robot = double_wishbone()
     q0, v0 = start_state(robot, 1)
     with pytest.raises(ValueError, match=f"engine='compiled'.*{integrator}.*closed loops"):
         robot.rollout(q0, v0, np.zeros((2, robot.nv)), DT, integrator=integrator,
@@ -252,10 +254,11 @@ def test_other_kinds_equal_repeated_step(kind):
             q_ref, v_ref = robot.rollout(q0, v0, sign * tau, DT, integrator="rk4",
                                          engine="reference")
             assert_same_trajectory(robot, batch.Q[member], batch.V[member], q_ref, v_ref)
-        with pytest.raises(ValueError, match="engine='compiled'.*drives"):
-            robot.rollout(q0, v0, tau, DT, drives={"joints": ["crank_joint"],
-                                                   "position": np.zeros((len(tau), 1))},
-                          engine="compiled")
+        # drives on closed loops run compiled too (test/test_rollout_loop_drives.py)
+        drives = {"joints": ["crank_joint"], "position": np.zeros((len(tau), 1))}
+        Q, V = robot.rollout(q0, v0, tau, DT, drives=drives, engine="compiled")
+        q_ref, v_ref = robot.rollout(q0, v0, tau, DT, drives=drives, engine="reference")
+        assert_same_trajectory(robot, Q, V, q_ref, v_ref)
     if kind == "floating_base":   # the free joint's quaternion stays unit (the exponential map)
         assert abs(np.linalg.norm(Q[-1, 3:7]) - 1.0) < 1e-14
 

@@ -36,17 +36,17 @@ import math
 import numpy as np
 from numba import njit
 
-from ..model.layout import LOOP_RESIDUAL
 from .aba import forward_dynamics as _tree_forward_dynamics
-from .closed_loop import cut_rows, forward_dynamics_checked, loop_jacobian
+from .closed_loop import forward_dynamics_checked
 from .configuration import integrate as _integrate_joints
 from .entry_call import call_entry
 from .force_elements import force_element_loads
-from .kinematics import forward_kinematics
 from .plant import (DRIVE_Q_REF, DRIVE_VELOCITY_CMD, beyond_limits, drive_torques,
                     effective_inertias, limited_drive_torques, max_abs)
 from .rk4 import rk4_combine, rk4_stage, state_bound
-from .rollout_projection import project_state
+from .rollout_loop_drives import NEEDS_PARTITION, loop_drive_bias
+from .rollout_projection import close_loops
+from .rollout_tangent import implicit_euler_loop_step
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
 from .rollout_mimic import coupling_residual_exceeds
@@ -73,7 +73,7 @@ WORK_ROWS = 19
 M_MASS, M_CHOL, M_INV = range(3)                 # the (3, nv, nv) matrices
 # result codes (codes[i]); info[i] holds the detail (a speed, a kernel status)
 DONE, NOT_FINITE, TOO_FAST, DYNAMICS_FAILED, STOP_FAILED, DRIVE_TERMS_FAILED, \
-    NEEDS_PROJECTION = range(7)
+    NEEDS_PROJECTION, NEEDS_DRIVE_TERMS = range(8)
 
 
 @njit(cache=True, nogil=True)
@@ -86,7 +86,7 @@ def _loaded_forward_dynamics(forces, loops, iopt, q, v, tau, out, tau_loaded):
     it (forward_dynamics_checked). forces = (body_int, body_float, work, link_int, link_float,
     link_fext, element_int, element_float, link_wrench, joint_force, values, scratch) (the arrays
     of robot/force_loads.py RigidForceLoads and the tree; per-thread copies of those written);
-    loops: see _loop_residuals. (Not inlined, and called only on this path: binding the two
+    loops: see rollout_member. (Not inlined, and called only on this path: binding the two
     tuples costs an atomic reference count per array, ~0.5 µs per call measured on the arm7.)"""
     (body_int, body_float, work, link_int, link_float, link_fext, element_int, element_float,
      link_wrench, joint_force, values, scratch) = forces
@@ -214,26 +214,6 @@ def _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float, positio
     return 0
 
 
-@njit(cache=True, nogil=True)
-def _loop_residuals(loops, q, v):
-    """(max |g|, max |G v|) of the loop closures at (q, v), as robot.closure_residual
-    (Loops.state: kinematics, the cut rows, the loop Jacobian G). loops = (body_int, body_float,
-    work, cut_int, cut_float, loop_float, jacobian) (work, loop_float, jacobian: per thread)."""
-    body_int, body_float, work, cut_int, cut_float, loop_float, jacobian = loops[:7]
-    forward_kinematics(body_int, body_float, work, q, v)
-    cut_rows(cut_int, cut_float, work, loop_float)
-    loop_jacobian(body_int, body_float, work, cut_int, loop_float, jacobian)
-    position = 0.0
-    velocity = 0.0
-    for r in range(jacobian.shape[0]):
-        position = max(position, abs(loop_float[r, LOOP_RESIDUAL]))
-        s = 0.0
-        for j in range(v.shape[0]):
-            s += jacobian[r, j] * v[j]
-        velocity = max(velocity, abs(s))
-    return position, velocity
-
-
 @njit(cache=True, nogil=True, inline="always")
 def _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_int, stops_float,
                 work, mats, stop_work, nq, nv, detail):
@@ -283,8 +263,12 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     row `steps`, substep resume[1] - 1, passed the projection tolerance and
     kernels/rollout_projection.py's projection did not converge; the state is in work[W_Q],
     work[W_V]: the caller projects it there, as robot.step does, and calls again with `resume`
-    as returned). loop_arrays: robot/rollout_compiled.py's loop tuple, its item 10 the
-    projection's workspace. resume (2,) int64: [0, 0] to start from q0, v0.
+    as returned), or NEEDS_DRIVE_TERMS (drives on closed loops: the compensation of row
+    `steps` needs the partition re-chosen; resume = [steps, -1]: the caller writes b(q, v) of the
+    state in work[W_Q], work[W_V] into work[W_BIAS] and calls again). loop_arrays:
+    robot/rollout_compiled.py's loop tuple, its item 10 the projection's workspace, item 11 the
+    loop drives' (kernels/rollout_loop_drives.py). resume (2,) int64: [0, 0] to start from q0,
+    v0.
     position, velocity (T, nd): drive references (read when iopt[I_DRIVES]); the stop arrays
     read when iopt[I_LIMITS] (kernels/stops.py rows; stops_int, stops_float and drive_float are
     written: per-thread copies). parts: None, or (prescribed joints, mimic couplings, force
@@ -322,25 +306,37 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
             v[i] = v0[i]
             v_out[0, i] = v0[i]
             work[W_ZERO, i] = 0.0
-    else:   # back from a projection of the step before substep s0 of row k0
+    elif s0 > 0:   # back from a projection of the step before substep s0 of row k0
         code = _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_int,
                            stops_float, work, mats, stop_work, nq, nv, detail)
         if code != DONE:
             return code, k0
     for k in range(k0, tau.shape[0]):
-        first = s0 if k == k0 else 0
+        first = s0 if k == k0 and s0 > 0 else 0
         if first == 0:   # the row's held forces (on a resumed row they are still in work)
             for i in range(nv):
                 total[i] = tau[k, i]
             if iopt[I_DRIVES]:
+                if iopt[I_LOOPS]:
+                    # closed loops: the loop-consistent compensation (kernels/
+                    # rollout_loop_drives.py), unless the caller computed it (resume[1] = -1)
+                    if not (k == k0 and s0 < 0):
+                        status = loop_drive_bias(loops, loop_arrays[11], forces, loaded, q, v,
+                                                 work[W_BIAS, :nv])
+                        if status == NEEDS_PARTITION:
+                            resume[0] = k
+                            resume[1] = -1
+                            return NEEDS_DRIVE_TERMS, k
+                        if status:
+                            return DRIVE_TERMS_FAILED, k
                 # with force elements, b = ID(q, v, 0) with their loads (robot.inverse_dynamics;
                 # here, so that the plain path never binds the forces tuple)
-                if loaded and loaded_tree_inverse_dynamics(forces, q, v, work[W_ZERO, :nv],
-                                                           work[W_BIAS, :nv]):
+                elif loaded and loaded_tree_inverse_dynamics(forces, q, v, work[W_ZERO, :nv],
+                                                             work[W_BIAS, :nv]):
                     return DRIVE_TERMS_FAILED, k
                 if _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float,
                               position[k], velocity[k], vel_idx, velocity_limit, effort, work,
-                              mats, nq, nv, loaded):
+                              mats, nq, nv, loaded or iopt[I_LOOPS] != 0):
                     return DRIVE_TERMS_FAILED, k
                 for i in range(nv):
                     total[i] += work[W_DRIVE, i]
@@ -402,6 +398,16 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     for i in range(nv):
                         vn[i] = v[i] + a1[i] * h
                     _integrate(body_int, iopt, q, vn, h, qn)
+                elif iopt[I_LOOPS] and iopt[I_INTEGRATOR] == IMPLICIT_EULER:
+                    # closed loops: on their tangent basis (kernels/rollout_tangent.py)
+                    status = implicit_euler_loop_step(
+                        entries[FD], bound, dims, forces, loaded, loops, loop_arrays[11], body_int,
+                        iopt[I_INTEGRATE] == JOINT_MANIFOLDS, iopt[I_NQ_JOINTS],
+                        iopt[I_NV_JOINTS], q, v, total, a1, h, work[WORK_ROWS:],
+                        mats[M_INV + 1:], qn, vn)
+                    if status:
+                        detail[0] = status
+                        return DYNAMICS_FAILED, k
                 else:   # implicit_euler, symplectic_euler: kernels/rollout_implicit.py, on the
                     # workspace rows after WORK_ROWS and the matrices after M_INV
                     status = _implicit_step(entries, bound, dims, forces, body_int, iopt, q, v,
@@ -421,11 +427,10 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     q[i] = qn[i]
                 for i in range(nv):
                     v[i] = vn[i]
-            if iopt[I_LOOPS]:   # robot.step's projection test (PROJECTION_TOLERANCE)
-                position_residual, velocity_residual = _loop_residuals(loops, q, v)
-                if (position_residual > fopt[F_PROJECTION_TOLERANCE] or
-                        velocity_residual > fopt[F_PROJECTION_TOLERANCE]) and \
-                        not project_state(loops, projection_work, q, v, True):
+            # robot.step's projection test (PROJECTION_TOLERANCE) and projection
+            if iopt[I_LOOPS]:
+                if close_loops(loops, projection_work, q, v,
+                               fopt[F_PROJECTION_TOLERANCE]) < 0:
                     resume[0] = k   # not converged: the caller projects in Python (assembles)
                     resume[1] = s + 1
                     return NEEDS_PROJECTION, k

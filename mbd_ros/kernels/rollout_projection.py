@@ -1,7 +1,8 @@
 """robot.step's projection onto closed loops, compiled (robot/constraints.py
 Constraints.project_state, docs/theory.md §6), for the compiled rollout engine
-(kernels/rollout.py calls `project_state` when the loop residuals pass the projection tolerance,
-robot/rollout_compiled.py builds the workspaces, one set per thread).
+(kernels/rollout.py calls `close_loops`: the residual test, then `project_state`'s steps when a
+residual passes the projection tolerance; robot/rollout_compiled.py builds the workspaces, one
+set per thread).
 
 The projection, as constraints.py runs it on rigid loops of the recursive solver (no prescribed
 joints: every dof is free):
@@ -33,6 +34,17 @@ measures it: the projected states agree to ~1e-15, well inside ASSEMBLY_TOLERANC
 A projection that does not converge within `max_iterations` (constraints.py then re-assembles
 the loops by its partitioned Newton in Python) or meets a singular M returns False with q and v
 untouched: the caller falls back to the Python projection.
+
+Cost (four-bar, a semi-implicit Euler step at 1 ms from |v| ~ 3 rad/s; numba loops of each
+part, timed by thread CPU time on a loaded 2-core AMD EPYC; bench/RESULTS.md): the
+constrained forward dynamics 1.29 µs, the residual test 0.67 µs (kinematics with velocities
+0.23, cut rows, the loop Jacobian), the projection 1.55 µs more (one Gauss-Newton step from
+~6e-9 to ~1e-16, the positions-only kinematics 0.13 µs, cut rows and G again, the mass matrix
+0.17 µs, the small solves), against 1.56 µs for one forward dynamics call from Python. So the
+residual test alone nearly fills the 1.3 FD budget of a semi-implicit Euler step, which opens
+the loops by O(h^2 |v|^2) every step: an exact projection after every step cannot meet it. Here
+the test and the projection run in one call (`close_loops`, which unpacks the tuples once) and
+the Gauss-Newton re-evaluations skip the body velocities.
 
 Workspace (`projection_workspace`, per thread, built once): a tuple (mass (nv, nv), mats
 (4, p, p) float, vec (N_ROWS, p) float, perm (p,) int64) with p = max(nq, nv, b) for b loop rows.
@@ -70,13 +82,13 @@ def projection_workspace(nq, nv, n_rows, enabled=True):
             np.zeros(p if enabled else 0, dtype=np.int64))
 
 
-@njit(cache=True, nogil=True)
-def min_norm_solve(a, m, n, b, x, t, normal, rdiag, hv0, beta, c, z, perm):
-    """x (n,) = A^+ b, the minimum-norm least-squares solution of A x = b for A = a[:m, :n]
-    (any rank), b (m,): pivoted Householder QR of A^T into t (>= n x m), rank rule |R_kk| >
-    RANK_TOLERANCE |R_00| (see the module docstring), Cholesky of R_r R_r^T (r x r, in
-    `normal`). rdiag, hv0, beta, c, z (>= m,), perm (>= m,) int64: scratch. Returns the rank r,
-    or -1 if the r x r normal matrix was not positive definite (then x is not set)."""
+@njit(cache=True, nogil=True, inline="always")
+def pivoted_qr_transposed(a, m, n, t, rdiag, hv0, beta, perm):
+    """Householder QR with column pivoting of A^T for A = a[:m, :n] into t (>= n x m): the
+    columns of A^T (rows of A) greedy by remaining norm, stopped at the first pivot |R_kk| <=
+    RANK_TOLERANCE |R_00|. Returns the rank r; R_kk in rdiag, R_kj (j > k) in t[k, j], the
+    reflectors H_k = 1 - beta_k u u^T with u = (hv0[k], t[k+1:, k]), the pivots in perm
+    (the columns of A^T P). Q = H_0 ... H_{r-1}."""
     for j in range(m):                      # t = A^T: column j is row j of A
         perm[j] = j
         for i in range(n):
@@ -119,6 +131,17 @@ def min_norm_solve(a, m, n, b, x, t, normal, rdiag, hv0, beta, c, z, perm):
             for i in range(k + 1, n):
                 t[i, j] -= s * t[i, k]
         rank = k + 1
+    return rank
+
+
+@njit(cache=True, nogil=True)
+def min_norm_solve(a, m, n, b, x, t, normal, rdiag, hv0, beta, c, z, perm):
+    """x (n,) = A^+ b, the minimum-norm least-squares solution of A x = b for A = a[:m, :n]
+    (any rank), b (m,): pivoted Householder QR of A^T into t (>= n x m), rank rule |R_kk| >
+    RANK_TOLERANCE |R_00| (see the module docstring), Cholesky of R_r R_r^T (r x r, in
+    `normal`). rdiag, hv0, beta, c, z (>= m,), perm (>= m,) int64: scratch. Returns the rank r,
+    or -1 if the r x r normal matrix was not positive definite (then x is not set)."""
+    rank = pivoted_qr_transposed(a, m, n, t, rdiag, hv0, beta, perm)
     r = rank
     # R_r (r x m): R[i, i] = rdiag[i], R[i, j] = t[i, j] for j > i. Normal equations of
     # min |R_r^T z - P^T b|: (R_r R_r^T) z = R_r P^T b.
@@ -172,12 +195,13 @@ def min_norm_solve(a, m, n, b, x, t, normal, rdiag, hv0, beta, c, z, perm):
     return r
 
 
-@njit(cache=True, nogil=True)
-def _loop_state(loops, q, zero):
-    """max |g| at q; g into loop_float[:, LOOP_RESIDUAL], G into loops' jacobian (as
-    Loops.state: kinematics, the cut rows, the loop Jacobian, on the thread's workspace)."""
-    body_int, body_float, work, cut_int, cut_float, loop_float, jacobian = loops[:7]
-    forward_kinematics(body_int, body_float, work, q, zero)
+@njit(cache=True, nogil=True, inline="always")
+def _loop_state(body_int, body_float, work, cut_int, cut_float, loop_float, jacobian, q, none):
+    """max |g| at q; g into loop_float[:, LOOP_RESIDUAL], G into `jacobian` (as Loops.state:
+    kinematics, the cut rows, the loop Jacobian, on the thread's workspace). none: an empty
+    (0,) array: the kinematics skip the body velocities (G and g do not depend on v; the cut
+    rows' velocity terms, which do, are not read here)."""
+    forward_kinematics(body_int, body_float, work, q, none)
     cut_rows(cut_int, cut_float, work, loop_float)
     loop_jacobian(body_int, body_float, work, cut_int, loop_float, jacobian)
     residual = 0.0
@@ -191,14 +215,49 @@ def project_state(loops, workspace, q, v, state_ready):
     """constraints.project_state(q, v) in place on q (nq,), v (nv,) (see the module docstring):
     loops = kernels/rollout.py's loops tuple (tree and cut arrays, the thread's kinematics and
     loop workspaces), workspace = projection_workspace(...); state_ready: the loop workspace
-    already holds the cut rows and G at this q (kernels/rollout.py's residual test computed
-    them: they do not depend on v), so the first evaluation is skipped. Returns True, or False
-    with q, v
+    already holds the cut rows and G at this q (e.g. from close_loops' residual test: they do
+    not depend on v), so the first evaluation is skipped. Returns True, or False with q, v
     unchanged when the positions did not converge in MAX_ITERATIONS steps (the caller then runs
     the Python projection, which re-assembles) or a solve failed."""
-    body_int, body_float, work = loops[0], loops[1], loops[2]
-    loop_float, jacobian = loops[5], loops[6]
+    body_int, body_float, work, cut_int, cut_float, loop_float, jacobian = loops[:7]
     mass, mats, vec, perm = workspace
+    return _project(body_int, body_float, work, cut_int, cut_float, loop_float, jacobian, mass,
+                    mats, vec, perm, q, v, state_ready)
+
+
+@njit(cache=True, nogil=True)
+def close_loops(loops, workspace, q, v, tolerance):
+    """robot.step's closing of the loops after a step, in place on q (nq,), v (nv,): the
+    residual test (robot.closure_residual: max |g| and max |G v| against `tolerance`,
+    PROJECTION_TOLERANCE) and, when it fails, project_state. Returns 0 (closed: nothing done),
+    1 (projected) or -1 (the projection declined, q and v unchanged: the caller projects in
+    Python). One call that unpacks the two tuples once: passing them on to each part cost more
+    than the small dense algebra of a four-bar's projection (measured, bench/RESULTS.md)."""
+    body_int, body_float, work, cut_int, cut_float, loop_float, jacobian = loops[:7]
+    mass, mats, vec, perm = workspace
+    forward_kinematics(body_int, body_float, work, q, v)
+    cut_rows(cut_int, cut_float, work, loop_float)
+    loop_jacobian(body_int, body_float, work, cut_int, loop_float, jacobian)
+    position = 0.0
+    velocity = 0.0
+    for r in range(jacobian.shape[0]):
+        position = max(position, abs(loop_float[r, LOOP_RESIDUAL]))
+        s = 0.0
+        for j in range(v.shape[0]):
+            s += jacobian[r, j] * v[j]
+        velocity = max(velocity, abs(s))
+    if not (position > tolerance or velocity > tolerance):
+        return 0
+    if _project(body_int, body_float, work, cut_int, cut_float, loop_float, jacobian, mass,
+                mats, vec, perm, q, v, True):
+        return 1
+    return -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _project(body_int, body_float, work, cut_int, cut_float, loop_float, jacobian, mass, mats,
+             vec, perm, q, v, state_ready):
+    """project_state on the unpacked arrays."""
     if perm.shape[0] == 0:      # disabled (projection_workspace(enabled=False))
         return False
     nq, nv, m = q.shape[0], v.shape[0], jacobian.shape[0]
@@ -206,8 +265,7 @@ def project_state(loops, workspace, q, v, state_ready):
     g, gv, y = vec[V_G, :m], vec[V_GV, :m], vec[V_Y, :m]
     rdiag, hv0, beta, c, z = vec[V_RDIAG], vec[V_HV0], vec[V_BETA], vec[V_C], vec[V_Z]
     t, normal = mats[P_T], mats[P_NORMAL]
-    for i in range(nv):
-        zero[i] = 0.0
+    none = zero[:0]
     for i in range(nq):
         qp[i] = q[i]
     # 1. Gauss-Newton with minimum-norm steps (constraints.py _close_min_norm)
@@ -216,7 +274,8 @@ def project_state(loops, workspace, q, v, state_ready):
         for r in range(m):
             residual = max(residual, abs(loop_float[r, LOOP_RESIDUAL]))
     else:
-        residual = _loop_state(loops, qp, zero)
+        residual = _loop_state(body_int, body_float, work, cut_int, cut_float, loop_float,
+                               jacobian, qp, none)
     iterations = 0
     while not residual < ASSEMBLY_TOLERANCE:
         if iterations == MAX_ITERATIONS:
@@ -232,7 +291,8 @@ def project_state(loops, workspace, q, v, state_ready):
         for i in range(nq):
             qp[i] = qn[i]
         iterations += 1
-        residual = _loop_state(loops, qp, zero)
+        residual = _loop_state(body_int, body_float, work, cut_int, cut_float, loop_float,
+                               jacobian, qp, none)
     # 2. v <- v - M^-1 G^T (G M^-1 G^T)^+ G v, G (in `jacobian`) and M at the projected q
     chol = mats[P_CHOL]
     if mass_matrix(body_int, body_float, work, qp, mass):

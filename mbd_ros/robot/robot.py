@@ -39,7 +39,7 @@ from ..kernels.finite import all_finite
 from ..kernels.rnea import remove_passive_forces as _remove_passive_forces
 from . import arguments as A
 from . import prescribed as P
-from .constraints import PROJECTION_TOLERANCE, Constraints, StepReport, null_space
+from .constraints import PROJECTION_TOLERANCE, Constraints, StepReport
 
 _EMPTY = A.EMPTY
 
@@ -1262,10 +1262,14 @@ class Robot:
 
     def constraint_basis(self, q):
         """N (nv, m): orthonormal basis of the admissible velocities (G N = 0; identity for a
-        robot without constraints)."""
+        robot without constraints): the last columns of the pivoted Householder QR of G^T
+        (kernels/rollout_tangent.py: one algorithm for robot.step's implicit Euler, which
+        differentiates along these columns, and the compiled rollout's, so that both take the
+        same directions; an SVD's basis is LAPACK's choice)."""
         if self._constraints.empty:
             return np.eye(self.nv)
-        return null_space(self.loop_state(q)[1])[0]
+        from ..kernels.rollout_tangent import null_space_basis
+        return null_space_basis(self.loop_state(q)[1])
 
     # ------------------------------------------------------------------ force elements
     @property

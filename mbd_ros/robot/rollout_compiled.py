@@ -3,15 +3,14 @@ entries (mbd_ros.fastcall), with one set of workspaces per thread (RolloutEngine
 robot). robot/rollout.py validates the arguments and falls back to its reference loop (repeated
 robot.step) for what this engine does not run; `unsupported` says what and why:
 
-- the implicit_euler and symplectic_euler integrators on closed loops (their tangent basis; on
-  trees they run compiled, kernels/rollout_implicit.py);
+- the symplectic_euler integrator on closed loops with force elements (kernels/
+  rollout_implicit.py's loaded path is the tree's, without the loop solver);
 - robots with parts evaluated in Python at every stage: add_force callbacks, force elements on
   flexible links with drives, prescribed joints, mimic couplings or the implicit integrators
   (else compiled: kernels/rollout_flexible_loads.py), closed loops other than the recursive
-  solver's (flexible trees, mimic couplings), drives on closed loops (and limits on those of a
-  generated tree), mimic couplings with closed loops, drives, limits or the implicit
-  integrators (on trees they run compiled with rk4 and semi_implicit_euler:
-  kernels/rollout_mimic.py);
+  solver's (flexible trees, mimic couplings), limits on closed loops of a generated tree, mimic
+  couplings with closed loops, drives, limits or the implicit integrators (on trees they run
+  compiled with rk4 and semi_implicit_euler: kernels/rollout_mimic.py);
 - prescribed joints with the implicit integrators, or on closed loops or mimic couplings (rk4,
   the default and semi_implicit_euler read them on trees from a table sampled in Python,
   robot/rollout_prescribed.py, kernels/rollout_prescribed.py).
@@ -21,10 +20,14 @@ elements and URDF passive forces, also with drives: their compensation ID(q, v, 
 elements' loads, kernels/rollout_loads.py) with rk4 (and the default integrator=None),
 semi_implicit_euler, implicit_euler, symplectic_euler (kernels/rollout_implicit.py), drives= and
 limits= run compiled; so do rigid closed loops of the recursive solver with rk4 and
-semi_implicit_euler (its C entry for the constrained forward dynamics; limits= too), with
+semi_implicit_euler, implicit_euler (on the tangent basis, kernels/rollout_tangent.py) and,
+without force elements, symplectic_euler (its C entry for the constrained forward
+dynamics; limits= too), with
 robot.step's projections (when the loop residuals pass PROJECTION_TOLERANCE) in numba
 (kernels/rollout_projection.py); they return to Python only when the compiled Gauss-Newton does
-not converge (robot.step then re-assembles).
+not converge (robot.step then re-assembles). With drives= their loop-consistent compensation
+(the Plant's) runs in numba too (kernels/rollout_loop_drives.py), returning to Python for a row
+only where the coordinate partition would be re-chosen.
 """
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ import numpy as np
 from .. import fastcall
 from ..fastcall.entries import entry
 from ..kernels import rollout as K
+from ..kernels.rollout_loop_drives import drive_workspace
 from ..kernels.rollout_projection import projection_workspace
 from ..kernels.rollout_implicit import IMPLICIT_MATS, IMPLICIT_ROWS
 from .constraints import PROJECTION_TOLERANCE
@@ -51,8 +55,7 @@ from .tree import thread_pool
 VECTOR_SPACE_JOINTS = ("revolute", "prismatic", "helical", "cylindrical", "universal")
 INTEGRATOR_CODES = {None: K.RK4, "rk4": K.RK4, "semi_implicit_euler": K.SEMI_IMPLICIT_EULER,
                     "implicit_euler": K.IMPLICIT_EULER, "symplectic_euler": K.SYMPLECTIC_EULER}
-# integrators compiled for trees only (kernels/rollout_implicit.py: the tangent basis N = 1)
-TREE_ONLY_INTEGRATORS = ("implicit_euler", "symplectic_euler")
+# integrators compiled on trees and on closed loops without force elements
 TREE_KINDS = ("rigid", "generated", "flexible")
 PROJECTION_FAILED = -1.0   # detail of DYNAMICS_FAILED when robot.step's projection failed
 
@@ -66,16 +69,17 @@ def unsupported(problem):
         return prescribed_unsupported(problem)
     if robot.mimic_joints and mimic_unsupported(problem):
         return mimic_unsupported(problem)
-    if problem.integrator in TREE_ONLY_INTEGRATORS and robot.closure_names:
-        return (f"the {problem.integrator} integrator on closed loops (its tangent basis) runs "
-                "in Python")
+    if problem.integrator == "symplectic_euler" and robot.closure_names and \
+            robot._forces is not None:
+        # (kernels/rollout_implicit.py's loaded path is the tree's, without the loop solver;
+        # implicit_euler on loops, kernels/rollout_tangent.py, has its own)
+        return ("the symplectic_euler integrator on closed loops with force elements runs in "
+                "Python")
     if robot.closure_names:
         constraints = robot._constraints
         if constraints.loops is None or not constraints.loops.recursive or \
                 robot.tree.kind == "flexible":
             return "these closed loops (not the recursive solver's) run in Python"
-        if problem.drive_int is not None:
-            return "drives on closed loops (their loop-consistent compensation) run in Python"
         if problem.limits is not None and robot.tree.kind != "rigid":
             return "position stops on closed loops of a generated tree run in Python"
     if robot.tree.kind not in TREE_KINDS:
@@ -154,7 +158,7 @@ class RolloutEngine:
             i2, f2, i1, f1 = (np.zeros((1, 1), dtype=np.int64), np.zeros((1, 1)),
                               np.zeros(1, dtype=np.int64), np.zeros(1))
             return (i2, f2, f2.copy(), i2, f2, f2.copy(), f2.copy(), f1, i1, f1.copy(),
-                    projection_workspace(1, 1, 1))
+                    projection_workspace(1, 1, 1), drive_workspace(1, 1, ()))
         tree, constraints = robot.tree, robot._constraints
         loops = constraints.loops
         return (tree.body_int, tree.body_float, np.zeros_like(tree.work), loops.cut_int,
@@ -162,7 +166,8 @@ class RolloutEngine:
                 np.array(constraints.gains), np.array(constraints.info),
                 np.zeros(loops.n_constraints),
                 projection_workspace(robot.nq, robot.nv, loops.n_constraints,
-                                     not self.python_projection))
+                                     not self.python_projection),
+                drive_workspace(robot.nv, loops.n_constraints, constraints.actuated_dofs))
 
     def force_arrays(self):
         """kernels/rollout.py's `forces` tuple for one thread: the tree's model arrays and the
@@ -292,6 +297,8 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
             w.loops[7][:] = robot._constraints.gains
         for i in range(a, b):   # member by member: the kernel returns for each projection
             w.resume[:] = 0
+            if drives:   # the partition the compensation starts from (robot.partition at q0)
+                set_partition(w, problem.q0[i])
             while True:
                 codes[i], steps[i] = K.rollout_member(
                     engine.entries, w.pointers, engine.dims, w.forces, w.loops, engine.body_int,
@@ -299,11 +306,36 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
                     drive_float, position[i], velocity[i], limited_iq, stops_int, stops_float,
                     vel_idx, velocity_limit, effort, w.work, w.mats, w.stop_work, q[i], v[i],
                     detail[i:i + 1], w.resume, parts)
+                if codes[i] == K.NEEDS_DRIVE_TERMS:
+                    drive_terms(w)
+                    continue
                 if codes[i] != K.NEEDS_PROJECTION:
                     break
                 if not project(w):
                     codes[i], detail[i] = K.DYNAMICS_FAILED, PROJECTION_FAILED
                     break
+
+    def set_partition(w, q):
+        """The robot's coordinate partition at q into the loop drives' workspace."""
+        with robot._lock:
+            dependent = robot._constraints.partition(q)[1]
+        flags = w.loops[11][0]
+        flags[:] = 0
+        flags[dependent] = 1
+
+    def drive_terms(w):
+        """The row's compensation b(q, v) in Python where the kernel would have to re-choose the
+        partition (Plant._compensation: project_acceleration, which re-chooses it, then the
+        actuated forces of robot.inverse_dynamics; 0 where it refuses), into w.work[W_BIAS]."""
+        state_q, state_v = w.work[K.W_Q, :robot.nq], w.work[K.W_V, :nv]
+        bias = w.work[K.W_BIAS, :nv]
+        try:
+            with robot._lock:
+                qdd = robot.project_acceleration(state_q.copy(), state_v.copy(), np.zeros(nv))
+                bias[:] = robot.inverse_dynamics(state_q.copy(), state_v.copy(), qdd)
+        except ValueError:
+            bias[:] = 0.0
+        set_partition(w, state_q.copy())
 
     def project(w):
         """robot.step's projection of the state in w.work (constraints.project_state)."""

@@ -1,0 +1,182 @@
+"""The tangent basis of closed loops and the implicit Euler step on it (robot.step's
+``implicit_euler`` on a robot with loops of the recursive solver; kernels/rollout.py calls
+`implicit_euler_loop_step`, robot.constraint_basis calls `tangent_basis` so that robot.step and
+the compiled rollout step along the same directions).
+
+Why one basis algorithm for both: the Simulator's implicit Euler (robot/integrators.py) takes its
+Jacobians by forward differences (step 1e-7) along the columns of an orthonormal basis N of the
+admissible velocities (null(G)). Mathematically the step does not depend on which basis, but the
+differences' truncation error does (~1e-7 relative in the Jacobians): an SVD's basis (the sign or
+rotation within the null space LAPACK returns) could not be reproduced to round-off by a
+compiled step. `tangent_basis` defines N by a fixed algorithm, the Householder QR with column
+pivoting of G^T (kernels/rollout_projection.py pivoted_qr_transposed, the rank rule |R_kk| >
+RANK_TOLERANCE |R_00|): N = the last nv - r columns of Q = H_0 ... H_{r-1}, orthonormal and
+orthogonal to the rows of G.
+
+`implicit_euler_loop_step` is Simulator._implicit_euler with that N (A_q N, A_v N column by
+column, s = N^T v, the m x m system, v+ and q+), with the elementwise operations in the
+Simulator's order; its products and the solve are plain sums and kernels/rollout_implicit.py's
+unblocked LU where numpy uses BLAS and LAPACK: round-off apart, as on trees.
+"""
+import numpy as np
+from numba import njit
+
+from .closed_loop import cut_rows, forward_dynamics_checked, loop_jacobian
+from .configuration import integrate as _integrate_joints
+from .entry_call import call_entry
+from .force_elements import force_element_loads
+from .kinematics import forward_kinematics
+from .rollout_implicit import (FD_STEP, R_LOADED, R_P, R_PIV, R_QS, R_S, R_T, R_TAU, R_U, R_V2,
+                               R_Z, SINGULAR, X_AQ, X_AV, X_LHS, X_MASS, lu_solve)
+from .rollout_projection import pivoted_qr_transposed
+from .wrenches import load_link_wrenches
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _integrate(body_int, manifold, nq_joints, nv_joints, q, v, dt, out):
+    """out = q (+) v dt as robot.integrate (kernels/rollout_implicit.py's update)."""
+    if not manifold:
+        for i in range(q.shape[0]):
+            out[i] = q[i] + v[i] * dt
+        return
+    _integrate_joints(body_int, q[:nq_joints], v[:nv_joints], dt, out[:nq_joints])
+    for i in range(q.shape[0] - nq_joints):
+        out[nq_joints + i] = v[nv_joints + i] * dt + q[nq_joints + i]
+
+
+@njit(cache=True, nogil=True)
+def _loop_dynamics(fd_address, bound, dims, forces, loops, loaded, q, v, tau, out, tau_loaded):
+    """out = f(q, v, tau) of the closed-loop robot: the loop solver's C entry, or with force
+    elements the loaded path as robot.forward_dynamics runs it (the elements' loads at (q, v),
+    the link wrenches into the loaded workspace, tau + their joint forces, the recursive solver
+    on that workspace: kernels/rollout.py's loaded forward dynamics with loops)."""
+    if not loaded:
+        return call_entry(fd_address, bound, dims, q, v, tau, out)
+    (body_int, body_float, work, link_int, link_float, link_fext, element_int, element_float,
+     link_wrench, joint_force, values, scratch) = forces
+    force_element_loads(body_int, body_float, link_int, link_float, work, element_int,
+                        element_float, q, v, link_wrench, joint_force, values, scratch)
+    load_link_wrenches(link_int, link_float, link_wrench, link_fext, work)
+    for i in range(tau.shape[0]):
+        tau_loaded[i] = tau[i] + joint_force[i]
+    return forward_dynamics_checked(body_int, body_float, work, loops[3], loops[4], loops[5], q,
+                                    v, tau_loaded, loops[7], out, loops[8], loops[9])
+
+
+@njit(cache=True, nogil=True)
+def tangent_basis(jacobian, m, nv, t, rdiag, hv0, beta, perm, out):
+    """out[:, :k] = N (nv, k), k = nv - rank(G), for G = jacobian[:m, :nv] (module docstring).
+    Scratch: t (>= nv x m), rdiag, hv0, beta (>= min(m, nv)), perm (>= m) int64. Returns k."""
+    rank = pivoted_qr_transposed(jacobian, m, nv, t, rdiag, hv0, beta, perm) if m else 0
+    k = nv - rank
+    for col in range(k):
+        for i in range(nv):
+            out[i, col] = 1.0 if i == rank + col else 0.0
+        for h in range(rank - 1, -1, -1):          # Q e = H_0 ... H_{r-1} e
+            s = hv0[h] * out[h, col]
+            for i in range(h + 1, nv):
+                s += t[i, h] * out[i, col]
+            s *= beta[h]
+            out[h, col] -= s * hv0[h]
+            for i in range(h + 1, nv):
+                out[i, col] -= s * t[i, h]
+    return k
+
+
+def null_space_basis(jacobian):
+    """N (nv, k): `tangent_basis` of G (m, nv) (allocates: for robot.constraint_basis)."""
+    jacobian = np.ascontiguousarray(jacobian, dtype=float)
+    m, nv = jacobian.shape
+    p = max(m, nv, 1)
+    t = np.zeros((p, p))
+    scratch = np.zeros((3, p))
+    perm = np.zeros(p, dtype=np.int64)
+    out = np.zeros((nv, nv))
+    k = tangent_basis(jacobian, m, nv, t, scratch[0], scratch[1], scratch[2], perm, out)
+    return out[:, :k].copy()
+
+
+@njit(cache=True, nogil=True)
+def implicit_euler_loop_step(fd_address, bound, dims, forces, loaded, loops, basis_work,
+                             body_int, manifold, nq_joints, nv_joints, q, v, tau, a1, h, rows,
+                             mats, q_next, v_next):
+    """One linearly implicit Euler step of a closed-loop robot (Simulator._implicit_euler with
+    N = tangent_basis of G(q)): (q, v) -> (q_next, v_next) for the held tau (nv,), a1 = f(q, v,
+    tau) given (the closed-loop entry at fd_address), step h (s). loops: kernels/rollout.py's
+    loops tuple (its kinematics workspace, cut rows and G are written); basis_work: a loop
+    workspace with mats (>= 1, p, p), vec (>= 3, p), perm (p,) as scratch (p = max(nv, b));
+    rows, mats: kernels/rollout_implicit.py's workspace. Returns 0, the forward dynamics'
+    status, or SINGULAR."""
+    body_float, work, cut_int, cut_float, loop_float, jacobian = loops[1:7]
+    nq, nv, m = q.shape[0], v.shape[0], jacobian.shape[0]
+    qmats, qvec, perm = basis_work[2], basis_work[3], basis_work[4]
+    v2, qs, p = rows[R_V2, :nv], rows[R_QS, :nq], rows[R_P, :nv]
+    s, z, t, direction = rows[R_S, :nv], rows[R_Z, :nv], rows[R_T, :nv], rows[R_U, :nv]
+    sz, tau_loaded = rows[R_LOADED, :nv], rows[R_TAU, :nv]
+    a_q, a_v, lhs, basis = mats[X_AQ], mats[X_AV], mats[X_LHS], mats[X_MASS]
+    # N at q: G from the kinematics (positions only), the cut rows and the loop Jacobian
+    forward_kinematics(body_int, body_float, work, q, v[:0])
+    cut_rows(cut_int, cut_float, work, loop_float)
+    loop_jacobian(body_int, body_float, work, cut_int, loop_float, jacobian)
+    k = tangent_basis(jacobian, m, nv, qmats[0], qvec[0], qvec[1], qvec[2], perm, basis)
+    for j in range(k):
+        for i in range(nv):
+            direction[i] = basis[i, j]
+        # d f / d v along n_j: v2 = n_j 1e-7 + v
+        for i in range(nv):
+            v2[i] = direction[i] * FD_STEP + v[i]
+        status = _loop_dynamics(fd_address, bound, dims, forces, loops, loaded, q, v2, tau, p,
+                                tau_loaded)
+        if status:
+            return status
+        for i in range(nv):
+            a_v[i, j] = (p[i] - a1[i]) / FD_STEP
+        # d f / d q along n_j: q (+) n_j 1e-7
+        _integrate(body_int, manifold, nq_joints, nv_joints, q, direction, FD_STEP, qs)
+        status = _loop_dynamics(fd_address, bound, dims, forces, loops, loaded, qs, v, tau, p,
+                                tau_loaded)
+        if status:
+            return status
+        for i in range(nv):
+            a_q[i, j] = (p[i] - a1[i]) / FD_STEP
+    # s = N^T v; lhs = eye - h (N^T A_v) - h h (N^T A_q); rhs = h (N^T a1) + h h (N^T (A_q s))
+    for j in range(k):
+        acc = 0.0
+        for i in range(nv):
+            acc += basis[i, j] * v[i]
+        s[j] = acc
+    hh = h * h
+    for r in range(k):
+        for c in range(k):
+            x = 0.0
+            y = 0.0
+            for i in range(nv):
+                x += basis[i, r] * a_v[i, c]
+                y += basis[i, r] * a_q[i, c]
+            lhs[r, c] = ((1.0 if r == c else 0.0) - h * x) - hh * y
+    for i in range(nv):                 # t = A_q s
+        acc = 0.0
+        for j in range(k):
+            acc += a_q[i, j] * s[j]
+        t[i] = acc
+    for r in range(k):
+        x = 0.0
+        y = 0.0
+        for i in range(nv):
+            x += basis[i, r] * a1[i]
+            y += basis[i, r] * t[i]
+        z[r] = h * x + hh * y
+    if lu_solve(lhs[:k, :k], z[:k], rows[R_PIV, :k]):
+        return SINGULAR
+    # v+ = v + h (a1 + h (A_q (s + z)) + A_v z);  q+ = q (+) v+ h
+    for j in range(k):
+        sz[j] = s[j] + z[j]
+    for i in range(nv):
+        x = 0.0
+        y = 0.0
+        for j in range(k):
+            x += a_q[i, j] * sz[j]
+            y += a_v[i, j] * z[j]
+        v_next[i] = v[i] + h * ((a1[i] + h * x) + y)
+    _integrate(body_int, manifold, nq_joints, nv_joints, q, v_next, h, q_next)
+    return 0
