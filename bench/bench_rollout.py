@@ -279,25 +279,7 @@ def bench_implicit(name, robot, steps, rounds, rng):
     return fd, rows
 
 
-GRIPPER = """<?xml version="1.0"?>
-<robot name="gripper">
-  <link name="base"/>
-  <joint name="slide" type="prismatic"><parent link="base"/><child link="palm"/>
-    <axis xyz="1 0 0"/><limit lower="-1" upper="1" effort="100" velocity="1"/></joint>
-  <link name="palm"><inertial><mass value="1.0"/>
-    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
-  <joint name="finger_a" type="revolute"><parent link="palm"/><child link="finger_a_link"/>
-    <origin xyz="0 0.02 0"/><axis xyz="1 0 0"/>
-    <limit lower="-1" upper="1" effort="10" velocity="1"/></joint>
-  <link name="finger_a_link"><inertial><origin xyz="0 0.01 0.04"/><mass value="0.08"/>
-    <inertia ixx="0.0001" ixy="0" ixz="0" iyy="0.0001" iyz="0" izz="0.00002"/></inertial></link>
-  <joint name="finger_b" type="revolute"><parent link="palm"/><child link="finger_b_link"/>
-    <origin xyz="0 -0.02 0"/><axis xyz="1 0 0"/>
-    <limit lower="-1" upper="1" effort="10" velocity="1"/>
-    <mimic joint="finger_a" multiplier="-1.5" offset="0.1"/></joint>
-  <link name="finger_b_link"><inertial><origin xyz="0 -0.01 0.04"/><mass value="0.08"/>
-    <inertia ixx="0.0001" ixy="0" ixz="0" iyy="0.0001" iyz="0" izz="0.00002"/></inertial></link>
-</robot>"""   # (test/test_rollout.py's mimic gripper)
+GRIPPER = str(ROOT / "urdf" / "gripper_mimic.urdf")   # a gripper, finger_b mimics finger_a
 
 
 def sine(amplitude, omega):

@@ -8,34 +8,17 @@ whole rollouts of the reference engine (repeated robot.step with the drives in P
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-import mbd_ros
+from loop_robots import ROBOTS, fourbar
 from mbd_ros.kernels import rollout_loop_drives as D
 from mbd_ros.robot import constraints as C
 from mbd_ros.robot.joint_map import scalar_dofs
 from mbd_ros.robot.rollout_compiled import engine_of
 
-ROOT = Path(__file__).resolve().parent.parent
-URDF, CONFIG = ROOT / "urdf", ROOT / "config"
 EPS = np.finfo(float).eps
 DT = 1e-3
-
-
-def fourbar():
-    return mbd_ros.load(str(URDF / "fourbar.urdf"), closures=str(CONFIG / "fourbar_closures.yaml"))
-
-
-def double_wishbone():
-    return mbd_ros.load(str(URDF / "double_wishbone.urdf"),
-                        closures=str(CONFIG / "double_wishbone.yaml"),
-                        forces=str(CONFIG / "double_wishbone.yaml"))
-
-
-ROBOTS = {"fourbar": fourbar, "double_wishbone": double_wishbone}
 
 
 def python_compensation(robot, q, v):

@@ -21,24 +21,16 @@ B_v = A_v N (forward differences along N's columns, the same bits in both: same 
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-import mbd_ros
 from mbd_ros.robot import constraints as C
 
 from conftest import EPS, roundoff_tol, solve_tol
+from loop_robots import double_wishbone, fourbar
 from test_rollout_implicit import FD_STEP, symplectic_bound
 
-ROOT = Path(__file__).resolve().parent.parent
 DT = 1e-3
-
-
-def fourbar():
-    return mbd_ros.load(str(ROOT / "urdf" / "fourbar.urdf"),
-                        closures=str(ROOT / "config" / "fourbar_closures.yaml"))
 
 
 def _norm(a):
@@ -86,12 +78,6 @@ def test_the_tangent_basis_is_orthonormal_and_admissible():
         assert np.abs(jacobian @ basis).max() < 64 * EPS * np.abs(jacobian).max()
         np.testing.assert_allclose(basis.T @ basis, np.eye(basis.shape[1]), rtol=0,
                                    atol=64 * EPS)
-
-
-def double_wishbone():
-    return mbd_ros.load(str(ROOT / "urdf" / "double_wishbone.urdf"),
-                        closures=str(ROOT / "config" / "double_wishbone.yaml"),
-                        forces=str(ROOT / "config" / "double_wishbone.yaml"))
 
 
 @pytest.mark.parametrize("name, integrator", [("fourbar", "implicit_euler"),

@@ -8,34 +8,19 @@ M-orthogonal to the admissible motions), and repeated robot.step for whole rollo
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import mbd_ros
+from loop_robots import CONFIG, ROBOTS, URDF, fourbar
 from mbd_ros.kernels import rollout_projection as P
 from mbd_ros.kernels.linalg import RANK_TOLERANCE
 from mbd_ros.robot import constraints as C
 from mbd_ros.robot.rollout_compiled import engine_of
 
-ROOT = Path(__file__).resolve().parent.parent
-URDF, CONFIG = ROOT / "urdf", ROOT / "config"
+
 EPS = np.finfo(float).eps
 DT = 1e-3
-
-
-def fourbar():
-    return mbd_ros.load(str(URDF / "fourbar.urdf"), closures=str(CONFIG / "fourbar_closures.yaml"))
-
-
-def double_wishbone():
-    return mbd_ros.load(str(URDF / "double_wishbone.urdf"),
-                        closures=str(CONFIG / "double_wishbone.yaml"),
-                        forces=str(CONFIG / "double_wishbone.yaml"))
-
-
-ROBOTS = {"fourbar": fourbar, "double_wishbone": double_wishbone}
 
 
 def solve(a, b):
