@@ -181,3 +181,32 @@ def test_keeping_the_previous_result_allocates_no_block(pin, erd_dir, method):
     prev = fn(*states[0])
     case.assert_matches(method, prev, *states[0], "latest")
     case.assert_matches(method, last, *states[1], "previous, held during the call")
+
+
+def test_add_force_between_the_plain_test_and_the_install_keeps_the_callback(pin, erd_dir):
+    """The interleaving of two threads, replayed in one: thread A passed the method's lock-free
+    `_plain` test and goes on to install the KernelCalls (its second call, FastDerivatives.inverse),
+    while thread B's add_force (locked: forces set, then drop_c_calls) ran in between. The install
+    must not put the KernelCalls (which do not evaluate callbacks) on the robot after B dropped
+    them: with a linear spring f = -k q on the fixed-base ur5 the method's dtau/dq is then
+    dID/dq + k I, dID/dq from Pinocchio (tolerance PIN_RTOL of its norm plus the callback's
+    central differences, eps k |q| / h ~ 1e-10 k, as test_add_force_removes_the_c_calls)."""
+    require_fastcall()
+    case = Case(pin, erd_dir, "ur5")
+    r = case.robot
+    q, v, x = case.state()
+    r.inverse_dynamics_derivatives(q, v, x)   # first call: makes the FastDerivatives
+    fast = r._fast_derivatives
+    while fast.calls < fast.INSTALL_AT - 1:   # the calls before the installing one
+        r.inverse_dynamics_derivatives(q, v, x)
+    assert fast.rnea_c is None and "inverse_dynamics_derivatives" not in r.__dict__
+    k = 7.0
+    r.add_force(lambda t, q_, v_: -k * q_)    # thread B
+    fast.inverse(q, v, x)                     # thread A, past its _plain test: installs
+    for method in METHODS:
+        assert method not in r.__dict__, f"{method}: KernelCall installed after add_force"
+    ours = r.inverse_dynamics_derivatives(q, v, x)
+    ref = case.reference("inverse_dynamics_derivatives", q, v, x)
+    tol = PIN_RTOL * np.linalg.norm(ref[0], 2) + 1e-8 * k
+    assert np.max(np.abs(ours[0] - (ref[0] + k * np.eye(r.nv)))) <= tol, "callback's k I lost"
+    assert np.max(np.abs(ours[1] - ref[1])) <= PIN_RTOL * np.linalg.norm(ref[1], 2) + 1e-8 * k

@@ -120,8 +120,14 @@ class FastDerivatives:
             return False
         self.rnea_c, self.aba_c = calls
         if replace:
-            for name, call in zip(METHODS, calls):
-                setattr(robot, name, call)
+            # under the robot's lock, and only while it is still plain: this runs on the
+            # lock-free path, after the caller's `_plain` test; an add_force in another thread
+            # meanwhile (locked: it sets the forces, then drop_c_calls) must not be followed by
+            # installing KernelCalls that do not evaluate its callback
+            with robot._lock:
+                if robot._plain:
+                    for name, call in zip(METHODS, calls):
+                        setattr(robot, name, call)
         return True
 
     def inverse(self, q, v, qdd, out=None):
