@@ -189,3 +189,46 @@ def test_thread_priority_sets_and_restores_the_calling_thread_only():
         assert "priority 7" in error and during == 0
     assert thread_priority.current_thread_priority() == 0
     assert "outside 0..98" in thread_priority.set_current_thread_priority(99)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setscheduler"), reason="Linux scheduling API")
+def test_a_refused_priority_change_reports_the_scheduling_kept(monkeypatch):
+    """forward_dynamics._set_cycle_priority when the OS refuses a change (a runtime raise above
+    an rtprio limit): the warning names the scheduling the thread really keeps, as the kernel
+    reports it (SCHED_FIFO 4 here when this process may use it, else normal), and
+    cycle_priority (/diagnostics) says the same."""
+    pytest.importorskip("rclpy", reason="the node module imports rclpy")
+    from mbd_ros.nodes.forward_dynamics import ForwardDynamicsNode
+
+    class Logger:
+        def __init__(self):
+            self.lines = []
+
+        def warning(self, text):
+            self.lines.append(text)
+
+    class Node:
+        cycle_priority = 0
+        logger = Logger()
+
+        def get_logger(self):
+            return self.logger
+
+    def run():
+        node = Node()
+        start = thread_priority.set_current_thread_priority(4)   # None: now SCHED_FIFO 4
+        real = thread_priority.set_current_thread_priority
+        monkeypatch.setattr(thread_priority, "set_current_thread_priority",
+                            lambda p: f"cannot run the cycle's thread SCHED_FIFO at priority {p}")
+        try:
+            error = ForwardDynamicsNode._set_cycle_priority(node, 35)
+        finally:
+            monkeypatch.setattr(thread_priority, "set_current_thread_priority", real)
+            kernel = thread_priority.current_thread_priority()
+            real(0)
+        return start, error, kernel, node.cycle_priority, node.logger.lines
+    start, error, kernel, reported, lines = _in_thread(run)
+    assert "priority 35" in error and len(lines) == 1
+    assert reported == kernel == (4 if start is None else 0)
+    kept = "SCHED_FIFO priority 4" if start is None else "normal scheduling"
+    assert lines[0].endswith(f"the cycle keeps {kept}"), lines[0]

@@ -410,9 +410,11 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         (0: normal scheduling); refused by the OS: a warning, the priority it keeps.
         Returns None or the reason (thread_priority.py)."""
         error = thread_priority.set_current_thread_priority(priority)
-        if error is not None:
-            self.get_logger().warning(error + "; the cycle keeps normal scheduling")
         self.cycle_priority = thread_priority.current_thread_priority()
+        if error is not None:   # (a refused change at runtime keeps the priority it had)
+            kept = (f"SCHED_FIFO priority {self.cycle_priority}" if self.cycle_priority
+                    else "normal scheduling")
+            self.get_logger().warning(f"{error}; the cycle keeps {kept}")
         return error
 
     # ------------------------------------------------------------------ time source [time source]
