@@ -232,3 +232,48 @@ def test_a_refused_priority_change_reports_the_scheduling_kept(monkeypatch):
     assert reported == kernel == (4 if start is None else 0)
     kept = "SCHED_FIFO priority 4" if start is None else "normal scheduling"
     assert lines[0].endswith(f"the cycle keeps {kept}"), lines[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setscheduler"), reason="Linux scheduling API")
+def test_cleanup_after_an_error_while_active_stops_the_cycle():
+    """rclpy's lifecycle runs on_error after an exception in a transition, and base.on_error
+    cleans up (cleanup_node) without deactivate_node: ForwardDynamicsNode.cleanup_node must
+    still destroy the plant's timer and give the cycle's thread its normal scheduling back
+    (checked with the kernel's report for the thread, when this process may use SCHED_FIFO;
+    else the timer only)."""
+    pytest.importorskip("rclpy", reason="the node module imports rclpy")
+    from mbd_ros.nodes.forward_dynamics import ForwardDynamicsNode
+
+    class Node:   # what cleanup_node touches of an active simulate node, recorded
+        _stop_cycle = ForwardDynamicsNode._stop_cycle
+        _set_cycle_priority = ForwardDynamicsNode._set_cycle_priority
+
+        def __init__(self):
+            self.timer, self.destroyed, self.cycle_priority = "the plant's timer", [], 0
+
+        def destroy_timer(self, timer):
+            self.destroyed.append(timer)
+
+        def cleanup_plant_interface(self):
+            pass
+
+        def get_logger(self):
+            return self
+
+        def warning(self, text):   # (activate's refusal where SCHED_FIFO is not allowed)
+            pass
+
+    def run():
+        node = Node()
+        allowed = node._set_cycle_priority(9) is None   # as activate_node
+        during = thread_priority.current_thread_priority()
+        try:
+            ForwardDynamicsNode.cleanup_node(node)
+        finally:
+            after = thread_priority.current_thread_priority()
+            thread_priority.set_current_thread_priority(0)
+        return allowed, during, after, node
+    allowed, during, after, node = _in_thread(run)
+    assert node.destroyed == ["the plant's timer"] and node.timer is None
+    assert during == (9 if allowed else 0)
+    assert after == 0 and node.cycle_priority == 0

@@ -356,6 +356,9 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         self.wrench_failures = failures
 
     def cleanup_node(self):
+        # first: on_error (an exception in a transition while active) cleans up without
+        # deactivate_node; the plant's timer must stop and its thread lose SCHED_FIFO then too
+        self._stop_cycle()
         self.cleanup_plant_interface()
         for sub in getattr(self, "subs", []):
             self.destroy_subscription(sub)
@@ -394,16 +397,21 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
             self._set_cycle_priority(self.param("cycle_priority"))
 
     def deactivate_node(self):
-        if getattr(self, "timer", None) is not None:
-            self.destroy_timer(self.timer)
-            self.timer = None
+        self._stop_cycle()
         self._drop_clock_subscription()
-        if getattr(self, "cycle_priority", 0):   # the executor's thread: normal again
-            self._set_cycle_priority(0)
         if self.mode == "simulate":
             self.stop_latched_watch()
             if getattr(self, "trajectory_follower", None) is not None:   # as JTC's deactivate
                 self.trajectory_follower.stop(DEACTIVATED_TEXT)
+
+    def _stop_cycle(self):
+        """Destroy the plant's timer and give the executor's thread its normal scheduling back
+        (idempotent: deactivate, and cleanup after an error while active)."""
+        if getattr(self, "timer", None) is not None:
+            self.destroy_timer(self.timer)
+            self.timer = None
+        if getattr(self, "cycle_priority", 0):   # the executor's thread: normal again
+            self._set_cycle_priority(0)
 
     def _set_cycle_priority(self, priority):
         """Run this thread (the executor's, which runs the cycle) SCHED_FIFO at `priority`
