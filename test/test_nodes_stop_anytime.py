@@ -142,3 +142,22 @@ def test_sigusr1_prints_the_stacks_and_the_node_goes_on(ros):
                    what="the stacks printed")
     assert child.poll() is None, child.output()
     assert ros.lifecycle_state("stacks") == "active"
+
+
+def test_a_node_process_without_stderr_still_imports_with_its_quiet_handlers():
+    """A node started with file descriptor 2 closed (some service managers and launchers do):
+    Python's sys.stderr is None, where faulthandler.register raises RuntimeError; the import of
+    mbd_ros in a node process (quiet_start.install_if_node_process) must still succeed, with its
+    quiet SIGINT / SIGTERM handlers installed (the SIGUSR1 stacks need a stderr: none then)."""
+    import os
+    import subprocess
+    import sys
+    code = ("import signal, sys\n"
+            "sys.orig_argv = [sys.executable, '-m', 'mbd_ros.nodes.forward_dynamics']\n"
+            "import mbd_ros\n"
+            "print(sys.stderr is None, signal.getsignal(signal.SIGINT).__name__,\n"
+            "      signal.getsignal(signal.SIGTERM).__name__, flush=True)\n")
+    done = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                          preexec_fn=lambda: os.close(2), timeout=300)
+    assert done.returncode == 0 and done.stdout.split() == ["True", "_exit_quietly",
+                                                            "_exit_quietly"], done

@@ -44,6 +44,9 @@ def install_if_node_process():
         if is_node_process():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, _exit_quietly)
-            faulthandler.register(signal.SIGUSR1, all_threads=True)
+            try:   # (RuntimeError: sys.stderr is None, fd 2 closed: no stacks to print)
+                faulthandler.register(signal.SIGUSR1, all_threads=True)
+            except RuntimeError:
+                pass
     except (ValueError, OSError):   # not the main thread: leave the handlers alone
         pass
