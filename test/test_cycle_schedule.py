@@ -277,3 +277,47 @@ def test_cleanup_after_an_error_while_active_stops_the_cycle():
     assert node.destroyed == ["the plant's timer"] and node.timer is None
     assert during == (9 if allowed else 0)
     assert after == 0 and node.cycle_priority == 0
+
+
+def test_a_priority_given_at_launch_is_kept_and_given_back():
+    """cycle_priority 0 leaves the executor thread's scheduling as the process was started (e.g.
+    `chrt -f 7`), and a cycle_priority > 0 while active is undone at deactivate back to that
+    launch scheduling (checked with the kernel's report for the thread, when this process may
+    use SCHED_FIFO; else the thread stays at normal scheduling throughout)."""
+    pytest.importorskip("rclpy", reason="the node module imports rclpy")
+    from mbd_ros.nodes.forward_dynamics import ForwardDynamicsNode
+
+    class Node:   # what activation and deactivation touch of a simulate node
+        _claim_cycle_priority = ForwardDynamicsNode._claim_cycle_priority
+        _stop_cycle = ForwardDynamicsNode._stop_cycle
+        _set_cycle_priority = ForwardDynamicsNode._set_cycle_priority
+
+        def __init__(self, priority):
+            self.priority, self.timer, self.cycle_priority = priority, None, 0
+
+        def param(self, name):
+            assert name == "cycle_priority"
+            return self.priority
+
+        def get_logger(self):
+            return self
+
+        def warning(self, text):
+            pass
+
+    def run():
+        launch = 7 if thread_priority.set_current_thread_priority(7) is None else 0
+        seen = []
+        try:
+            for priority in (0, 12):
+                node = Node(priority)
+                node._claim_cycle_priority()
+                seen.append((thread_priority.current_thread_priority(), node.cycle_priority))
+                node._stop_cycle()
+                seen.append((thread_priority.current_thread_priority(), node.cycle_priority))
+        finally:
+            thread_priority.set_current_thread_priority(0)
+        return launch, seen
+    launch, seen = _in_thread(run)
+    active = 12 if launch else 0
+    assert seen == [(launch, launch), (launch, launch), (active, active), (launch, launch)]

@@ -128,8 +128,8 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         self.declare("cycle_priority", 0, "simulate: > 0 runs the thread of the cycle (the "
                      "executor's) SCHED_FIFO at this priority while active, so the timer's "
                      "wake-ups are not delayed by other processes (needs root or "
-                     "CAP_SYS_NICE; refused: a warning, normal scheduling); 0: normal "
-                     "scheduling", int_range=(0, thread_priority.MAX_PRIORITY))
+                     "CAP_SYS_NICE; refused: a warning, the scheduling it had); 0: the "
+                     "scheduling the process was started with (normal unless e.g. chrt)", int_range=(0, thread_priority.MAX_PRIORITY))
         self.declare_plant_parameters()   # drives, limits, divergence (plant_interface.py)
         self.declare_prescribed_parameters()   # prescribed joints (prescribed_interface.py)
         self.declare("joint_state_staleness", 0.1, "observe: joint_states messages that name "
@@ -280,6 +280,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         self.timeout_cycles = int(round(timeout * self.rate_hz)) if timeout > 0 else 0
         self.max_catch_up = self.param("max_catch_up")
         self.cycle_priority = 0   # SCHED_FIFO priority of the cycle's thread while active
+        self._scheduling_before = None   # the executor thread's (policy, priority) at activation
         self.js_out = JointStateOut(jm.state_names)
         self.pub_js = self.create_lifecycle_publisher(JointState, "joint_states", PUBLISH_QOS)
         # ---- flexible links: elastic coordinates on ~/elastic_states (names 'link/mode_k') ----
@@ -394,7 +395,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
             self.start_latched_watch()   # transient-local command publishers (plant_interface)
             self._clock_base_ns = None
             self._apply_time_source()
-            self._set_cycle_priority(self.param("cycle_priority"))
+            self._claim_cycle_priority()
 
     def deactivate_node(self):
         self._stop_cycle()
@@ -404,20 +405,41 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
             if getattr(self, "trajectory_follower", None) is not None:   # as JTC's deactivate
                 self.trajectory_follower.stop(DEACTIVATED_TEXT)
 
+    def _claim_cycle_priority(self):
+        """At activation, in the executor's thread (which runs the cycle): remember its
+        scheduling (given back at deactivate) and apply cycle_priority when > 0; 0 leaves it as
+        the process was started (normal scheduling, or what e.g. `chrt` gave it)."""
+        self._scheduling_before = thread_priority.current_scheduling()
+        self.cycle_priority = thread_priority.current_thread_priority()
+        if self.param("cycle_priority"):
+            self._set_cycle_priority(self.param("cycle_priority"))
+
     def _stop_cycle(self):
-        """Destroy the plant's timer and give the executor's thread its normal scheduling back
-        (idempotent: deactivate, and cleanup after an error while active)."""
+        """Destroy the plant's timer and give the executor's thread the scheduling it had before
+        activation back (idempotent: deactivate, and cleanup after an error while active)."""
         if getattr(self, "timer", None) is not None:
             self.destroy_timer(self.timer)
             self.timer = None
-        if getattr(self, "cycle_priority", 0):   # the executor's thread: normal again
+        saved = getattr(self, "_scheduling_before", None)
+        if saved is not None:
+            error = thread_priority.restore_scheduling(saved)
+            if error is not None:
+                self.get_logger().warning(error)
+            self._scheduling_before = None
+            self.cycle_priority = thread_priority.current_thread_priority()
+        elif getattr(self, "cycle_priority", 0):   # the executor's thread: normal again
             self._set_cycle_priority(0)
 
     def _set_cycle_priority(self, priority):
         """Run this thread (the executor's, which runs the cycle) SCHED_FIFO at `priority`
-        (0: normal scheduling); refused by the OS: a warning, the priority it keeps.
-        Returns None or the reason (thread_priority.py)."""
-        error = thread_priority.set_current_thread_priority(priority)
+        (0: the scheduling it had before activation, normal scheduling if unknown); refused by
+        the OS: a warning, the priority it keeps. Returns None or the reason
+        (thread_priority.py)."""
+        saved = getattr(self, "_scheduling_before", None)
+        if priority == 0 and saved is not None:
+            error = thread_priority.restore_scheduling(saved)
+        else:
+            error = thread_priority.set_current_thread_priority(priority)
         self.cycle_priority = thread_priority.current_thread_priority()
         if error is not None:   # (a refused change at runtime keeps the priority it had)
             kept = (f"SCHED_FIFO priority {self.cycle_priority}" if self.cycle_priority

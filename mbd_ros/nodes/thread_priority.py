@@ -43,3 +43,24 @@ def current_thread_priority():
     if not hasattr(os, "sched_getscheduler") or os.sched_getscheduler(0) != os.SCHED_FIFO:
         return 0
     return os.sched_getparam(0).sched_priority
+
+
+def current_scheduling():
+    """The calling thread's (policy, priority) (os.SCHED_* and its sched_priority), None where
+    the OS has no sched_getscheduler."""
+    if not hasattr(os, "sched_getscheduler"):
+        return None
+    return os.sched_getscheduler(0), os.sched_getparam(0).sched_priority
+
+
+def restore_scheduling(saved):
+    """Give the calling thread the scheduling `saved` (current_scheduling()'s) back. Returns
+    None when done (or nothing to do), else the reason."""
+    if saved is None or current_scheduling() == saved:
+        return None
+    policy, priority = saved
+    try:
+        os.sched_setscheduler(0, policy, os.sched_param(priority))
+    except OSError as exc:
+        return f"cannot restore the cycle thread's scheduling {saved} ({exc.strerror})"
+    return None
