@@ -564,6 +564,10 @@ class DynamicsNode(LifecycleNode):
             self.activate_node()
         except Exception as exc:
             self.get_logger().error(f"activate failed: {exc}")
+            try:   # undo what the activation had started (the plant's timer, its priority)
+                self.deactivate_node()
+            except Exception as undo:
+                self.get_logger().error(f"undoing the failed activation failed too: {undo}")
             return FAILURE
         self.active = True
         self._activated_at = time.monotonic()
