@@ -49,7 +49,7 @@ from .rollout_projection import close_loops
 from .rollout_tangent import implicit_euler_loop_step
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
-from .rollout_mimic import coupling_residual_exceeds
+from .rollout_mimic import coupling_residual_exceeds, mimic_drive_bias
 from .rollout_prescribed import FIRST_STAGE, LAST_STAGE, MIDDLE_STAGE, place_prescribed
 from .rollout_special import has_special_dynamics, special_forward_dynamics
 from .stops import (STOP_DQ, STOP_IDX, STOP_LOWER, STOP_TARGET, STOP_UPPER, enforce_positions,
@@ -329,6 +329,12 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                             return NEEDS_DRIVE_TERMS, k
                         if status:
                             return DRIVE_TERMS_FAILED, k
+                # mimic couplings: robot.inverse_dynamics(q, v, 0) = S T^T h, the actuated
+                # (independent) dofs' forces (kernels/rollout_mimic.py mimic_drive_bias)
+                elif parts is not None and mimicking:
+                    if mimic_drive_bias(entries, bound, dims, forces, loaded, parts[1], q, v,
+                                        work[W_ZERO, :nv], work[W_BIAS, :nv]):
+                        return DRIVE_TERMS_FAILED, k
                 # with force elements, b = ID(q, v, 0) with their loads (robot.inverse_dynamics;
                 # here, so that the plain path never binds the forces tuple)
                 elif loaded and loaded_tree_inverse_dynamics(forces, q, v, work[W_ZERO, :nv],
@@ -336,7 +342,8 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     return DRIVE_TERMS_FAILED, k
                 if _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float,
                               position[k], velocity[k], vel_idx, velocity_limit, effort, work,
-                              mats, nq, nv, loaded or iopt[I_LOOPS] != 0):
+                              mats, nq, nv, loaded or iopt[I_LOOPS] != 0 or
+                              (parts is not None and mimicking)):
                     return DRIVE_TERMS_FAILED, k
                 for i in range(nv):
                     total[i] += work[W_DRIVE, i]

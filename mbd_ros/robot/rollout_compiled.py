@@ -9,8 +9,8 @@ robot.step) for what this engine does not run; `unsupported` says what and why:
   flexible links with drives, prescribed joints, mimic couplings or the implicit integrators
   (else compiled: kernels/rollout_flexible_loads.py), closed loops other than the recursive
   solver's (flexible trees, mimic couplings), limits on closed loops of a generated tree, mimic
-  couplings with closed loops, drives, limits or the implicit integrators (on trees they run
-  compiled with rk4 and semi_implicit_euler: kernels/rollout_mimic.py);
+  couplings with closed loops or the implicit integrators (on trees they run compiled with rk4
+  and semi_implicit_euler, also with drives= and limits=: kernels/rollout_mimic.py);
 - prescribed joints with the implicit integrators, or on closed loops or mimic couplings (rk4,
   the default and semi_implicit_euler read them on trees from a table sampled in Python,
   robot/rollout_prescribed.py, kernels/rollout_prescribed.py).
@@ -297,7 +297,8 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
             w.loops[7][:] = robot._constraints.gains
         for i in range(a, b):   # member by member: the kernel returns for each projection
             w.resume[:] = 0
-            if drives:   # the partition the compensation starts from (robot.partition at q0)
+            if drives and engine.closed_loop:   # the partition the loop compensation starts
+                # from (robot.partition at q0)
                 set_partition(w, problem.q0[i])
             while True:
                 codes[i], steps[i] = K.rollout_member(
