@@ -235,19 +235,21 @@ def _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_in
 
 
 @njit(cache=True, nogil=True)
-def _implicit_step(entries, bound, dims, forces, body_int, iopt, q, v, total, a1, h, work, mats,
-                   qn, vn, loaded):
-    """(qn, vn) by the implicit_euler or symplectic_euler step (kernels/rollout_implicit.py) of
-    a tree; returns its status (0: done)."""
+def _implicit_step(entries, bound, dims, forces, loops, body_int, iopt, q, v, total, a1, h, work,
+                   mats, qn, vn, loaded):
+    """(qn, vn) by the implicit_euler step of a tree or the symplectic_euler step of a tree or
+    closed loops (kernels/rollout_implicit.py; loops: the loop tuple); returns its status (0:
+    done)."""
     manifold = iopt[I_INTEGRATE] == JOINT_MANIFOLDS
     rows, implicit_mats = work[WORK_ROWS:], mats[M_INV + 1:]
     if iopt[I_INTEGRATOR] == IMPLICIT_EULER:
         return implicit_euler_step(entries[FD], bound, dims, forces, loaded, body_int, manifold,
                                    iopt[I_NQ_JOINTS], iopt[I_NV_JOINTS], q, v, total, a1, h,
                                    rows, implicit_mats, qn, vn)
-    return symplectic_euler_step(entries[FD], entries[MM], bound, dims, forces, loaded, body_int,
-                                 manifold, iopt[I_NQ_JOINTS], iopt[I_NV_JOINTS], q, v, total, a1,
-                                 h, rows, implicit_mats, qn, vn)
+    return symplectic_euler_step(entries[FD], entries[MM], bound, dims, forces, loaded, loops,
+                                 iopt[I_LOOPS] != 0, body_int, manifold, iopt[I_NQ_JOINTS],
+                                 iopt[I_NV_JOINTS], q, v, total, a1, h, rows, implicit_mats, qn,
+                                 vn)
 
 
 @njit(cache=True, nogil=True)
@@ -417,8 +419,8 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                         return DYNAMICS_FAILED, k
                 else:   # implicit_euler, symplectic_euler: kernels/rollout_implicit.py, on the
                     # workspace rows after WORK_ROWS and the matrices after M_INV
-                    status = _implicit_step(entries, bound, dims, forces, body_int, iopt, q, v,
-                                            total, a1, h, work, mats, qn, vn, loaded)
+                    status = _implicit_step(entries, bound, dims, forces, loops, body_int, iopt,
+                                            q, v, total, a1, h, work, mats, qn, vn, loaded)
                     if status:
                         detail[0] = status
                         return DYNAMICS_FAILED, k

@@ -3,8 +3,6 @@ entries (mbd_ros.fastcall), with one set of workspaces per thread (RolloutEngine
 robot). robot/rollout.py validates the arguments and falls back to its reference loop (repeated
 robot.step) for what this engine does not run; `unsupported` says what and why:
 
-- the symplectic_euler integrator on closed loops with force elements (kernels/
-  rollout_implicit.py's loaded path is the tree's, without the loop solver);
 - robots with parts evaluated in Python at every stage: add_force callbacks, force elements on
   flexible links with drives, prescribed joints, mimic couplings or the implicit integrators
   (else compiled: kernels/rollout_flexible_loads.py), closed loops other than the recursive
@@ -20,9 +18,9 @@ elements and URDF passive forces, also with drives: their compensation ID(q, v, 
 elements' loads, kernels/rollout_loads.py) with rk4 (and the default integrator=None),
 semi_implicit_euler, implicit_euler, symplectic_euler (kernels/rollout_implicit.py), drives= and
 limits= run compiled; so do rigid closed loops of the recursive solver with rk4 and
-semi_implicit_euler, implicit_euler (on the tangent basis, kernels/rollout_tangent.py) and,
-without force elements, symplectic_euler (its C entry for the constrained forward
-dynamics; limits= too), with
+semi_implicit_euler, implicit_euler (on the tangent basis, kernels/rollout_tangent.py) and
+symplectic_euler (the loop solver's C entry, or with force elements the solver on the loaded
+workspace; limits= too), with
 robot.step's projections (when the loop residuals pass PROJECTION_TOLERANCE) in numba
 (kernels/rollout_projection.py); they return to Python only when the compiled Gauss-Newton does
 not converge (robot.step then re-assembles). With drives= their loop-consistent compensation
@@ -55,7 +53,7 @@ from .tree import thread_pool
 VECTOR_SPACE_JOINTS = ("revolute", "prismatic", "helical", "cylindrical", "universal")
 INTEGRATOR_CODES = {None: K.RK4, "rk4": K.RK4, "semi_implicit_euler": K.SEMI_IMPLICIT_EULER,
                     "implicit_euler": K.IMPLICIT_EULER, "symplectic_euler": K.SYMPLECTIC_EULER}
-# integrators compiled on trees and on closed loops without force elements
+# integrators compiled on trees and on closed loops
 TREE_KINDS = ("rigid", "generated", "flexible")
 PROJECTION_FAILED = -1.0   # detail of DYNAMICS_FAILED when robot.step's projection failed
 
@@ -69,12 +67,6 @@ def unsupported(problem):
         return prescribed_unsupported(problem)
     if robot.mimic_joints and mimic_unsupported(problem):
         return mimic_unsupported(problem)
-    if problem.integrator == "symplectic_euler" and robot.closure_names and \
-            robot._forces is not None:
-        # (kernels/rollout_implicit.py's loaded path is the tree's, without the loop solver;
-        # implicit_euler on loops, kernels/rollout_tangent.py, has its own)
-        return ("the symplectic_euler integrator on closed loops with force elements runs in "
-                "Python")
     if robot.closure_names:
         constraints = robot._constraints
         if constraints.loops is None or not constraints.loops.recursive or \
