@@ -236,20 +236,20 @@ def _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_in
 
 @njit(cache=True, nogil=True)
 def _implicit_step(entries, bound, dims, forces, loops, body_int, iopt, q, v, total, a1, h, work,
-                   mats, qn, vn, loaded):
+                   mats, qn, vn, loaded, special):
     """(qn, vn) by the implicit_euler step of a tree or the symplectic_euler step of a tree or
-    closed loops (kernels/rollout_implicit.py; loops: the loop tuple); returns its status (0:
-    done)."""
+    closed loops (kernels/rollout_implicit.py; loops: the loop tuple; special: None or
+    (entries, parts, n), prescribed joints on a tree); returns its status (0: done)."""
     manifold = iopt[I_INTEGRATE] == JOINT_MANIFOLDS
     rows, implicit_mats = work[WORK_ROWS:], mats[M_INV + 1:]
     if iopt[I_INTEGRATOR] == IMPLICIT_EULER:
         return implicit_euler_step(entries[FD], bound, dims, forces, loaded, body_int, manifold,
                                    iopt[I_NQ_JOINTS], iopt[I_NV_JOINTS], q, v, total, a1, h,
-                                   rows, implicit_mats, qn, vn)
+                                   rows, implicit_mats, qn, vn, special)
     return symplectic_euler_step(entries[FD], entries[MM], bound, dims, forces, loaded, loops,
                                  iopt[I_LOOPS] != 0, body_int, manifold, iopt[I_NQ_JOINTS],
                                  iopt[I_NV_JOINTS], q, v, total, a1, h, rows, implicit_mats, qn,
-                                 vn)
+                                 vn, special)
 
 
 @njit(cache=True, nogil=True)
@@ -419,8 +419,15 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                         return DYNAMICS_FAILED, k
                 else:   # implicit_euler, symplectic_euler: kernels/rollout_implicit.py, on the
                     # workspace rows after WORK_ROWS and the matrices after M_INV
-                    status = _implicit_step(entries, bound, dims, forces, loops, body_int, iopt,
-                                            q, v, total, a1, h, work, mats, qn, vn, loaded)
+                    # (prescribed joints: the hybrid dynamics at every evaluation)
+                    if parts is not None and prescribing:
+                        status = _implicit_step(entries, bound, dims, forces, loops, body_int,
+                                                iopt, q, v, total, a1, h, work, mats, qn, vn,
+                                                loaded, (entries, parts, n))
+                    else:
+                        status = _implicit_step(entries, bound, dims, forces, loops, body_int,
+                                                iopt, q, v, total, a1, h, work, mats, qn, vn,
+                                                loaded, None)
                     if status:
                         detail[0] = status
                         return DYNAMICS_FAILED, k

@@ -36,6 +36,8 @@ from .configuration import integrate as _integrate_joints
 from .entry_call import call_entry
 from .force_elements import force_element_loads
 from .rollout_loads import loaded_tree_forward_dynamics
+from .rollout_prescribed import FIRST_STAGE
+from .rollout_special import special_forward_dynamics
 from .wrenches import load_link_wrenches
 
 # the Simulator's constants (robot/integrators.py): forward-difference step of implicit_euler,
@@ -131,8 +133,14 @@ def _integrate(body_int, manifold, nq_joints, nv_joints, q, v, dt, out):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _dynamics(fd_address, bound, dims, forces, loaded, q, v, tau, out, tau_loaded):
-    """out = f(q, v, tau): the C entry, or the loaded path with force elements."""
+def _dynamics(fd_address, bound, dims, forces, loaded, q, v, tau, out, tau_loaded, special):
+    """out = f(q, v, tau): the C entry, or the loaded path with force elements, or (special not
+    None) the prescribed joints' hybrid dynamics at the step's first sample (the Simulator
+    evaluates every stage of the implicit schemes at the step's start time t)."""
+    if special is not None:
+        entries, parts, n = special
+        return special_forward_dynamics(entries, bound, dims, forces, loaded, parts, n,
+                                        FIRST_STAGE, q, v, tau, out)
     if loaded:
         return loaded_tree_forward_dynamics(forces, q, v, tau, out, tau_loaded)
     return call_entry(fd_address, bound, dims, q, v, tau, out)
@@ -162,12 +170,13 @@ def loop_forward_dynamics(fd_address, bound, dims, forces, loops, loaded, q, v, 
 
 @njit(cache=True, nogil=True)
 def implicit_euler_step(fd_address, bound, dims, forces, loaded, body_int, manifold, nq_joints,
-                        nv_joints, q, v, tau, a1, h, rows, mats, q_next, v_next):
+                        nv_joints, q, v, tau, a1, h, rows, mats, q_next, v_next, special):
     """One linearly implicit Euler step of a tree (Simulator._implicit_euler with N = 1):
     (q (nq,), v (nv,)) -> (q_next, v_next) for the held forces tau (nv,), a1 = f(q, v, tau)
     (nv,) given, step h (s). rows (IMPLICIT_ROWS, >= max(nq, nv)), mats (IMPLICIT_MATS, nv, nv):
-    the workspace. manifold: q (+) v dt on the joints' manifolds (else q + v dt). Returns 0, the
-    forward dynamics' non-zero status, or SINGULAR."""
+    the workspace. manifold: q (+) v dt on the joints' manifolds (else q + v dt). special: None,
+    or (entries, parts, n) for prescribed joints (kernels/rollout_special.py, table row n).
+    Returns 0, the forward dynamics' non-zero status, or SINGULAR."""
     nq, nv = q.shape[0], v.shape[0]
     v2, qs, p = rows[R_V2, :nv], rows[R_QS, :nq], rows[R_P, :nv]
     s, z, t, tau_loaded = rows[R_S, :nv], rows[R_Z, :nv], rows[R_T, :nv], rows[R_LOADED, :nv]
@@ -180,14 +189,16 @@ def implicit_euler_step(fd_address, bound, dims, forces, loaded, body_int, manif
         # d f / d v along e_j: v2 = e_j 1e-7 + v (np.multiply, then +=)
         for i in range(nv):
             v2[i] = unit[i] * FD_STEP + v[i]
-        status = _dynamics(fd_address, bound, dims, forces, loaded, q, v2, tau, p, tau_loaded)
+        status = _dynamics(fd_address, bound, dims, forces, loaded, q, v2, tau, p, tau_loaded,
+                           special)
         if status:
             return status
         for i in range(nv):
             a_v[i, j] = (p[i] - a1[i]) / FD_STEP
         # d f / d q along e_j: q (+) e_j 1e-7
         _integrate(body_int, manifold, nq_joints, nv_joints, q, unit, FD_STEP, qs)
-        status = _dynamics(fd_address, bound, dims, forces, loaded, qs, v, tau, p, tau_loaded)
+        status = _dynamics(fd_address, bound, dims, forces, loaded, qs, v, tau, p, tau_loaded,
+                           special)
         if status:
             return status
         for i in range(nv):
@@ -226,14 +237,14 @@ def _max_abs(x):
 @njit(cache=True, nogil=True)
 def symplectic_euler_step(fd_address, mm_address, bound, dims, forces, loaded, loops, closed,
                           body_int, manifold, nq_joints, nv_joints, q, v, tau, a1, h, rows, mats,
-                          q_next, v_next):
+                          q_next, v_next, special):
     """One symplectic Euler step (Simulator._symplectic_euler) of a tree or, closed (with
     loops: kernels/rollout.py's loop tuple), of rigid closed loops (the entries then the loop
     solver's and the tree's mass matrix on its arguments; with force elements the loop solver on
     the loaded workspace, loop_forward_dynamics; robot.step's projection follows in the caller):
     (q (nq,), v (nv,)) -> (q_next, v_next) for the held forces tau (nv,), a1 = f(q, v, tau)
-    given, step h (s); workspace and manifold as implicit_euler_step. Returns 0, the forward
-    dynamics' non-zero status, MASS_FAILED or SINGULAR."""
+    given, step h (s); workspace, manifold and special as implicit_euler_step (trees). Returns 0,
+    the forward dynamics' non-zero status, MASS_FAILED or SINGULAR."""
     nq, nv = q.shape[0], v.shape[0]
     qs, acc, t = rows[R_QS, :nq], rows[R_P, :nv], rows[R_T, :nv]
     u, u_next, total = rows[R_U, :nv], rows[R_UN, :nv], rows[R_TAU, :nv]
@@ -264,7 +275,7 @@ def symplectic_euler_step(fd_address, mm_address, bound, dims, forces, loaded, l
                                            total, acc, tau_loaded)
         else:
             status = _dynamics(fd_address, bound, dims, forces, loaded, q, u, total, acc,
-                               tau_loaded)
+                               tau_loaded, special)
         if status:
             return status
         change = 0.0
