@@ -270,7 +270,7 @@ def symplectic_euler_step(fd_address, mm_address, bound, dims, forces, loaded, l
         _matvec(lower, u, t)     # the extra force (dM/dq u) u, added to tau
         for i in range(nv):
             total[i] = tau[i] + t[i]
-        if closed:
+        if closed and loaded:   # (without loads the loop solver's C entry, as on a tree)
             status = loop_forward_dynamics(fd_address, bound, dims, forces, loops, loaded, q, u,
                                            total, acc, tau_loaded)
         else:
