@@ -1,6 +1,7 @@
 """implicit_euler and symplectic_euler on closed loops in the compiled rollout engine
 (kernels/rollout_tangent.py: implicit Euler on the tangent basis; kernels/rollout_implicit.py's
-symplectic step through the recursive solver's C entry; then robot.step's projection in numba).
+symplectic step through the recursive solver's C entry, or with force elements the solver on the
+loaded workspace; then robot.step's projection in numba).
 
 Reference: robot.step from the same state, row by row (as test/test_rollout_implicit.py does on
 trees, and for the same reason: the dense algebra differs from numpy's BLAS / LAPACK by
@@ -82,10 +83,12 @@ def test_the_tangent_basis_is_orthonormal_and_admissible():
 
 @pytest.mark.parametrize("name, integrator", [("fourbar", "implicit_euler"),
                                               ("fourbar", "symplectic_euler"),
-                                              ("double_wishbone", "implicit_euler")])
+                                              ("double_wishbone", "implicit_euler"),
+                                              ("double_wishbone", "symplectic_euler")])
 def test_implicit_integrators_on_loops_run_compiled_row_by_row_equal_to_step(name, integrator,
                                                                             monkeypatch):
-    """(The double wishbone with its strut, a force element: implicit Euler's loaded path.)"""
+    """(The double wishbone with its strut, a force element: the loaded paths, the loop solver
+    on the loaded workspace.)"""
     robot = fourbar() if name == "fourbar" else double_wishbone()
     rng = np.random.default_rng(9)
     q0 = robot.assemble(robot.neutral())
@@ -120,14 +123,3 @@ def test_implicit_integrators_on_loops_run_compiled_row_by_row_equal_to_step(nam
     robot.time = start
     assert np.abs(V).max() > 1.0   # it moved
     assert len(calls) > 0          # (robot.step's projections: the loop was opened and closed)
-
-
-def test_what_still_runs_in_python_is_refused_with_its_reason():
-    """symplectic_euler on closed loops with force elements (the double wishbone:
-    kernels/rollout_implicit.py's loaded path is the tree's): engine="compiled" says why."""
-    integrator = "symplectic_euler"
-    robot = double_wishbone()
-    q0 = robot.assemble(robot.neutral())
-    with pytest.raises(ValueError, match=f"engine='compiled'.*{integrator}.*closed loops"):
-        robot.rollout(q0, np.zeros(robot.nv), np.zeros((3, robot.nv)), DT,
-                      integrator=integrator, engine="compiled")

@@ -7,7 +7,9 @@ LU, so every row equals robot.step from the previous row to that step's round-of
 its own matrices (conftest.solve_tol for the reduced solve, roundoff_tol for the products), not
 bit for bit; the couplings themselves (q_m = r q_l + o, v_m = r v_l hold on every row to
 round-off; robot.step's projection when they do not); a batch against its single rollouts (bit
-for bit: the same kernel on each thread).
+for bit: the same kernel on each thread). Drives and stops: the compensation against
+robot.inverse_dynamics(q, v, 0) (the Plant's and the reference engine's) and its defining
+invariant (tau = b: no acceleration); rows against the reference engine's one-row rollout.
 """
 from __future__ import annotations
 
@@ -18,7 +20,13 @@ from conftest import EPS, roundoff_tol, solve_tol
 from test_rollout import DT, GRIPPER, start_state, torques
 
 import mbd_ros
+from mbd_ros.kernels import plant as P
+from mbd_ros.kernels import rollout_mimic as RM
 from mbd_ros.robot.constraints import PROJECTION_TOLERANCE
+from mbd_ros.robot.rollout import RolloutProblem
+from mbd_ros.robot.rollout_compiled import engine_of
+from mbd_ros.robot.rollout_mimic import mimic_arrays, thread_mimic
+from mbd_ros.robot.rollout_plant import VELOCITY_TIME_CONSTANT
 
 
 def gripper(**options):
@@ -49,17 +57,20 @@ def coupled_start(robot, seed):
     return robot.apply_mimic(q, v)
 
 
-def step_bound(robot, q, v, tau, h, q_next, v_next):
+def step_bound(robot, q, v, tau, h, q_next, v_next, d_tau=0.0):
     """The round-off bound of one step's difference from robot.step (module docstring): the
     reduced solve's (solve_tol of T^T M T at the step's start, its products by roundoff_tol),
     propagated through the step's stages (weights summing to h, each stage's perturbation
-    amplified by at most 2 at these step sizes), and one rounding of each state entry."""
+    amplified by at most 2 at these step sizes), and one rounding of each state entry.
+    d_tau: a bound on a difference of tau itself (the drives' compensation), which reaches qdd
+    through T (T^T M T)^-1 T^T."""
     T = robot.mimic_coupling
     mass = robot.mass_matrix(q)
     reduced = T.T @ mass @ T
     qdd = robot.forward_dynamics(q, v, tau)
     s = qdd[robot.mimic_independent]
-    d_a = solve_tol(reduced, s) + roundoff_tol(robot.nv, (mass, qdd), tau, (T.T, tau))
+    d_a = solve_tol(reduced, s) + roundoff_tol(robot.nv, (mass, qdd), tau, (T.T, tau)) + \
+        np.linalg.norm(T @ np.linalg.solve(reduced, T.T), 2) * d_tau
     d_v = 2.0 * h * d_a + 4 * EPS * np.linalg.norm(v_next)
     d_q = h * d_v + 4 * EPS * np.linalg.norm(q_next)
     return d_q, d_v
@@ -137,8 +148,7 @@ def test_mimic_parts_left_to_the_reference_loop():
     robot = gripper()
     q0, v0 = coupled_start(robot, 61)
     tau = torques(robot, 3, 62, scale=0.2)
-    cases = [({"integrator": "implicit_euler"}, "implicit_euler"), ({"limits": True}, "stops"),
-             ({"drives": {"joints": ["slide"], "position": np.zeros((3, 1))}}, "drives")]
+    cases = [({"integrator": "implicit_euler"}, "implicit_euler")]
     for options, reason in cases:
         with pytest.raises(ValueError, match=f"engine='compiled'.*{reason}.*mimic|"
                                              f"engine='compiled'.*mimic.*{reason}"):
@@ -146,3 +156,183 @@ def test_mimic_parts_left_to_the_reference_loop():
         auto = robot.rollout(q0, v0, tau, DT, **options)
         reference = robot.rollout(q0, v0, tau, DT, engine="reference", **options)
         np.testing.assert_array_equal(auto.Q, reference.Q)
+
+
+# ---------------------------------------------------------------- drives and limits
+def compensation_bound(robot, q, v, h):
+    """Round-off bound of the drives' compensation b = S T^T h against robot.inverse_dynamics
+    (Constraints.actuation: a = lstsq(N^T S, N^T h), N orthonormal with range T, so
+    cond(N^T S) = cond(T)): the least-squares solve's solve_tol, the products' roundoff_tol
+    (N^T h, and the kernel's T^T h), the RNEA's own (|M| |qdd| + |h| at qdd = 0: |h|)."""
+    T = robot.mimic_coupling
+    a = T.T @ h
+    return solve_tol(T.T @ T, a) + roundoff_tol(robot.nv, (T.T, h), h, h)
+
+
+def tree_bias(robot, q, v):
+    """h = the tree's ID(q, v, 0) with the force elements' loads (before the couplings'
+    actuation: robot.inverse_dynamics's first part)."""
+    with robot._lock:
+        return robot._tree_inverse_dynamics(np.array(q, float), np.array(v, float),
+                                            np.zeros(robot.nv), None, np.zeros(robot.nv))
+
+
+def kernel_compensation(robot, q, v):
+    """kernels/rollout_mimic.py mimic_drive_bias on one thread's workspaces of the engine."""
+    engine = engine_of(robot)
+    work = engine.take(1)[0]
+    loaded = robot._forces is not None and robot._forces.elements is not None
+    mimic = thread_mimic(mimic_arrays(robot), robot.nv)
+    out = np.zeros(robot.nv)
+    status = RM.mimic_drive_bias(engine.entries, work.pointers, engine.dims, work.forces,
+                                 loaded, mimic, np.array(q, float), np.array(v, float),
+                                 np.zeros(robot.nv), out)
+    engine.give_back([work])
+    return status, out
+
+
+@pytest.mark.parametrize("kind", list(ROBOTS))
+def test_mimic_drive_compensation_equals_inverse_dynamics(kind):
+    """The kernel's compensation S T^T h against robot.inverse_dynamics(q, v, 0) (the Plant's
+    and the reference engine's compensation, by SVD and least squares), within the round-off
+    bound; and the invariant that defines it: with tau = b the coupled forward dynamics give
+    zero acceleration (T^T (b - h) = 0), to that bound through (T^T M T)^-1."""
+    robot = ROBOTS[kind]()
+    T = robot.mimic_coupling
+    independent = robot.mimic_independent
+    mimicking = np.setdiff1d(np.arange(robot.nv), independent)
+    for seed in range(6):
+        q, v = coupled_start(robot, 300 + seed)
+        v = 3.0 * v
+        status, b = kernel_compensation(robot, q, v)
+        assert status == 0
+        reference = robot.inverse_dynamics(q, v, np.zeros(robot.nv))
+        bound = compensation_bound(robot, q, v, tree_bias(robot, q, v))
+        np.testing.assert_allclose(b, reference, rtol=0, atol=bound)
+        np.testing.assert_array_equal(b[mimicking], 0.0)   # no drive force on a follower
+        assert np.abs(b).max() > 1e-2                      # gravity on the slide and fingers
+        mass = robot.mass_matrix(q)
+        reduced = T.T @ mass @ T
+        qdd = robot.forward_dynamics(q, v, b)
+        limit = np.linalg.norm(T @ np.linalg.inv(reduced), 2) * \
+            (roundoff_tol(robot.nv, (T.T, b), b) + bound * np.linalg.norm(T, 2))
+        assert np.abs(qdd).max() <= limit, (np.abs(qdd).max(), limit)
+
+
+def drives_case(robot, steps, limits, seed):
+    """A start on the couplings (within the limits), torques, and position references that
+    swing the slide and the leading finger (its follower, r = -1.5, into finger_b's stops with
+    limits)."""
+    rng = np.random.default_rng(seed)
+    q0, v0 = coupled_start(robot, seed)
+    q0[int(robot.idx_q[robot.joint_names.index("slide")])] = rng.uniform(-0.3, 0.3)
+    # finger_a at 0.68: its follower at -0.92, 0.08 from its lower stop (finger_a's velocity
+    # limit, 1 rad/s, lets the drive move it ~0.1 rad in 0.15 s)
+    q0[int(robot.idx_q[robot.joint_names.index("finger_a")])] = 0.68
+    q0 = robot.apply_mimic(q0)
+    tau = torques(robot, steps, seed + 1, scale=0.2)
+    tau[:, robot.nv - 2:] *= 0.01   # on the fingers (1e-4 kg m^2) small beside the drives
+    joints = ["slide", "finger_a"]
+    iq = [int(robot.idx_q[robot.joint_names.index(j)]) for j in joints]
+    position = q0[iq] + 0.9 * np.sin(np.linspace(0.0, 1.5, steps))[:, None]
+    velocity = np.gradient(position, DT, axis=0)
+    return q0, v0, tau, {"joints": joints, "position": position, "velocity": velocity}
+
+
+def row_drive_torques(robot, problem, k, q, v):
+    """The drive torques of row k at (q, v), as the reference engine computes them
+    (robot/rollout.py _reference_loop: M, m_eff, robot.inverse_dynamics(q, v, 0), the Plant's
+    drive kernel, limited with limits)."""
+    nv = robot.nv
+    mass = robot.mass_matrix(q)
+    chol, minv, m_eff = np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv)
+    assert P.effective_inertias(mass, chol, minv, m_eff) == 0
+    bias = robot.inverse_dynamics(q, v, np.zeros(nv))
+    drive_float = problem.drive_float.copy()
+    drive_float[P.DRIVE_Q_REF] = problem.position[0, k]
+    drive_float[P.DRIVE_VELOCITY_CMD] = problem.velocity[0, k]
+    out = np.zeros(nv)
+    if problem.limits is None:
+        P.drive_torques(problem.drive_int, drive_float, q, v, mass, m_eff, bias, DT, out)
+    else:
+        limits = problem.limits
+        P.limited_drive_torques(problem.drive_int, drive_float, q, v, mass, m_eff, bias, DT,
+                                limits.vel_idx, limits.velocity, limits.effort,
+                                1.0 / VELOCITY_TIME_CONSTANT, out)
+    return out
+
+
+def on_a_stop(robot, q):
+    """True when a limited joint of q sits on its position limit (JointLimits.enforce put it
+    there: exactly, up to the round-off of q (+) dq)."""
+    lower, upper = robot.position_limits
+    for kind, iq, iv in zip(robot.joint_types, robot.idx_q, robot.idx_v):
+        if kind in ("revolute", "prismatic") and min(abs(q[iq] - lower[iv]),
+                                                     abs(q[iq] - upper[iv])) <= 1e-12:
+            return True
+    return False
+
+
+def off_the_couplings(robot, q, v):
+    """True when (q, v) is off a coupling by more than a step's round-off (the stops moved a
+    joint without its partner: robot.step will project)."""
+    return max(robot.closure_residual(q, v)) > 1e3 * EPS * max(1.0, np.abs(v).max())
+
+
+@pytest.mark.parametrize("kind", list(ROBOTS))
+@pytest.mark.parametrize("integrator", ["rk4", "semi_implicit_euler"])
+@pytest.mark.parametrize("limits", [False, True])
+def test_mimic_drives_and_stops_rows_equal_the_reference(kind, integrator, limits):
+    """drives= (and limits=True) on a mimic robot run compiled: every row against the reference
+    engine (robot.step with the drives' terms in Python, then the stops) from the row before,
+    within step_bound with the compensation's round-off (compensation_bound); with limits the
+    stops and robot.step's projection onto the couplings (in Python) map the states, Lipschitz
+    with at most cond(M) (the impulse M^-1 on the stopped joints, the M-orthogonal velocity
+    projection), so on those rows the bound is scaled by 1 + cond(M). The drives act, and with limits the
+    follower finger_b reaches its stop (the Plant's stops ignore the couplings; the projection
+    of the next step re-couples), never passing it by more than the projection moves it."""
+    robot = ROBOTS[kind]()
+    steps = 150
+    q0, v0, tau, drives = drives_case(robot, steps, limits, 71)
+    result = robot.rollout(q0, v0, tau, DT, integrator=integrator, drives=drives, limits=limits,
+                           engine="compiled")
+    assert result.status == "ok", result.message
+    problem = RolloutProblem(robot, q0, v0, tau, DT, integrator, 1, drives, limits, 1e3, None,
+                             0.0)
+    start = robot.time
+    used = 0.0
+    for k in range(steps):
+        q, v = result.Q[k], result.V[k]
+        row = {"joints": drives["joints"], "position": drives["position"][k:k + 1],
+               "velocity": drives["velocity"][k:k + 1]}
+        reference = robot.rollout(q, v, tau[k:k + 1], DT, integrator=integrator, drives=row,
+                                  limits=limits, engine="reference", t0=k * DT)
+        assert reference.status == "ok"
+        drive = row_drive_torques(robot, problem, k, q, v)
+        d_q, d_v = step_bound(robot, q, v, tau[k] + drive, DT, reference.Q[1], reference.V[1],
+                              d_tau=compensation_bound(robot, q, v, tree_bias(robot, q, v)))
+        if limits and (on_a_stop(robot, reference.Q[1]) or off_the_couplings(robot, q, v)):
+            # (a row that stops a joint, or projects: the step after a stop re-couples)
+            amplification = 1.0 + np.linalg.cond(robot.mass_matrix(q))
+            d_q, d_v = amplification * d_q, amplification * d_v
+        err_q = np.abs(result.Q[k + 1] - reference.Q[1]).max()
+        err_v = np.abs(result.V[k + 1] - reference.V[1]).max()
+        assert err_q <= d_q and err_v <= d_v, (k, err_q, d_q, err_v, d_v)
+        used = max(used, err_q / d_q, err_v / d_v)
+    assert robot.time == start
+    # the drives acted: far from the undriven trajectory
+    free = robot.rollout(q0, v0, tau, DT, integrator=integrator, engine="compiled")
+    assert np.abs(free.Q - result.Q).max() > 0.1
+    iq_b = int(robot.idx_q[robot.joint_names.index("finger_b")])
+    lower, upper = robot.position_limits
+    iv_b = int(robot.idx_v[robot.joint_names.index("finger_b")])
+    if limits:   # finger_b driven into its stops (r = -1.5 times finger_a's swing)
+        on_stop = np.isclose(result.Q[:, iq_b], upper[iv_b], rtol=0, atol=1e-9) | \
+            np.isclose(result.Q[:, iq_b], lower[iv_b], rtol=0, atol=1e-9)
+        assert on_stop.sum() >= 5
+        assert result.Q[:, iq_b].max() <= upper[iv_b] + PROJECTION_TOLERANCE * 10
+        assert result.Q[:, iq_b].min() >= lower[iv_b] - PROJECTION_TOLERANCE * 10
+    else:
+        assert np.ptp(result.Q[:, iq_b]) > 0.5   # the follower swings with its leader
+        assert_coupled(robot, result.Q, result.V, 100 * 8 * EPS * np.abs(result.V).max())
+    print(f"{kind} {integrator} limits={limits}: largest share of the bound {used:.3g}")

@@ -5,7 +5,9 @@ hybrid dynamics and the placement on the trajectories in numba.
 References: repeated robot.step with the same `prescribed` trajectories from Python, robot.time
 set to t0 + k dt at each row as the rollout defines it (the same arithmetic in the same order:
 equal bit for bit), the reference engine, and the trajectories themselves (the prescribed joints
-sit exactly on q(t_k), qd(t_k) at every row, an invariant of the Simulator).
+sit exactly on q(t_k), qd(t_k) at every row, an invariant of the Simulator). implicit_euler and
+symplectic_euler: row by row against robot.step within that step's round-off bound
+(test_rollout_implicit.py's: their dense algebra is not numpy's BLAS / LAPACK).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import numpy as np
 import pytest
 
 from mbd_ros.robot import rollout_prescribed
+from test_rollout_implicit import BOUNDS as IMPLICIT_BOUNDS
 from test_rollout import (DT, arm, flexible_arm, floating_leg, sprung_arm, sprung_floating_arm,
                           start_state, torques)
 
@@ -135,19 +138,60 @@ def test_prescribed_with_drives_and_limits_equals_the_reference_engine():
         np.testing.assert_array_equal(compiled.V, reference.V)
 
 
+class HybridDynamics:
+    """The robot as the implicit integrators see it at time t with prescribed joints: its
+    forward dynamics with the trajectories' accelerations at t (robot.step's Simulator evaluates
+    every stage of implicit_euler and symplectic_euler at the step's start), everything else the
+    robot's (for test_rollout_implicit.py's round-off bounds; |M_ff^-1| <= |M^-1| by
+    interlacing, so their mass-matrix terms still bound the hybrid solve's)."""
+
+    def __init__(self, robot, prescribed, t):
+        self._robot = robot
+        self._accelerations = robot._prescribed_targets(prescribed, t)[0]
+
+    def forward_dynamics(self, q, v, tau):
+        return self._robot.forward_dynamics(q, v, tau, prescribed=self._accelerations)
+
+    def __getattr__(self, name):
+        return getattr(self._robot, name)
+
+
+@pytest.mark.parametrize("kind", ["arm7", "floating_base", "force_element"])
 @pytest.mark.parametrize("integrator", ["implicit_euler", "symplectic_euler"])
-def test_prescribed_implicit_integrators_run_in_the_reference_loop(integrator):
-    robot = arm()
+def test_prescribed_implicit_integrators_rows_equal_step(kind, integrator):
+    """implicit_euler and symplectic_euler with prescribed joints run compiled: every row
+    against robot.step (with the same trajectories, robot.time = t0 + k dt) from the row before,
+    within test_rollout_implicit.py's bound of that step's round-off (its Jacobians, solves and
+    fixed-point tolerance, of the hybrid dynamics at the step's time); the prescribed joints on
+    their trajectories at every row; and the joints move otherwise than without them."""
+    robot = ROBOTS[kind]()
     prescribed = trajectories(robot)
     q0, v0 = start_state(robot, 31)
-    tau = torques(robot, 3, 32, scale=0.5)
-    with pytest.raises(ValueError, match=f"engine='compiled'.*prescribed.*{integrator}"):
-        robot.rollout(q0, v0, tau, DT, integrator=integrator, prescribed=prescribed,
-                      engine="compiled")
-    auto = robot.rollout(q0, v0, tau, DT, integrator=integrator, prescribed=prescribed, t0=T0)
-    q_ref, v_ref = stepped(robot, q0, v0, tau, DT, integrator, prescribed, T0)
-    np.testing.assert_array_equal(auto.Q, q_ref)
-    np.testing.assert_array_equal(auto.V, v_ref)
+    steps = 20
+    tau = torques(robot, steps, 32, scale=0.5)
+    result = robot.rollout(q0, v0, tau, DT, integrator=integrator, prescribed=prescribed,
+                           t0=T0, engine="compiled")
+    assert result.status == "ok", result.message
+    start = robot.time
+    worst = 0.0
+    try:
+        for k in range(steps):
+            t = T0 + k * DT
+            robot.time = t
+            q1, v1 = robot.step(result.Q[k], result.V[k], tau[k], DT, integrator,
+                                prescribed=prescribed)
+            d_q, d_v = IMPLICIT_BOUNDS[integrator](HybridDynamics(robot, prescribed, t),
+                                                   result.Q[k], result.V[k], tau[k], DT, q1, v1)
+            dq = np.abs(result.Q[k + 1] - q1).max()
+            dv = np.abs(result.V[k + 1] - v1).max()
+            assert dq <= d_q and dv <= d_v, (k, dq, d_q, dv, d_v)
+            worst = max(worst, dq / d_q, dv / d_v)
+    finally:
+        robot.time = start
+    on_trajectories(robot, result.Q, result.V, prescribed, T0, DT)
+    free = robot.rollout(q0, v0, tau, DT, integrator=integrator, t0=T0, engine="compiled")
+    assert np.abs(free.Q[-1] - result.Q[-1]).max() > 1e-4
+    print(f"{kind} {integrator}: largest share of the bound {worst:.3g}")
 
 
 def test_prescribed_sample_cap_and_bad_trajectories_raise(monkeypatch):

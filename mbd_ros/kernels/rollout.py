@@ -49,7 +49,7 @@ from .rollout_projection import close_loops
 from .rollout_tangent import implicit_euler_loop_step
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
-from .rollout_mimic import coupling_residual_exceeds
+from .rollout_mimic import coupling_residual_exceeds, mimic_drive_bias
 from .rollout_prescribed import FIRST_STAGE, LAST_STAGE, MIDDLE_STAGE, place_prescribed
 from .rollout_special import has_special_dynamics, special_forward_dynamics
 from .stops import (STOP_DQ, STOP_IDX, STOP_LOWER, STOP_TARGET, STOP_UPPER, enforce_positions,
@@ -235,19 +235,21 @@ def _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_in
 
 
 @njit(cache=True, nogil=True)
-def _implicit_step(entries, bound, dims, forces, body_int, iopt, q, v, total, a1, h, work, mats,
-                   qn, vn, loaded):
-    """(qn, vn) by the implicit_euler or symplectic_euler step (kernels/rollout_implicit.py) of
-    a tree; returns its status (0: done)."""
+def _implicit_step(entries, bound, dims, forces, loops, body_int, iopt, q, v, total, a1, h, work,
+                   mats, qn, vn, loaded, special):
+    """(qn, vn) by the implicit_euler step of a tree or the symplectic_euler step of a tree or
+    closed loops (kernels/rollout_implicit.py; loops: the loop tuple; special: None or
+    (entries, parts, n), prescribed joints on a tree); returns its status (0: done)."""
     manifold = iopt[I_INTEGRATE] == JOINT_MANIFOLDS
     rows, implicit_mats = work[WORK_ROWS:], mats[M_INV + 1:]
     if iopt[I_INTEGRATOR] == IMPLICIT_EULER:
         return implicit_euler_step(entries[FD], bound, dims, forces, loaded, body_int, manifold,
                                    iopt[I_NQ_JOINTS], iopt[I_NV_JOINTS], q, v, total, a1, h,
-                                   rows, implicit_mats, qn, vn)
-    return symplectic_euler_step(entries[FD], entries[MM], bound, dims, forces, loaded, body_int,
-                                 manifold, iopt[I_NQ_JOINTS], iopt[I_NV_JOINTS], q, v, total, a1,
-                                 h, rows, implicit_mats, qn, vn)
+                                   rows, implicit_mats, qn, vn, special)
+    return symplectic_euler_step(entries[FD], entries[MM], bound, dims, forces, loaded, loops,
+                                 iopt[I_LOOPS] != 0, body_int, manifold, iopt[I_NQ_JOINTS],
+                                 iopt[I_NV_JOINTS], q, v, total, a1, h, rows, implicit_mats, qn,
+                                 vn, special)
 
 
 @njit(cache=True, nogil=True)
@@ -329,6 +331,12 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                             return NEEDS_DRIVE_TERMS, k
                         if status:
                             return DRIVE_TERMS_FAILED, k
+                # mimic couplings: robot.inverse_dynamics(q, v, 0) = S T^T h, the actuated
+                # (independent) dofs' forces (kernels/rollout_mimic.py mimic_drive_bias)
+                elif parts is not None and mimicking:
+                    if mimic_drive_bias(entries, bound, dims, forces, loaded, parts[1], q, v,
+                                        work[W_ZERO, :nv], work[W_BIAS, :nv]):
+                        return DRIVE_TERMS_FAILED, k
                 # with force elements, b = ID(q, v, 0) with their loads (robot.inverse_dynamics;
                 # here, so that the plain path never binds the forces tuple)
                 elif loaded and loaded_tree_inverse_dynamics(forces, q, v, work[W_ZERO, :nv],
@@ -336,7 +344,8 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     return DRIVE_TERMS_FAILED, k
                 if _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float,
                               position[k], velocity[k], vel_idx, velocity_limit, effort, work,
-                              mats, nq, nv, loaded or iopt[I_LOOPS] != 0):
+                              mats, nq, nv, loaded or iopt[I_LOOPS] != 0 or
+                              (parts is not None and mimicking)):
                     return DRIVE_TERMS_FAILED, k
                 for i in range(nv):
                     total[i] += work[W_DRIVE, i]
@@ -410,8 +419,15 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                         return DYNAMICS_FAILED, k
                 else:   # implicit_euler, symplectic_euler: kernels/rollout_implicit.py, on the
                     # workspace rows after WORK_ROWS and the matrices after M_INV
-                    status = _implicit_step(entries, bound, dims, forces, body_int, iopt, q, v,
-                                            total, a1, h, work, mats, qn, vn, loaded)
+                    # (prescribed joints: the hybrid dynamics at every evaluation)
+                    if parts is not None and prescribing:
+                        status = _implicit_step(entries, bound, dims, forces, loops, body_int,
+                                                iopt, q, v, total, a1, h, work, mats, qn, vn,
+                                                loaded, (entries, parts, n))
+                    else:
+                        status = _implicit_step(entries, bound, dims, forces, loops, body_int,
+                                                iopt, q, v, total, a1, h, work, mats, qn, vn,
+                                                loaded, None)
                     if status:
                         detail[0] = status
                         return DYNAMICS_FAILED, k

@@ -25,13 +25,20 @@ relative error <= c n eps cond). test/test_rollout_implicit.py bounds the differ
 The forward dynamics come from the tree's C entry by address (entry_call.call_entry), or, with
 force elements (rigid trees), from the loaded path (the elements' loads at (q, v), the link
 wrenches into the loaded workspace, tau + joint forces, the ABA), as robot.forward_dynamics
-runs them and kernels/rollout.py does at its stages.
+runs them and kernels/rollout.py does at its stages. symplectic_euler also runs on rigid closed
+loops (the loop solver's C entry, or with force elements the solver on the loaded workspace:
+loop_forward_dynamics, which kernels/rollout_tangent.py's implicit Euler on loops uses too).
 """
 from numba import njit
 
+from .closed_loop import forward_dynamics_checked
 from .configuration import integrate as _integrate_joints
 from .entry_call import call_entry
+from .force_elements import force_element_loads
 from .rollout_loads import loaded_tree_forward_dynamics
+from .rollout_prescribed import FIRST_STAGE
+from .rollout_special import special_forward_dynamics
+from .wrenches import load_link_wrenches
 
 # the Simulator's constants (robot/integrators.py): forward-difference step of implicit_euler,
 # the fixed-point tolerance (rad/s, m/s; SYMPLECTIC_TOLERANCE) and cap of symplectic_euler, the
@@ -126,21 +133,50 @@ def _integrate(body_int, manifold, nq_joints, nv_joints, q, v, dt, out):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _dynamics(fd_address, bound, dims, forces, loaded, q, v, tau, out, tau_loaded):
-    """out = f(q, v, tau): the C entry, or the loaded path with force elements."""
+def _dynamics(fd_address, bound, dims, forces, loaded, q, v, tau, out, tau_loaded, special):
+    """out = f(q, v, tau): the C entry, or the loaded path with force elements, or (special not
+    None) the prescribed joints' hybrid dynamics at the step's first sample (the Simulator
+    evaluates every stage of the implicit schemes at the step's start time t)."""
+    if special is not None:
+        entries, parts, n = special
+        return special_forward_dynamics(entries, bound, dims, forces, loaded, parts, n,
+                                        FIRST_STAGE, q, v, tau, out)
     if loaded:
         return loaded_tree_forward_dynamics(forces, q, v, tau, out, tau_loaded)
     return call_entry(fd_address, bound, dims, q, v, tau, out)
 
 
 @njit(cache=True, nogil=True)
+def loop_forward_dynamics(fd_address, bound, dims, forces, loops, loaded, q, v, tau, out,
+                          tau_loaded):
+    """out = f(q, v, tau) of the closed-loop robot: the loop solver's C entry, or with force
+    elements the loaded path as robot.forward_dynamics runs it (the elements' loads at (q, v),
+    the link wrenches into the loaded workspace, tau + their joint forces, the recursive solver
+    on that workspace: kernels/rollout.py's loaded forward dynamics with loops). loops:
+    kernels/rollout.py's loop tuple (items 3, 4, 5 the cuts' arrays, 7 the gains, 8 info, 9 the
+    multipliers)."""
+    if not loaded:
+        return call_entry(fd_address, bound, dims, q, v, tau, out)
+    (body_int, body_float, work, link_int, link_float, link_fext, element_int, element_float,
+     link_wrench, joint_force, values, scratch) = forces
+    force_element_loads(body_int, body_float, link_int, link_float, work, element_int,
+                        element_float, q, v, link_wrench, joint_force, values, scratch)
+    load_link_wrenches(link_int, link_float, link_wrench, link_fext, work)
+    for i in range(tau.shape[0]):
+        tau_loaded[i] = tau[i] + joint_force[i]
+    return forward_dynamics_checked(body_int, body_float, work, loops[3], loops[4], loops[5], q,
+                                    v, tau_loaded, loops[7], out, loops[8], loops[9])
+
+
+@njit(cache=True, nogil=True)
 def implicit_euler_step(fd_address, bound, dims, forces, loaded, body_int, manifold, nq_joints,
-                        nv_joints, q, v, tau, a1, h, rows, mats, q_next, v_next):
+                        nv_joints, q, v, tau, a1, h, rows, mats, q_next, v_next, special):
     """One linearly implicit Euler step of a tree (Simulator._implicit_euler with N = 1):
     (q (nq,), v (nv,)) -> (q_next, v_next) for the held forces tau (nv,), a1 = f(q, v, tau)
     (nv,) given, step h (s). rows (IMPLICIT_ROWS, >= max(nq, nv)), mats (IMPLICIT_MATS, nv, nv):
-    the workspace. manifold: q (+) v dt on the joints' manifolds (else q + v dt). Returns 0, the
-    forward dynamics' non-zero status, or SINGULAR."""
+    the workspace. manifold: q (+) v dt on the joints' manifolds (else q + v dt). special: None,
+    or (entries, parts, n) for prescribed joints (kernels/rollout_special.py, table row n).
+    Returns 0, the forward dynamics' non-zero status, or SINGULAR."""
     nq, nv = q.shape[0], v.shape[0]
     v2, qs, p = rows[R_V2, :nv], rows[R_QS, :nq], rows[R_P, :nv]
     s, z, t, tau_loaded = rows[R_S, :nv], rows[R_Z, :nv], rows[R_T, :nv], rows[R_LOADED, :nv]
@@ -153,14 +189,16 @@ def implicit_euler_step(fd_address, bound, dims, forces, loaded, body_int, manif
         # d f / d v along e_j: v2 = e_j 1e-7 + v (np.multiply, then +=)
         for i in range(nv):
             v2[i] = unit[i] * FD_STEP + v[i]
-        status = _dynamics(fd_address, bound, dims, forces, loaded, q, v2, tau, p, tau_loaded)
+        status = _dynamics(fd_address, bound, dims, forces, loaded, q, v2, tau, p, tau_loaded,
+                           special)
         if status:
             return status
         for i in range(nv):
             a_v[i, j] = (p[i] - a1[i]) / FD_STEP
         # d f / d q along e_j: q (+) e_j 1e-7
         _integrate(body_int, manifold, nq_joints, nv_joints, q, unit, FD_STEP, qs)
-        status = _dynamics(fd_address, bound, dims, forces, loaded, qs, v, tau, p, tau_loaded)
+        status = _dynamics(fd_address, bound, dims, forces, loaded, qs, v, tau, p, tau_loaded,
+                           special)
         if status:
             return status
         for i in range(nv):
@@ -197,13 +235,16 @@ def _max_abs(x):
 
 
 @njit(cache=True, nogil=True)
-def symplectic_euler_step(fd_address, mm_address, bound, dims, forces, loaded, body_int,
-                          manifold, nq_joints, nv_joints, q, v, tau, a1, h, rows, mats, q_next,
-                          v_next):
-    """One symplectic Euler step of a tree (Simulator._symplectic_euler): (q (nq,), v (nv,)) ->
-    (q_next, v_next) for the held forces tau (nv,), a1 = f(q, v, tau) given, step h (s);
-    workspace and manifold as implicit_euler_step. Returns 0, the forward dynamics' non-zero
-    status, MASS_FAILED or SINGULAR."""
+def symplectic_euler_step(fd_address, mm_address, bound, dims, forces, loaded, loops, closed,
+                          body_int, manifold, nq_joints, nv_joints, q, v, tau, a1, h, rows, mats,
+                          q_next, v_next, special):
+    """One symplectic Euler step (Simulator._symplectic_euler) of a tree or, closed (with
+    loops: kernels/rollout.py's loop tuple), of rigid closed loops (the entries then the loop
+    solver's and the tree's mass matrix on its arguments; with force elements the loop solver on
+    the loaded workspace, loop_forward_dynamics; robot.step's projection follows in the caller):
+    (q (nq,), v (nv,)) -> (q_next, v_next) for the held forces tau (nv,), a1 = f(q, v, tau)
+    given, step h (s); workspace, manifold and special as implicit_euler_step (trees). Returns 0,
+    the forward dynamics' non-zero status, MASS_FAILED or SINGULAR."""
     nq, nv = q.shape[0], v.shape[0]
     qs, acc, t = rows[R_QS, :nq], rows[R_P, :nv], rows[R_T, :nv]
     u, u_next, total = rows[R_U, :nv], rows[R_UN, :nv], rows[R_TAU, :nv]
@@ -229,8 +270,12 @@ def symplectic_euler_step(fd_address, mm_address, bound, dims, forces, loaded, b
         _matvec(lower, u, t)     # the extra force (dM/dq u) u, added to tau
         for i in range(nv):
             total[i] = tau[i] + t[i]
-        status = _dynamics(fd_address, bound, dims, forces, loaded, q, u, total, acc,
-                           tau_loaded)
+        if closed and loaded:   # (without loads the loop solver's C entry, as on a tree)
+            status = loop_forward_dynamics(fd_address, bound, dims, forces, loops, loaded, q, u,
+                                           total, acc, tau_loaded)
+        else:
+            status = _dynamics(fd_address, bound, dims, forces, loaded, q, u, total, acc,
+                               tau_loaded, special)
         if status:
             return status
         change = 0.0

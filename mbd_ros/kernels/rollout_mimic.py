@@ -20,6 +20,17 @@ or max |G v| exceeds PROJECTION_TOLERANCE (an RK4 step adds ~1e-16: in practice 
 `coupling_residual_exceeds` tests it here, and the caller then returns to Python for that
 projection (kernels/rollout.py NEEDS_PROJECTION).
 
+Drives (robot.rollout(drives=...) on a mimic robot): the Plant's compensation b(q, v) is
+robot.inverse_dynamics(q, v, 0) (Plant._compensation), on a mimic robot the actuated forces of
+Constraints.actuation: b = S a, a = (N^T S)^+ N^T h with N an orthonormal basis of null(G),
+S the actuated dofs (the independent ones: T's identity rows, a free base's dofs among them).
+With N = T R (R invertible: range(T) = null(G)) and T^T S = I (T restricted to the independent
+rows is the identity), N^T S = R^T and a = R^-T R^T T^T h = T^T h: the leaders take their own
+h plus r times their followers', b_m = 0 on the mimicking dofs (`mimic_drive_bias`; equal to
+the SVD and lstsq of Constraints.actuation to round-off, test/test_rollout_mimic.py). As there,
+qdd = 0 must satisfy the coupling rows with the Baumgarte terms, |2 alpha G_m v + beta^2 g_m| <=
+1e-9 (else robot.inverse_dynamics raises and the row's drive terms fail).
+
 mimic: robot/rollout_compiled.py's tuple (coupling T (nv, nz), pair_int (m, 4) int64 rows
 (iq_m, iq_l, iv_m, iv_l), pair_float (m, 2) rows (r, o), gains (2,) (alpha, beta); per-thread
 scratch: mass (nv, nv), mass_t (nv, nz), reduced (nz, nz), rhs (nv,), bias (nv,), rhs_z (nz,),
@@ -32,6 +43,7 @@ from numba import njit
 from .checked import inverse_dynamics as _tree_inverse_dynamics
 from .entry_call import call_entry
 from .force_elements import force_element_loads
+from .rollout_loads import loaded_tree_inverse_dynamics
 from .wrenches import load_link_wrenches
 
 M_COUPLING, M_PAIR_INT, M_PAIR_FLOAT, M_GAINS, M_MASS, M_MASS_T, M_REDUCED, M_RHS, M_BIAS, \
@@ -40,6 +52,9 @@ PAIR_IQ_M, PAIR_IQ_L, PAIR_IV_M, PAIR_IV_L = range(4)
 PAIR_RATIO, PAIR_OFFSET = range(2)
 MASS_MATRIX, INVERSE_DYNAMICS = 1, 2   # entries[]: as kernels/rollout.py MM, ID
 NOT_POSITIVE_DEFINITE, NOT_FINITE = 1, 2   # statuses: T^T M T not positive definite, qdd not finite
+COUPLING_BROKEN = 3   # mimic_drive_bias: qdd = 0 breaks a coupling row (Baumgarte terms)
+# Constraints.actuation's test of a mimic row: |G_m qdd + gamma_m| <= 1e-9 max(1, |qdd_l|)
+COUPLING_ROW_TOLERANCE = 1e-9
 
 
 @njit(cache=True, nogil=True)
@@ -151,3 +166,32 @@ def coupling_residual_exceeds(mimic, q, v, tolerance):
         if abs(g) > tolerance or abs(gv) > tolerance:
             return True
     return False
+
+
+@njit(cache=True, nogil=True)
+def mimic_drive_bias(entries, bound, dims, forces, loaded, mimic, q, v, zero, out):
+    """out (nv,) = the Plant's drive compensation on a mimic robot, robot.inverse_dynamics(q,
+    v, 0) = S T^T h (module docstring): h = ID(q, v, 0) (the C entry, or with the force
+    elements' loads), then each leader's entry plus r times its follower's, the followers' 0.
+    zero (nv,): zeros. Returns 0, the ID kernel's status, or COUPLING_BROKEN."""
+    pair_int, pair_float, gains = mimic[M_PAIR_INT], mimic[M_PAIR_FLOAT], mimic[M_GAINS]
+    alpha, beta = gains[0], gains[1]
+    if alpha != 0.0 or beta != 0.0:   # qdd = 0 must pass the coupling rows (actuation's test)
+        for k in range(pair_int.shape[0]):
+            ratio = pair_float[k, PAIR_RATIO]
+            g = q[pair_int[k, PAIR_IQ_M]] - ratio * q[pair_int[k, PAIR_IQ_L]] - \
+                pair_float[k, PAIR_OFFSET]
+            gv = v[pair_int[k, PAIR_IV_M]] - ratio * v[pair_int[k, PAIR_IV_L]]
+            if not abs(2.0 * alpha * gv + beta * beta * g) <= COUPLING_ROW_TOLERANCE:
+                return COUPLING_BROKEN
+    if loaded:
+        status = loaded_tree_inverse_dynamics(forces, q, v, zero, out)
+    else:
+        status = call_entry(entries[INVERSE_DYNAMICS], bound, dims, q, v, zero, out)
+    if status:
+        return status
+    for k in range(pair_int.shape[0]):   # a = T^T h on the leaders
+        out[pair_int[k, PAIR_IV_L]] += pair_float[k, PAIR_RATIO] * out[pair_int[k, PAIR_IV_M]]
+    for k in range(pair_int.shape[0]):   # no drive force on the mimicking dofs (S a)
+        out[pair_int[k, PAIR_IV_M]] = 0.0
+    return 0

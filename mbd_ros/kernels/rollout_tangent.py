@@ -21,15 +21,13 @@ unblocked LU where numpy uses BLAS and LAPACK: round-off apart, as on trees.
 import numpy as np
 from numba import njit
 
-from .closed_loop import cut_rows, forward_dynamics_checked, loop_jacobian
+from .closed_loop import cut_rows, loop_jacobian
 from .configuration import integrate as _integrate_joints
-from .entry_call import call_entry
-from .force_elements import force_element_loads
 from .kinematics import forward_kinematics
+from .rollout_implicit import loop_forward_dynamics as _loop_dynamics
 from .rollout_implicit import (FD_STEP, R_LOADED, R_P, R_PIV, R_QS, R_S, R_T, R_TAU, R_U, R_V2,
                                R_Z, SINGULAR, X_AQ, X_AV, X_LHS, X_MASS, lu_solve)
 from .rollout_projection import pivoted_qr_transposed
-from .wrenches import load_link_wrenches
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -42,25 +40,6 @@ def _integrate(body_int, manifold, nq_joints, nv_joints, q, v, dt, out):
     _integrate_joints(body_int, q[:nq_joints], v[:nv_joints], dt, out[:nq_joints])
     for i in range(q.shape[0] - nq_joints):
         out[nq_joints + i] = v[nv_joints + i] * dt + q[nq_joints + i]
-
-
-@njit(cache=True, nogil=True)
-def _loop_dynamics(fd_address, bound, dims, forces, loops, loaded, q, v, tau, out, tau_loaded):
-    """out = f(q, v, tau) of the closed-loop robot: the loop solver's C entry, or with force
-    elements the loaded path as robot.forward_dynamics runs it (the elements' loads at (q, v),
-    the link wrenches into the loaded workspace, tau + their joint forces, the recursive solver
-    on that workspace: kernels/rollout.py's loaded forward dynamics with loops)."""
-    if not loaded:
-        return call_entry(fd_address, bound, dims, q, v, tau, out)
-    (body_int, body_float, work, link_int, link_float, link_fext, element_int, element_float,
-     link_wrench, joint_force, values, scratch) = forces
-    force_element_loads(body_int, body_float, link_int, link_float, work, element_int,
-                        element_float, q, v, link_wrench, joint_force, values, scratch)
-    load_link_wrenches(link_int, link_float, link_wrench, link_fext, work)
-    for i in range(tau.shape[0]):
-        tau_loaded[i] = tau[i] + joint_force[i]
-    return forward_dynamics_checked(body_int, body_float, work, loops[3], loops[4], loops[5], q,
-                                    v, tau_loaded, loops[7], out, loops[8], loops[9])
 
 
 @njit(cache=True, nogil=True)

@@ -24,8 +24,10 @@ from ..errors import excerpt
 # the most trajectory samples (calls of one joint's trajectory) one compiled rollout call takes:
 # 3 floats each in the table (<= 24 MB), and ~1 s of Python calls
 MAX_PRESCRIBED_SAMPLES = 1_000_000
-# integrators whose compiled steps read the table (the implicit ones run in the reference loop)
-PRESCRIBED_INTEGRATORS = (None, "rk4", "semi_implicit_euler")
+# integrators whose compiled steps read the table (all: the implicit ones evaluate every stage
+# at the step's start, sample 0, kernels/rollout_implicit.py)
+PRESCRIBED_INTEGRATORS = (None, "rk4", "semi_implicit_euler", "implicit_euler",
+                          "symplectic_euler")
 
 
 def check_prescribed(robot, prescribed):
@@ -48,8 +50,7 @@ def prescribed_unsupported(problem):
     """Why the compiled engine cannot run the prescribed joints of `problem`, or None."""
     robot = problem.robot
     if problem.integrator not in PRESCRIBED_INTEGRATORS:
-        return (f"prescribed joints with the {problem.integrator} integrator run in Python "
-                "(rk4 and semi_implicit_euler read them compiled)")
+        return f"prescribed joints with the {problem.integrator} integrator run in Python"
     if robot.closure_names or robot.mimic_joints:
         return "prescribed joints on closed loops or mimic couplings (a dense KKT solve) run in " \
             "Python"
