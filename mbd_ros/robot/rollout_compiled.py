@@ -80,8 +80,8 @@ def unsupported(problem):
     if forces is not None:
         if forces.callbacks:
             return "add_force callbacks run in Python"
-        if forces.elements is None:
-            return "force elements on a flexible tree run in Python"
+        if forces.elements is None:   # a force set with neither elements nor callbacks left
+            return "the robot's force set has no compiled elements: it runs in Python"
         if has_flexible_loads(robot) and flexible_loads_unsupported(problem):
             return flexible_loads_unsupported(problem)
     return None
