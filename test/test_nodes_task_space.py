@@ -225,6 +225,18 @@ def test_reaches_a_pose_10_cm_away_and_holds_it_against_a_payload_change(ros, ro
     ros.spin_until(lambda: is_active(ros, node.lstrip("/")), READY_TIMEOUT,
                    what="the controller to be active")
     plant = ros.start("forward_dynamics", PLANT, remaps={"__ns": ns})
+    # every tick before the plant gets commands is a step with zero effort (the arm starts to
+    # fall, and the hold below must catch it): tick only once the graph has the loop's
+    # endpoints (plant and controller on joint_states, effort_commands and /clock), so that the
+    # time discovery takes under load does not turn into steps of free fall
+    commands_topic = f"{ns}/forward_dynamics/effort_commands"
+    ros.spin_until(lambda: ros.node.count_publishers(states_topic) >= 1
+                   and ros.node.count_subscribers(states_topic) >= 2
+                   and ros.node.count_publishers(commands_topic) >= 1
+                   and ros.node.count_subscribers(commands_topic) >= 1
+                   and ros.node.count_subscribers("/clock") >= 2, READY_TIMEOUT,
+                   what="the plant and the controller connected in the graph")
+    ros.spin(0.5)   # (the graph shows an endpoint before every reader has matched it)
     ros.spin_until(lambda: len(states) > 0 and len(errors) > 0, READY_TIMEOUT, every=0.1,
                    action=lock.tick,
                    what="joint_states of the plant and ~/task_error of the controller")
