@@ -253,6 +253,7 @@ def pytest_collection_modifyitems(config, items):
             [item for item, p in zip(items, processes) if not p]
 
 
+@pytest.hookimpl(optionalhook=True)   # xdist's hook: plain pytest (colcon test) has no spec
 def pytest_xdist_make_scheduler(config, log):
     """pytest-xdist's scheduler by scope, with two kinds of scope: every test that starts ROS
     node processes is in one, run one after another on one worker and first (they are a third
