@@ -402,6 +402,36 @@ def test_add_force_callback_vs_differences():
 
 # ---- identities, robot kinds, errors -------------------------------------------------------------
 
+@pytest.mark.parametrize("codegen", [False, True], ids=["generic", "codegen"])
+def test_talos_reduced_dense_products_vs_pinocchio(pin, erd_dir, codegen):
+    """talos_reduced (nv 38 >= DENSE_PRODUCTS_FROM: M^-1 and two BLAS products write the forward
+    derivatives, from the negated inverse ones) against Pinocchio: the general path (first call,
+    and with f_ext: loads on some bodies, none on the others), the C-level path (later calls),
+    out=. codegen=True: derivatives above codegen/derivative_generator.MAX_DOFS run the generic
+    kernels on the generated tree's model arrays."""
+    case = Case(pin, erd_dir, "talos_reduced", codegen=codegen)
+    robot = case.generated if codegen else case.robot
+    nv = robot.nv
+    outs = tuple(np.full((nv, nv), np.nan) for _ in range(3))
+    for k in range(3):
+        q, v, x = case.state()
+        for method in ("inverse_dynamics_derivatives", "forward_dynamics_derivatives"):
+            ref = case.reference(method, q, v, x)
+            for form in ("call", "C path", "out="):
+                kwargs = {"out": outs} if form == "out=" else {}
+                got = getattr(robot, method)(q, v, x, **kwargs)
+                if form == "out=":
+                    assert all(a is b for a, b in zip(got, outs)), method
+                for name, a, b in zip(("dq", "dv", "third"), got, ref):
+                    assert_matrix_close(a, b, f"talos state {k} {method} ({form}) {name}")
+    o = case.oracle
+    f = some_link_wrenches(robot, case.rng)
+    dq, dv, dtau = robot.forward_dynamics_derivatives(q, v, x, f_ext=f)
+    pin.computeABADerivatives(o.model, o.data, o.q_pin(q), o.v_pin(v), o.v_pin(x), o.fext(f))
+    assert_matrix_close(dq, case.matrix(o.data.ddq_dq), f"talos f_ext on {sorted(f)}: dqdd_dq")
+    assert_matrix_close(dv, case.matrix(o.data.ddq_dv), f"talos f_ext on {sorted(f)}: dqdd_dv")
+
+
 def test_identities_mass_matrix_and_inverse(case):
     r = case.robot
     q, v, x = case.state()

@@ -309,11 +309,16 @@ def forward_pass(body_int, body_float, work, dwork, dof_work, q, v, qdd):
         rigid_parameters_times(dwork, i, YCRB, dwork, i, OV, dwork, i, OH)
         rigid_parameters_times(dwork, i, YCRB, dwork, i, OA, dwork, i, OF)
         add_cross_force(dwork, i, OV, dwork, i, OH, dwork, i, OF)
-        for r in range(6):
-            dwork[i, TMP + r] = work[i, FEXT + r]
-        force_to_parent(work, i, WORLD_ROT, dwork, i, TMP)
-        for r in range(6):
-            dwork[i, OF + r] -= dwork[i, TMP + r]
+        # (a body without a load skips the move: of_i - 0 is of_i exactly; the C-level path
+        # has no loads at all; NaN != 0 keeps a NaN load)
+        if (work[i, FEXT] != 0.0 or work[i, FEXT + 1] != 0.0 or work[i, FEXT + 2] != 0.0
+                or work[i, FEXT + 3] != 0.0 or work[i, FEXT + 4] != 0.0
+                or work[i, FEXT + 5] != 0.0):
+            for r in range(6):
+                dwork[i, TMP + r] = work[i, FEXT + r]
+            force_to_parent(work, i, WORLD_ROT, dwork, i, TMP)
+            for r in range(6):
+                dwork[i, OF + r] -= dwork[i, TMP + r]
         inertia_variation(dwork, i)
 
 
@@ -574,17 +579,6 @@ def forward_from_inverse(dof_int, factor, dq, dv, mass):
 DENSE_PRODUCTS_FROM = 16
 
 
-@njit(cache=True)
-def minus_product(minv, x, scratch):
-    """x <- -minv x for (nv, nv) arrays (scratch (nv, nv): the product before the copy)."""
-    np.dot(minv, x, scratch)
-    for r in range(x.shape[0]):
-        row_x = x[r]
-        row_s = scratch[r]
-        for c in range(x.shape[1]):
-            row_x[c] = -row_s[c]
-
-
 @entry_point(ABA_DERIVATIVES)
 def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor, q, v, tau,
                     qdd_out, tau_scratch, dq_out, dv_out, dtau_out):
@@ -616,6 +610,13 @@ def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor
             dq_out[r, c] = 0.0
             dv_out[r, c] = 0.0
             dtau_out[r, c] = 0.0
+    # Passes B and D write -dtau/dv into neg_dv and -dtau/dq into neg_dq (the sign is free in
+    # their dot products). Tree solves: in place (dv_out, dq_out). Dense products: into arrays
+    # the products do not write, so that dgemm writes -M^-1 dtau/dx straight into the outputs
+    # (no copy): dq_out until the last product, factor once M^-1 is computed (before pass D).
+    dense = nv >= DENSE_PRODUCTS_FROM
+    neg_dv = dq_out if dense else dv_out
+    neg_dq = factor if dense else dq_out
     # ---- forward pass A at qdd = 0 (qdd_out is zero)                              [(D1)-(D5)]
     forward_pass(body_int, body_float, work, dwork, dof_work, q, v, qdd_out)
     for i in range(1, nb + 1):
@@ -639,7 +640,7 @@ def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor
             jc = iv + c
             for m in range(nv_joint):
                 jm = iv + m
-                dv_out[jm, jc] = dot6(dof_work, jm, S_O, dof_work, jc, DFDV)
+                neg_dv[jm, jc] = -dot6(dof_work, jm, S_O, dof_work, jc, DFDV)
                 dtau_out[jm, jc] = dot6(dof_work, jm, S_O, dof_work, jc, YS)
             damping = body_float[i, DAMPING + c]
             friction = body_float[i, FRICTION + c]
@@ -647,7 +648,7 @@ def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor
                 speed = body_float[i, FRICTION_SPEED]
                 th = math.tanh(v[jc] / speed)
                 tau_scratch[jc] += damping * v[jc] + friction * th
-                dv_out[jc, jc] += damping + friction * (1.0 - th * th) / speed
+                neg_dv[jc, jc] -= damping + friction * (1.0 - th * th) / speed
             # the column's vectors in locals: the stores into the matrices may alias dof_work
             # as far as the compiler knows, which would reload them for every ancestor
             f0, f1, f2, f3, f4, f5 = load6(dof_work, jc, DFDV)
@@ -658,15 +659,15 @@ def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor
             k = dof_int[iv, DOF_PARENT]
             while k >= 0:
                 row = dof_work[k]
-                dv_out[k, jc] = (row[S_O] * f0 + row[S_O + 1] * f1 + row[S_O + 2] * f2
-                                 + row[S_O + 3] * f3 + row[S_O + 4] * f4 + row[S_O + 5] * f5)
+                neg_dv[k, jc] = -(row[S_O] * f0 + row[S_O + 1] * f1 + row[S_O + 2] * f2
+                                  + row[S_O + 3] * f3 + row[S_O + 4] * f4 + row[S_O + 5] * f5)
                 mass = (row[S_O] * y0 + row[S_O + 1] * y1 + row[S_O + 2] * y2
                         + row[S_O + 3] * y3 + row[S_O + 4] * y4 + row[S_O + 5] * y5)
                 dtau_out[k, jc] = mass
                 dtau_out[jc, k] = mass
-                dv_out[jc, k] = (y0 * row[DADV] + y1 * row[DADV + 1] + y2 * row[DADV + 2]
-                                 + y3 * row[DADV + 3] + y4 * row[DADV + 4] + y5 * row[DADV + 5]
-                                 + (t0 * row[S_O + 3] + t1 * row[S_O + 4] + t2 * row[S_O + 5]))
+                neg_dv[jc, k] = -(y0 * row[DADV] + y1 * row[DADV + 1] + y2 * row[DADV + 2]
+                                  + y3 * row[DADV + 3] + y4 * row[DADV + 4] + y5 * row[DADV + 5]
+                                  + (t0 * row[S_O + 3] + t1 * row[S_O + 4] + t2 * row[S_O + 5]))
                 k = dof_int[k, DOF_PARENT]
         if parent > 0:
             for k in range(22):   # YCRB, VAR_G, VAR_C
@@ -680,6 +681,15 @@ def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor
     for k in range(nv):
         qdd_out[k] = tau[k] - tau_scratch[k]
     ltdl_solve_vector(dof_int, factor, qdd_out)
+    # ---- dqdd/dtau = M^-1 (D8), now: the dense path's pass D writes into factor
+    for r in range(nv):
+        for c in range(nv):
+            dtau_out[r, c] = 1.0 if r == c else 0.0
+    ltdl_solve(dof_int, factor, dtau_out, 1.0, IDENTITY)
+    if dense:
+        for r in range(nv):
+            for c in range(nv):
+                factor[r, c] = 0.0
     # ---- forward pass C: the accelerations of qdd                                        (D9)
     for r in range(6):
         dwork[0, TMP + r] = 0.0
@@ -716,7 +726,7 @@ def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor
             jc = iv + c
             for m in range(nv_joint):
                 jm = iv + m
-                dq_out[jm, jc] = dot6(dof_work, jm, S_O, dof_work, jc, DFDQ)
+                neg_dq[jm, jc] = -dot6(dof_work, jm, S_O, dof_work, jc, DFDQ)
             f0, f1, f2, f3, f4, f5 = load6(dof_work, jc, DFDQ_BELOW)   # (as in pass B)
             y0, y1, y2, y3, y4, y5 = load6(dof_work, jc, YS)
             t0 = dof_work[jc, DYT]
@@ -725,28 +735,24 @@ def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor
             k = dof_int[iv, DOF_PARENT]
             while k >= 0:
                 row = dof_work[k]
-                dq_out[k, jc] = (row[S_O] * f0 + row[S_O + 1] * f1 + row[S_O + 2] * f2
-                                 + row[S_O + 3] * f3 + row[S_O + 4] * f4 + row[S_O + 5] * f5)
-                dq_out[jc, k] = (y0 * row[DADQ] + y1 * row[DADQ + 1] + y2 * row[DADQ + 2]
-                                 + y3 * row[DADQ + 3] + y4 * row[DADQ + 4] + y5 * row[DADQ + 5]
-                                 + (t0 * row[DVDQ + 3] + t1 * row[DVDQ + 4]
-                                    + t2 * row[DVDQ + 5]))
+                neg_dq[k, jc] = -(row[S_O] * f0 + row[S_O + 1] * f1 + row[S_O + 2] * f2
+                                  + row[S_O + 3] * f3 + row[S_O + 4] * f4 + row[S_O + 5] * f5)
+                neg_dq[jc, k] = -(y0 * row[DADQ] + y1 * row[DADQ + 1] + y2 * row[DADQ + 2]
+                                  + y3 * row[DADQ + 3] + y4 * row[DADQ + 4]
+                                  + y5 * row[DADQ + 5]
+                                  + (t0 * row[DVDQ + 3] + t1 * row[DVDQ + 4]
+                                     + t2 * row[DVDQ + 5]))
                 k = dof_int[k, DOF_PARENT]
         if parent > 0:
             for r in range(6):
                 dwork[parent, OF + r] += dwork[i, OF + r]
-    # ---- dqdd/dx = -M^-1 dtau/dx, dqdd/dtau = M^-1                                      (D8)
-    for r in range(nv):
-        for c in range(nv):
-            dtau_out[r, c] = 1.0 if r == c else 0.0
-    if nv < DENSE_PRODUCTS_FROM:   # tree solves: O(nv sum(depth)) row updates each
-        ltdl_solve(dof_int, factor, dq_out, -1.0, TREE_COLUMNS)
-        ltdl_solve(dof_int, factor, dv_out, -1.0, TREE_COLUMNS)
-        ltdl_solve(dof_int, factor, dtau_out, 1.0, IDENTITY)
-    else:   # M^-1, then two dense products (BLAS dgemm, as Pinocchio's Minv * dtau_dx)
-        ltdl_solve(dof_int, factor, dtau_out, 1.0, IDENTITY)
-        minus_product(dtau_out, dq_out, factor)
-        minus_product(dtau_out, dv_out, factor)
+    # ---- dqdd/dx = M^-1 (-dtau/dx)                                                      (D8)
+    if dense:   # two dense products (BLAS dgemm, as Pinocchio's Minv * dtau_dx), in this order:
+        np.dot(dtau_out, neg_dv, dv_out)   # the first reads dq_out, the second writes it
+        np.dot(dtau_out, neg_dq, dq_out)
+    else:       # tree solves: O(nv sum(depth)) row updates each
+        ltdl_solve(dof_int, factor, dq_out, 1.0, TREE_COLUMNS)
+        ltdl_solve(dof_int, factor, dv_out, 1.0, TREE_COLUMNS)
     total = 0.0
     for k in range(nv):
         total += qdd_out[k] * 0.0
