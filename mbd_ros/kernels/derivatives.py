@@ -66,7 +66,7 @@ compiling another specialisation.
 import math
 
 import numpy as np
-from numba import njit, types
+from numba import njit, types, uint64
 
 from . import signatures
 from .entry import entry_point
@@ -489,17 +489,35 @@ TREE_COLUMNS = 1    # x with M's sparsity (row i nonzero only in the ancestors a
 IDENTITY = 2        # x = 1: L^-T 1 is zero outside the ancestors of each column: [i, end)
 
 
+# from this nv on, the solves' row updates run over unsigned indices (sub_scaled_row): numba
+# wraps a negative signed index around (index + size), a test in every iteration that keeps
+# LLVM from vectorising a loop whose start is not 0; with unsigned indices it vectorises them.
+# Measured per solve (bench/profile_derivatives.py): talos_reduced (nv 38) 7.5 -> 3.4 us
+# (dtau/dq), 3.4 -> 2.2 us (M^-1); solo12 1.35 -> 0.72; panda (nv 9) 0.31 -> 0.23; ur5 (nv 6)
+# 0.147 -> 0.171 (rows of at most 6: the vector loop's setup costs more), hence the bound
+WIDE_ROWS_FROM = 8
+
+
+@njit(inline="always")
+def sub_scaled_row(y, x, f, start, end):
+    """y[start:end] -= f x[start:end] for rows y, x (1-D, contiguous), over unsigned indices
+    (WIDE_ROWS_FROM: the loop vectorises)."""
+    for c in range(uint64(start), uint64(end)):
+        y[c] -= f * x[c]
+
+
 @njit(cache=True)
 def ltdl_solve(dof_int, factor, x, scale, columns):
     """x <- scale M^-1 x for x (nv, nv), with M = L^T D L in `factor` (RBDA Table 6.4), on whole
-    contiguous rows (row views: the row updates vectorise). columns: what x is on entry
-    (ALL_COLUMNS, TREE_COLUMNS, IDENTITY): the first walk touches only the columns that can be
-    nonzero, [start, end) of row i; the last walk (L^-1) fills every column (IDENTITY: the
-    upper triangle, then mirrored).
+    contiguous rows (row views: the row updates vectorise, from WIDE_ROWS_FROM dofs on).
+    columns: what x is on entry (ALL_COLUMNS, TREE_COLUMNS, IDENTITY): the first walk touches
+    only the columns that can be nonzero, [start, end) of row i; the last walk (L^-1) fills
+    every column (IDENTITY: the upper triangle, then mirrored).
     (One matrix per walk: walking three at once was up to 3x slower, depending on where the
     arrays fall in memory. A compiled function, not inlined: three inlined copies made
     aba_derivatives ~15% slower on ur5.)"""
     n = factor.shape[0]
+    wide = n >= WIDE_ROWS_FROM
     for i in range(n - 1, -1, -1):       # L^-T
         j = dof_int[i, DOF_PARENT]
         start = i if columns == IDENTITY else 0
@@ -508,15 +526,18 @@ def ltdl_solve(dof_int, factor, x, scale, columns):
         while j >= 0:
             f = factor[i, j]
             row_j = x[j]
-            for c in range(start, end):
-                row_j[c] -= f * row_i[c]
+            if wide:
+                sub_scaled_row(row_j, row_i, f, start, end)
+            else:
+                for c in range(start, end):
+                    row_j[c] -= f * row_i[c]
             j = dof_int[j, DOF_PARENT]
     # identity: the result is symmetric, and its upper triangle (c >= i) needs only the upper
     # triangles of the rows above (j < i <= c): compute it, then mirror it
     for i in range(n):                   # D^-1
         d = scale / factor[i, i]
         row_i = x[i]
-        for c in range(i if columns == IDENTITY else 0, n):
+        for c in range(uint64(i if columns == IDENTITY else 0), uint64(n)):
             row_i[c] *= d
     for i in range(n):                   # L^-1
         j = dof_int[i, DOF_PARENT]
@@ -525,8 +546,11 @@ def ltdl_solve(dof_int, factor, x, scale, columns):
         while j >= 0:
             f = factor[i, j]
             row_j = x[j]
-            for c in range(start, n):
-                row_i[c] -= f * row_j[c]
+            if wide:
+                sub_scaled_row(row_i, row_j, f, start, n)
+            else:
+                for c in range(start, n):
+                    row_i[c] -= f * row_j[c]
             j = dof_int[j, DOF_PARENT]
     if columns == IDENTITY:
         for i in range(n):
