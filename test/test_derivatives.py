@@ -463,6 +463,64 @@ def test_codegen_robot_gives_the_generic_results(erd_dir):
                 assert_matrix_close(a, b, method, rtol=1e-12)
 
 
+def random_dof_tree(rng, n):
+    """dof_int (n, DOF_INT_WIDTH) of a random tree numbered depth first (each dof's parent is on
+    the path from the root to the previous dof), and its ancestor sets."""
+    from mbd_ros.kernels import derivatives as K
+    parent = [-1]
+    for k in range(1, n):
+        path = [k - 1]
+        while parent[path[-1]] >= 0:
+            path.append(parent[path[-1]])
+        parent.append(int(rng.choice(path + [-1])))
+    ancestors = []
+    for k in range(n):
+        a, j = [], parent[k]
+        while j >= 0:
+            a.append(j)
+            j = parent[j]
+        ancestors.append(a)
+    dof_int = np.zeros((n, K.DOF_INT_WIDTH), dtype=np.int64)
+    dof_int[:, K.DOF_PARENT] = parent
+    for k in range(n):
+        dof_int[k, K.DOF_SUBTREE_END] = 1 + max([k] + [m for m in range(n) if k in ancestors[m]])
+    return dof_int, ancestors
+
+
+@pytest.mark.parametrize("n", [6, 9, 38])
+def test_tree_solves_vs_numpy(n):
+    """tree_ltdl and ltdl_solve (kernels/derivatives.py; row updates over signed indices below
+    WIDE_ROWS_FROM dofs, unsigned from there) against numpy's LU solve and inverse, for the
+    three kinds of right-hand side, on random trees with M = L^T D L of the tree's sparsity
+    (L unit lower triangular, nonzero at ancestors). Tolerance: 1e-13 cond(M) of the result's
+    norm (backward-stable solves of well-scaled factors)."""
+    from mbd_ros.kernels import derivatives as K
+    assert 6 < K.WIDE_ROWS_FROM <= 9   # both row-update loops are exercised
+    rng = np.random.default_rng(n)
+    for _ in range(5):
+        dof_int, ancestors = random_dof_tree(rng, n)
+        lower = np.eye(n)
+        for k in range(n):
+            lower[k, ancestors[k]] = rng.uniform(-1.0, 1.0, len(ancestors[k]))
+        mass = lower.T @ np.diag(rng.uniform(0.5, 2.0, n)) @ lower
+        related = np.eye(n, dtype=bool)
+        for k in range(n):
+            related[k, ancestors[k]] = related[ancestors[k], k] = True
+        assert not mass[~related].any()    # the tree's sparsity
+        factor = np.zeros((n, n))
+        assert K.tree_ltdl(dof_int, mass, factor) == -1
+        bound = 1e-13 * np.linalg.cond(mass)
+        rhs_all = rng.standard_normal((n, n))
+        rhs_tree = np.where(related, rng.standard_normal((n, n)), 0.0)
+        for rhs, columns, scale in ((rhs_all, K.ALL_COLUMNS, -1.0),
+                                    (rhs_tree, K.TREE_COLUMNS, -1.0),
+                                    (np.eye(n), K.IDENTITY, 1.0)):
+            x = rhs.copy()
+            K.ltdl_solve(dof_int, factor, x, scale, columns)
+            ref = scale * np.linalg.solve(mass, rhs)
+            assert_matrix_close(x, ref, f"n {n} columns {columns}", rtol=bound)
+
+
 def test_bad_inputs_name_the_argument():
     robot = mbd_ros.load(str(ARM))
     q, z = robot.neutral(), np.zeros(robot.nv)
