@@ -196,7 +196,8 @@ def test_c_level_path_from_threads_gives_each_call_its_own_results(case, pin):
 
 def test_singular_mass_matrix_raises_as_forward_dynamics():
     """A joint that moves no inertia: M is singular; the forward derivatives (general and C
-    path, whose pivots are tested relative to M_kk) raise forward_dynamics' ValueError."""
+    path, whose pivots are tested relative to M_kk) raise forward_dynamics' ValueError, and
+    mass_matrix_inverse (the same factor) one naming the joint."""
     import warnings
     xml = """<?xml version="1.0"?><robot name="s"><link name="base"/>
       <link name="a"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
@@ -217,6 +218,9 @@ def test_singular_mass_matrix_raises_as_forward_dynamics():
         with pytest.raises(ValueError) as error:
             robot.forward_dynamics_derivatives(q, z, z)
         assert str(error.value) == str(reference.value)
+    for _ in range(3):   # mass_matrix_inverse: the same factor's pivot test (kernels/minverse.py)
+        with pytest.raises(ValueError, match="joint 'jb'"):
+            robot.mass_matrix_inverse(q)
 
 
 def test_overflow_raises_not_finite_on_both_paths():

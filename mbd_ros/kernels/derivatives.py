@@ -74,7 +74,7 @@ from .entry import entry_point
 from ..model.layout import (ACC, DAMPING, FEXT, FRICTION, FRICTION_SPEED, GRAVITY, IDX_Q, IDX_V,
                             JOINT_NV_COL, JOINT_REVOLUTE, JOINT_TYPE, MOTION_SUBSPACE, PARENT,
                             ROT, SPATIAL_INERTIA, STATUS_OK, STATUS_SHAPE_OUT, STATUS_SINGULAR,
-                            TRANSFORM_SCRATCH, WORLD_ROT)
+                            SUBTREE_END, TRANSFORM_SCRATCH, WORLD_ROT)
 from .kinematics import compose_world_pose, joint_pose, revolute_pose, set_world_root, state_status
 from .output_checks import STATUS_NOT_FINITE
 from .spatial import (add_cross_force, add_rigid_inertia_to_parent, cross_motion, force_to_parent,
@@ -455,6 +455,35 @@ def finite_matrix(x):
 
 
 PIVOT_RTOL = 1e-13   # as the ABA's test of its joint-space articulated inertia (kernels/aba.py)
+
+
+@njit(inline="always")
+def fill_dof_int(body_int, dof_int):
+    """dof_int (nv, DOF_INT_WIDTH): for every dof its body, the previous dof on its path to the
+    root (the joint's own previous axis, else the parent joint's last one; -1 at the root) and
+    one past the last dof of its subtree (bodies are numbered depth-first: layout.SUBTREE_END)."""
+    nb = body_int.shape[0] - 1
+    for i in range(1, nb + 1):
+        iv = body_int[i, IDX_V]
+        parent = body_int[i, PARENT]
+        last = body_int[i, SUBTREE_END] - 1   # the subtree's last body
+        end = body_int[last, IDX_V] + body_int[last, JOINT_NV_COL]
+        for c in range(body_int[i, JOINT_NV_COL]):
+            dof_int[iv + c, DOF_BODY] = i
+            dof_int[iv + c, DOF_SUBTREE_END] = end
+            if c > 0:
+                dof_int[iv + c, DOF_PARENT] = iv + c - 1
+            elif parent > 0:
+                dof_int[iv, DOF_PARENT] = (body_int[parent, IDX_V]
+                                           + body_int[parent, JOINT_NV_COL] - 1)
+            else:
+                dof_int[iv, DOF_PARENT] = -1
+
+
+@njit(cache=True)
+def dof_structure_into(body_int, dof_int):
+    """fill_dof_int, compiled (robot/derivatives.dof_structure)."""
+    fill_dof_int(body_int, dof_int)
 
 
 @njit(cache=True)
