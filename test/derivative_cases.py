@@ -22,13 +22,19 @@ EXAMPLE_ROBOTS = {
     "panda": ("panda_description/urdf/panda.urdf", False),
     "solo12": ("solo_description/robots/solo12.urdf", True),
 }
+# robots of a few dedicated tests only (not parametrised over every test: compile and run time):
+# talos_reduced (38 dofs with its floating base, branched) takes the forward derivatives' dense
+# products (kernels/derivatives.py, DENSE_PRODUCTS_FROM)
+LARGE_ROBOTS = {
+    "talos_reduced": ("talos_data/robots/talos_reduced.urdf", True),
+}
 
 
 class ExampleRobot:
     """`robot` (generic kernels), `generated` (codegen=True, when asked), `oracle`, `rng`."""
 
     def __init__(self, pin, erd_dir, key, codegen=False):
-        rel, self.floating = EXAMPLE_ROBOTS[key]
+        rel, self.floating = {**EXAMPLE_ROBOTS, **LARGE_ROBOTS}[key]
         path = erd_dir / rel
         if not path.is_file():
             _missing_oracle(f"{rel} not found in example-robot-data at {erd_dir}")

@@ -196,7 +196,8 @@ def test_c_level_path_from_threads_gives_each_call_its_own_results(case, pin):
 
 def test_singular_mass_matrix_raises_as_forward_dynamics():
     """A joint that moves no inertia: M is singular; the forward derivatives (general and C
-    path, whose pivots are tested relative to M_kk) raise forward_dynamics' ValueError."""
+    path, whose pivots are tested relative to M_kk) raise forward_dynamics' ValueError, and
+    mass_matrix_inverse (the same factor) one naming the joint."""
     import warnings
     xml = """<?xml version="1.0"?><robot name="s"><link name="base"/>
       <link name="a"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
@@ -217,6 +218,9 @@ def test_singular_mass_matrix_raises_as_forward_dynamics():
         with pytest.raises(ValueError) as error:
             robot.forward_dynamics_derivatives(q, z, z)
         assert str(error.value) == str(reference.value)
+    for _ in range(3):   # mass_matrix_inverse: the same factor's pivot test (kernels/minverse.py)
+        with pytest.raises(ValueError, match="joint 'jb'"):
+            robot.mass_matrix_inverse(q)
 
 
 def test_overflow_raises_not_finite_on_both_paths():
@@ -402,6 +406,36 @@ def test_add_force_callback_vs_differences():
 
 # ---- identities, robot kinds, errors -------------------------------------------------------------
 
+@pytest.mark.parametrize("codegen", [False, True], ids=["generic", "codegen"])
+def test_talos_reduced_dense_products_vs_pinocchio(pin, erd_dir, codegen):
+    """talos_reduced (nv 38 >= DENSE_PRODUCTS_FROM: M^-1 and two BLAS products write the forward
+    derivatives, from the negated inverse ones) against Pinocchio: the general path (first call,
+    and with f_ext: loads on some bodies, none on the others), the C-level path (later calls),
+    out=. codegen=True: derivatives above codegen/derivative_generator.MAX_DOFS run the generic
+    kernels on the generated tree's model arrays."""
+    case = Case(pin, erd_dir, "talos_reduced", codegen=codegen)
+    robot = case.generated if codegen else case.robot
+    nv = robot.nv
+    outs = tuple(np.full((nv, nv), np.nan) for _ in range(3))
+    for k in range(3):
+        q, v, x = case.state()
+        for method in ("inverse_dynamics_derivatives", "forward_dynamics_derivatives"):
+            ref = case.reference(method, q, v, x)
+            for form in ("call", "C path", "out="):
+                kwargs = {"out": outs} if form == "out=" else {}
+                got = getattr(robot, method)(q, v, x, **kwargs)
+                if form == "out=":
+                    assert all(a is b for a, b in zip(got, outs)), method
+                for name, a, b in zip(("dq", "dv", "third"), got, ref):
+                    assert_matrix_close(a, b, f"talos state {k} {method} ({form}) {name}")
+    o = case.oracle
+    f = some_link_wrenches(robot, case.rng)
+    dq, dv, dtau = robot.forward_dynamics_derivatives(q, v, x, f_ext=f)
+    pin.computeABADerivatives(o.model, o.data, o.q_pin(q), o.v_pin(v), o.v_pin(x), o.fext(f))
+    assert_matrix_close(dq, case.matrix(o.data.ddq_dq), f"talos f_ext on {sorted(f)}: dqdd_dq")
+    assert_matrix_close(dv, case.matrix(o.data.ddq_dv), f"talos f_ext on {sorted(f)}: dqdd_dv")
+
+
 def test_identities_mass_matrix_and_inverse(case):
     r = case.robot
     q, v, x = case.state()
@@ -431,6 +465,64 @@ def test_codegen_robot_gives_the_generic_results(erd_dir):
                 if call == 0:
                     assert np.array_equal(a, b), method
                 assert_matrix_close(a, b, method, rtol=1e-12)
+
+
+def random_dof_tree(rng, n):
+    """dof_int (n, DOF_INT_WIDTH) of a random tree numbered depth first (each dof's parent is on
+    the path from the root to the previous dof), and its ancestor sets."""
+    from mbd_ros.kernels import derivatives as K
+    parent = [-1]
+    for k in range(1, n):
+        path = [k - 1]
+        while parent[path[-1]] >= 0:
+            path.append(parent[path[-1]])
+        parent.append(int(rng.choice(path + [-1])))
+    ancestors = []
+    for k in range(n):
+        a, j = [], parent[k]
+        while j >= 0:
+            a.append(j)
+            j = parent[j]
+        ancestors.append(a)
+    dof_int = np.zeros((n, K.DOF_INT_WIDTH), dtype=np.int64)
+    dof_int[:, K.DOF_PARENT] = parent
+    for k in range(n):
+        dof_int[k, K.DOF_SUBTREE_END] = 1 + max([k] + [m for m in range(n) if k in ancestors[m]])
+    return dof_int, ancestors
+
+
+@pytest.mark.parametrize("n", [6, 9, 38])
+def test_tree_solves_vs_numpy(n):
+    """tree_ltdl and ltdl_solve (kernels/derivatives.py; row updates over signed indices below
+    WIDE_ROWS_FROM dofs, unsigned from there) against numpy's LU solve and inverse, for the
+    three kinds of right-hand side, on random trees with M = L^T D L of the tree's sparsity
+    (L unit lower triangular, nonzero at ancestors). Tolerance: 1e-13 cond(M) of the result's
+    norm (backward-stable solves of well-scaled factors)."""
+    from mbd_ros.kernels import derivatives as K
+    assert 6 < K.WIDE_ROWS_FROM <= 9   # both row-update loops are exercised
+    rng = np.random.default_rng(n)
+    for _ in range(5):
+        dof_int, ancestors = random_dof_tree(rng, n)
+        lower = np.eye(n)
+        for k in range(n):
+            lower[k, ancestors[k]] = rng.uniform(-1.0, 1.0, len(ancestors[k]))
+        mass = lower.T @ np.diag(rng.uniform(0.5, 2.0, n)) @ lower
+        related = np.eye(n, dtype=bool)
+        for k in range(n):
+            related[k, ancestors[k]] = related[ancestors[k], k] = True
+        assert not mass[~related].any()    # the tree's sparsity
+        factor = np.zeros((n, n))
+        assert K.tree_ltdl(dof_int, mass, factor) == -1
+        bound = 1e-13 * np.linalg.cond(mass)
+        rhs_all = rng.standard_normal((n, n))
+        rhs_tree = np.where(related, rng.standard_normal((n, n)), 0.0)
+        for rhs, columns, scale in ((rhs_all, K.ALL_COLUMNS, -1.0),
+                                    (rhs_tree, K.TREE_COLUMNS, -1.0),
+                                    (np.eye(n), K.IDENTITY, 1.0)):
+            x = rhs.copy()
+            K.ltdl_solve(dof_int, factor, x, scale, columns)
+            ref = scale * np.linalg.solve(mass, rhs)
+            assert_matrix_close(x, ref, f"n {n} columns {columns}", rtol=bound)
 
 
 def test_bad_inputs_name_the_argument():

@@ -66,7 +66,7 @@ compiling another specialisation.
 import math
 
 import numpy as np
-from numba import njit, types
+from numba import njit, types, uint64
 
 from . import signatures
 from .entry import entry_point
@@ -74,7 +74,7 @@ from .entry import entry_point
 from ..model.layout import (ACC, DAMPING, FEXT, FRICTION, FRICTION_SPEED, GRAVITY, IDX_Q, IDX_V,
                             JOINT_NV_COL, JOINT_REVOLUTE, JOINT_TYPE, MOTION_SUBSPACE, PARENT,
                             ROT, SPATIAL_INERTIA, STATUS_OK, STATUS_SHAPE_OUT, STATUS_SINGULAR,
-                            TRANSFORM_SCRATCH, WORLD_ROT)
+                            SUBTREE_END, TRANSFORM_SCRATCH, WORLD_ROT)
 from .kinematics import compose_world_pose, joint_pose, revolute_pose, set_world_root, state_status
 from .output_checks import STATUS_NOT_FINITE
 from .spatial import (add_cross_force, add_rigid_inertia_to_parent, cross_motion, force_to_parent,
@@ -309,11 +309,16 @@ def forward_pass(body_int, body_float, work, dwork, dof_work, q, v, qdd):
         rigid_parameters_times(dwork, i, YCRB, dwork, i, OV, dwork, i, OH)
         rigid_parameters_times(dwork, i, YCRB, dwork, i, OA, dwork, i, OF)
         add_cross_force(dwork, i, OV, dwork, i, OH, dwork, i, OF)
-        for r in range(6):
-            dwork[i, TMP + r] = work[i, FEXT + r]
-        force_to_parent(work, i, WORLD_ROT, dwork, i, TMP)
-        for r in range(6):
-            dwork[i, OF + r] -= dwork[i, TMP + r]
+        # (a body without a load skips the move: of_i - 0 is of_i exactly; the C-level path
+        # has no loads at all; NaN != 0 keeps a NaN load)
+        if (work[i, FEXT] != 0.0 or work[i, FEXT + 1] != 0.0 or work[i, FEXT + 2] != 0.0
+                or work[i, FEXT + 3] != 0.0 or work[i, FEXT + 4] != 0.0
+                or work[i, FEXT + 5] != 0.0):
+            for r in range(6):
+                dwork[i, TMP + r] = work[i, FEXT + r]
+            force_to_parent(work, i, WORLD_ROT, dwork, i, TMP)
+            for r in range(6):
+                dwork[i, OF + r] -= dwork[i, TMP + r]
         inertia_variation(dwork, i)
 
 
@@ -452,6 +457,35 @@ def finite_matrix(x):
 PIVOT_RTOL = 1e-13   # as the ABA's test of its joint-space articulated inertia (kernels/aba.py)
 
 
+@njit(inline="always")
+def fill_dof_int(body_int, dof_int):
+    """dof_int (nv, DOF_INT_WIDTH): for every dof its body, the previous dof on its path to the
+    root (the joint's own previous axis, else the parent joint's last one; -1 at the root) and
+    one past the last dof of its subtree (bodies are numbered depth-first: layout.SUBTREE_END)."""
+    nb = body_int.shape[0] - 1
+    for i in range(1, nb + 1):
+        iv = body_int[i, IDX_V]
+        parent = body_int[i, PARENT]
+        last = body_int[i, SUBTREE_END] - 1   # the subtree's last body
+        end = body_int[last, IDX_V] + body_int[last, JOINT_NV_COL]
+        for c in range(body_int[i, JOINT_NV_COL]):
+            dof_int[iv + c, DOF_BODY] = i
+            dof_int[iv + c, DOF_SUBTREE_END] = end
+            if c > 0:
+                dof_int[iv + c, DOF_PARENT] = iv + c - 1
+            elif parent > 0:
+                dof_int[iv, DOF_PARENT] = (body_int[parent, IDX_V]
+                                           + body_int[parent, JOINT_NV_COL] - 1)
+            else:
+                dof_int[iv, DOF_PARENT] = -1
+
+
+@njit(cache=True)
+def dof_structure_into(body_int, dof_int):
+    """fill_dof_int, compiled (robot/derivatives.dof_structure)."""
+    fill_dof_int(body_int, dof_int)
+
+
 @njit(cache=True)
 def tree_ltdl(dof_int, mass, factor):
     """factor = M (nv, nv) factorised as L^T D L along the tree (RBDA Table 6.3): D on the
@@ -484,17 +518,35 @@ TREE_COLUMNS = 1    # x with M's sparsity (row i nonzero only in the ancestors a
 IDENTITY = 2        # x = 1: L^-T 1 is zero outside the ancestors of each column: [i, end)
 
 
+# from this nv on, the solves' row updates run over unsigned indices (sub_scaled_row): numba
+# wraps a negative signed index around (index + size), a test in every iteration that keeps
+# LLVM from vectorising a loop whose start is not 0; with unsigned indices it vectorises them.
+# Measured per solve (bench/profile_derivatives.py): talos_reduced (nv 38) 7.5 -> 3.4 us
+# (dtau/dq), 3.4 -> 2.2 us (M^-1); solo12 1.35 -> 0.72; panda (nv 9) 0.31 -> 0.23; ur5 (nv 6)
+# 0.147 -> 0.171 (rows of at most 6: the vector loop's setup costs more), hence the bound
+WIDE_ROWS_FROM = 8
+
+
+@njit(inline="always")
+def sub_scaled_row(y, x, f, start, end):
+    """y[start:end] -= f x[start:end] for rows y, x (1-D, contiguous), over unsigned indices
+    (WIDE_ROWS_FROM: the loop vectorises)."""
+    for c in range(uint64(start), uint64(end)):
+        y[c] -= f * x[c]
+
+
 @njit(cache=True)
 def ltdl_solve(dof_int, factor, x, scale, columns):
     """x <- scale M^-1 x for x (nv, nv), with M = L^T D L in `factor` (RBDA Table 6.4), on whole
-    contiguous rows (row views: the row updates vectorise). columns: what x is on entry
-    (ALL_COLUMNS, TREE_COLUMNS, IDENTITY): the first walk touches only the columns that can be
-    nonzero, [start, end) of row i; the last walk (L^-1) fills every column (IDENTITY: the
-    upper triangle, then mirrored).
+    contiguous rows (row views: the row updates vectorise, from WIDE_ROWS_FROM dofs on).
+    columns: what x is on entry (ALL_COLUMNS, TREE_COLUMNS, IDENTITY): the first walk touches
+    only the columns that can be nonzero, [start, end) of row i; the last walk (L^-1) fills
+    every column (IDENTITY: the upper triangle, then mirrored).
     (One matrix per walk: walking three at once was up to 3x slower, depending on where the
     arrays fall in memory. A compiled function, not inlined: three inlined copies made
     aba_derivatives ~15% slower on ur5.)"""
     n = factor.shape[0]
+    wide = n >= WIDE_ROWS_FROM
     for i in range(n - 1, -1, -1):       # L^-T
         j = dof_int[i, DOF_PARENT]
         start = i if columns == IDENTITY else 0
@@ -503,15 +555,18 @@ def ltdl_solve(dof_int, factor, x, scale, columns):
         while j >= 0:
             f = factor[i, j]
             row_j = x[j]
-            for c in range(start, end):
-                row_j[c] -= f * row_i[c]
+            if wide:
+                sub_scaled_row(row_j, row_i, f, start, end)
+            else:
+                for c in range(start, end):
+                    row_j[c] -= f * row_i[c]
             j = dof_int[j, DOF_PARENT]
     # identity: the result is symmetric, and its upper triangle (c >= i) needs only the upper
     # triangles of the rows above (j < i <= c): compute it, then mirror it
     for i in range(n):                   # D^-1
         d = scale / factor[i, i]
         row_i = x[i]
-        for c in range(i if columns == IDENTITY else 0, n):
+        for c in range(uint64(i if columns == IDENTITY else 0), uint64(n)):
             row_i[c] *= d
     for i in range(n):                   # L^-1
         j = dof_int[i, DOF_PARENT]
@@ -520,8 +575,11 @@ def ltdl_solve(dof_int, factor, x, scale, columns):
         while j >= 0:
             f = factor[i, j]
             row_j = x[j]
-            for c in range(start, n):
-                row_i[c] -= f * row_j[c]
+            if wide:
+                sub_scaled_row(row_i, row_j, f, start, n)
+            else:
+                for c in range(start, n):
+                    row_i[c] -= f * row_j[c]
             j = dof_int[j, DOF_PARENT]
     if columns == IDENTITY:
         for i in range(n):
@@ -574,17 +632,6 @@ def forward_from_inverse(dof_int, factor, dq, dv, mass):
 DENSE_PRODUCTS_FROM = 16
 
 
-@njit(cache=True)
-def minus_product(minv, x, scratch):
-    """x <- -minv x for (nv, nv) arrays (scratch (nv, nv): the product before the copy)."""
-    np.dot(minv, x, scratch)
-    for r in range(x.shape[0]):
-        row_x = x[r]
-        row_s = scratch[r]
-        for c in range(x.shape[1]):
-            row_x[c] = -row_s[c]
-
-
 @entry_point(ABA_DERIVATIVES)
 def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor, q, v, tau,
                     qdd_out, tau_scratch, dq_out, dv_out, dtau_out):
@@ -616,6 +663,13 @@ def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor
             dq_out[r, c] = 0.0
             dv_out[r, c] = 0.0
             dtau_out[r, c] = 0.0
+    # Passes B and D write -dtau/dv into neg_dv and -dtau/dq into neg_dq (the sign is free in
+    # their dot products). Tree solves: in place (dv_out, dq_out). Dense products: into arrays
+    # the products do not write, so that dgemm writes -M^-1 dtau/dx straight into the outputs
+    # (no copy): dq_out until the last product, factor once M^-1 is computed (before pass D).
+    dense = nv >= DENSE_PRODUCTS_FROM
+    neg_dv = dq_out if dense else dv_out
+    neg_dq = factor if dense else dq_out
     # ---- forward pass A at qdd = 0 (qdd_out is zero)                              [(D1)-(D5)]
     forward_pass(body_int, body_float, work, dwork, dof_work, q, v, qdd_out)
     for i in range(1, nb + 1):
@@ -639,7 +693,7 @@ def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor
             jc = iv + c
             for m in range(nv_joint):
                 jm = iv + m
-                dv_out[jm, jc] = dot6(dof_work, jm, S_O, dof_work, jc, DFDV)
+                neg_dv[jm, jc] = -dot6(dof_work, jm, S_O, dof_work, jc, DFDV)
                 dtau_out[jm, jc] = dot6(dof_work, jm, S_O, dof_work, jc, YS)
             damping = body_float[i, DAMPING + c]
             friction = body_float[i, FRICTION + c]
@@ -647,7 +701,7 @@ def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor
                 speed = body_float[i, FRICTION_SPEED]
                 th = math.tanh(v[jc] / speed)
                 tau_scratch[jc] += damping * v[jc] + friction * th
-                dv_out[jc, jc] += damping + friction * (1.0 - th * th) / speed
+                neg_dv[jc, jc] -= damping + friction * (1.0 - th * th) / speed
             # the column's vectors in locals: the stores into the matrices may alias dof_work
             # as far as the compiler knows, which would reload them for every ancestor
             f0, f1, f2, f3, f4, f5 = load6(dof_work, jc, DFDV)
@@ -658,15 +712,15 @@ def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor
             k = dof_int[iv, DOF_PARENT]
             while k >= 0:
                 row = dof_work[k]
-                dv_out[k, jc] = (row[S_O] * f0 + row[S_O + 1] * f1 + row[S_O + 2] * f2
-                                 + row[S_O + 3] * f3 + row[S_O + 4] * f4 + row[S_O + 5] * f5)
+                neg_dv[k, jc] = -(row[S_O] * f0 + row[S_O + 1] * f1 + row[S_O + 2] * f2
+                                  + row[S_O + 3] * f3 + row[S_O + 4] * f4 + row[S_O + 5] * f5)
                 mass = (row[S_O] * y0 + row[S_O + 1] * y1 + row[S_O + 2] * y2
                         + row[S_O + 3] * y3 + row[S_O + 4] * y4 + row[S_O + 5] * y5)
                 dtau_out[k, jc] = mass
                 dtau_out[jc, k] = mass
-                dv_out[jc, k] = (y0 * row[DADV] + y1 * row[DADV + 1] + y2 * row[DADV + 2]
-                                 + y3 * row[DADV + 3] + y4 * row[DADV + 4] + y5 * row[DADV + 5]
-                                 + (t0 * row[S_O + 3] + t1 * row[S_O + 4] + t2 * row[S_O + 5]))
+                neg_dv[jc, k] = -(y0 * row[DADV] + y1 * row[DADV + 1] + y2 * row[DADV + 2]
+                                  + y3 * row[DADV + 3] + y4 * row[DADV + 4] + y5 * row[DADV + 5]
+                                  + (t0 * row[S_O + 3] + t1 * row[S_O + 4] + t2 * row[S_O + 5]))
                 k = dof_int[k, DOF_PARENT]
         if parent > 0:
             for k in range(22):   # YCRB, VAR_G, VAR_C
@@ -680,6 +734,15 @@ def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor
     for k in range(nv):
         qdd_out[k] = tau[k] - tau_scratch[k]
     ltdl_solve_vector(dof_int, factor, qdd_out)
+    # ---- dqdd/dtau = M^-1 (D8), now: the dense path's pass D writes into factor
+    for r in range(nv):
+        for c in range(nv):
+            dtau_out[r, c] = 1.0 if r == c else 0.0
+    ltdl_solve(dof_int, factor, dtau_out, 1.0, IDENTITY)
+    if dense:
+        for r in range(nv):
+            for c in range(nv):
+                factor[r, c] = 0.0
     # ---- forward pass C: the accelerations of qdd                                        (D9)
     for r in range(6):
         dwork[0, TMP + r] = 0.0
@@ -716,7 +779,7 @@ def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor
             jc = iv + c
             for m in range(nv_joint):
                 jm = iv + m
-                dq_out[jm, jc] = dot6(dof_work, jm, S_O, dof_work, jc, DFDQ)
+                neg_dq[jm, jc] = -dot6(dof_work, jm, S_O, dof_work, jc, DFDQ)
             f0, f1, f2, f3, f4, f5 = load6(dof_work, jc, DFDQ_BELOW)   # (as in pass B)
             y0, y1, y2, y3, y4, y5 = load6(dof_work, jc, YS)
             t0 = dof_work[jc, DYT]
@@ -725,28 +788,24 @@ def aba_derivatives(body_int, body_float, work, dwork, dof_work, dof_int, factor
             k = dof_int[iv, DOF_PARENT]
             while k >= 0:
                 row = dof_work[k]
-                dq_out[k, jc] = (row[S_O] * f0 + row[S_O + 1] * f1 + row[S_O + 2] * f2
-                                 + row[S_O + 3] * f3 + row[S_O + 4] * f4 + row[S_O + 5] * f5)
-                dq_out[jc, k] = (y0 * row[DADQ] + y1 * row[DADQ + 1] + y2 * row[DADQ + 2]
-                                 + y3 * row[DADQ + 3] + y4 * row[DADQ + 4] + y5 * row[DADQ + 5]
-                                 + (t0 * row[DVDQ + 3] + t1 * row[DVDQ + 4]
-                                    + t2 * row[DVDQ + 5]))
+                neg_dq[k, jc] = -(row[S_O] * f0 + row[S_O + 1] * f1 + row[S_O + 2] * f2
+                                  + row[S_O + 3] * f3 + row[S_O + 4] * f4 + row[S_O + 5] * f5)
+                neg_dq[jc, k] = -(y0 * row[DADQ] + y1 * row[DADQ + 1] + y2 * row[DADQ + 2]
+                                  + y3 * row[DADQ + 3] + y4 * row[DADQ + 4]
+                                  + y5 * row[DADQ + 5]
+                                  + (t0 * row[DVDQ + 3] + t1 * row[DVDQ + 4]
+                                     + t2 * row[DVDQ + 5]))
                 k = dof_int[k, DOF_PARENT]
         if parent > 0:
             for r in range(6):
                 dwork[parent, OF + r] += dwork[i, OF + r]
-    # ---- dqdd/dx = -M^-1 dtau/dx, dqdd/dtau = M^-1                                      (D8)
-    for r in range(nv):
-        for c in range(nv):
-            dtau_out[r, c] = 1.0 if r == c else 0.0
-    if nv < DENSE_PRODUCTS_FROM:   # tree solves: O(nv sum(depth)) row updates each
-        ltdl_solve(dof_int, factor, dq_out, -1.0, TREE_COLUMNS)
-        ltdl_solve(dof_int, factor, dv_out, -1.0, TREE_COLUMNS)
-        ltdl_solve(dof_int, factor, dtau_out, 1.0, IDENTITY)
-    else:   # M^-1, then two dense products (BLAS dgemm, as Pinocchio's Minv * dtau_dx)
-        ltdl_solve(dof_int, factor, dtau_out, 1.0, IDENTITY)
-        minus_product(dtau_out, dq_out, factor)
-        minus_product(dtau_out, dv_out, factor)
+    # ---- dqdd/dx = M^-1 (-dtau/dx)                                                      (D8)
+    if dense:   # two dense products (BLAS dgemm, as Pinocchio's Minv * dtau_dx), in this order:
+        np.dot(dtau_out, neg_dv, dv_out)   # the first reads dq_out, the second writes it
+        np.dot(dtau_out, neg_dq, dq_out)
+    else:       # tree solves: O(nv sum(depth)) row updates each
+        ltdl_solve(dof_int, factor, dq_out, 1.0, TREE_COLUMNS)
+        ltdl_solve(dof_int, factor, dv_out, 1.0, TREE_COLUMNS)
     total = 0.0
     for k in range(nv):
         total += qdd_out[k] * 0.0

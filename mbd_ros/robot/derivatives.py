@@ -63,23 +63,12 @@ def outputs(out, nv, *inputs):
 def dof_structure(body_int):
     """dof_int (nv, DOF_INT_WIDTH): for every dof its body, the previous dof on its path to the
     root (the joint's own previous axis, else the parent joint's last one; -1 at the root) and
-    one past the last dof of its subtree (bodies are numbered depth-first: layout.SUBTREE_END)."""
+    one past the last dof of its subtree (bodies are numbered depth-first: layout.SUBTREE_END);
+    kernels/derivatives.fill_dof_int."""
     nb = body_int.shape[0] - 1
     nv = int(body_int[nb, L.IDX_V] + body_int[nb, L.JOINT_NV_COL]) if nb else 0
     dofs = np.full((nv, K.DOF_INT_WIDTH), -1, dtype=np.int64)
-    for i in range(1, nb + 1):
-        iv = int(body_int[i, L.IDX_V])
-        parent = int(body_int[i, L.PARENT])
-        for c in range(int(body_int[i, L.JOINT_NV_COL])):
-            dofs[iv + c, K.DOF_BODY] = i
-            last = int(body_int[i, L.SUBTREE_END]) - 1   # the subtree's last body
-            dofs[iv + c, K.DOF_SUBTREE_END] = (body_int[last, L.IDX_V]
-                                               + body_int[last, L.JOINT_NV_COL])
-            if c > 0:
-                dofs[iv + c, K.DOF_PARENT] = iv + c - 1
-            elif parent > 0:
-                dofs[iv, K.DOF_PARENT] = (body_int[parent, L.IDX_V]
-                                          + body_int[parent, L.JOINT_NV_COL] - 1)
+    K.dof_structure_into(np.ascontiguousarray(body_int, dtype=np.int64), dofs)
     return dofs
 
 
