@@ -434,3 +434,46 @@ def test_link_calls_with_out_get_c_level_entries_with_the_same_results_and_error
                 call(out, bad_q)
             with pytest.raises(ValueError, match="out must be"):
                 call(np.empty((2, 2)))
+
+
+def chain_urdf(n):
+    """A serial chain of n revolute joints about x, y, z in turn (n + 1 links), as XML text."""
+    parts = ['<?xml version="1.0"?><robot name="chain">']
+    for i in range(n + 1):
+        parts.append(f'<link name="l{i}"><inertial><mass value="{1.0 + 0.1 * (i % 3)}"/>'
+                     '<origin xyz="0.01 0 0.05"/><inertia ixx="0.01" iyy="0.012" izz="0.008" '
+                     'ixy="0.001" ixz="0" iyz="0"/></inertial></link>')
+    for i in range(n):
+        axis = ("1 0 0", "0 1 0", "0 0 1")[i % 3]
+        parts.append(f'<joint name="j{i}" type="revolute"><parent link="l{i}"/>'
+                     f'<child link="l{i + 1}"/><origin xyz="0 0.02 0.1"/><axis xyz="{axis}"/>'
+                     '<limit lower="-1" upper="1" effort="10" velocity="1"/></joint>')
+    parts.append("</robot>")
+    return "".join(parts)
+
+
+@pytest.mark.parametrize("links", [10, 30])
+def test_mass_matrix_inverse_of_shallow_and_deep_chains_vs_pinocchio(pin, tmp_path, links):
+    """A serial chain of `links` joints: mean dof depth (links + 1) / 2, so 10 links take the
+    tree factor's path and 30 links Carpentier & Mansard's recursion (kernels/minverse.py's
+    RECURSION_FROM_MEAN_DEPTH); both against computeMinverse and M^-1 M = I."""
+    from mbd_ros.kernels.minverse import RECURSION_FROM_MEAN_DEPTH
+    deep = (links + 1) / 2 > RECURSION_FROM_MEAN_DEPTH
+    assert deep == (links == 30), "the chains no longer straddle the threshold"
+    xml = chain_urdf(links)
+    path = tmp_path / "chain.urdf"
+    path.write_text(xml)
+    robot = mbd_ros.load(str(path))
+    model, _ = pin_model_from_xml(pin, xml, False)
+    data = model.createData()
+    rng = np.random.default_rng(links)
+    for k in range(3):
+        q = rng.uniform(-1.0, 1.0, robot.nq)
+        Minv = robot.mass_matrix_inverse(q)
+        ref = pin.computeMinverse(model, data, q)
+        ref = np.triu(ref) + np.triu(ref, 1).T
+        M = robot.mass_matrix(q)
+        bound = ROUNDOFF_SAFETY * 2 * robot.nv * EPS * np.linalg.cond(M)
+        assert_close(Minv, ref, f"chain {links} state {k}: mass_matrix_inverse vs computeMinverse",
+                     max(RTOL_PIN, bound))
+        assert_close(Minv @ M, np.eye(robot.nv), f"chain {links} state {k}: M^-1 M = I", bound)
