@@ -222,14 +222,16 @@ def project_state(loops, workspace, q, v, state_ready):
     body_int, body_float, work, cut_int, cut_float, loop_float, jacobian = loops[:7]
     mass, mats, vec, perm = workspace
     return _project(body_int, body_float, work, cut_int, cut_float, loop_float, jacobian, mass,
-                    mats, vec, perm, q, v, state_ready)
+                    mats, vec, perm, q, v, state_ready, ASSEMBLY_TOLERANCE)
 
 
 @njit(cache=True, nogil=True)
-def close_loops(loops, workspace, q, v, tolerance):
+def close_loops(loops, workspace, q, v, tolerance, closing):
     """robot.step's closing of the loops after a step, in place on q (nq,), v (nv,): the
     residual test (robot.closure_residual: max |g| and max |G v| against `tolerance`,
-    PROJECTION_TOLERANCE) and, when it fails, project_state. Returns 0 (closed: nothing done),
+    PROJECTION_TOLERANCE) and, when it fails, project_state with its Gauss-Newton stopped below
+    `closing` (m, rad: ASSEMBLY_TOLERANCE, or after a semi-implicit Euler step robot.step's
+    EULER_CLOSING_TOLERANCE, robot/constraints.py). Returns 0 (closed: nothing done),
     1 (projected) or -1 (the projection declined, q and v unchanged: the caller projects in
     Python). One call that unpacks the two tuples once: passing them on to each part cost more
     than the small dense algebra of a four-bar's projection (measured, bench/RESULTS.md)."""
@@ -251,15 +253,15 @@ def close_loops(loops, workspace, q, v, tolerance):
     if not (position > tolerance or velocity > tolerance):
         return 0
     if _project(body_int, body_float, work, cut_int, cut_float, loop_float, jacobian, mass,
-                mats, vec, perm, q, v, True):
+                mats, vec, perm, q, v, True, closing):
         return 1
     return -1
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _project(body_int, body_float, work, cut_int, cut_float, loop_float, jacobian, mass, mats,
-             vec, perm, q, v, state_ready):
-    """project_state on the unpacked arrays."""
+             vec, perm, q, v, state_ready, closing):
+    """project_state on the unpacked arrays, the Gauss-Newton stopped below `closing`."""
     if perm.shape[0] == 0:      # disabled (projection_workspace(enabled=False))
         return False
     nq, nv, m = q.shape[0], v.shape[0], jacobian.shape[0]
@@ -279,7 +281,7 @@ def _project(body_int, body_float, work, cut_int, cut_float, loop_float, jacobia
         residual = _loop_state(body_int, body_float, work, cut_int, cut_float, loop_float,
                                jacobian, qp, none)
     iterations = 0
-    while not residual < ASSEMBLY_TOLERANCE:
+    while not residual < closing:
         if iterations == MAX_ITERATIONS:
             return False            # not closed: constraints.py assembles (Python)
         for r in range(m):
