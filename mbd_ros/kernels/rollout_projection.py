@@ -8,7 +8,8 @@ The projection, as constraints.py runs it on rigid loops of the recursive solver
 joints: every dof is free):
 
 1. positions: Gauss-Newton with minimum-norm steps, q <- q (+) (-G^+ g), until max |g| <
-   ASSEMBLY_TOLERANCE, at most `max_iterations` steps (constraints.py _close_min_norm);
+   ASSEMBLY_TOLERANCE (after a semi-implicit Euler step: robot.step's EULER_CLOSING_TOLERANCE,
+   close_loops' `closing`), at most `max_iterations` steps (constraints.py _close_min_norm);
 2. velocities: the mass-orthogonal projection of least kinetic energy,
    v <- v - M^-1 G^T (G M^-1 G^T)^+ G v, with G and M at the projected q.
 
@@ -35,16 +36,21 @@ A projection that does not converge within `max_iterations` (constraints.py then
 the loops by its partitioned Newton in Python) or meets a singular M returns False with q and v
 untouched: the caller falls back to the Python projection.
 
-Cost (four-bar, a semi-implicit Euler step at 1 ms from |v| ~ 3 rad/s; numba loops of each
-part, timed by thread CPU time on a loaded 2-core AMD EPYC; bench/RESULTS.md): the
-constrained forward dynamics 1.29 µs, the residual test 0.67 µs (kinematics with velocities
-0.23, cut rows, the loop Jacobian), the projection 1.55 µs more (one Gauss-Newton step from
-~6e-9 to ~1e-16, the positions-only kinematics 0.13 µs, cut rows and G again, the mass matrix
-0.17 µs, the small solves), against 1.56 µs for one forward dynamics call from Python. So the
-residual test alone nearly fills the 1.3 FD budget of a semi-implicit Euler step, which opens
-the loops by O(h^2 |v|^2) every step: an exact projection after every step cannot meet it. Here
-the test and the projection run in one call (`close_loops`, which unpacks the tuples once) and
-the Gauss-Newton re-evaluations skip the body velocities.
+Cost (four-bar, bench/bench_loop_projection.py: bench/bench_rollout.py's 400 states one
+semi-implicit Euler step at 1 ms from the loops closed, |v| up to 27 rad/s, loops open by up to
+2.6e-5; numba loops, thread CPU time, minima of 9 on a loaded 2-core AMD EPYC; bench/RESULTS.md
+"h19-euler"): the constrained forward dynamics through its C entry 1.27 µs; close_loops 2.44
+µs: the residual test 0.51 (positions-only kinematics 0.09, cut rows 0.12, loop Jacobian 0.10,
+unpacking the tuples), each of the 1.33 Gauss-Newton steps per projection ~0.7 (pivoted QR solve
+0.28, q (+) dq 0.05, kinematics, cut rows and G again), the velocity projection ~0.6 (mass
+matrix 0.13, Cholesky, M^-1 G^T, the pivoted QR solve with K 0.31); one forward dynamics call
+from Python 1.51 µs. The residual test alone nearly fills the 1.3 FD budget of a semi-implicit
+Euler step, which opens the loops past the tolerance every step: an exact projection after
+every step cannot meet it (docs/rollouts.md, "Cost"). Here the test and the projection run in
+one call (`close_loops`, which unpacks the tuples once: ~10 ns per array taken from a tuple, as
+per view created), the test and the Gauss-Newton re-evaluations without body velocities, and
+after a semi-implicit Euler step the Gauss-Newton stops at robot.step's EULER_CLOSING_TOLERANCE
+(2.89 -> 2.44 µs).
 
 Workspace (`projection_workspace`, per thread, built once): a tuple (mass (nv, nv), mats
 (4, p, p) float, vec (N_ROWS, p) float, perm (p,) int64) with p = max(nq, nv, b) for b loop rows.

@@ -56,7 +56,7 @@ PROJECTION_TOLERANCE = 1e-10
 # 1 ms and 27 rad/s), from which one Gauss-Newton step reaches 1e-10 but often not 1e-12 (the
 # quadratic convergence: 1.9e-5 -> 5e-10, 4e-6 -> 2e-11): every returned state is still within
 # PROJECTION_TOLERANCE, and a projection takes 1.33 Gauss-Newton steps on average instead of
-# 1.87 on bench/bench_rollout.py's four-bar (docs/rollouts.md, "The projection after a
+# 1.86 on bench/bench_rollout.py's four-bar (docs/rollouts.md, "The projection after a
 # semi-implicit Euler step").
 EULER_CLOSING_TOLERANCE = PROJECTION_TOLERANCE
 # Freedoms a joint keeps when the whole mechanism moves in one plane (Grübler-Kutzbach's planar
