@@ -20,7 +20,9 @@ time(1 thread) / time(2 threads).
 
 Closed loops with drives= (the Plant's position drives, every 1-dof joint): the compiled rollout
 (the loop-consistent compensation in numba) and the reference engine, rk4 and semi-implicit
-Euler.
+Euler. Closed loops, semi-implicit Euler: also the rollout with robot.step's projection closing
+the loops to ASSEMBLY_TOLERANCE (as before h19-euler; robot/constraints.py
+EULER_CLOSING_TOLERANCE), interleaved.
 
 Implicit integrators (implicit_euler, symplectic_euler; arm7, arm7 with a joint spring, the
 flexible arm, the four-bar, the double wishbone: implicit Euler only): per step µs of the
@@ -168,6 +170,25 @@ def bench_robot(name, make, steps, rounds, rng):
             funcs[f"rollout {label} (Python projections)"] = (
                 lambda i=integrator, k=k, twin=twin: twin.rollout(q, v, tau, DT, integrator=i,
                                                                   substeps=k))
+
+    if robot.closure_names:   # semi-implicit Euler with robot.step's projection closing the
+        # loops to ASSEMBLY_TOLERANCE, as before h19-euler (EULER_CLOSING_TOLERANCE: the same
+        # engine and rollout, only the Gauss-Newton stop differs), interleaved with the rest
+        import mbd_ros.robot.rollout_compiled as RC
+        from mbd_ros.robot.constraints import ASSEMBLY_TOLERANCE
+
+        def strict_euler():
+            RC.closing_tolerance = lambda integrator: ASSEMBLY_TOLERANCE
+            try:
+                return robot.rollout(q, v, tau, DT, integrator="semi_implicit_euler",
+                                     substeps=sub)
+            finally:
+                RC.closing_tolerance = closing_tolerance
+
+        closing_tolerance = RC.closing_tolerance
+        label = "semi_implicit_euler (closed to ASSEMBLY_TOLERANCE: before h19-euler)"
+        engines[label] = "compiled"
+        funcs[f"rollout {label}"] = strict_euler
 
     if robot.closure_names:   # drives on closed loops: compiled (kernels/rollout_loop_drives.py)
         # against the reference engine, which computed them in Python before

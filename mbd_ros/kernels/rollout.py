@@ -60,8 +60,9 @@ from .wrenches import load_link_wrenches
 I_INTEGRATOR, I_SUBSTEPS, I_INNER, I_INTEGRATE, I_NQ_JOINTS, I_NV_JOINTS, I_DRIVES, I_LIMITS, \
     I_ONE_DOF, I_FORCES, I_LOOPS = range(11)
 N_IOPT = 11
-F_DT, F_H, F_MAX_SPEED, F_MAX_VELOCITY, F_INV_TIME_CONSTANT, F_PROJECTION_TOLERANCE = range(6)
-N_FOPT = 6
+F_DT, F_H, F_MAX_SPEED, F_MAX_VELOCITY, F_INV_TIME_CONSTANT, F_PROJECTION_TOLERANCE, \
+    F_CLOSING_TOLERANCE = range(7)
+N_FOPT = 7
 RK4, SEMI_IMPLICIT_EULER = 0, 1                  # iopt[I_INTEGRATOR]
 IMPLICIT_EULER, SYMPLECTIC_EULER = 2, 3          # (trees: kernels/rollout_implicit.py)
 VECTOR_SPACE, JOINT_MANIFOLDS = 0, 1             # iopt[I_INTEGRATE]: q (+) v dt = q + v dt, or not
@@ -445,8 +446,8 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     v[i] = vn[i]
             # robot.step's projection test (PROJECTION_TOLERANCE) and projection
             if iopt[I_LOOPS]:
-                if close_loops(loops, projection_work, q, v,
-                               fopt[F_PROJECTION_TOLERANCE]) < 0:
+                if close_loops(loops, projection_work, q, v, fopt[F_PROJECTION_TOLERANCE],
+                               fopt[F_CLOSING_TOLERANCE]) < 0:
                     resume[0] = k   # not converged: the caller projects in Python (assembles)
                     resume[1] = s + 1
                     return NEEDS_PROJECTION, k

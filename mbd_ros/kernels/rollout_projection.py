@@ -8,7 +8,8 @@ The projection, as constraints.py runs it on rigid loops of the recursive solver
 joints: every dof is free):
 
 1. positions: Gauss-Newton with minimum-norm steps, q <- q (+) (-G^+ g), until max |g| <
-   ASSEMBLY_TOLERANCE, at most `max_iterations` steps (constraints.py _close_min_norm);
+   ASSEMBLY_TOLERANCE (after a semi-implicit Euler step: robot.step's EULER_CLOSING_TOLERANCE,
+   close_loops' `closing`), at most `max_iterations` steps (constraints.py _close_min_norm);
 2. velocities: the mass-orthogonal projection of least kinetic energy,
    v <- v - M^-1 G^T (G M^-1 G^T)^+ G v, with G and M at the projected q.
 
@@ -35,16 +36,21 @@ A projection that does not converge within `max_iterations` (constraints.py then
 the loops by its partitioned Newton in Python) or meets a singular M returns False with q and v
 untouched: the caller falls back to the Python projection.
 
-Cost (four-bar, a semi-implicit Euler step at 1 ms from |v| ~ 3 rad/s; numba loops of each
-part, timed by thread CPU time on a loaded 2-core AMD EPYC; bench/RESULTS.md): the
-constrained forward dynamics 1.29 µs, the residual test 0.67 µs (kinematics with velocities
-0.23, cut rows, the loop Jacobian), the projection 1.55 µs more (one Gauss-Newton step from
-~6e-9 to ~1e-16, the positions-only kinematics 0.13 µs, cut rows and G again, the mass matrix
-0.17 µs, the small solves), against 1.56 µs for one forward dynamics call from Python. So the
-residual test alone nearly fills the 1.3 FD budget of a semi-implicit Euler step, which opens
-the loops by O(h^2 |v|^2) every step: an exact projection after every step cannot meet it. Here
-the test and the projection run in one call (`close_loops`, which unpacks the tuples once) and
-the Gauss-Newton re-evaluations skip the body velocities.
+Cost (four-bar, bench/bench_loop_projection.py: bench/bench_rollout.py's 400 states one
+semi-implicit Euler step at 1 ms from the loops closed, |v| up to 27 rad/s, loops open by up to
+2.6e-5; numba loops, thread CPU time, minima of 9 on a loaded 2-core AMD EPYC; bench/RESULTS.md
+"h19-euler"): the constrained forward dynamics through its C entry 1.27 µs; close_loops 2.44
+µs: the residual test 0.51 (positions-only kinematics 0.09, cut rows 0.12, loop Jacobian 0.10,
+unpacking the tuples), each of the 1.33 Gauss-Newton steps per projection ~0.7 (pivoted QR solve
+0.28, q (+) dq 0.05, kinematics, cut rows and G again), the velocity projection ~0.6 (mass
+matrix 0.13, Cholesky, M^-1 G^T, the pivoted QR solve with K 0.31); one forward dynamics call
+from Python 1.51 µs. The residual test alone nearly fills the 1.3 FD budget of a semi-implicit
+Euler step, which opens the loops past the tolerance every step: an exact projection after
+every step cannot meet it (docs/rollouts.md, "Cost"). Here the test and the projection run in
+one call (`close_loops`, which unpacks the tuples once: ~10 ns per array taken from a tuple, as
+per view created), the test and the Gauss-Newton re-evaluations without body velocities, and
+after a semi-implicit Euler step the Gauss-Newton stops at robot.step's EULER_CLOSING_TOLERANCE
+(2.89 -> 2.44 µs).
 
 Workspace (`projection_workspace`, per thread, built once): a tuple (mass (nv, nv), mats
 (4, p, p) float, vec (N_ROWS, p) float, perm (p,) int64) with p = max(nq, nv, b) for b loop rows.
@@ -222,20 +228,24 @@ def project_state(loops, workspace, q, v, state_ready):
     body_int, body_float, work, cut_int, cut_float, loop_float, jacobian = loops[:7]
     mass, mats, vec, perm = workspace
     return _project(body_int, body_float, work, cut_int, cut_float, loop_float, jacobian, mass,
-                    mats, vec, perm, q, v, state_ready)
+                    mats, vec, perm, q, v, state_ready, ASSEMBLY_TOLERANCE)
 
 
 @njit(cache=True, nogil=True)
-def close_loops(loops, workspace, q, v, tolerance):
+def close_loops(loops, workspace, q, v, tolerance, closing):
     """robot.step's closing of the loops after a step, in place on q (nq,), v (nv,): the
     residual test (robot.closure_residual: max |g| and max |G v| against `tolerance`,
-    PROJECTION_TOLERANCE) and, when it fails, project_state. Returns 0 (closed: nothing done),
+    PROJECTION_TOLERANCE) and, when it fails, project_state with its Gauss-Newton stopped below
+    `closing` (m, rad: ASSEMBLY_TOLERANCE, or after a semi-implicit Euler step robot.step's
+    EULER_CLOSING_TOLERANCE, robot/constraints.py). Returns 0 (closed: nothing done),
     1 (projected) or -1 (the projection declined, q and v unchanged: the caller projects in
     Python). One call that unpacks the two tuples once: passing them on to each part cost more
     than the small dense algebra of a four-bar's projection (measured, bench/RESULTS.md)."""
     body_int, body_float, work, cut_int, cut_float, loop_float, jacobian = loops[:7]
     mass, mats, vec, perm = workspace
-    forward_kinematics(body_int, body_float, work, q, v)
+    # positions-only kinematics: g and G do not depend on v, and G v is formed from G below
+    # (the body velocities, computed here before and not read, cost 0.1 us on the four-bar)
+    forward_kinematics(body_int, body_float, work, q, v[:0])
     cut_rows(cut_int, cut_float, work, loop_float)
     loop_jacobian(body_int, body_float, work, cut_int, loop_float, jacobian)
     position = 0.0
@@ -249,15 +259,15 @@ def close_loops(loops, workspace, q, v, tolerance):
     if not (position > tolerance or velocity > tolerance):
         return 0
     if _project(body_int, body_float, work, cut_int, cut_float, loop_float, jacobian, mass,
-                mats, vec, perm, q, v, True):
+                mats, vec, perm, q, v, True, closing):
         return 1
     return -1
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _project(body_int, body_float, work, cut_int, cut_float, loop_float, jacobian, mass, mats,
-             vec, perm, q, v, state_ready):
-    """project_state on the unpacked arrays."""
+             vec, perm, q, v, state_ready, closing):
+    """project_state on the unpacked arrays, the Gauss-Newton stopped below `closing`."""
     if perm.shape[0] == 0:      # disabled (projection_workspace(enabled=False))
         return False
     nq, nv, m = q.shape[0], v.shape[0], jacobian.shape[0]
@@ -277,7 +287,7 @@ def _project(body_int, body_float, work, cut_int, cut_float, loop_float, jacobia
         residual = _loop_state(body_int, body_float, work, cut_int, cut_float, loop_float,
                                jacobian, qp, none)
     iterations = 0
-    while not residual < ASSEMBLY_TOLERANCE:
+    while not residual < closing:
         if iterations == MAX_ITERATIONS:
             return False            # not closed: constraints.py assembles (Python)
         for r in range(m):

@@ -50,6 +50,15 @@ PARTITION_CONDITION_LIMIT = 1e3
 # Robot.step projects back onto the constraints when the position residual (m, rad) or the
 # velocity residual (m/s, rad/s) exceeds this.
 PROJECTION_TOLERANCE = 1e-10
+# ... and then closes the loops (the Gauss-Newton of project_state) until the position residual
+# is below ASSEMBLY_TOLERANCE, except after a semi_implicit_euler step: below this. That
+# integrator opens the loops by O(h^2 |v|^2) in every step (up to 2e-5 m on the four-bar at
+# 1 ms and 27 rad/s), from which one Gauss-Newton step reaches 1e-10 but often not 1e-12 (the
+# quadratic convergence: 1.9e-5 -> 5e-10, 4e-6 -> 2e-11): every returned state is still within
+# PROJECTION_TOLERANCE, and a projection takes 1.33 Gauss-Newton steps on average instead of
+# 1.86 on bench/bench_rollout.py's four-bar (docs/rollouts.md, "The projection after a
+# semi-implicit Euler step").
+EULER_CLOSING_TOLERANCE = PROJECTION_TOLERANCE
 # Freedoms a joint keeps when the whole mechanism moves in one plane (Grübler-Kutzbach's planar
 # count f = sum f_i - 3 n_h [003]): a spherical, universal or cylindrical joint of a planar
 # mechanism can only turn about the plane's normal; a distance constraint leaves 2 of 3.
@@ -542,18 +551,22 @@ class Constraints:
                                         rcond=RANK_TOLERANCE)[0]
         return qdd
 
-    def project_state(self, q, v, max_iterations=20, fixed=None):
+    def project_state(self, q, v, max_iterations=20, fixed=None, tolerance=ASSEMBLY_TOLERANCE):
         """(q, v) moved back onto the constraint manifold after an integration step (docs/theory.md
         §6), independently of the coordinate partition: Gauss-Newton with minimum-norm steps
-        q <- q (+) (-G^+ g) until |g| < ASSEMBLY_TOLERANCE, then the velocity correction of
-        least kinetic energy, v <- v - M^-1 G^T (G M^-1 G^T)^+ G v (the mass-orthogonal
-        projection: it removes no energy of the admissible motion). fixed: v indices held
-        (prescribed joints); the corrections then act on the other coordinates only."""
+        q <- q (+) (-G^+ g) until |g| < tolerance (m, rad; default ASSEMBLY_TOLERANCE,
+        robot.step after a semi_implicit_euler step EULER_CLOSING_TOLERANCE), then the velocity
+        correction of least kinetic energy, v <- v - M^-1 G^T (G M^-1 G^T)^+ G v (the
+        mass-orthogonal projection: it removes no energy of the admissible motion). fixed: v
+        indices held (prescribed joints); the corrections then act on the other coordinates
+        only. When the Gauss-Newton does not get below `tolerance` in max_iterations steps, the
+        loops are re-assembled (assemble(): below ASSEMBLY_TOLERANCE)."""
         robot = self.robot
         v = np.array(v, dtype=float)
         free = np.setdiff1d(np.arange(self.nv), fixed) if fixed is not None else np.arange(self.nv)
-        q, residual = self._close_min_norm(np.array(q, dtype=float), free, max_iterations)
-        if residual >= ASSEMBLY_TOLERANCE:
+        q, residual = self._close_min_norm(np.array(q, dtype=float), free, max_iterations,
+                                           tolerance)
+        if residual >= tolerance:
             q = self.assemble(q)
             return q, self.project_velocity(q, v)
         jacobian = self.state(q, np.zeros(self.nv))[1]
@@ -565,15 +578,15 @@ class Constraints:
                                                            rcond=RANK_TOLERANCE) @ (jacobian @ v))
         return q, v
 
-    def _close_min_norm(self, q, free, max_iterations):
+    def _close_min_norm(self, q, free, max_iterations, tolerance=ASSEMBLY_TOLERANCE):
         """Gauss-Newton with minimum-norm steps on the dofs `free`, q <- q (+) (-G_f^+ g), until
-        |g| < ASSEMBLY_TOLERANCE or max_iterations. Returns (q, max |g|)."""
+        |g| < tolerance or max_iterations. Returns (q, max |g|)."""
         step = np.zeros(self.nv)
         zero = np.zeros(self.nv)
         for _ in range(max_iterations):
             g, jacobian, _ = self.state(q, zero)
             residual = float(np.abs(g).max(initial=0.0))
-            if residual < ASSEMBLY_TOLERANCE:
+            if residual < tolerance:
                 return q, residual
             step[free] = -np.linalg.lstsq(jacobian[:, free], g, rcond=RANK_TOLERANCE)[0]
             q = self.robot.integrate(q, step, 1.0)

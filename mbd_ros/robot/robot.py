@@ -39,7 +39,8 @@ from ..kernels.finite import all_finite
 from ..kernels.rnea import remove_passive_forces as _remove_passive_forces
 from . import arguments as A
 from . import prescribed as P
-from .constraints import PROJECTION_TOLERANCE, Constraints, StepReport
+from .constraints import (ASSEMBLY_TOLERANCE, EULER_CLOSING_TOLERANCE, PROJECTION_TOLERANCE,
+                          Constraints, StepReport)
 
 _EMPTY = A.EMPTY
 
@@ -1330,7 +1331,12 @@ class Robot:
             # every step
             if project and (position > PROJECTION_TOLERANCE or velocity > PROJECTION_TOLERANCE):
                 fixed = constraints.dofs(list(prescribed)) if prescribed else None
-                q_next, v_next = constraints.project_state(q_next, v_next, fixed=fixed)
+                # after a semi-implicit Euler step (which opens the loops every step) closed to
+                # PROJECTION_TOLERANCE, not ASSEMBLY_TOLERANCE: constraints.py says why
+                closing = EULER_CLOSING_TOLERANCE if integrator == "semi_implicit_euler" \
+                    else ASSEMBLY_TOLERANCE
+                q_next, v_next = constraints.project_state(q_next, v_next, fixed=fixed,
+                                                           tolerance=closing)
                 position, velocity = self.closure_residual(q_next, v_next)
             constraints.last_step = StepReport(self, q_next, v_next, position, velocity)
         return q_next, v_next

@@ -40,7 +40,7 @@ from ..kernels import rollout as K
 from ..kernels.rollout_loop_drives import drive_workspace
 from ..kernels.rollout_projection import projection_workspace
 from ..kernels.rollout_implicit import IMPLICIT_MATS, IMPLICIT_ROWS
-from .constraints import PROJECTION_TOLERANCE
+from .constraints import ASSEMBLY_TOLERANCE, EULER_CLOSING_TOLERANCE, PROJECTION_TOLERANCE
 from .integrators import MAX_DEFAULT_DT, MAX_VELOCITY, default_max_step
 from .rollout_plant import VELOCITY_TIME_CONSTANT
 from .rollout_flexible_loads import (flexible_load_arrays, flexible_loads_unsupported,
@@ -233,7 +233,14 @@ def options(problem, engine):
     fopt[K.F_INV_TIME_CONSTANT] = 1.0 / VELOCITY_TIME_CONSTANT
     iopt[K.I_LOOPS] = engine.closed_loop
     fopt[K.F_PROJECTION_TOLERANCE] = PROJECTION_TOLERANCE
+    fopt[K.F_CLOSING_TOLERANCE] = closing_tolerance(problem.integrator)
     return iopt, fopt
+
+
+def closing_tolerance(integrator):
+    """The position residual (m, rad) below which robot.step's projection after a step of
+    `integrator` stops its Gauss-Newton (constraints.py EULER_CLOSING_TOLERANCE)."""
+    return EULER_CLOSING_TOLERANCE if integrator == "semi_implicit_euler" else ASSEMBLY_TOLERANCE
 
 
 def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of):
@@ -330,13 +337,15 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
             bias[:] = 0.0
         set_partition(w, state_q.copy())
 
+    closing = closing_tolerance(problem.integrator)   # robot.step's Gauss-Newton stop
+
     def project(w):
         """robot.step's projection of the state in w.work (constraints.project_state)."""
         state_q, state_v = w.work[K.W_Q, :robot.nq], w.work[K.W_V, :nv]
         try:
             with robot._lock:
                 projected_q, projected_v = robot._constraints.project_state(
-                    state_q.copy(), state_v.copy())
+                    state_q.copy(), state_v.copy(), tolerance=closing)
         except ValueError:
             return False
         state_q[:] = projected_q
