@@ -49,6 +49,7 @@ from .rollout_projection import close_loops
 from .rollout_tangent import implicit_euler_loop_step
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
+from .rollout_flexible_loads import flexible_loaded_inverse_dynamics
 from .rollout_mimic import coupling_residual_exceeds, mimic_drive_bias
 from .rollout_prescribed import FIRST_STAGE, LAST_STAGE, MIDDLE_STAGE, place_prescribed
 from .rollout_special import has_special_dynamics, special_forward_dynamics
@@ -291,9 +292,10 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     # parts is None when the call has none of them: numba then prunes the `parts is not None`
     # branches at compile time and the plain path compiles as it did without them (runtime
     # flags here cost the arm7 8-15 % per step, measured)
-    prescribing = mimicking = special = False
+    prescribing = mimicking = special = flexible_loads = False
     if parts is not None:
         prescribing, mimicking, special = has_special_dynamics(parts)
+        flexible_loads = special and not prescribing and not mimicking
     # loop_arrays: the loops tuple and (item 10) the projection's workspace, kept out of the
     # tuple the stages pass to _loaded_forward_dynamics (each array it holds costs per call)
     loops, projection_work = loop_arrays[:10], loop_arrays[10]
@@ -337,6 +339,12 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     if mimic_drive_bias(entries, bound, dims, forces, loaded, parts[1], q, v,
                                         work[W_ZERO, :nv], work[W_BIAS, :nv]):
                         return DRIVE_TERMS_FAILED, k
+                # force elements on a flexible tree: ID(q, v, 0) with their loads
+                # (kernels/rollout_flexible_loads.py)
+                elif parts is not None and flexible_loads:
+                    if flexible_loaded_inverse_dynamics(parts[2], q, v, work[W_ZERO, :nv],
+                                                        work[W_BIAS, :nv]):
+                        return DRIVE_TERMS_FAILED, k
                 # with force elements, b = ID(q, v, 0) with their loads (robot.inverse_dynamics;
                 # here, so that the plain path never binds the forces tuple)
                 elif loaded and loaded_tree_inverse_dynamics(forces, q, v, work[W_ZERO, :nv],
@@ -345,7 +353,7 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                 if _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float,
                               position[k], velocity[k], vel_idx, velocity_limit, effort, work,
                               mats, nq, nv, loaded or iopt[I_LOOPS] != 0 or
-                              (parts is not None and mimicking)):
+                              (parts is not None and (mimicking or flexible_loads))):
                     return DRIVE_TERMS_FAILED, k
                 for i in range(nv):
                     total[i] += work[W_DRIVE, i]
@@ -419,8 +427,9 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                         return DYNAMICS_FAILED, k
                 else:   # implicit_euler, symplectic_euler: kernels/rollout_implicit.py, on the
                     # workspace rows after WORK_ROWS and the matrices after M_INV
-                    # (prescribed joints: the hybrid dynamics at every evaluation)
-                    if parts is not None and prescribing:
+                    # (prescribed joints: the hybrid dynamics at every evaluation; force
+                    # elements on a flexible tree: its loaded forward dynamics)
+                    if parts is not None and (prescribing or flexible_loads):
                         status = _implicit_step(entries, bound, dims, forces, loops, body_int,
                                                 iopt, q, v, total, a1, h, work, mats, qn, vn,
                                                 loaded, (entries, parts, n))
