@@ -36,7 +36,7 @@ dict; these calls take robot.py's general path). The prescribed rollouts include
 trajectories in Python (robot/rollout_prescribed.py), timed alone too.
 
 Combinations (the parts together with drives, limits or the implicit integrators: the mimic
-gripper with drives, with drives and limits; the arm7 with two prescribed joints and
+gripper with drives, with drives and limits, with implicit / symplectic Euler; the arm7 with two prescribed joints and
 implicit / symplectic Euler; the flexible arm with a spring-damper and a joint spring with
 drives and with implicit Euler): per step µs of the compiled rollout and of the reference engine
 (robot.step repeated, with the Plant's drive terms in Python), as multiples of one forward
@@ -390,7 +390,9 @@ def combo_cases(steps):
             "rk4 + drives": dict(integrator="rk4", drives=gripper_drives),
             "rk4 + drives + limits": dict(integrator="rk4", drives=gripper_drives, limits=True),
             "semi_implicit_euler + drives": dict(integrator="semi_implicit_euler",
-                                                 drives=gripper_drives)}),
+                                                 drives=gripper_drives),
+            "implicit_euler": dict(integrator="implicit_euler"),
+            "symplectic_euler": dict(integrator="symplectic_euler")}),
         "arm7, 2 prescribed joints": (
             mbd_ros.load(str(urdf / "arm7.urdf")),
             {"joint_2": sine(0.4, 3.0), "joint_5": sine(-0.3, 5.0)}, 1, {

@@ -10,6 +10,9 @@ round-off; robot.step's projection when they do not); a batch against its single
 for bit: the same kernel on each thread). Drives and stops: the compensation against
 robot.inverse_dynamics(q, v, 0) (the Plant's and the reference engine's) and its defining
 invariant (tau = b: no acceleration); rows against the reference engine's one-row rollout.
+The implicit integrators: every row against robot.step from the row before, within the step's
+round-off bound with each coupled forward dynamics evaluation's own round-off amplified by the
+forward differences (implicit Euler) or the fixed-point iteration (symplectic Euler).
 """
 from __future__ import annotations
 
@@ -145,17 +148,165 @@ def test_mimic_batch_equals_single_rollouts(threads):
 
 
 def test_mimic_parts_left_to_the_reference_loop():
-    robot = gripper()
-    q0, v0 = coupled_start(robot, 61)
+    """Mimic couplings on closed loops (their superposed solve) run in Python: refused by
+    engine="compiled", and the auto engine equals the reference engine."""
+    from test_mimic_loops import CLOSURES, XML
+    robot = mbd_ros.load(XML, closures=CLOSURES, mimic=True, passive_forces=False)
+    q0 = robot.assemble(robot.apply_mimic(np.array([0.3, 0.0, 0.0, 0.0])))
+    v0 = robot.project_velocity(q0, np.array([2.0, 0.0, 0.0, 0.0]))
     tau = torques(robot, 3, 62, scale=0.2)
-    cases = [({"integrator": "implicit_euler"}, "implicit_euler")]
-    for options, reason in cases:
-        with pytest.raises(ValueError, match=f"engine='compiled'.*{reason}.*mimic|"
-                                             f"engine='compiled'.*mimic.*{reason}"):
-            robot.rollout(q0, v0, tau, DT, engine="compiled", **options)
-        auto = robot.rollout(q0, v0, tau, DT, **options)
-        reference = robot.rollout(q0, v0, tau, DT, engine="reference", **options)
-        np.testing.assert_array_equal(auto.Q, reference.Q)
+    with pytest.raises(ValueError, match="engine='compiled'.*mimic couplings on closed loops"):
+        robot.rollout(q0, v0, tau, DT, engine="compiled")
+    auto = robot.rollout(q0, v0, tau, DT)
+    reference = robot.rollout(q0, v0, tau, DT, engine="reference")
+    np.testing.assert_array_equal(auto.Q, reference.Q)
+
+
+# ---------------------------------------------------------------- implicit integrators
+def dynamics_roundoff(robot, q, v, tau):
+    """delta: the round-off bound of one coupled forward dynamics evaluation (the kernel's
+    Cholesky and index-order sums against numpy's LU and BLAS): step_bound's d_a."""
+    T = robot.mimic_coupling
+    mass = robot.mass_matrix(q)
+    reduced = T.T @ mass @ T
+    qdd = robot.forward_dynamics(q, v, tau)
+    return solve_tol(reduced, qdd[robot.mimic_independent]) + \
+        roundoff_tol(robot.nv, (mass, qdd), tau, (T.T, tau))
+
+
+def mimic_implicit_bound(robot, q, v, tau, h, q_next, v_next):
+    """(d_q, d_v): one implicit_euler step on the couplings' tangent basis N against robot.step
+    (without its projection): test_rollout_loop_integrators.py's implicit_loop_bound (the step's
+    products and solve on N) plus what differs here and not on loops: each forward dynamics
+    evaluation differs by its own round-off delta (dynamics_roundoff), so a1 by delta and each
+    forward-difference column of B_q = A_q N, B_v = A_v N by 2 delta / 1e-7 (|dB| <= 2 sqrt(k)
+    delta / 1e-7): L moves by (h + h^2) |dB|, the right side by h delta + h^2 |dB| |s|, and
+    v+ by h (delta + h |dB| |s + z| + |dB| |z|) besides |B| d_z."""
+    from test_rollout_loop_integrators import implicit_loop_bound
+    d_q, d_v = implicit_loop_bound(robot, q, v, tau, h, q_next, v_next)
+    n = robot.nv
+    basis = robot.constraint_basis(q)
+    k = basis.shape[1]
+    a1 = robot.forward_dynamics(q, v, tau)
+    b_q, b_v = np.empty((n, k)), np.empty((n, k))
+    for j in range(k):
+        d = np.ascontiguousarray(basis[:, j])
+        b_v[:, j] = (robot.forward_dynamics(q, d * 1e-7 + v, tau) - a1) / 1e-7
+        b_q[:, j] = (robot.forward_dynamics(robot.integrate(q, d, 1e-7), v, tau) - a1) / 1e-7
+    s = basis.T @ v
+    lhs = np.eye(k) - h * (basis.T @ b_v) - h * h * (basis.T @ b_q)
+    z = np.linalg.solve(lhs, h * (basis.T @ a1) + h * h * (basis.T @ (b_q @ s)))
+    delta = dynamics_roundoff(robot, q, v, tau)
+    d_b = 2.0 * np.sqrt(k) * delta / 1e-7
+    inverse = np.linalg.norm(np.linalg.inv(lhs), 2)
+    d_z = inverse * ((h + h * h) * d_b * np.linalg.norm(z) + h * delta +
+                     h * h * d_b * np.linalg.norm(s))
+    extra = h * (delta + h * (d_b * np.linalg.norm(s + z) + np.linalg.norm(b_q, 2) * d_z) +
+                 d_b * np.linalg.norm(z) + np.linalg.norm(b_v, 2) * d_z)
+    return d_q + h * extra, d_v + extra
+
+
+def mimic_symplectic_bound(robot, q, v, tau, h, q_next, v_next):
+    """(d_q, d_v): one symplectic_euler step against robot.step (without its projection):
+    test_rollout_implicit.py's symplectic_bound (the mass matrices' products and solve, the
+    fixed-point tolerance) plus the coupled forward dynamics' own round-off delta in every
+    iteration, which moves the fixed point by a h delta (a = |(1 - dG/du)^-1|, as there; bounded
+    here by 2: h |d f / d u| < 0.5 at these steps, checked), reaching q+ by h and v+ through
+    |M+^-1| |M|."""
+    from test_rollout_implicit import symplectic_bound
+    d_q, d_v = symplectic_bound(robot, q, v, tau, h, q_next, v_next)
+    mass, mass_next = robot.mass_matrix(q), robot.mass_matrix(q_next)
+    u = np.linalg.solve(mass, mass_next @ v_next)
+    delta = dynamics_roundoff(robot, q, u, tau)
+    a1 = robot.forward_dynamics(q, u, tau)
+    rate = np.empty((robot.nv, robot.nv))
+    for j in range(robot.nv):
+        e = np.zeros(robot.nv)
+        e[j] = 1e-7
+        rate[:, j] = (robot.forward_dynamics(q, u + e, tau) - a1) / 1e-7
+    assert h * np.linalg.norm(rate, 2) < 0.5
+    d_u = 2.0 * h * delta
+    return d_q + h * d_u, d_v + np.linalg.norm(np.linalg.inv(mass_next), 2) * \
+        np.linalg.norm(mass, 2) * d_u
+
+
+MIMIC_IMPLICIT_BOUNDS = {"implicit_euler": mimic_implicit_bound,
+                         "symplectic_euler": mimic_symplectic_bound}
+
+
+@pytest.mark.parametrize("kind", list(ROBOTS))
+@pytest.mark.parametrize("integrator", ["implicit_euler", "symplectic_euler"])
+def test_mimic_implicit_integrators_rows_equal_step(kind, integrator):
+    """implicit_euler (on the couplings' tangent basis, kernels/rollout_mimic_implicit.py) and
+    symplectic_euler (kernels/rollout_implicit.py with the coupled dynamics) run compiled: every
+    row against robot.step from the row before, within the open step's round-off bound
+    (mimic_implicit_bound, mimic_symplectic_bound) carried through robot.step's projection onto
+    the couplings where it projects (the same Python projection on both sides: positions by the
+    linear couplings' G^+, 1-Lipschitz; velocities M-orthogonally, Lipschitz with at most
+    1 + cond(M)), plus the projection's round-off (64 eps); the couplings hold on every row.
+    The basis is robot.constraint_basis, the same at every q (the couplings are linear)."""
+    robot = ROBOTS[kind]()
+    rng = np.random.default_rng(5)
+    basis = robot.constraint_basis(robot.neutral())
+    for _ in range(3):
+        q = robot.random_configuration(rng)
+        np.testing.assert_array_equal(robot.constraint_basis(q), basis)
+    q0, v0 = coupled_start(robot, 45)
+    steps = 40
+    tau = torques(robot, steps, 46, scale=0.2)
+    result = robot.rollout(q0, v0, tau, DT, integrator=integrator, engine="compiled")
+    assert result.status == "ok", result.message
+    start = robot.time
+    used = 0.0
+    try:
+        for k in range(steps):
+            robot.time = start + k * DT
+            q_ref, v_ref = robot.step(result.Q[k], result.V[k], tau[k], DT, integrator)
+            robot.time = start + k * DT
+            q_open, v_open = robot.step(result.Q[k], result.V[k], tau[k], DT, integrator,
+                                        project=False)
+            d_q, d_v = MIMIC_IMPLICIT_BOUNDS[integrator](robot, result.Q[k], result.V[k],
+                                                         tau[k], DT, q_open, v_open)
+            if not np.array_equal(q_open, q_ref) or not np.array_equal(v_open, v_ref):
+                d_v *= 1.0 + np.linalg.cond(robot.mass_matrix(q_ref))
+            d_q += 64 * EPS * max(1.0, np.abs(q_ref).max())
+            d_v += 64 * EPS * max(1.0, np.abs(v_ref).max())
+            err_q = np.abs(result.Q[k + 1] - q_ref).max()
+            err_v = np.abs(result.V[k + 1] - v_ref).max()
+            assert err_q <= d_q and err_v <= d_v, (k, err_q, d_q, err_v, d_v)
+            used = max(used, err_q / d_q, err_v / d_v)
+    finally:
+        robot.time = start
+    assert_coupled(robot, result.Q, result.V, PROJECTION_TOLERANCE)
+    iq_m = robot._mimic.pairs[0][0]
+    assert np.ptp(result.Q[:, iq_m]) > 1e-4   # the coupled finger moves
+    print(f"{kind} {integrator}: at most {used:.2g} of the bound used")
+
+
+@pytest.mark.parametrize("integrator", ["implicit_euler", "symplectic_euler"])
+def test_mimic_implicit_integrators_with_drives_and_stops(integrator):
+    """drives= and limits=True with the implicit integrators: the compiled rollout finishes like
+    the reference engine and stays within the reference engine's trajectory by far less than
+    the drives move it (not row by row: the forward-difference Jacobians amplify round-off by
+    ~1e7 from step to step, test_rollout_implicit.py test_reference_itself_is_sensitive...),
+    within the limits (up to the projection's step), and the couplings hold."""
+    robot = gripper()
+    steps = 150
+    q0, v0, tau, drives = drives_case(robot, steps, True, 71)
+    compiled = robot.rollout(q0, v0, tau, DT, integrator=integrator, drives=drives, limits=True,
+                             engine="compiled")
+    reference = robot.rollout(q0, v0, tau, DT, integrator=integrator, drives=drives,
+                              limits=True, engine="reference")
+    assert compiled.status == reference.status == "ok", (compiled.message, reference.message)
+    free = robot.rollout(q0, v0, tau, DT, integrator=integrator, engine="compiled")
+    moved = np.abs(free.Q - compiled.Q).max()
+    assert moved > 0.1
+    assert np.abs(compiled.Q - reference.Q).max() < 1e-6 * moved
+    lower, upper = robot.position_limits
+    for kind, iq, iv in zip(robot.joint_types, robot.idx_q, robot.idx_v):
+        if kind in ("revolute", "prismatic"):
+            assert np.all(compiled.Q[:, iq] >= lower[iv] - 1e-6)
+            assert np.all(compiled.Q[:, iq] <= upper[iv] + 1e-6)
 
 
 # ---------------------------------------------------------------- drives and limits

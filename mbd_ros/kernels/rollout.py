@@ -51,6 +51,7 @@ from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
 from .rollout_flexible_loads import flexible_loaded_inverse_dynamics
 from .rollout_mimic import coupling_residual_exceeds, mimic_drive_bias
+from .rollout_mimic_implicit import mimic_implicit_euler_step
 from .rollout_prescribed import FIRST_STAGE, LAST_STAGE, MIDDLE_STAGE, place_prescribed
 from .rollout_special import has_special_dynamics, special_forward_dynamics
 from .stops import (STOP_DQ, STOP_IDX, STOP_LOWER, STOP_TARGET, STOP_UPPER, enforce_positions,
@@ -425,11 +426,23 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     if status:
                         detail[0] = status
                         return DYNAMICS_FAILED, k
+                elif parts is not None and mimicking and \
+                        iopt[I_INTEGRATOR] == IMPLICIT_EULER:
+                    # mimic couplings: on their tangent basis (kernels/rollout_mimic_implicit.py)
+                    status = mimic_implicit_euler_step(
+                        entries, bound, dims, forces, loaded, parts, n, body_int,
+                        iopt[I_INTEGRATE] == JOINT_MANIFOLDS, iopt[I_NQ_JOINTS],
+                        iopt[I_NV_JOINTS], q, v, total, a1, h, work[WORK_ROWS:],
+                        mats[M_INV + 1:], qn, vn)
+                    if status:
+                        detail[0] = status
+                        return DYNAMICS_FAILED, k
                 else:   # implicit_euler, symplectic_euler: kernels/rollout_implicit.py, on the
                     # workspace rows after WORK_ROWS and the matrices after M_INV
                     # (prescribed joints: the hybrid dynamics at every evaluation; force
-                    # elements on a flexible tree: its loaded forward dynamics)
-                    if parts is not None and (prescribing or flexible_loads):
+                    # elements on a flexible tree: its loaded forward dynamics; symplectic Euler
+                    # with mimic couplings: their minimal-coordinate dynamics)
+                    if parts is not None and special:
                         status = _implicit_step(entries, bound, dims, forces, loops, body_int,
                                                 iopt, q, v, total, a1, h, work, mats, qn, vn,
                                                 loaded, (entries, parts, n))

@@ -34,7 +34,8 @@ qdd = 0 must satisfy the coupling rows with the Baumgarte terms, |2 alpha G_m v 
 mimic: robot/rollout_compiled.py's tuple (coupling T (nv, nz), pair_int (m, 4) int64 rows
 (iq_m, iq_l, iv_m, iv_l), pair_float (m, 2) rows (r, o), gains (2,) (alpha, beta); per-thread
 scratch: mass (nv, nv), mass_t (nv, nz), reduced (nz, nz), rhs (nv,), bias (nv,), rhs_z (nz,),
-eta (nv,), zero (nv,)). Without couplings pair_int has no rows.
+eta (nv,), zero (nv,); then the tangent basis N (nv, k) of robot.constraint_basis, shared, for
+implicit Euler: kernels/rollout_mimic_implicit.py). Without couplings pair_int has no rows.
 """
 import math
 
@@ -47,7 +48,7 @@ from .rollout_loads import loaded_tree_inverse_dynamics
 from .wrenches import load_link_wrenches
 
 M_COUPLING, M_PAIR_INT, M_PAIR_FLOAT, M_GAINS, M_MASS, M_MASS_T, M_REDUCED, M_RHS, M_BIAS, \
-    M_RHS_Z, M_ETA, M_ZERO = range(12)
+    M_RHS_Z, M_ETA, M_ZERO, M_BASIS = range(13)
 PAIR_IQ_M, PAIR_IQ_L, PAIR_IV_M, PAIR_IV_L = range(4)
 PAIR_RATIO, PAIR_OFFSET = range(2)
 MASS_MATRIX, INVERSE_DYNAMICS = 1, 2   # entries[]: as kernels/rollout.py MM, ID

@@ -7,8 +7,9 @@ robot.step) for what this engine does not run; `unsupported` says what and why:
   flexible links with prescribed joints or mimic couplings (else compiled, with every integrator,
   drives= and limits=: kernels/rollout_flexible_loads.py), closed loops other than the recursive
   solver's (flexible trees, mimic couplings), limits on closed loops of a generated tree, mimic
-  couplings with closed loops or the implicit integrators (on trees they run compiled with rk4
-  and semi_implicit_euler, also with drives= and limits=: kernels/rollout_mimic.py);
+  couplings with closed loops (on trees they run compiled with every integrator, also with
+  drives= and limits=: kernels/rollout_mimic.py, implicit_euler on their tangent basis
+  kernels/rollout_mimic_implicit.py; robot.step's projections onto them in Python);
 - prescribed joints on closed loops or mimic couplings (on trees every integrator reads them
   from a table sampled in Python, robot/rollout_prescribed.py, kernels/rollout_prescribed.py;
   the implicit ones through kernels/rollout_implicit.py).
