@@ -36,7 +36,8 @@ dict; these calls take robot.py's general path). The prescribed rollouts include
 trajectories in Python (robot/rollout_prescribed.py), timed alone too.
 
 Combinations (the parts together with drives, limits or the implicit integrators: the mimic
-gripper with drives, with drives and limits, with implicit / symplectic Euler; the arm7 with two prescribed joints and
+gripper with drives, with drives and limits, with implicit / symplectic Euler, with its
+leading finger prescribed; the arm7 with two prescribed joints and
 implicit / symplectic Euler; the flexible arm with a spring-damper and a joint spring with
 drives and with implicit Euler): per step µs of the compiled rollout and of the reference engine
 (robot.step repeated, with the Plant's drive terms in Python), as multiples of one forward
@@ -393,6 +394,10 @@ def combo_cases(steps):
                                                  drives=gripper_drives),
             "implicit_euler": dict(integrator="implicit_euler"),
             "symplectic_euler": dict(integrator="symplectic_euler")}),
+        "gripper, finger_a prescribed (its follower coupled)": (
+            mbd_ros.load(GRIPPER, mimic=True), {"finger_a": sine(0.3, 6.0)}, 1, {
+                "rk4": dict(integrator="rk4"),
+                "semi_implicit_euler": dict(integrator="semi_implicit_euler")}),
         "arm7, 2 prescribed joints": (
             mbd_ros.load(str(urdf / "arm7.urdf")),
             {"joint_2": sine(0.4, 3.0), "joint_5": sine(-0.3, 5.0)}, 1, {

@@ -58,11 +58,12 @@ COUPLING_BROKEN = 3   # mimic_drive_bias: qdd = 0 breaks a coupling row (Baumgar
 COUPLING_ROW_TOLERANCE = 1e-9
 
 
-@njit(cache=True, nogil=True)
-def mimic_forward_dynamics(entries, bound, dims, forces, loaded, mimic, q, v, tau, out):
-    """out (nv,) = the coupled forward dynamics at (q, v) for tau (nv,) (module docstring), as
-    robot.forward_dynamics on a tree with mimic couplings. loaded: the force elements' path
-    (forces: kernels/rollout.py's tuple). Returns 0, or the failing kernel's status."""
+@njit(cache=True, nogil=True, inline="always")
+def mimic_reduced_terms(entries, bound, dims, forces, loaded, mimic, q, v, tau):
+    """The reduced system of the coupled dynamics at (q, v) for tau (nv,) (module docstring):
+    mimic[M_REDUCED] (nz, nz) = T^T M T (its lower triangle), mimic[M_RHS_Z] (nz,) =
+    T^T (tau - h - M eta''), mimic[M_ETA] (nv,) = eta''. Returns 0 or the failing kernel's
+    status."""
     coupling, pair_int, pair_float, gains = mimic[0], mimic[1], mimic[2], mimic[3]
     mass, mass_t, reduced = mimic[M_MASS], mimic[M_MASS_T], mimic[M_REDUCED]
     rhs, bias, rhs_z, eta, zero = mimic[M_RHS], mimic[M_BIAS], mimic[M_RHS_Z], mimic[M_ETA], \
@@ -119,6 +120,19 @@ def mimic_forward_dynamics(entries, bound, dims, forces, loaded, mimic, q, v, ta
             for i in range(nv):
                 s += coupling[i, a] * mass_t[i, c]
             reduced[a, c] = s
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def mimic_forward_dynamics(entries, bound, dims, forces, loaded, mimic, q, v, tau, out):
+    """out (nv,) = the coupled forward dynamics at (q, v) for tau (nv,) (module docstring), as
+    robot.forward_dynamics on a tree with mimic couplings. loaded: the force elements' path
+    (forces: kernels/rollout.py's tuple). Returns 0, or the failing kernel's status."""
+    status = mimic_reduced_terms(entries, bound, dims, forces, loaded, mimic, q, v, tau)
+    if status:
+        return status
+    coupling, reduced, rhs_z, eta = mimic[0], mimic[M_REDUCED], mimic[M_RHS_Z], mimic[M_ETA]
+    nv, nz = coupling.shape[0], coupling.shape[1]
     # Cholesky T^T M T = L L^T in the lower triangle, then L y = rhs_z, L^T s' = y (in rhs_z)
     for b in range(nz):
         s = reduced[b, b]

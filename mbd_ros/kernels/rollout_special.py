@@ -5,16 +5,18 @@
 branches once per stage and the plain path never binds these tuples (each array a tuple holds
 costs a reference count per call).
 
-parts = (prescribed, mimic, flexible): the three modules' tuples, each with empty index arrays
-when the robot or the call has none of that part (robot/rollout_compiled.py). At most one is
-active: the compiled engine refuses the combinations (robot/rollout_prescribed.py,
-robot/rollout_mimic.py).
+parts = (prescribed, mimic, flexible, both): the three modules' tuples, each with empty index
+arrays when the robot or the call has none of that part (robot/rollout_compiled.py), and
+kernels/rollout_prescribed_mimic.py's for prescribed joints together with mimic couplings (the
+one combination run: the engine refuses the others, robot/rollout_prescribed.py,
+robot/rollout_flexible_loads.py).
 """
 from numba import njit
 
 from .rollout_flexible_loads import X_ELEMENT_INT, flexible_loaded_forward_dynamics
 from .rollout_mimic import M_PAIR_INT, mimic_forward_dynamics
 from .rollout_prescribed import P_FIXED_V, prescribed_forward_dynamics
+from .rollout_prescribed_mimic import prescribed_mimic_forward_dynamics
 
 
 @njit(cache=True, nogil=True)
@@ -29,9 +31,13 @@ def has_special_dynamics(parts):
 @njit(cache=True, nogil=True)
 def special_forward_dynamics(entries, bound, dims, forces, loaded, parts, n, c, q, v, tau, out):
     """out (nv,) = the stage's forward dynamics at (q, v) for tau (nv,): the hybrid dynamics of
-    the prescribed joints (table row n, sample c), the mimic couplings' minimal-coordinate form,
-    or the flexible tree's loaded forward dynamics. Returns 0 or the kernel's status."""
-    prescribed, mimic, flexible = parts
+    the prescribed joints (table row n, sample c; with mimic couplings in their minimal
+    coordinates), the mimic couplings' minimal-coordinate form, or the flexible tree's loaded
+    forward dynamics. Returns 0 or the kernel's status."""
+    prescribed, mimic, flexible, both = parts
+    if prescribed[P_FIXED_V].shape[0] > 0 and mimic[M_PAIR_INT].shape[0] > 0:
+        return prescribed_mimic_forward_dynamics(entries, bound, dims, forces, loaded,
+                                                 prescribed, mimic, both, n, c, q, v, tau, out)
     if prescribed[P_FIXED_V].shape[0] > 0:
         return prescribed_forward_dynamics(entries, bound, dims, forces, loaded, prescribed, n, c,
                                            q, v, tau, out)

@@ -51,9 +51,12 @@ def prescribed_unsupported(problem):
     robot = problem.robot
     if problem.integrator not in PRESCRIBED_INTEGRATORS:
         return f"prescribed joints with the {problem.integrator} integrator run in Python"
-    if robot.closure_names or robot.mimic_joints:
-        return "prescribed joints on closed loops or mimic couplings (a dense KKT solve) run in " \
-            "Python"
+    if robot.closure_names:
+        return "prescribed joints on closed loops (a dense KKT solve) run in Python"
+    followers = [name for name in problem.prescribed if name in robot.mimic_joints]
+    if followers:
+        return (f"prescribed mimicking joints ({', '.join(followers)}: a dense KKT solve) run "
+                "in Python; prescribe their leaders")
     return None
 
 
@@ -125,3 +128,23 @@ def thread_prescribed(shared, nv):
     n_fixed = shared[1].shape[0]
     return shared + (np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv),
                      np.zeros(n_fixed), np.zeros(nv), np.zeros(nv), np.zeros(nv))
+
+
+def prescribed_mimic_arrays(problem, shared, nv):
+    """kernels/rollout_prescribed_mimic.py's tuple for one thread (fixed_z, free_z, full, lower,
+    rhs, s, u, zero, qdd_z): the prescribed joints' reduced coordinates (their positions among
+    robot.mimic_independent, which T's columns follow) in the table's order, or placeholders
+    (no rows) unless the call has prescribed joints and the robot mimic couplings. shared:
+    prescribed_table's tuple."""
+    robot = problem.robot
+    if not problem.prescribed or not robot.mimic_joints:
+        empty = np.zeros(0, dtype=np.int64)
+        f2, f1 = np.zeros((1, 1)), np.zeros(1)
+        return (empty, empty.copy(), f2, f2.copy(), f1, f1.copy(), f1.copy(), f1.copy(),
+                f1.copy())
+    independent = [int(i) for i in robot.mimic_independent]
+    fixed_z = np.array([independent.index(int(i)) for i in shared[1]], dtype=np.int64)
+    nz = len(independent)
+    free_z = np.setdiff1d(np.arange(nz), fixed_z).astype(np.int64)
+    return (fixed_z, free_z, np.zeros((nz, nz)), np.zeros((nz, nz)), np.zeros(nz), np.zeros(nz),
+            np.zeros(nz), np.zeros(nz), np.zeros(len(fixed_z)))

@@ -1,0 +1,70 @@
+"""Prescribed joints together with mimic couplings in the compiled rollouts (kernels/rollout.py):
+robot.step's hybrid dynamics of a tree with couplings, in the couplings' minimal coordinates.
+
+robot/prescribed.py `solve` takes the dense KKT system of M qdd + h = tau + u + G^T lambda,
+G qdd + gamma = 0, with qdd_p given and u zero on the free joints, by least squares. When every
+prescribed joint is an independent dof (a leader or an uncoupled joint; robot/rollout_prescribed.py
+refuses a prescribed follower) the solution is unique wherever T^T M T restricted to the free
+reduced coordinates is positive definite, and it is this one: with qdd = T s + eta'' (range(T) =
+null(G), T the coupling matrix, eta'' the Baumgarte terms on the followers,
+kernels/rollout_mimic.py) and T^T G^T = 0, the equations times T^T are
+
+    (T^T M T) s = T^T (tau - h - M eta'') + T^T u,
+
+T^T u nonzero only in the prescribed (independent) coordinates, whose s_p = qdd_p (eta'' is zero
+on independent dofs): the free rows are a hybrid tree system in z,
+
+    (T^T M T)_ff s_f = [T^T (tau - h - M eta'')]_f - (T^T M T)_fp qdd_p     (kernels/hybrid.py),
+
+then qdd = T s + eta''. numpy's lstsq (an SVD) and this Cholesky solve give the same solution to
+round-off (conftest.solve_tol of the KKT matrix), not bit for bit.
+
+both: robot/rollout_prescribed.py's tuple (fixed_z (np,) int64 the prescribed joints' reduced
+indices in the table's order, free_z (nz - np,) int64 ascending; per thread: full (nz, nz), lower
+(nz, nz), rhs (nz,), s (nz,), u (nz,), zero (nz,), qdd_z (np,)). Without the combination
+fixed_z has no rows.
+"""
+import math
+
+from numba import njit
+
+from .hybrid import hybrid_tree_solve
+from .rollout_mimic import (M_COUPLING, M_ETA, M_REDUCED, M_RHS_Z, NOT_FINITE,
+                            NOT_POSITIVE_DEFINITE, mimic_reduced_terms)
+from .rollout_prescribed import P_TABLE
+
+B_FIXED_Z, B_FREE_Z, B_FULL, B_LOWER, B_RHS, B_S, B_U, B_ZERO, B_QDD = range(9)
+
+
+@njit(cache=True, nogil=True)
+def prescribed_mimic_forward_dynamics(entries, bound, dims, forces, loaded, prescribed, mimic,
+                                      both, n, c, q, v, tau, out):
+    """out (nv,) = the hybrid dynamics of a tree with mimic couplings at (q, v) for tau (nv,),
+    the prescribed joints' accelerations from table[n, c] of `prescribed` (module docstring;
+    robot.forward_dynamics(q, v, tau, prescribed=...)). loaded: the force elements' path.
+    Returns 0, or the failing kernel's status."""
+    status = mimic_reduced_terms(entries, bound, dims, forces, loaded, mimic, q, v, tau)
+    if status:
+        return status
+    coupling, reduced, rhs_z, eta = mimic[M_COUPLING], mimic[M_REDUCED], mimic[M_RHS_Z], \
+        mimic[M_ETA]
+    fixed_z, free_z, full, lower = both[B_FIXED_Z], both[B_FREE_Z], both[B_FULL], both[B_LOWER]
+    rhs, s, u, zero, qdd_z = both[B_RHS], both[B_S], both[B_U], both[B_ZERO], both[B_QDD]
+    nv, nz = coupling.shape[0], coupling.shape[1]
+    for a in range(nz):          # T^T M T from its lower triangle
+        for b in range(a + 1):
+            full[a, b] = reduced[a, b]
+            full[b, a] = reduced[a, b]
+    table = prescribed[P_TABLE]
+    for j in range(fixed_z.shape[0]):   # s_p = qdd_p (an independent dof: eta''_p = 0)
+        qdd_z[j] = table[n, c, j, 2]
+    if hybrid_tree_solve(full, zero, rhs_z, free_z, fixed_z, qdd_z, lower, rhs, s, u):
+        return NOT_POSITIVE_DEFINITE
+    for i in range(nv):          # qdd = T s + eta''
+        acc = 0.0
+        for a in range(nz):
+            acc += coupling[i, a] * s[a]
+        out[i] = acc + eta[i]
+        if not math.isfinite(out[i]):
+            return NOT_FINITE
+    return 0
