@@ -6,7 +6,8 @@ flexible forward dynamics on that workspace.
 References: repeated robot.step from Python (the same kernels on the same numbers in the same
 order: equal bit for bit), the reference engine with limits=True and with drives= (bit for bit),
 a Plant stepping with its drives, robot.step row by row for the implicit integrators (within
-test_rollout_implicit.py's round-off bound), a batch against its single rollouts, and the physics: the same rollout without the elements differs (the loads act), and
+test_rollout_implicit.py's round-off bound), repeated robot.step with a prescribed joint (bit
+for bit), a batch against its single rollouts, and the physics: the same rollout without the elements differs (the loads act), and
 with the springs undamped and no drive forces, the elastic energy stored in the elements plus
 the robot's mechanical energy is conserved to RK4's truncation error.
 """
@@ -242,11 +243,77 @@ def test_flexible_force_elements_implicit_with_drives_equal_a_plant_step():
         assert np.abs(result.V[k + 1] - plant.v).max() <= d_v
 
 
-@pytest.mark.parametrize("options, reason", [
-    ({"prescribed": {"shoulder": lambda t: (0.0, 0.0, 0.0)}}, "prescribed")])
-def test_flexible_force_element_parts_left_to_the_reference_loop(options, reason):
+# ---------------------------------------------------------------- prescribed joints
+@pytest.mark.parametrize("kind", list(ROBOTS))
+@pytest.mark.parametrize("integrator, dt", [(None, DT), ("rk4", 2e-4),
+                                            ("semi_implicit_euler", 2e-4)])
+def test_flexible_force_elements_with_prescribed_joints_equal_repeated_step(kind, integrator, dt):
+    """The shoulder prescribed on the flexible arm with force elements: the hybrid dynamics on
+    the loaded workspace (kernels/rollout_flexible_loads.py), bit for bit against repeated
+    robot.step with the same trajectory (robot.time = t0 + k dt: the same kernels in the same
+    order); the shoulder exactly on its trajectory; the elements' loads act (the bare arm
+    differs). With drives on the elbow (limits too), bit for bit against the reference engine."""
+    from test_rollout_prescribed import on_trajectories, sine
+    from test_rollout_prescribed import stepped as stepped_prescribed
+    robot = ROBOTS[kind]()
+    prescribed = {"shoulder": sine(0.4, 3.0, 0.2)}
+    t0 = 0.3
+    q0, v0 = start(robot, 91)
+    q0[0], v0[0], _ = prescribed["shoulder"](t0)
+    steps = 20
+    tau = torques(robot, steps, 92, scale=0.5)
+    result = robot.rollout(q0, v0, tau, dt, integrator=integrator, prescribed=prescribed, t0=t0,
+                           engine="compiled")
+    assert result.status == "ok", result.message
+    q_ref, v_ref = stepped_prescribed(robot, q0, v0, tau, dt, integrator, prescribed, t0)
+    np.testing.assert_array_equal(result.Q, q_ref)
+    np.testing.assert_array_equal(result.V, v_ref)
+    on_trajectories(robot, result.Q, result.V, prescribed, t0, dt)
+    bare = arm(damping_ratio=0.02) if kind == "with_bushing" else arm()
+    free = bare.rollout(q0, v0, tau, dt, integrator=integrator, prescribed=prescribed, t0=t0,
+                        engine="compiled")
+    assert np.abs(free.Q[-1] - result.Q[-1]).max() > 1e-6
+    drives = {"joints": ["elbow"], "kp": 300.0, "kd": 30.0,
+              "position": q0[1] + 0.3 * np.sin(np.linspace(0.0, 2.0, steps))[:, None]}
+    q_start = np.clip(q0, -1.0, 1.0)
+    rows = {engine: robot.rollout(q_start, v0, tau, dt, integrator=integrator,
+                                  prescribed=prescribed, t0=t0, drives=drives, limits=True,
+                                  engine=engine) for engine in ("compiled", "reference")}
+    assert rows["compiled"].status == rows["reference"].status == "ok"
+    np.testing.assert_array_equal(rows["compiled"].Q, rows["reference"].Q)
+    np.testing.assert_array_equal(rows["compiled"].V, rows["reference"].V)
+
+
+@pytest.mark.parametrize("integrator", ["implicit_euler", "symplectic_euler"])
+def test_flexible_force_elements_with_prescribed_implicit_rows_are_robot_step(integrator):
+    """The implicit integrators with the shoulder prescribed and the force elements: every row
+    against robot.step from the row before within test_rollout_implicit.py's round-off bound of
+    the hybrid dynamics' step (test_rollout_prescribed.py's HybridDynamics at the step's time);
+    symplectic Euler at 0.1 ms (as without prescribed joints)."""
+    from test_rollout_implicit import BOUNDS
+    from test_rollout_prescribed import HybridDynamics, on_trajectories, sine
     robot = ROBOTS["spring_damper"]()
-    q0, v0 = start(robot, 95)
-    tau = torques(robot, 3, 96, scale=0.5)
-    with pytest.raises(ValueError, match=f"engine='compiled'.*{reason}"):
-        robot.rollout(q0, v0, tau, DT, engine="compiled", **options)
+    prescribed = {"shoulder": sine(0.4, 3.0, 0.2)}
+    h = DT if integrator == "implicit_euler" else 1e-4
+    t0 = 0.3
+    q0, v0 = start(robot, 93)
+    q0[0], v0[0], _ = prescribed["shoulder"](t0)
+    steps = 10
+    tau = torques(robot, steps, 94, scale=0.5)
+    result = robot.rollout(q0, v0, tau, h, integrator=integrator, prescribed=prescribed, t0=t0,
+                           engine="compiled")
+    assert result.status == "ok", result.message
+    start_time = robot.time
+    try:
+        for k in range(steps):
+            t = t0 + k * h
+            robot.time = t
+            q1, v1 = robot.step(result.Q[k], result.V[k], tau[k], h, integrator,
+                                prescribed=prescribed)
+            d_q, d_v = BOUNDS[integrator](HybridDynamics(robot, prescribed, t), result.Q[k],
+                                          result.V[k], tau[k], h, q1, v1)
+            assert np.abs(result.Q[k + 1] - q1).max() <= d_q, k
+            assert np.abs(result.V[k + 1] - v1).max() <= d_v, k
+    finally:
+        robot.time = start_time
+    on_trajectories(robot, result.Q, result.V, prescribed, t0, h)

@@ -49,7 +49,7 @@ from .rollout_projection import close_loops
 from .rollout_tangent import implicit_euler_loop_step
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
-from .rollout_flexible_loads import flexible_loaded_inverse_dynamics
+from .rollout_flexible_loads import X_ELEMENT_INT, flexible_loaded_inverse_dynamics
 from .rollout_mimic import coupling_residual_exceeds, mimic_drive_bias
 from .rollout_mimic_implicit import mimic_implicit_euler_step
 from .rollout_prescribed import FIRST_STAGE, LAST_STAGE, MIDDLE_STAGE, place_prescribed
@@ -296,7 +296,7 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     prescribing = mimicking = special = flexible_loads = False
     if parts is not None:
         prescribing, mimicking, special = has_special_dynamics(parts)
-        flexible_loads = special and not prescribing and not mimicking
+        flexible_loads = parts[2][X_ELEMENT_INT].shape[0] > 0   # (force elements, flexible)
     # loop_arrays: the loops tuple and (item 10) the projection's workspace, kept out of the
     # tuple the stages pass to _loaded_forward_dynamics (each array it holds costs per call)
     loops, projection_work = loop_arrays[:10], loop_arrays[10]

@@ -14,12 +14,22 @@ Without such elements element_int has no rows.
 With drives the Plant's compensation is robot.inverse_dynamics(q, v, 0) with the same loads
 (robot.py _tree_inverse_dynamics: the loads into the workspace, the flexible RNEA on it, minus
 the elements' generalized forces): flexible_loaded_inverse_dynamics.
+
+With prescribed joints the stage dynamics are robot.py _forward_dynamics_general's hybrid
+path: tau + the generalized forces, M (the tree's C entry: M does not depend on the loads) and
+h = the flexible RNEA at qdd = 0 on the loaded workspace, then kernels/hybrid.py as
+kernels/rollout_prescribed.py (flexible_prescribed_forward_dynamics; the same kernels in the same
+order: bit for bit).
 """
 from numba import njit
 
 from ..model.flexible.layout import FEXT
 from .flexible_dynamics import forward_dynamics as _flexible_forward_dynamics
 from .flexible_dynamics import inverse_dynamics as _flexible_inverse_dynamics
+from .entry_call import call_entry
+from .hybrid import hybrid_tree_solve
+from .rollout_prescribed import (P_BIAS, P_FIXED_V, P_FREE, P_LOWER, P_MASS, P_QDD, P_RHS,
+                                 P_TABLE, P_TORQUES, P_TAU_LOADED, P_ZERO)
 from .flexible_forces import flexible_force_loads
 
 X_ELEMENT_INT = 5   # the tuple's element_int (no rows: no elements)
@@ -66,3 +76,33 @@ def flexible_loaded_inverse_dynamics(flexible, q, v, qdd, out):
     for i in range(out.shape[0]):
         out[i] -= joint_force[i]
     return 0
+
+
+MASS_MATRIX = 1   # entries[]: as kernels/rollout.py MM
+
+
+@njit(cache=True, nogil=True)
+def flexible_prescribed_forward_dynamics(entries, bound, dims, prescribed, flexible, n, c, q, v,
+                                         tau, out):
+    """out (nv,) = the hybrid dynamics of a flexible tree with force elements at (q, v) for tau
+    (nv,), the prescribed joints' accelerations from table[n, c] (module docstring; prescribed:
+    kernels/rollout_prescribed.py's tuple). Returns 0, or the failing kernel's status (1: M_ff
+    not positive definite)."""
+    _load(flexible, q, v)
+    joint_force = flexible[13]
+    total, bias, zero = prescribed[P_TAU_LOADED], prescribed[P_BIAS], prescribed[P_ZERO]
+    for i in range(tau.shape[0]):   # tau + the elements' generalized forces
+        total[i] = tau[i] + joint_force[i]
+    status = _flexible_inverse_dynamics(flexible[0], flexible[1], flexible[2], flexible[3],
+                                        flexible[4], q, v, zero, bias)
+    if status:
+        return status
+    mass = prescribed[P_MASS]
+    status = call_entry(entries[MASS_MATRIX], bound, dims, q, q, q, mass)
+    if status:
+        return status
+    table, fixed_v, qdd_p = prescribed[P_TABLE], prescribed[P_FIXED_V], prescribed[P_QDD]
+    for j in range(fixed_v.shape[0]):
+        qdd_p[j] = table[n, c, j, 2]
+    return hybrid_tree_solve(mass, bias, total, prescribed[P_FREE], fixed_v, qdd_p,
+                             prescribed[P_LOWER], prescribed[P_RHS], out, prescribed[P_TORQUES])

@@ -7,13 +7,15 @@ costs a reference count per call).
 
 parts = (prescribed, mimic, flexible, both): the three modules' tuples, each with empty index
 arrays when the robot or the call has none of that part (robot/rollout_compiled.py), and
-kernels/rollout_prescribed_mimic.py's for prescribed joints together with mimic couplings (the
-one combination run: the engine refuses the others, robot/rollout_prescribed.py,
-robot/rollout_flexible_loads.py).
+kernels/rollout_prescribed_mimic.py's for prescribed joints together with mimic couplings;
+prescribed joints with force elements on a flexible tree take
+kernels/rollout_flexible_loads.py's hybrid path (the engine refuses the other combinations,
+robot/rollout_prescribed.py, robot/rollout_flexible_loads.py).
 """
 from numba import njit
 
-from .rollout_flexible_loads import X_ELEMENT_INT, flexible_loaded_forward_dynamics
+from .rollout_flexible_loads import (X_ELEMENT_INT, flexible_loaded_forward_dynamics,
+                                     flexible_prescribed_forward_dynamics)
 from .rollout_mimic import M_PAIR_INT, mimic_forward_dynamics
 from .rollout_prescribed import P_FIXED_V, prescribed_forward_dynamics
 from .rollout_prescribed_mimic import prescribed_mimic_forward_dynamics
@@ -38,6 +40,9 @@ def special_forward_dynamics(entries, bound, dims, forces, loaded, parts, n, c, 
     if prescribed[P_FIXED_V].shape[0] > 0 and mimic[M_PAIR_INT].shape[0] > 0:
         return prescribed_mimic_forward_dynamics(entries, bound, dims, forces, loaded,
                                                  prescribed, mimic, both, n, c, q, v, tau, out)
+    if prescribed[P_FIXED_V].shape[0] > 0 and flexible[X_ELEMENT_INT].shape[0] > 0:
+        return flexible_prescribed_forward_dynamics(entries, bound, dims, prescribed, flexible,
+                                                    n, c, q, v, tau, out)
     if prescribed[P_FIXED_V].shape[0] > 0:
         return prescribed_forward_dynamics(entries, bound, dims, forces, loaded, prescribed, n, c,
                                            q, v, tau, out)

@@ -26,9 +26,8 @@ def flexible_loads_unsupported(problem):
                 "in Python")
     # (drives: their compensation ID(q, v, 0) with the loads, kernels/rollout_flexible_loads.py
     # flexible_loaded_inverse_dynamics)
-    if problem.prescribed or problem.robot.mimic_joints:
-        return ("force elements on a flexible tree with prescribed joints or mimic couplings run "
-                "in Python")
+    if problem.robot.mimic_joints:
+        return "force elements on a flexible tree with mimic couplings run in Python"
     return None
 
 
