@@ -50,7 +50,7 @@ from .rollout_tangent import implicit_euler_loop_step
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
 from .rollout_flexible_loads import X_ELEMENT_INT, flexible_loaded_inverse_dynamics
-from .rollout_mimic import coupling_residual_exceeds, mimic_drive_bias
+from .rollout_mimic import M_PAIR_INT, coupling_residual_exceeds, mimic_drive_bias
 from .rollout_mimic_implicit import mimic_implicit_euler_step
 from .rollout_prescribed import FIRST_STAGE, LAST_STAGE, MIDDLE_STAGE, place_prescribed
 from .rollout_special import has_special_dynamics, special_forward_dynamics
@@ -241,9 +241,16 @@ def _implicit_step(entries, bound, dims, forces, loops, body_int, iopt, q, v, to
                    mats, qn, vn, loaded, special):
     """(qn, vn) by the implicit_euler step of a tree or the symplectic_euler step of a tree or
     closed loops (kernels/rollout_implicit.py; loops: the loop tuple; special: None or
-    (entries, parts, n), prescribed joints on a tree); returns its status (0: done)."""
+    (entries, parts, n), kernels/rollout_special.py's parts; with mimic couplings implicit Euler
+    on their tangent basis, kernels/rollout_mimic_implicit.py); returns its status (0: done)."""
     manifold = iopt[I_INTEGRATE] == JOINT_MANIFOLDS
     rows, implicit_mats = work[WORK_ROWS:], mats[M_INV + 1:]
+    if special is not None and iopt[I_INTEGRATOR] == IMPLICIT_EULER and \
+            special[1][1][M_PAIR_INT].shape[0] > 0:
+        return mimic_implicit_euler_step(special[0], bound, dims, forces, loaded, special[1],
+                                         special[2], body_int, manifold, iopt[I_NQ_JOINTS],
+                                         iopt[I_NV_JOINTS], q, v, total, a1, h, rows,
+                                         implicit_mats, qn, vn)
     if iopt[I_INTEGRATOR] == IMPLICIT_EULER:
         return implicit_euler_step(entries[FD], bound, dims, forces, loaded, body_int, manifold,
                                    iopt[I_NQ_JOINTS], iopt[I_NV_JOINTS], q, v, total, a1, h,
@@ -426,22 +433,11 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     if status:
                         detail[0] = status
                         return DYNAMICS_FAILED, k
-                elif parts is not None and mimicking and \
-                        iopt[I_INTEGRATOR] == IMPLICIT_EULER:
-                    # mimic couplings: on their tangent basis (kernels/rollout_mimic_implicit.py)
-                    status = mimic_implicit_euler_step(
-                        entries, bound, dims, forces, loaded, parts, n, body_int,
-                        iopt[I_INTEGRATE] == JOINT_MANIFOLDS, iopt[I_NQ_JOINTS],
-                        iopt[I_NV_JOINTS], q, v, total, a1, h, work[WORK_ROWS:],
-                        mats[M_INV + 1:], qn, vn)
-                    if status:
-                        detail[0] = status
-                        return DYNAMICS_FAILED, k
                 else:   # implicit_euler, symplectic_euler: kernels/rollout_implicit.py, on the
                     # workspace rows after WORK_ROWS and the matrices after M_INV
                     # (prescribed joints: the hybrid dynamics at every evaluation; force
-                    # elements on a flexible tree: its loaded forward dynamics; symplectic Euler
-                    # with mimic couplings: their minimal-coordinate dynamics)
+                    # elements on a flexible tree: its loaded forward dynamics; mimic couplings:
+                    # their minimal-coordinate dynamics, implicit Euler on their tangent basis)
                     if parts is not None and special:
                         status = _implicit_step(entries, bound, dims, forces, loops, body_int,
                                                 iopt, q, v, total, a1, h, work, mats, qn, vn,

@@ -131,20 +131,16 @@ def thread_prescribed(shared, nv):
 
 
 def prescribed_mimic_arrays(problem, shared, nv):
-    """kernels/rollout_prescribed_mimic.py's tuple for one thread (fixed_z, free_z, full, lower,
-    rhs, s, u, zero, qdd_z): the prescribed joints' reduced coordinates (their positions among
-    robot.mimic_independent, which T's columns follow) in the table's order, or placeholders
-    (no rows) unless the call has prescribed joints and the robot mimic couplings. shared:
-    prescribed_table's tuple."""
+    """kernels/rollout_prescribed_mimic.py's tuple for one thread (order, vectors (5, nz),
+    matrices (2, nz, nz)): order the prescribed joints' reduced coordinates (their positions
+    among robot.mimic_independent, which T's columns follow) in the table's order, then the
+    free ones; or placeholders (order empty) unless the call has prescribed joints and the robot
+    mimic couplings. shared: prescribed_table's tuple."""
     robot = problem.robot
     if not problem.prescribed or not robot.mimic_joints:
-        empty = np.zeros(0, dtype=np.int64)
-        f2, f1 = np.zeros((1, 1)), np.zeros(1)
-        return (empty, empty.copy(), f2, f2.copy(), f1, f1.copy(), f1.copy(), f1.copy(),
-                f1.copy())
+        return np.zeros(0, dtype=np.int64), np.zeros((5, 1)), np.zeros((2, 1, 1))
     independent = [int(i) for i in robot.mimic_independent]
     fixed_z = np.array([independent.index(int(i)) for i in shared[1]], dtype=np.int64)
     nz = len(independent)
     free_z = np.setdiff1d(np.arange(nz), fixed_z).astype(np.int64)
-    return (fixed_z, free_z, np.zeros((nz, nz)), np.zeros((nz, nz)), np.zeros(nz), np.zeros(nz),
-            np.zeros(nz), np.zeros(nz), np.zeros(len(fixed_z)))
+    return (np.concatenate([fixed_z, free_z]), np.zeros((5, nz)), np.zeros((2, nz, nz)))
