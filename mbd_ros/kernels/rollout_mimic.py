@@ -59,15 +59,12 @@ COUPLING_ROW_TOLERANCE = 1e-9
 
 
 @njit(cache=True, nogil=True, inline="always")
-def mimic_reduced_terms(entries, bound, dims, forces, loaded, mimic, q, v, tau):
-    """The reduced system of the coupled dynamics at (q, v) for tau (nv,) (module docstring):
-    mimic[M_REDUCED] (nz, nz) = T^T M T (its lower triangle), mimic[M_RHS_Z] (nz,) =
-    T^T (tau - h - M eta''), mimic[M_ETA] (nv,) = eta''. Returns 0 or the failing kernel's
-    status."""
-    coupling, pair_int, pair_float, gains = mimic[0], mimic[1], mimic[2], mimic[3]
-    mass, mass_t, reduced = mimic[M_MASS], mimic[M_MASS_T], mimic[M_REDUCED]
-    rhs, bias, rhs_z, eta, zero = mimic[M_RHS], mimic[M_BIAS], mimic[M_RHS_Z], mimic[M_ETA], \
-        mimic[M_ZERO]
+def mimic_reduced_terms(entries, bound, dims, forces, loaded, coupling, pair_int, pair_float,
+                        gains, mass, mass_t, reduced, rhs, bias, rhs_z, eta, zero, q, v, tau):
+    """The reduced system of the coupled dynamics at (q, v) for tau (nv,) (module docstring;
+    the mimic tuple's arrays, unpacked once by the caller: each tuple access costs reference
+    counts per call): reduced (nz, nz) = T^T M T (its lower triangle), rhs_z (nz,) =
+    T^T (tau - h - M eta''), eta (nv,) = eta''. Returns 0 or the failing kernel's status."""
     nv, nz = coupling.shape[0], coupling.shape[1]
     if loaded:   # robot._apply_loads: tau + the elements' joint forces, the loaded workspace
         (body_int, body_float, work, link_int, link_float, link_fext, element_int,
@@ -128,10 +125,13 @@ def mimic_forward_dynamics(entries, bound, dims, forces, loaded, mimic, q, v, ta
     """out (nv,) = the coupled forward dynamics at (q, v) for tau (nv,) (module docstring), as
     robot.forward_dynamics on a tree with mimic couplings. loaded: the force elements' path
     (forces: kernels/rollout.py's tuple). Returns 0, or the failing kernel's status."""
-    status = mimic_reduced_terms(entries, bound, dims, forces, loaded, mimic, q, v, tau)
+    (coupling, pair_int, pair_float, gains, mass, mass_t, reduced, rhs, bias, rhs_z, eta, zero,
+     _) = mimic
+    status = mimic_reduced_terms(entries, bound, dims, forces, loaded, coupling, pair_int,
+                                 pair_float, gains, mass, mass_t, reduced, rhs, bias, rhs_z, eta,
+                                 zero, q, v, tau)
     if status:
         return status
-    coupling, reduced, rhs_z, eta = mimic[0], mimic[M_REDUCED], mimic[M_RHS_Z], mimic[M_ETA]
     nv, nz = coupling.shape[0], coupling.shape[1]
     # Cholesky T^T M T = L L^T in the lower triangle, then L y = rhs_z, L^T s' = y (in rhs_z)
     for b in range(nz):

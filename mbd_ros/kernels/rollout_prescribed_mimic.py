@@ -31,8 +31,7 @@ import math
 from numba import njit
 
 from .hybrid import hybrid_tree_solve
-from .rollout_mimic import (M_COUPLING, M_ETA, M_REDUCED, M_RHS_Z, NOT_FINITE,
-                            NOT_POSITIVE_DEFINITE, mimic_reduced_terms)
+from .rollout_mimic import NOT_FINITE, NOT_POSITIVE_DEFINITE, mimic_reduced_terms
 from .rollout_prescribed import P_FIXED_V, P_TABLE
 
 B_ORDER, B_VECTORS, B_MATRICES = range(3)
@@ -45,11 +44,13 @@ def prescribed_mimic_forward_dynamics(entries, bound, dims, forces, loaded, pres
     the prescribed joints' accelerations from table[n, c] of `prescribed` (module docstring;
     robot.forward_dynamics(q, v, tau, prescribed=...)). loaded: the force elements' path.
     Returns 0, or the failing kernel's status."""
-    status = mimic_reduced_terms(entries, bound, dims, forces, loaded, mimic, q, v, tau)
+    (coupling, pair_int, pair_float, gains, mass, mass_t, reduced, rhs_m, bias, rhs_z, eta, zero_m,
+     _) = mimic
+    status = mimic_reduced_terms(entries, bound, dims, forces, loaded, coupling, pair_int,
+                                 pair_float, gains, mass, mass_t, reduced, rhs_m, bias, rhs_z, eta,
+                                 zero_m, q, v, tau)
     if status:
         return status
-    coupling, reduced, rhs_z, eta = mimic[M_COUPLING], mimic[M_REDUCED], mimic[M_RHS_Z], \
-        mimic[M_ETA]
     nv, nz = coupling.shape[0], coupling.shape[1]
     n_fixed = prescribed[P_FIXED_V].shape[0]
     order, vectors, matrices = both
