@@ -4,8 +4,8 @@ robot). robot/rollout.py validates the arguments and falls back to its reference
 robot.step) for what this engine does not run; `unsupported` says what and why:
 
 - robots with parts evaluated in Python at every stage: add_force callbacks, force elements on
-  flexible links with prescribed joints or mimic couplings (else compiled, with every integrator,
-  drives= and limits=: kernels/rollout_flexible_loads.py), closed loops other than the recursive
+  flexible links with mimic couplings (else compiled, with every integrator, drives=, limits=
+  and prescribed joints: kernels/rollout_flexible_loads.py), closed loops other than the recursive
   solver's (flexible trees, mimic couplings), limits on closed loops of a generated tree, mimic
   couplings with closed loops (on trees they run compiled with every integrator, also with
   drives= and limits=: kernels/rollout_mimic.py, implicit_euler on their tangent basis
