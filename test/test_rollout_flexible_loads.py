@@ -7,9 +7,10 @@ References: repeated robot.step from Python (the same kernels on the same number
 order: equal bit for bit), the reference engine with limits=True and with drives= (bit for bit),
 a Plant stepping with its drives, robot.step row by row for the implicit integrators (within
 test_rollout_implicit.py's round-off bound), repeated robot.step with a prescribed joint (bit
-for bit), a batch against its single rollouts, and the physics: the same rollout without the elements differs (the loads act), and
-with the springs undamped and no drive forces, the elastic energy stored in the elements plus
-the robot's mechanical energy is conserved to RK4's truncation error.
+for bit), a batch against its single rollouts, and the physics: the same rollout without the
+elements differs (the loads act), and with the springs undamped and no drive forces, the elastic
+energy stored in the elements plus the robot's mechanical energy is conserved to RK4's
+truncation error.
 """
 from __future__ import annotations
 

@@ -25,10 +25,11 @@ relative error <= c n eps cond). test/test_rollout_implicit.py bounds the differ
 The forward dynamics come from the tree's C entry by address (entry_call.call_entry), or, with
 force elements (rigid trees), from the loaded path (the elements' loads at (q, v), the link
 wrenches into the loaded workspace, tau + joint forces, the ABA), as robot.forward_dynamics
-runs them and kernels/rollout.py does at its stages; with prescribed joints or force elements on
-a flexible tree, from kernels/rollout_special.py's dispatcher (special). symplectic_euler also runs on rigid closed
-loops (the loop solver's C entry, or with force elements the solver on the loaded workspace:
-loop_forward_dynamics, which kernels/rollout_tangent.py's implicit Euler on loops uses too).
+runs them and kernels/rollout.py does at its stages; with prescribed joints, mimic couplings or
+force elements on a flexible tree, from kernels/rollout_special.py's dispatcher (special).
+symplectic_euler also runs on rigid closed loops (the loop solver's C entry, or with force
+elements the solver on the loaded workspace: loop_forward_dynamics, which
+kernels/rollout_tangent.py's implicit Euler on loops uses too).
 """
 from numba import njit
 
