@@ -25,9 +25,9 @@ the loops to ASSEMBLY_TOLERANCE (as before h19-euler; robot/constraints.py
 EULER_CLOSING_TOLERANCE), interleaved.
 
 Implicit integrators (implicit_euler, symplectic_euler; arm7, arm7 with a joint spring, the
-flexible arm, the four-bar, the double wishbone: implicit Euler only): per step µs of the
-compiled rollout and of the robot.step loop with the same integrator, as multiples of one
-forward dynamics call.
+flexible arm: implicit Euler only, the four-bar, the double wishbone with its strut, a force
+element): per step µs of the compiled rollout and of the robot.step loop with the same
+integrator, as multiples of one forward dynamics call.
 
 Parts compiled since h19-trees (prescribed joints on the arm7, a mimic gripper, the flexible arm
 with a spring-damper and a joint spring): per step µs of the compiled rollout (rk4 and
@@ -36,6 +36,14 @@ without the part (the part's own cost), and of the robot.step loop, as multiples
 dynamics call from Python of that robot with the part (prescribed: with the accelerations
 dict; these calls take robot.py's general path). The prescribed rollouts include sampling the
 trajectories in Python (robot/rollout_prescribed.py), timed alone too.
+
+Combinations (the parts together with drives, limits or the implicit integrators: the mimic
+gripper with drives, with drives and limits, with implicit / symplectic Euler, with its
+leading finger prescribed; the arm7 with two prescribed joints and
+implicit / symplectic Euler; the flexible arm with a spring-damper and a joint spring with
+drives and with implicit Euler): per step µs of the compiled rollout and of the reference engine
+(robot.step repeated, with the Plant's drive terms in Python), as multiples of one forward
+dynamics call of that robot from Python (prescribed: with the accelerations dict).
 
 Design check (kernels/rollout.py's docstring): a numba loop of 1000 ABA calls made directly
 vs through the C entry's address (call_entry), per call.
@@ -269,8 +277,6 @@ def bench_implicit(name, robot, steps, rounds, rng):
     rows_q, rows_v = robot.rollout(q, v, tau, DT)   # the states passed (FD cost depends on q)
     funcs = {}
     integrators = IMPLICIT if not robot.elastic_names else ("implicit_euler",)
-    if robot.closure_names and robot._forces is not None:   # symplectic: the reference engine
-        integrators = ("implicit_euler",)
     for integrator in integrators:
         result = robot.rollout(q, v, tau, DT, integrator=integrator, engine="compiled")
         assert result.status == "ok", f"{name} {integrator}: {result.message}"
@@ -380,6 +386,101 @@ def bench_part(name, robot, bare, prescribed, sub, steps, rounds, rng):
     fd = timings.pop("forward dynamics")["median"] / steps
     rows = [(label, t["median"] / (steps * sub), t["median"] / (steps * sub) / fd)
             for label, t in timings.items()]
+    return fd, rows
+
+
+def combo_cases(steps):
+    """{robot name: (robot, start adjustment or None, prescribed or None, substeps per row,
+    {label: rollout options})}: the combinations of bench_combos (module docstring)."""
+    urdf, config = ROOT / "urdf", ROOT / "config"
+    line = np.sin(np.linspace(0.0, 1.5, steps))[:, None]
+
+    def gripper_drives(q):
+        robot = gripper
+        iq = [int(robot.idx_q[robot.joint_names.index(j)]) for j in ("slide", "finger_a")]
+        return {"joints": ["slide", "finger_a"], "position": q[iq] + 0.3 * line}
+
+    def arm_drives(q):
+        return {"joints": ["shoulder", "elbow"], "position": q[:2] + 0.5 * line}
+
+    gripper = mbd_ros.load(GRIPPER, mimic=True)
+    flexible = mbd_ros.load(str(urdf / "flexible_arm.urdf"),
+                            flexible=str(config / "flexible_arm.yaml"),
+                            forces=str(config / "flexible_arm_forces.yaml"))
+    return {
+        "gripper, 1 mimic joint": (gripper, None, 1, {
+            "rk4 + drives": dict(integrator="rk4", drives=gripper_drives),
+            "rk4 + drives + limits": dict(integrator="rk4", drives=gripper_drives, limits=True),
+            "semi_implicit_euler + drives": dict(integrator="semi_implicit_euler",
+                                                 drives=gripper_drives),
+            "implicit_euler": dict(integrator="implicit_euler"),
+            "symplectic_euler": dict(integrator="symplectic_euler")}),
+        "gripper, finger_a prescribed (its follower coupled)": (
+            mbd_ros.load(GRIPPER, mimic=True), {"finger_a": sine(0.3, 6.0)}, 1, {
+                "rk4": dict(integrator="rk4"),
+                "semi_implicit_euler": dict(integrator="semi_implicit_euler")}),
+        "arm7, 2 prescribed joints": (
+            mbd_ros.load(str(urdf / "arm7.urdf")),
+            {"joint_2": sine(0.4, 3.0), "joint_5": sine(-0.3, 5.0)}, 1, {
+                "implicit_euler": dict(integrator="implicit_euler"),
+                "symplectic_euler": dict(integrator="symplectic_euler")}),
+        "flexible arm, spring-damper + joint spring": (flexible, None, 6, {
+            "rk4 + drives": dict(integrator="rk4", drives=arm_drives),
+            "semi_implicit_euler + drives": dict(integrator="semi_implicit_euler",
+                                                 drives=arm_drives),
+            "implicit_euler": dict(integrator="implicit_euler")}),
+    }
+
+
+def bench_combos(name, robot, prescribed, sub, cases, steps, rounds, rng):
+    """(FD µs, rows (label, engine, µs/step, FD per step)) of one robot's combinations: the
+    auto engine's rollout (which engine `unsupported` picks) and the reference engine, per
+    integrator step. Before timing both must finish ("ok") and their first rows agree to 1e-12
+    relative (the mimic solve differs from robot.step by round-off: the tests bound it), 1e-7
+    with the implicit integrators (their forward-difference Jacobians amplify a one-ulp
+    difference by ~1/1e-7 from the second step on; a flexible arm's row is 6 steps)."""
+    from mbd_ros.robot.rollout import RolloutProblem
+    from mbd_ros.robot.rollout_compiled import unsupported
+    robot.compile_c_calls()
+    q, v = robot.random_configuration(rng), 0.1 * rng.standard_normal(robot.nv)
+    if robot.mimic_joints:
+        q, v = robot.apply_mimic(q, v)
+    if robot.elastic_names:
+        q[:2] = [0.3, -0.5]
+    tau = 0.1 * rng.standard_normal((steps, robot.nv))
+    funcs, engines = {}, {}
+    for label, options in cases.items():
+        options = dict(options, substeps=sub, prescribed=prescribed)
+        if callable(options.get("drives")):
+            options["drives"] = options["drives"](q)
+        problem = RolloutProblem(robot, q, v, tau, DT, options["integrator"], sub,
+                                 options.get("drives"), options.get("limits", False), 1e3,
+                                 prescribed, 0.0)
+        engines[label] = "compiled" if unsupported(problem) is None else "reference"
+        a = robot.rollout(q, v, tau, DT, **options)
+        b = robot.rollout(q, v, tau, DT, engine="reference", **options)
+        assert a.status == b.status == "ok", (name, label, a.message, b.message)
+        tolerance = 1e-7 if options["integrator"] in IMPLICIT else 1e-12
+        for x, y in zip(a, b):
+            assert np.abs(x[1] - y[1]).max() <= tolerance * max(1.0, np.abs(y[1]).max()), \
+                (name, label, "the first row differs from the reference engine")
+        funcs[label] = (lambda o=options: robot.rollout(q, v, tau, DT, **o))
+        funcs[f"{label} (reference engine)"] = (
+            lambda o=options: robot.rollout(q, v, tau, DT, engine="reference", **o))
+    rows_q, rows_v = robot.rollout(q, v, tau, DT, integrator="rk4", substeps=sub,
+                                   prescribed=prescribed)
+    accelerations = {joint: 0.0 for joint in prescribed} if prescribed else None
+    out = np.empty(robot.nv)
+
+    def fd_loop():
+        for k in range(steps):
+            robot.forward_dynamics(rows_q[k], rows_v[k], tau[k], out=out,
+                                   prescribed=accelerations)
+    funcs["forward dynamics"] = fd_loop
+    timings = cpu_interleaved(funcs, rounds)
+    fd = timings.pop("forward dynamics")["median"] / steps
+    rows = [(label, engines.get(label, "reference"), t["median"] / (steps * sub),
+             t["median"] / (steps * sub) / fd) for label, t in timings.items()]
     return fd, rows
 
 
@@ -501,6 +602,18 @@ def main():
         print(f"| {name} | forward dynamics (Python call) | {fd:.3f} | 1 |")
         for label, per_step, ratio in rows:
             print(f"| {name} | {label} | {per_step:.3f} | {ratio:.2f} |")
+    print("\ncombinations (µs per integrator step; FD: that robot's forward dynamics from "
+          "Python with the part; engine: what robot.rollout's auto engine runs)\n")
+    print("| robot | call | engine | µs/step (median) | FD per step (median) |")
+    print("|---|---|---|---:|---:|")
+    for name, (robot, prescribed, sub, cases) in combo_cases(args.steps).items():
+        if args.robots not in name:
+            continue
+        fd, rows = bench_combos(name, robot, prescribed, sub, cases, args.steps, args.rounds,
+                                rng)
+        print(f"| {name} | forward dynamics (Python call) | | {fd:.3f} | 1 |")
+        for label, engine, per_step, ratio in rows:
+            print(f"| {name} | {label} | {engine} | {per_step:.3f} | {ratio:.2f} |")
     if args.no_batch:
         print(f"load average after: {os.getloadavg()}")
         return

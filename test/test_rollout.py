@@ -103,15 +103,18 @@ def test_arm_rollout_equals_repeated_step(arm7, integrator, engine):
 
 
 @pytest.mark.parametrize("integrator", ["implicit_euler", "symplectic_euler"])
-def test_python_integrators_are_refused_by_the_compiled_engine(integrator):
-    """Compiled on trees (test_rollout_implicit.py) and on closed loops
-    (test_rollout_loop_integrators.py), but not with mimic couplings (their tangent basis), which
-    run in Python."""
+def test_implicit_integrators_run_compiled_with_mimic_couplings(integrator):
+    """Compiled on trees (test_rollout_implicit.py), on closed loops
+    (test_rollout_loop_integrators.py) and with mimic couplings (test_rollout_mimic.py, row by
+    row against robot.step): the auto engine picks the compiled one (the same bits)."""
     robot = mimic_gripper()
     q0, v0 = mimic_start(robot, 1)
-    with pytest.raises(ValueError, match=f"engine='compiled'.*mimic.*{integrator}"):
-        robot.rollout(q0, v0, np.zeros((2, robot.nv)), DT, integrator=integrator,
-                      engine="compiled")
+    tau = np.zeros((2, robot.nv))
+    auto = robot.rollout(q0, v0, tau, DT, integrator=integrator)
+    compiled = robot.rollout(q0, v0, tau, DT, integrator=integrator, engine="compiled")
+    assert auto.status == compiled.status == "ok"
+    np.testing.assert_array_equal(auto.Q, compiled.Q)
+    np.testing.assert_array_equal(auto.V, compiled.V)
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -10,6 +10,9 @@ round-off; robot.step's projection when they do not); a batch against its single
 for bit: the same kernel on each thread). Drives and stops: the compensation against
 robot.inverse_dynamics(q, v, 0) (the Plant's and the reference engine's) and its defining
 invariant (tau = b: no acceleration); rows against the reference engine's one-row rollout.
+The implicit integrators: every row against robot.step from the row before, within the step's
+round-off bound with each coupled forward dynamics evaluation's own round-off amplified by the
+forward differences (implicit Euler) or the fixed-point iteration (symplectic Euler).
 """
 from __future__ import annotations
 
@@ -145,17 +148,165 @@ def test_mimic_batch_equals_single_rollouts(threads):
 
 
 def test_mimic_parts_left_to_the_reference_loop():
-    robot = gripper()
-    q0, v0 = coupled_start(robot, 61)
+    """Mimic couplings on closed loops (their superposed solve) run in Python: refused by
+    engine="compiled", and the auto engine equals the reference engine."""
+    from test_mimic_loops import CLOSURES, XML
+    robot = mbd_ros.load(XML, closures=CLOSURES, mimic=True, passive_forces=False)
+    q0 = robot.assemble(robot.apply_mimic(np.array([0.3, 0.0, 0.0, 0.0])))
+    v0 = robot.project_velocity(q0, np.array([2.0, 0.0, 0.0, 0.0]))
     tau = torques(robot, 3, 62, scale=0.2)
-    cases = [({"integrator": "implicit_euler"}, "implicit_euler")]
-    for options, reason in cases:
-        with pytest.raises(ValueError, match=f"engine='compiled'.*{reason}.*mimic|"
-                                             f"engine='compiled'.*mimic.*{reason}"):
-            robot.rollout(q0, v0, tau, DT, engine="compiled", **options)
-        auto = robot.rollout(q0, v0, tau, DT, **options)
-        reference = robot.rollout(q0, v0, tau, DT, engine="reference", **options)
-        np.testing.assert_array_equal(auto.Q, reference.Q)
+    with pytest.raises(ValueError, match="engine='compiled'.*mimic couplings on closed loops"):
+        robot.rollout(q0, v0, tau, DT, engine="compiled")
+    auto = robot.rollout(q0, v0, tau, DT)
+    reference = robot.rollout(q0, v0, tau, DT, engine="reference")
+    np.testing.assert_array_equal(auto.Q, reference.Q)
+
+
+# ---------------------------------------------------------------- implicit integrators
+def dynamics_roundoff(robot, q, v, tau):
+    """delta: the round-off bound of one coupled forward dynamics evaluation (the kernel's
+    Cholesky and index-order sums against numpy's LU and BLAS): step_bound's d_a."""
+    T = robot.mimic_coupling
+    mass = robot.mass_matrix(q)
+    reduced = T.T @ mass @ T
+    qdd = robot.forward_dynamics(q, v, tau)
+    return solve_tol(reduced, qdd[robot.mimic_independent]) + \
+        roundoff_tol(robot.nv, (mass, qdd), tau, (T.T, tau))
+
+
+def mimic_implicit_bound(robot, q, v, tau, h, q_next, v_next, roundoff=dynamics_roundoff):
+    """(d_q, d_v): one implicit_euler step on the couplings' tangent basis N against robot.step
+    (without its projection): test_rollout_loop_integrators.py's implicit_loop_bound (the step's
+    products and solve on N) plus what differs here and not on loops: each forward dynamics
+    evaluation differs by its own round-off delta (dynamics_roundoff), so a1 by delta and each
+    forward-difference column of B_q = A_q N, B_v = A_v N by 2 delta / 1e-7 (|dB| <= 2 sqrt(k)
+    delta / 1e-7): L moves by (h + h^2) |dB|, the right side by h delta + h^2 |dB| |s|, and
+    v+ by h (delta + h |dB| |s + z| + |dB| |z|) besides |B| d_z."""
+    from test_rollout_loop_integrators import implicit_loop_bound
+    d_q, d_v = implicit_loop_bound(robot, q, v, tau, h, q_next, v_next)
+    n = robot.nv
+    basis = robot.constraint_basis(q)
+    k = basis.shape[1]
+    a1 = robot.forward_dynamics(q, v, tau)
+    b_q, b_v = np.empty((n, k)), np.empty((n, k))
+    for j in range(k):
+        d = np.ascontiguousarray(basis[:, j])
+        b_v[:, j] = (robot.forward_dynamics(q, d * 1e-7 + v, tau) - a1) / 1e-7
+        b_q[:, j] = (robot.forward_dynamics(robot.integrate(q, d, 1e-7), v, tau) - a1) / 1e-7
+    s = basis.T @ v
+    lhs = np.eye(k) - h * (basis.T @ b_v) - h * h * (basis.T @ b_q)
+    z = np.linalg.solve(lhs, h * (basis.T @ a1) + h * h * (basis.T @ (b_q @ s)))
+    delta = roundoff(robot, q, v, tau)
+    d_b = 2.0 * np.sqrt(k) * delta / 1e-7
+    inverse = np.linalg.norm(np.linalg.inv(lhs), 2)
+    d_z = inverse * ((h + h * h) * d_b * np.linalg.norm(z) + h * delta +
+                     h * h * d_b * np.linalg.norm(s))
+    extra = h * (delta + h * (d_b * np.linalg.norm(s + z) + np.linalg.norm(b_q, 2) * d_z) +
+                 d_b * np.linalg.norm(z) + np.linalg.norm(b_v, 2) * d_z)
+    return d_q + h * extra, d_v + extra
+
+
+def mimic_symplectic_bound(robot, q, v, tau, h, q_next, v_next, roundoff=dynamics_roundoff):
+    """(d_q, d_v): one symplectic_euler step against robot.step (without its projection):
+    test_rollout_implicit.py's symplectic_bound (the mass matrices' products and solve, the
+    fixed-point tolerance) plus the coupled forward dynamics' own round-off delta in every
+    iteration, which moves the fixed point by a h delta (a = |(1 - dG/du)^-1|, as there; bounded
+    here by 2: h |d f / d u| < 0.5 at these steps, checked), reaching q+ by h and v+ through
+    |M+^-1| |M|."""
+    from test_rollout_implicit import symplectic_bound
+    d_q, d_v = symplectic_bound(robot, q, v, tau, h, q_next, v_next)
+    mass, mass_next = robot.mass_matrix(q), robot.mass_matrix(q_next)
+    u = np.linalg.solve(mass, mass_next @ v_next)
+    delta = roundoff(robot, q, u, tau)
+    a1 = robot.forward_dynamics(q, u, tau)
+    rate = np.empty((robot.nv, robot.nv))
+    for j in range(robot.nv):
+        e = np.zeros(robot.nv)
+        e[j] = 1e-7
+        rate[:, j] = (robot.forward_dynamics(q, u + e, tau) - a1) / 1e-7
+    assert h * np.linalg.norm(rate, 2) < 0.5
+    d_u = 2.0 * h * delta
+    return d_q + h * d_u, d_v + np.linalg.norm(np.linalg.inv(mass_next), 2) * \
+        np.linalg.norm(mass, 2) * d_u
+
+
+MIMIC_IMPLICIT_BOUNDS = {"implicit_euler": mimic_implicit_bound,
+                         "symplectic_euler": mimic_symplectic_bound}
+
+
+@pytest.mark.parametrize("kind", list(ROBOTS))
+@pytest.mark.parametrize("integrator", ["implicit_euler", "symplectic_euler"])
+def test_mimic_implicit_integrators_rows_equal_step(kind, integrator):
+    """implicit_euler (on the couplings' tangent basis, kernels/rollout_mimic_implicit.py) and
+    symplectic_euler (kernels/rollout_implicit.py with the coupled dynamics) run compiled: every
+    row against robot.step from the row before, within the open step's round-off bound
+    (mimic_implicit_bound, mimic_symplectic_bound) carried through robot.step's projection onto
+    the couplings where it projects (the same Python projection on both sides: positions by the
+    linear couplings' G^+, 1-Lipschitz; velocities M-orthogonally, Lipschitz with at most
+    1 + cond(M)), plus the projection's round-off (64 eps); the couplings hold on every row.
+    The basis is robot.constraint_basis, the same at every q (the couplings are linear)."""
+    robot = ROBOTS[kind]()
+    rng = np.random.default_rng(5)
+    basis = robot.constraint_basis(robot.neutral())
+    for _ in range(3):
+        q = robot.random_configuration(rng)
+        np.testing.assert_array_equal(robot.constraint_basis(q), basis)
+    q0, v0 = coupled_start(robot, 45)
+    steps = 40
+    tau = torques(robot, steps, 46, scale=0.2)
+    result = robot.rollout(q0, v0, tau, DT, integrator=integrator, engine="compiled")
+    assert result.status == "ok", result.message
+    start = robot.time
+    used = 0.0
+    try:
+        for k in range(steps):
+            robot.time = start + k * DT
+            q_ref, v_ref = robot.step(result.Q[k], result.V[k], tau[k], DT, integrator)
+            robot.time = start + k * DT
+            q_open, v_open = robot.step(result.Q[k], result.V[k], tau[k], DT, integrator,
+                                        project=False)
+            d_q, d_v = MIMIC_IMPLICIT_BOUNDS[integrator](robot, result.Q[k], result.V[k],
+                                                         tau[k], DT, q_open, v_open)
+            if not np.array_equal(q_open, q_ref) or not np.array_equal(v_open, v_ref):
+                d_v *= 1.0 + np.linalg.cond(robot.mass_matrix(q_ref))
+            d_q += 64 * EPS * max(1.0, np.abs(q_ref).max())
+            d_v += 64 * EPS * max(1.0, np.abs(v_ref).max())
+            err_q = np.abs(result.Q[k + 1] - q_ref).max()
+            err_v = np.abs(result.V[k + 1] - v_ref).max()
+            assert err_q <= d_q and err_v <= d_v, (k, err_q, d_q, err_v, d_v)
+            used = max(used, err_q / d_q, err_v / d_v)
+    finally:
+        robot.time = start
+    assert_coupled(robot, result.Q, result.V, PROJECTION_TOLERANCE)
+    iq_m = robot._mimic.pairs[0][0]
+    assert np.ptp(result.Q[:, iq_m]) > 1e-4   # the coupled finger moves
+    print(f"{kind} {integrator}: at most {used:.2g} of the bound used")
+
+
+@pytest.mark.parametrize("integrator", ["implicit_euler", "symplectic_euler"])
+def test_mimic_implicit_integrators_with_drives_and_stops(integrator):
+    """drives= and limits=True with the implicit integrators: the compiled rollout finishes like
+    the reference engine and stays within the reference engine's trajectory by far less than
+    the drives move it (not row by row: the forward-difference Jacobians amplify round-off by
+    ~1e7 from step to step, test_rollout_implicit.py test_reference_itself_is_sensitive...),
+    within the limits (up to the projection's step), and the couplings hold."""
+    robot = gripper()
+    steps = 150
+    q0, v0, tau, drives = drives_case(robot, steps, True, 71)
+    compiled = robot.rollout(q0, v0, tau, DT, integrator=integrator, drives=drives, limits=True,
+                             engine="compiled")
+    reference = robot.rollout(q0, v0, tau, DT, integrator=integrator, drives=drives,
+                              limits=True, engine="reference")
+    assert compiled.status == reference.status == "ok", (compiled.message, reference.message)
+    free = robot.rollout(q0, v0, tau, DT, integrator=integrator, engine="compiled")
+    moved = np.abs(free.Q - compiled.Q).max()
+    assert moved > 0.1
+    assert np.abs(compiled.Q - reference.Q).max() < 1e-6 * moved
+    lower, upper = robot.position_limits
+    for kind, iq, iv in zip(robot.joint_types, robot.idx_q, robot.idx_v):
+        if kind in ("revolute", "prismatic"):
+            assert np.all(compiled.Q[:, iq] >= lower[iv] - 1e-6)
+            assert np.all(compiled.Q[:, iq] <= upper[iv] + 1e-6)
 
 
 # ---------------------------------------------------------------- drives and limits
@@ -336,3 +487,189 @@ def test_mimic_drives_and_stops_rows_equal_the_reference(kind, integrator, limit
         assert np.ptp(result.Q[:, iq_b]) > 0.5   # the follower swings with its leader
         assert_coupled(robot, result.Q, result.V, 100 * 8 * EPS * np.abs(result.V).max())
     print(f"{kind} {integrator} limits={limits}: largest share of the bound {used:.3g}")
+
+
+# ---------------------------------------------------------------- prescribed joints
+def gripper_trajectories(kind):
+    """The leading finger prescribed (finger_b follows), and the slide too (an uncoupled
+    independent dof) on the floating gripper (on a fixed base that would leave no free dof)."""
+    from test_rollout_prescribed import sine
+    finger = {"finger_a": sine(0.3, 6.0, 0.1)}
+    return finger if kind != "floating_gripper" else dict(slide=sine(0.2, 4.0, 0.05), **finger)
+
+
+def kkt_solution(robot, q, mass, bias, tau, prescribed_dofs, qdd_p):
+    """(KKT matrix, its least-squares solution) of robot/prescribed.py solve at q (the coupling
+    rows G, gamma = 0 with the default gains)."""
+    nv = robot.nv
+    jac = robot.constraint_jacobian(q)
+    p = np.array(prescribed_dofs)
+    f = np.setdiff1d(np.arange(nv), p)
+    b, nf, npr = jac.shape[0], len(f), len(p)
+    kkt = np.zeros((nv + b, nf + b + npr))
+    rhs = np.zeros(nv + b)
+    kkt[:nf, :nf] = mass[np.ix_(f, f)]
+    kkt[:nf, nf:nf + b] = -jac[:, f].T
+    kkt[nf:nv, :nf] = mass[np.ix_(p, f)]
+    kkt[nf:nv, nf:nf + b] = -jac[:, p].T
+    kkt[nf:nv, nf + b:] = -np.eye(npr)
+    kkt[nv:, :nf] = jac[:, f]
+    rhs[:nf] = tau[f] - bias[f] - mass[np.ix_(f, p)] @ qdd_p
+    rhs[nf:nv] = tau[p] - bias[p] - mass[np.ix_(p, p)] @ qdd_p
+    rhs[nv:] = -jac[:, p] @ qdd_p
+    return kkt, np.linalg.lstsq(kkt, rhs, rcond=None)[0]
+
+
+def prescribed_roundoff(robot, q, v, tau, prescribed, t):
+    """The round-off bound of one evaluation of the hybrid coupled dynamics against
+    robot.forward_dynamics(prescribed=...): the reduced Cholesky solve's solve_tol
+    ((T^T M T)_ff) plus the KKT least squares' (solve_tol of the KKT matrix, robot/prescribed.py)
+    plus the products' roundoff_tol."""
+    T = robot.mimic_coupling
+    names = list(prescribed)
+    dofs = [int(robot.idx_v[robot.joint_names.index(name)]) for name in names]
+    qdd_p = np.array([prescribed[name](t)[2] for name in names])
+    accelerations = dict(zip(names, qdd_p))
+    mass = robot.mass_matrix(q)
+    bias = tree_bias(robot, q, v)
+    qdd = robot.forward_dynamics(q, v, tau, prescribed=accelerations)
+    independent = list(robot.mimic_independent)
+    free_z = [a for a, i in enumerate(independent) if i not in dofs]
+    reduced = (T.T @ mass @ T)[np.ix_(free_z, free_z)]
+    kkt, x = kkt_solution(robot, q, mass, bias, tau, dofs, qdd_p)
+    return solve_tol(reduced, qdd[np.array(independent)[free_z]]) + solve_tol(kkt, x) + \
+        roundoff_tol(robot.nv, (mass, qdd), tau, bias, (T.T, tau), (T.T, bias))
+
+
+def prescribed_step_bound(robot, q, v, tau, h, q_next, v_next, prescribed, t):
+    """The round-off bound of one explicit step of the hybrid coupled dynamics against
+    robot.step: prescribed_roundoff at each stage, through the stages as step_bound (weights
+    summing to h, amplified by at most 2)."""
+    d_a = prescribed_roundoff(robot, q, v, tau, prescribed, t)
+    d_v = 2.0 * h * d_a + 4 * EPS * np.linalg.norm(v_next)
+    return h * d_v + 4 * EPS * np.linalg.norm(q_next), d_v
+
+
+@pytest.mark.parametrize("kind", ["gripper", "floating_gripper", "sprung_gripper"])
+@pytest.mark.parametrize("integrator", [None, "rk4", "semi_implicit_euler"])
+def test_prescribed_leaders_with_mimic_rows_equal_step(kind, integrator):
+    """Prescribed joints on a mimic robot (the slide and the leader finger_a; finger_b follows)
+    run compiled (kernels/rollout_prescribed_mimic.py): every row against robot.step with the same
+    trajectories from the row before (robot.time = t0 + k dt), within prescribed_step_bound,
+    carried through robot.step's projection onto the couplings (holding the prescribed joints)
+    where it projects (1 + cond(M), as the stops above); the prescribed joints exactly on their
+    trajectories and the couplings within the projection tolerance on every row."""
+    from test_rollout_prescribed import on_trajectories
+    robot = ROBOTS[kind]()
+    prescribed = gripper_trajectories(kind)
+    t0 = 0.3
+    q0, v0 = coupled_start(robot, 47)
+    for name, trajectory in prescribed.items():   # start on the trajectories
+        j = robot.joint_names.index(name)
+        q0[int(robot.idx_q[j])], v0[int(robot.idx_v[j])], _ = trajectory(t0)
+    q0, v0 = robot.apply_mimic(q0, v0)
+    steps = 60
+    tau = torques(robot, steps, 48, scale=0.2)
+    result = robot.rollout(q0, v0, tau, DT, integrator=integrator, prescribed=prescribed, t0=t0,
+                           engine="compiled")
+    assert result.status == "ok", result.message
+    on_trajectories(robot, result.Q, result.V, prescribed, t0, DT)
+    assert_coupled(robot, result.Q, result.V, PROJECTION_TOLERANCE)
+    start = robot.time
+    used = 0.0
+    try:
+        for k in range(steps):
+            t = t0 + k * DT
+            robot.time = t
+            q_ref, v_ref = robot.step(result.Q[k], result.V[k], tau[k], DT, integrator,
+                                      prescribed=prescribed)
+            robot.time = t
+            q_open, v_open = robot.step(result.Q[k], result.V[k], tau[k], DT, integrator,
+                                        prescribed=prescribed, project=False)
+            d_q, d_v = prescribed_step_bound(robot, result.Q[k], result.V[k], tau[k], DT,
+                                             q_open, v_open, prescribed, t)
+            if not np.array_equal(q_open, q_ref) or not np.array_equal(v_open, v_ref):
+                d_v *= 1.0 + np.linalg.cond(robot.mass_matrix(q_ref))
+            err_q = np.abs(result.Q[k + 1] - q_ref).max()
+            err_v = np.abs(result.V[k + 1] - v_ref).max()
+            assert err_q <= d_q and err_v <= d_v, (k, err_q, d_q, err_v, d_v)
+            used = max(used, err_q / d_q, err_v / d_v)
+    finally:
+        robot.time = start
+    iq_b = int(robot.idx_q[robot.joint_names.index("finger_b")])
+    assert np.ptp(result.Q[:, iq_b]) > 1e-2   # the follower follows the prescribed leader
+    print(f"{kind} {integrator}: at most {used:.2g} of the bound used")
+
+
+def test_prescribed_follower_is_left_to_the_reference_loop():
+    """A prescribed mimicking joint (its leader then follows from the coupling: a KKT solve the
+    minimal coordinates do not cover) runs in Python: refused by engine="compiled", naming it."""
+    from test_rollout_prescribed import sine
+    robot = gripper()
+    q0, v0 = coupled_start(robot, 49)
+    prescribed = {"finger_b": sine(0.1, 3.0, 0.0)}
+    with pytest.raises(ValueError, match="engine='compiled'.*finger_b"):
+        robot.rollout(q0, v0, torques(robot, 3, 50), DT, prescribed=prescribed,
+                      engine="compiled")
+
+
+class PrescribedAt:
+    """The robot as the Simulator's implicit steps see it with prescribed joints: every
+    evaluation at the step's start time t (forward_dynamics with the trajectories' accelerations
+    at t); the rest delegated."""
+
+    def __init__(self, robot, prescribed, t):
+        self.robot, self.prescribed, self.t = robot, prescribed, t
+        self.accelerations = {name: trajectory(t)[2] for name, trajectory in prescribed.items()}
+
+    def forward_dynamics(self, q, v, tau):
+        return self.robot.forward_dynamics(q, v, tau, prescribed=self.accelerations)
+
+    def __getattr__(self, name):
+        return getattr(self.robot, name)
+
+
+@pytest.mark.parametrize("integrator", ["implicit_euler", "symplectic_euler"])
+def test_prescribed_leaders_with_mimic_implicit_rows_equal_step(integrator):
+    """The implicit integrators with prescribed leaders on the floating gripper: every row
+    against robot.step from the row before within the implicit bounds above
+    (mimic_implicit_bound, mimic_symplectic_bound) with the hybrid coupled dynamics' round-off
+    (prescribed_roundoff) as each evaluation's, carried through the projection as above; the
+    prescribed joints on their trajectories."""
+    from test_rollout_prescribed import on_trajectories
+    robot = floating_gripper()
+    prescribed = gripper_trajectories("floating_gripper")
+    t0 = 0.3
+    q0, v0 = coupled_start(robot, 57)
+    for name, trajectory in prescribed.items():
+        j = robot.joint_names.index(name)
+        q0[int(robot.idx_q[j])], v0[int(robot.idx_v[j])], _ = trajectory(t0)
+    q0, v0 = robot.apply_mimic(q0, v0)
+    steps = 30
+    tau = torques(robot, steps, 58, scale=0.2)
+    result = robot.rollout(q0, v0, tau, DT, integrator=integrator, prescribed=prescribed, t0=t0,
+                           engine="compiled")
+    assert result.status == "ok", result.message
+    on_trajectories(robot, result.Q, result.V, prescribed, t0, DT)
+    start = robot.time
+    try:
+        for k in range(steps):
+            t = t0 + k * DT
+            robot.time = t
+            q_ref, v_ref = robot.step(result.Q[k], result.V[k], tau[k], DT, integrator,
+                                      prescribed=prescribed)
+            robot.time = t
+            q_open, v_open = robot.step(result.Q[k], result.V[k], tau[k], DT, integrator,
+                                        prescribed=prescribed, project=False)
+            at = PrescribedAt(robot, prescribed, t)
+            d_q, d_v = MIMIC_IMPLICIT_BOUNDS[integrator](
+                at, result.Q[k], result.V[k], tau[k], DT, q_open, v_open,
+                roundoff=lambda r, q, v, f: prescribed_roundoff(robot, q, v, f, prescribed, t))
+            if not np.array_equal(q_open, q_ref) or not np.array_equal(v_open, v_ref):
+                d_v *= 1.0 + np.linalg.cond(robot.mass_matrix(q_ref))
+            d_q += 64 * EPS * max(1.0, np.abs(q_ref).max())
+            d_v += 64 * EPS * max(1.0, np.abs(v_ref).max())
+            assert np.abs(result.Q[k + 1] - q_ref).max() <= d_q, k
+            assert np.abs(result.V[k + 1] - v_ref).max() <= d_v, k
+    finally:
+        robot.time = start

@@ -49,7 +49,9 @@ from .rollout_projection import close_loops
 from .rollout_tangent import implicit_euler_loop_step
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
-from .rollout_mimic import coupling_residual_exceeds, mimic_drive_bias
+from .rollout_flexible_loads import X_ELEMENT_INT, flexible_loaded_inverse_dynamics
+from .rollout_mimic import M_PAIR_INT, coupling_residual_exceeds, mimic_drive_bias
+from .rollout_mimic_implicit import mimic_implicit_euler_step
 from .rollout_prescribed import FIRST_STAGE, LAST_STAGE, MIDDLE_STAGE, place_prescribed
 from .rollout_special import has_special_dynamics, special_forward_dynamics
 from .stops import (STOP_DQ, STOP_IDX, STOP_LOWER, STOP_TARGET, STOP_UPPER, enforce_positions,
@@ -240,9 +242,16 @@ def _implicit_step(entries, bound, dims, forces, loops, body_int, iopt, q, v, to
                    mats, qn, vn, loaded, special):
     """(qn, vn) by the implicit_euler step of a tree or the symplectic_euler step of a tree or
     closed loops (kernels/rollout_implicit.py; loops: the loop tuple; special: None or
-    (entries, parts, n), prescribed joints on a tree); returns its status (0: done)."""
+    (entries, parts, n), kernels/rollout_special.py's parts; with mimic couplings implicit Euler
+    on their tangent basis, kernels/rollout_mimic_implicit.py); returns its status (0: done)."""
     manifold = iopt[I_INTEGRATE] == JOINT_MANIFOLDS
     rows, implicit_mats = work[WORK_ROWS:], mats[M_INV + 1:]
+    if special is not None and iopt[I_INTEGRATOR] == IMPLICIT_EULER and \
+            special[1][1][M_PAIR_INT].shape[0] > 0:
+        return mimic_implicit_euler_step(special[0], bound, dims, forces, loaded, special[1],
+                                         special[2], body_int, manifold, iopt[I_NQ_JOINTS],
+                                         iopt[I_NV_JOINTS], q, v, total, a1, h, rows,
+                                         implicit_mats, qn, vn)
     if iopt[I_INTEGRATOR] == IMPLICIT_EULER:
         return implicit_euler_step(entries[FD], bound, dims, forces, loaded, body_int, manifold,
                                    iopt[I_NQ_JOINTS], iopt[I_NV_JOINTS], q, v, total, a1, h,
@@ -292,9 +301,10 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     # parts is None when the call has none of them: numba then prunes the `parts is not None`
     # branches at compile time and the plain path compiles as it did without them (runtime
     # flags here cost the arm7 8-15 % per step, measured)
-    prescribing = mimicking = special = False
+    prescribing = mimicking = special = flexible_loads = False
     if parts is not None:
         prescribing, mimicking, special = has_special_dynamics(parts)
+        flexible_loads = parts[2][X_ELEMENT_INT].shape[0] > 0   # (force elements, flexible)
     # loop_arrays: the loops tuple and (item 10) the projection's workspace, kept out of the
     # tuple the stages pass to _loaded_forward_dynamics (each array it holds costs per call)
     loops, projection_work = loop_arrays[:10], loop_arrays[10]
@@ -338,6 +348,12 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     if mimic_drive_bias(entries, bound, dims, forces, loaded, parts[1], q, v,
                                         work[W_ZERO, :nv], work[W_BIAS, :nv]):
                         return DRIVE_TERMS_FAILED, k
+                # force elements on a flexible tree: ID(q, v, 0) with their loads
+                # (kernels/rollout_flexible_loads.py)
+                elif parts is not None and flexible_loads:
+                    if flexible_loaded_inverse_dynamics(parts[2], q, v, work[W_ZERO, :nv],
+                                                        work[W_BIAS, :nv]):
+                        return DRIVE_TERMS_FAILED, k
                 # with force elements, b = ID(q, v, 0) with their loads (robot.inverse_dynamics;
                 # here, so that the plain path never binds the forces tuple)
                 elif loaded and loaded_tree_inverse_dynamics(forces, q, v, work[W_ZERO, :nv],
@@ -346,7 +362,7 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                 if _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float,
                               position[k], velocity[k], vel_idx, velocity_limit, effort, work,
                               mats, nq, nv, loaded or iopt[I_LOOPS] != 0 or
-                              (parts is not None and mimicking)):
+                              (parts is not None and (mimicking or flexible_loads))):
                     return DRIVE_TERMS_FAILED, k
                 for i in range(nv):
                     total[i] += work[W_DRIVE, i]
@@ -420,8 +436,10 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                         return DYNAMICS_FAILED, k
                 else:   # implicit_euler, symplectic_euler: kernels/rollout_implicit.py, on the
                     # workspace rows after WORK_ROWS and the matrices after M_INV
-                    # (prescribed joints: the hybrid dynamics at every evaluation)
-                    if parts is not None and prescribing:
+                    # (prescribed joints: the hybrid dynamics at every evaluation; force
+                    # elements on a flexible tree: its loaded forward dynamics; mimic couplings:
+                    # their minimal-coordinate dynamics, implicit Euler on their tangent basis)
+                    if parts is not None and special:
                         status = _implicit_step(entries, bound, dims, forces, loops, body_int,
                                                 iopt, q, v, total, a1, h, work, mats, qn, vn,
                                                 loaded, (entries, parts, n))

@@ -25,9 +25,11 @@ relative error <= c n eps cond). test/test_rollout_implicit.py bounds the differ
 The forward dynamics come from the tree's C entry by address (entry_call.call_entry), or, with
 force elements (rigid trees), from the loaded path (the elements' loads at (q, v), the link
 wrenches into the loaded workspace, tau + joint forces, the ABA), as robot.forward_dynamics
-runs them and kernels/rollout.py does at its stages. symplectic_euler also runs on rigid closed
-loops (the loop solver's C entry, or with force elements the solver on the loaded workspace:
-loop_forward_dynamics, which kernels/rollout_tangent.py's implicit Euler on loops uses too).
+runs them and kernels/rollout.py does at its stages; with prescribed joints, mimic couplings or
+force elements on a flexible tree, from kernels/rollout_special.py's dispatcher (special).
+symplectic_euler also runs on rigid closed loops (the loop solver's C entry, or with force
+elements the solver on the loaded workspace: loop_forward_dynamics, which
+kernels/rollout_tangent.py's implicit Euler on loops uses too).
 """
 from numba import njit
 
@@ -136,7 +138,8 @@ def _integrate(body_int, manifold, nq_joints, nv_joints, q, v, dt, out):
 def _dynamics(fd_address, bound, dims, forces, loaded, q, v, tau, out, tau_loaded, special):
     """out = f(q, v, tau): the C entry, or the loaded path with force elements, or (special not
     None) the prescribed joints' hybrid dynamics at the step's first sample (the Simulator
-    evaluates every stage of the implicit schemes at the step's start time t)."""
+    evaluates every stage of the implicit schemes at the step's start time t), or a flexible
+    tree's loaded forward dynamics (its force elements)."""
     if special is not None:
         entries, parts, n = special
         return special_forward_dynamics(entries, bound, dims, forces, loaded, parts, n,
@@ -175,7 +178,8 @@ def implicit_euler_step(fd_address, bound, dims, forces, loaded, body_int, manif
     (q (nq,), v (nv,)) -> (q_next, v_next) for the held forces tau (nv,), a1 = f(q, v, tau)
     (nv,) given, step h (s). rows (IMPLICIT_ROWS, >= max(nq, nv)), mats (IMPLICIT_MATS, nv, nv):
     the workspace. manifold: q (+) v dt on the joints' manifolds (else q + v dt). special: None,
-    or (entries, parts, n) for prescribed joints (kernels/rollout_special.py, table row n).
+    or (entries, parts, n) for prescribed joints (kernels/rollout_special.py, table row n) or
+    force elements on a flexible tree.
     Returns 0, the forward dynamics' non-zero status, or SINGULAR."""
     nq, nv = q.shape[0], v.shape[0]
     v2, qs, p = rows[R_V2, :nv], rows[R_QS, :nq], rows[R_P, :nv]

@@ -34,7 +34,8 @@ qdd = 0 must satisfy the coupling rows with the Baumgarte terms, |2 alpha G_m v 
 mimic: robot/rollout_compiled.py's tuple (coupling T (nv, nz), pair_int (m, 4) int64 rows
 (iq_m, iq_l, iv_m, iv_l), pair_float (m, 2) rows (r, o), gains (2,) (alpha, beta); per-thread
 scratch: mass (nv, nv), mass_t (nv, nz), reduced (nz, nz), rhs (nv,), bias (nv,), rhs_z (nz,),
-eta (nv,), zero (nv,)). Without couplings pair_int has no rows.
+eta (nv,), zero (nv,); then the tangent basis N (nv, k) of robot.constraint_basis, shared, for
+implicit Euler: kernels/rollout_mimic_implicit.py). Without couplings pair_int has no rows.
 """
 import math
 
@@ -47,7 +48,7 @@ from .rollout_loads import loaded_tree_inverse_dynamics
 from .wrenches import load_link_wrenches
 
 M_COUPLING, M_PAIR_INT, M_PAIR_FLOAT, M_GAINS, M_MASS, M_MASS_T, M_REDUCED, M_RHS, M_BIAS, \
-    M_RHS_Z, M_ETA, M_ZERO = range(12)
+    M_RHS_Z, M_ETA, M_ZERO, M_BASIS = range(13)
 PAIR_IQ_M, PAIR_IQ_L, PAIR_IV_M, PAIR_IV_L = range(4)
 PAIR_RATIO, PAIR_OFFSET = range(2)
 MASS_MATRIX, INVERSE_DYNAMICS = 1, 2   # entries[]: as kernels/rollout.py MM, ID
@@ -57,15 +58,13 @@ COUPLING_BROKEN = 3   # mimic_drive_bias: qdd = 0 breaks a coupling row (Baumgar
 COUPLING_ROW_TOLERANCE = 1e-9
 
 
-@njit(cache=True, nogil=True)
-def mimic_forward_dynamics(entries, bound, dims, forces, loaded, mimic, q, v, tau, out):
-    """out (nv,) = the coupled forward dynamics at (q, v) for tau (nv,) (module docstring), as
-    robot.forward_dynamics on a tree with mimic couplings. loaded: the force elements' path
-    (forces: kernels/rollout.py's tuple). Returns 0, or the failing kernel's status."""
-    coupling, pair_int, pair_float, gains = mimic[0], mimic[1], mimic[2], mimic[3]
-    mass, mass_t, reduced = mimic[M_MASS], mimic[M_MASS_T], mimic[M_REDUCED]
-    rhs, bias, rhs_z, eta, zero = mimic[M_RHS], mimic[M_BIAS], mimic[M_RHS_Z], mimic[M_ETA], \
-        mimic[M_ZERO]
+@njit(cache=True, nogil=True, inline="always")
+def mimic_reduced_terms(entries, bound, dims, forces, loaded, coupling, pair_int, pair_float,
+                        gains, mass, mass_t, reduced, rhs, bias, rhs_z, eta, zero, q, v, tau):
+    """The reduced system of the coupled dynamics at (q, v) for tau (nv,) (module docstring;
+    the mimic tuple's arrays, unpacked once by the caller: each tuple access costs reference
+    counts per call): reduced (nz, nz) = T^T M T (its lower triangle), rhs_z (nz,) =
+    T^T (tau - h - M eta''), eta (nv,) = eta''. Returns 0 or the failing kernel's status."""
     nv, nz = coupling.shape[0], coupling.shape[1]
     if loaded:   # robot._apply_loads: tau + the elements' joint forces, the loaded workspace
         (body_int, body_float, work, link_int, link_float, link_fext, element_int,
@@ -118,6 +117,22 @@ def mimic_forward_dynamics(entries, bound, dims, forces, loaded, mimic, q, v, ta
             for i in range(nv):
                 s += coupling[i, a] * mass_t[i, c]
             reduced[a, c] = s
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def mimic_forward_dynamics(entries, bound, dims, forces, loaded, mimic, q, v, tau, out):
+    """out (nv,) = the coupled forward dynamics at (q, v) for tau (nv,) (module docstring), as
+    robot.forward_dynamics on a tree with mimic couplings. loaded: the force elements' path
+    (forces: kernels/rollout.py's tuple). Returns 0, or the failing kernel's status."""
+    (coupling, pair_int, pair_float, gains, mass, mass_t, reduced, rhs, bias, rhs_z, eta, zero,
+     _) = mimic
+    status = mimic_reduced_terms(entries, bound, dims, forces, loaded, coupling, pair_int,
+                                 pair_float, gains, mass, mass_t, reduced, rhs, bias, rhs_z, eta,
+                                 zero, q, v, tau)
+    if status:
+        return status
+    nv, nz = coupling.shape[0], coupling.shape[1]
     # Cholesky T^T M T = L L^T in the lower triangle, then L y = rhs_z, L^T s' = y (in rhs_z)
     for b in range(nz):
         s = reduced[b, b]

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-# integrators whose compiled steps evaluate the loads at every stage (the implicit ones call the
-# plain forward dynamics for their Jacobians)
-FLEXIBLE_LOAD_INTEGRATORS = (None, "rk4", "semi_implicit_euler")
+# integrators whose compiled steps evaluate the loads at every stage (the implicit ones at every
+# Jacobian column and fixed-point iteration, kernels/rollout_implicit.py)
+FLEXIBLE_LOAD_INTEGRATORS = (None, "rk4", "semi_implicit_euler", "implicit_euler",
+                             "symplectic_euler")
 
 
 def has_flexible_loads(robot):
@@ -23,11 +24,10 @@ def flexible_loads_unsupported(problem):
     if problem.integrator not in FLEXIBLE_LOAD_INTEGRATORS:
         return (f"force elements on a flexible tree with the {problem.integrator} integrator run "
                 "in Python")
-    if problem.drive_int is not None:
-        return "drives with force elements on a flexible tree (their compensation) run in Python"
-    if problem.prescribed or problem.robot.mimic_joints:
-        return ("force elements on a flexible tree with prescribed joints or mimic couplings run "
-                "in Python")
+    # (drives: their compensation ID(q, v, 0) with the loads, kernels/rollout_flexible_loads.py
+    # flexible_loaded_inverse_dynamics)
+    if problem.robot.mimic_joints:
+        return "force elements on a flexible tree with mimic couplings run in Python"
     return None
 
 

@@ -51,9 +51,12 @@ def prescribed_unsupported(problem):
     robot = problem.robot
     if problem.integrator not in PRESCRIBED_INTEGRATORS:
         return f"prescribed joints with the {problem.integrator} integrator run in Python"
-    if robot.closure_names or robot.mimic_joints:
-        return "prescribed joints on closed loops or mimic couplings (a dense KKT solve) run in " \
-            "Python"
+    if robot.closure_names:
+        return "prescribed joints on closed loops (a dense KKT solve) run in Python"
+    followers = [name for name in problem.prescribed if name in robot.mimic_joints]
+    if followers:
+        return (f"prescribed mimicking joints ({', '.join(followers)}: a dense KKT solve) run "
+                "in Python; prescribe their leaders")
     return None
 
 
@@ -125,3 +128,19 @@ def thread_prescribed(shared, nv):
     n_fixed = shared[1].shape[0]
     return shared + (np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv),
                      np.zeros(n_fixed), np.zeros(nv), np.zeros(nv), np.zeros(nv))
+
+
+def prescribed_mimic_arrays(problem, shared, nv):
+    """kernels/rollout_prescribed_mimic.py's tuple for one thread (order, vectors (5, nz),
+    matrices (2, nz, nz)): order the prescribed joints' reduced coordinates (their positions
+    among robot.mimic_independent, which T's columns follow) in the table's order, then the
+    free ones; or placeholders (order empty) unless the call has prescribed joints and the robot
+    mimic couplings. shared: prescribed_table's tuple."""
+    robot = problem.robot
+    if not problem.prescribed or not robot.mimic_joints:
+        return np.zeros(0, dtype=np.int64), np.zeros((5, 1)), np.zeros((2, 1, 1))
+    independent = [int(i) for i in robot.mimic_independent]
+    fixed_z = np.array([independent.index(int(i)) for i in shared[1]], dtype=np.int64)
+    nz = len(independent)
+    free_z = np.setdiff1d(np.arange(nz), fixed_z).astype(np.int64)
+    return (np.concatenate([fixed_z, free_z]), np.zeros((5, nz)), np.zeros((2, nz, nz)))
