@@ -121,7 +121,7 @@ def _matvec(a, x, out):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _integrate(body_int, manifold, nq_joints, nv_joints, q, v, dt, out):
+def integrate_state(body_int, manifold, nq_joints, nv_joints, q, v, dt, out):
     """out = q (+) v dt as robot.integrate (and kernels/rollout.py's update): q + v dt on a
     vector space, else each joint's manifold on the first nq_joints / nv_joints entries and the
     elastic coordinates q_f + v_f dt."""
@@ -200,7 +200,7 @@ def implicit_euler_step(fd_address, bound, dims, forces, loaded, body_int, manif
         for i in range(nv):
             a_v[i, j] = (p[i] - a1[i]) / FD_STEP
         # d f / d q along e_j: q (+) e_j 1e-7
-        _integrate(body_int, manifold, nq_joints, nv_joints, q, unit, FD_STEP, qs)
+        integrate_state(body_int, manifold, nq_joints, nv_joints, q, unit, FD_STEP, qs)
         status = _dynamics(fd_address, bound, dims, forces, loaded, qs, v, tau, p, tau_loaded,
                            special)
         if status:
@@ -225,7 +225,7 @@ def implicit_euler_step(fd_address, bound, dims, forces, loaded, body_int, manif
     _matvec(a_v, z, p)
     for i in range(nv):
         v_next[i] = v[i] + h * ((a1[i] + h * t[i]) + p[i])
-    _integrate(body_int, manifold, nq_joints, nv_joints, q, v_next, h, q_next)
+    integrate_state(body_int, manifold, nq_joints, nv_joints, q, v_next, h, q_next)
     return 0
 
 
@@ -261,10 +261,10 @@ def symplectic_euler_step(fd_address, mm_address, bound, dims, forces, loaded, l
     for _ in range(SYMPLECTIC_ITERATIONS):
         # (dM/dq u) = (M(q (+) eps u) - M(q (+) -eps u)) / (2 eps)   (Simulator._mass_rate)
         eps = MASS_RATE_STEP / max(1.0, _max_abs(u))
-        _integrate(body_int, manifold, nq_joints, nv_joints, q, u, eps, qs)
+        integrate_state(body_int, manifold, nq_joints, nv_joints, q, u, eps, qs)
         if call_entry(mm_address, bound, dims, qs, qs, qs, upper):
             return MASS_FAILED
-        _integrate(body_int, manifold, nq_joints, nv_joints, q, u, -eps, qs)
+        integrate_state(body_int, manifold, nq_joints, nv_joints, q, u, -eps, qs)
         if call_entry(mm_address, bound, dims, qs, qs, qs, lower):
             return MASS_FAILED
         two_eps = 2.0 * eps
@@ -291,7 +291,7 @@ def symplectic_euler_step(fd_address, mm_address, bound, dims, forces, loaded, l
         if change < SYMPLECTIC_TOLERANCE * max(1.0, _max_abs(u)):
             break
     # q+ = q (+) u h;  v+ = M(q+)^-1 (M(q) u)
-    _integrate(body_int, manifold, nq_joints, nv_joints, q, u, h, q_next)
+    integrate_state(body_int, manifold, nq_joints, nv_joints, q, u, h, q_next)
     if call_entry(mm_address, bound, dims, q_next, q_next, q_next, upper):
         return MASS_FAILED
     _matvec(mass, u, v_next)

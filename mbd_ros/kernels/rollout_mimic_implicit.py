@@ -19,24 +19,12 @@ symplectic_euler needs no basis: kernels/rollout_implicit.py's step with the mim
 """
 from numba import njit
 
-from .configuration import integrate as _integrate_joints
 from .rollout_implicit import (FD_STEP, R_LOADED, R_P, R_PIV, R_QS, R_S, R_T, R_U, R_V2, R_Z,
-                               SINGULAR, X_AQ, X_AV, X_LHS, lu_solve)
+                               SINGULAR, X_AQ, X_AV, X_LHS, integrate_state)
 from .rollout_mimic import M_BASIS
 from .rollout_prescribed import FIRST_STAGE
 from .rollout_special import special_forward_dynamics
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _integrate(body_int, manifold, nq_joints, nv_joints, q, v, dt, out):
-    """out = q (+) v dt as robot.integrate (kernels/rollout_implicit.py's update)."""
-    if not manifold:
-        for i in range(q.shape[0]):
-            out[i] = q[i] + v[i] * dt
-        return
-    _integrate_joints(body_int, q[:nq_joints], v[:nv_joints], dt, out[:nq_joints])
-    for i in range(q.shape[0] - nq_joints):
-        out[nq_joints + i] = v[nv_joints + i] * dt + q[nq_joints + i]
+from .rollout_tangent import tangent_implicit_update
 
 
 @njit(cache=True, nogil=True)
@@ -68,51 +56,15 @@ def mimic_implicit_euler_step(entries, bound, dims, forces, loaded, parts, n, bo
         for i in range(nv):
             a_v[i, j] = (p[i] - a1[i]) / FD_STEP
         # d f / d q along n_j: q (+) n_j 1e-7
-        _integrate(body_int, manifold, nq_joints, nv_joints, q, direction, FD_STEP, qs)
+        integrate_state(body_int, manifold, nq_joints, nv_joints, q, direction, FD_STEP, qs)
         status = special_forward_dynamics(entries, bound, dims, forces, loaded, parts, n,
                                           FIRST_STAGE, qs, v, tau, p)
         if status:
             return status
         for i in range(nv):
             a_q[i, j] = (p[i] - a1[i]) / FD_STEP
-    # s = N^T v; lhs = eye - h (N^T A_v) - h h (N^T A_q); rhs = h (N^T a1) + h h (N^T (A_q s))
-    for j in range(k):
-        acc = 0.0
-        for i in range(nv):
-            acc += basis[i, j] * v[i]
-        s[j] = acc
-    hh = h * h
-    for r in range(k):
-        for c in range(k):
-            x = 0.0
-            y = 0.0
-            for i in range(nv):
-                x += basis[i, r] * a_v[i, c]
-                y += basis[i, r] * a_q[i, c]
-            lhs[r, c] = ((1.0 if r == c else 0.0) - h * x) - hh * y
-    for i in range(nv):                 # t = A_q s
-        acc = 0.0
-        for j in range(k):
-            acc += a_q[i, j] * s[j]
-        t[i] = acc
-    for r in range(k):
-        x = 0.0
-        y = 0.0
-        for i in range(nv):
-            x += basis[i, r] * a1[i]
-            y += basis[i, r] * t[i]
-        z[r] = h * x + hh * y
-    if lu_solve(lhs[:k, :k], z[:k], rows[R_PIV, :k]):
+    if tangent_implicit_update(basis, k, a1, a_v, a_q, v, h, lhs, s, z, t, sz,
+                               rows[R_PIV], v_next):
         return SINGULAR
-    # v+ = v + h (a1 + h (A_q (s + z)) + A_v z);  q+ = q (+) v+ h
-    for j in range(k):
-        sz[j] = s[j] + z[j]
-    for i in range(nv):
-        x = 0.0
-        y = 0.0
-        for j in range(k):
-            x += a_q[i, j] * sz[j]
-            y += a_v[i, j] * z[j]
-        v_next[i] = v[i] + h * ((a1[i] + h * x) + y)
-    _integrate(body_int, manifold, nq_joints, nv_joints, q, v_next, h, q_next)
+    integrate_state(body_int, manifold, nq_joints, nv_joints, q, v_next, h, q_next)
     return 0

@@ -22,24 +22,12 @@ import numpy as np
 from numba import njit
 
 from .closed_loop import cut_rows, loop_jacobian
-from .configuration import integrate as _integrate_joints
 from .kinematics import forward_kinematics
 from .rollout_implicit import loop_forward_dynamics as _loop_dynamics
 from .rollout_implicit import (FD_STEP, R_LOADED, R_P, R_PIV, R_QS, R_S, R_T, R_TAU, R_U, R_V2,
-                               R_Z, SINGULAR, X_AQ, X_AV, X_LHS, X_MASS, lu_solve)
+                               R_Z, SINGULAR, X_AQ, X_AV, X_LHS, X_MASS, integrate_state,
+                               lu_solve)
 from .rollout_projection import pivoted_qr_transposed
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _integrate(body_int, manifold, nq_joints, nv_joints, q, v, dt, out):
-    """out = q (+) v dt as robot.integrate (kernels/rollout_implicit.py's update)."""
-    if not manifold:
-        for i in range(q.shape[0]):
-            out[i] = q[i] + v[i] * dt
-        return
-    _integrate_joints(body_int, q[:nq_joints], v[:nv_joints], dt, out[:nq_joints])
-    for i in range(q.shape[0] - nq_joints):
-        out[nq_joints + i] = v[nv_joints + i] * dt + q[nq_joints + i]
 
 
 @njit(cache=True, nogil=True)
@@ -73,6 +61,56 @@ def null_space_basis(jacobian):
     out = np.zeros((nv, nv))
     k = tangent_basis(jacobian, m, nv, t, scratch[0], scratch[1], scratch[2], perm, out)
     return out[:, :k].copy()
+
+
+@njit(cache=True, nogil=True, inline="always")
+def tangent_implicit_update(basis, k, a1, a_v, a_q, v, h, lhs, s, z, t, sz, pivots, v_next):
+    """The reduced system of Simulator._implicit_euler once A_q N and A_v N (columns [:k] of
+    a_q, a_v (nv, >= k)) are known, N = basis[:, :k], a1 = f(q, v, tau) (nv,): v_next (nv,) =
+    v+ (the step's q+ = q (+) v+ h is the caller's). lhs (>= k, >= k), s, z, t, sz (>= nv,) and
+    pivots (>= k,) are scratch. Shared by the closed loops' step (N from G(q)) and the mimic
+    couplings' (N constant: kernels/rollout_mimic_implicit.py). Returns 0 or SINGULAR."""
+    nv = v.shape[0]
+    # s = N^T v; lhs = eye - h (N^T A_v) - h h (N^T A_q); rhs = h (N^T a1) + h h (N^T (A_q s))
+    for j in range(k):
+        acc = 0.0
+        for i in range(nv):
+            acc += basis[i, j] * v[i]
+        s[j] = acc
+    hh = h * h
+    for r in range(k):
+        for c in range(k):
+            x = 0.0
+            y = 0.0
+            for i in range(nv):
+                x += basis[i, r] * a_v[i, c]
+                y += basis[i, r] * a_q[i, c]
+            lhs[r, c] = ((1.0 if r == c else 0.0) - h * x) - hh * y
+    for i in range(nv):                 # t = A_q s
+        acc = 0.0
+        for j in range(k):
+            acc += a_q[i, j] * s[j]
+        t[i] = acc
+    for r in range(k):
+        x = 0.0
+        y = 0.0
+        for i in range(nv):
+            x += basis[i, r] * a1[i]
+            y += basis[i, r] * t[i]
+        z[r] = h * x + hh * y
+    if lu_solve(lhs[:k, :k], z[:k], pivots[:k]):
+        return SINGULAR
+    # v+ = v + h (a1 + h (A_q (s + z)) + A_v z);  q+ = q (+) v+ h
+    for j in range(k):
+        sz[j] = s[j] + z[j]
+    for i in range(nv):
+        x = 0.0
+        y = 0.0
+        for j in range(k):
+            x += a_q[i, j] * sz[j]
+            y += a_v[i, j] * z[j]
+        v_next[i] = v[i] + h * ((a1[i] + h * x) + y)
+    return 0
 
 
 @njit(cache=True, nogil=True)
@@ -111,51 +149,15 @@ def implicit_euler_loop_step(fd_address, bound, dims, forces, loaded, loops, bas
         for i in range(nv):
             a_v[i, j] = (p[i] - a1[i]) / FD_STEP
         # d f / d q along n_j: q (+) n_j 1e-7
-        _integrate(body_int, manifold, nq_joints, nv_joints, q, direction, FD_STEP, qs)
+        integrate_state(body_int, manifold, nq_joints, nv_joints, q, direction, FD_STEP, qs)
         status = _loop_dynamics(fd_address, bound, dims, forces, loops, loaded, qs, v, tau, p,
                                 tau_loaded)
         if status:
             return status
         for i in range(nv):
             a_q[i, j] = (p[i] - a1[i]) / FD_STEP
-    # s = N^T v; lhs = eye - h (N^T A_v) - h h (N^T A_q); rhs = h (N^T a1) + h h (N^T (A_q s))
-    for j in range(k):
-        acc = 0.0
-        for i in range(nv):
-            acc += basis[i, j] * v[i]
-        s[j] = acc
-    hh = h * h
-    for r in range(k):
-        for c in range(k):
-            x = 0.0
-            y = 0.0
-            for i in range(nv):
-                x += basis[i, r] * a_v[i, c]
-                y += basis[i, r] * a_q[i, c]
-            lhs[r, c] = ((1.0 if r == c else 0.0) - h * x) - hh * y
-    for i in range(nv):                 # t = A_q s
-        acc = 0.0
-        for j in range(k):
-            acc += a_q[i, j] * s[j]
-        t[i] = acc
-    for r in range(k):
-        x = 0.0
-        y = 0.0
-        for i in range(nv):
-            x += basis[i, r] * a1[i]
-            y += basis[i, r] * t[i]
-        z[r] = h * x + hh * y
-    if lu_solve(lhs[:k, :k], z[:k], rows[R_PIV, :k]):
+    if tangent_implicit_update(basis, k, a1, a_v, a_q, v, h, lhs, s, z, t, sz,
+                               rows[R_PIV], v_next):
         return SINGULAR
-    # v+ = v + h (a1 + h (A_q (s + z)) + A_v z);  q+ = q (+) v+ h
-    for j in range(k):
-        sz[j] = s[j] + z[j]
-    for i in range(nv):
-        x = 0.0
-        y = 0.0
-        for j in range(k):
-            x += a_q[i, j] * sz[j]
-            y += a_v[i, j] * z[j]
-        v_next[i] = v[i] + h * ((a1[i] + h * x) + y)
-    _integrate(body_int, manifold, nq_joints, nv_joints, q, v_next, h, q_next)
+    integrate_state(body_int, manifold, nq_joints, nv_joints, q, v_next, h, q_next)
     return 0
