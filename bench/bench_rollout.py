@@ -442,9 +442,18 @@ def bench_combos(name, robot, prescribed, sub, cases, steps, rounds, rng):
     from mbd_ros.robot.rollout import RolloutProblem
     from mbd_ros.robot.rollout_compiled import unsupported
     robot.compile_c_calls()
-    q, v = robot.random_configuration(rng), 0.1 * rng.standard_normal(robot.nv)
-    if robot.mimic_joints:
-        q, v = robot.apply_mimic(q, v)
+    from mbd_ros.robot.rollout_plant import PlantLimits
+    limits = PlantLimits(robot)
+    for _ in range(1000):
+        # the cases with limits=True refuse a q0 beyond them; a follower r q_l + o of a
+        # random leader can be beyond its own limits: draw again
+        q, v = robot.random_configuration(rng), 0.1 * rng.standard_normal(robot.nv)
+        if robot.mimic_joints:
+            q, v = robot.apply_mimic(q, v)
+        if not limits.violations(q).any():
+            break
+    else:
+        raise RuntimeError(f"{name}: no random configuration within the position limits")
     if robot.elastic_names:
         q[:2] = [0.3, -0.5]
     tau = 0.1 * rng.standard_normal((steps, robot.nv))
