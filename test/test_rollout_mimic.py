@@ -541,6 +541,16 @@ def prescribed_roundoff(robot, q, v, tau, prescribed, t):
         roundoff_tol(robot.nv, (mass, qdd), tau, bias, (T.T, tau), (T.T, bias))
 
 
+def start_on_trajectories(robot, prescribed, t0, seed):
+    """(q0, v0): coupled_start(robot, seed) with the prescribed joints moved onto their
+    trajectories at t0, the couplings applied again."""
+    q0, v0 = coupled_start(robot, seed)
+    for name, trajectory in prescribed.items():
+        j = robot.joint_names.index(name)
+        q0[int(robot.idx_q[j])], v0[int(robot.idx_v[j])], _ = trajectory(t0)
+    return robot.apply_mimic(q0, v0)
+
+
 def prescribed_step_bound(robot, q, v, tau, h, q_next, v_next, prescribed, t):
     """The round-off bound of one explicit step of the hybrid coupled dynamics against
     robot.step: prescribed_roundoff at each stage, through the stages as step_bound (weights
@@ -563,11 +573,7 @@ def test_prescribed_leaders_with_mimic_rows_equal_step(kind, integrator):
     robot = ROBOTS[kind]()
     prescribed = gripper_trajectories(kind)
     t0 = 0.3
-    q0, v0 = coupled_start(robot, 47)
-    for name, trajectory in prescribed.items():   # start on the trajectories
-        j = robot.joint_names.index(name)
-        q0[int(robot.idx_q[j])], v0[int(robot.idx_v[j])], _ = trajectory(t0)
-    q0, v0 = robot.apply_mimic(q0, v0)
+    q0, v0 = start_on_trajectories(robot, prescribed, t0, 47)
     steps = 60
     tau = torques(robot, steps, 48, scale=0.2)
     result = robot.rollout(q0, v0, tau, DT, integrator=integrator, prescribed=prescribed, t0=t0,
@@ -640,11 +646,7 @@ def test_prescribed_leaders_with_mimic_implicit_rows_equal_step(integrator):
     robot = floating_gripper()
     prescribed = gripper_trajectories("floating_gripper")
     t0 = 0.3
-    q0, v0 = coupled_start(robot, 57)
-    for name, trajectory in prescribed.items():
-        j = robot.joint_names.index(name)
-        q0[int(robot.idx_q[j])], v0[int(robot.idx_v[j])], _ = trajectory(t0)
-    q0, v0 = robot.apply_mimic(q0, v0)
+    q0, v0 = start_on_trajectories(robot, prescribed, t0, 57)
     steps = 30
     tau = torques(robot, steps, 58, scale=0.2)
     result = robot.rollout(q0, v0, tau, DT, integrator=integrator, prescribed=prescribed, t0=t0,
