@@ -20,6 +20,11 @@ Flexible links (no Pinocchio peer): the sample flexible arm (urdf/flexible_arm.u
 config/flexible_arm.yaml: 2 joints + 4 modes, link `tool` welded at the flexible forearm's tip)
 against the same URDF loaded rigid (2 joints), same calls with out=, ratio flexible / rigid
 (`--flexible-only` runs just that table; `--robots ""` skips the Pinocchio rows).
+
+`--chains 20,30,50`: also mass_matrix_inverse on serial chains of that many revolute links
+(bench_per_call.py's random chains: random axes and inertias, seed 12345) against
+computeMinverse: the deep trees where kernels/minverse.py runs Carpentier & Mansard's recursion
+(mean dof depth above RECURSION_FROM_MEAN_DEPTH) instead of the tree factor's solves.
 """
 from __future__ import annotations
 
@@ -142,6 +147,37 @@ def flexible_rows(rounds):
     return rows, flexible.nv, rigid.nv
 
 
+def chain_rows(chains, rounds, failures):
+    """[chain, nv, call, ours µs, pin µs, ratio] of mass_matrix_inverse on serial chains."""
+    import pinocchio as pin
+    from bench_per_call import serial_chain_urdf
+    rows = []
+    for n in chains:
+        robot, model, data, perm = C.load_pair(serial_chain_urdf(n), False)
+        rng = np.random.default_rng(0)
+        ours, pins = C.random_state(robot, perm, rng)
+        out = np.empty((robot.nv, robot.nv))
+        for _ in range(2):   # the second call with out= installs the C-level entry
+            robot.mass_matrix_inverse(ours[0], out=out)
+        ns = {"pin": pin, "model": model, "data": data, "q": ours[0], "qp": pins[0],
+              "minv": robot.mass_matrix_inverse, "o_nn": out}
+        theirs = eval("pin.computeMinverse(model, data, qp)", ns)
+        theirs = np.triu(theirs) + np.triu(theirs, 1).T          # the upper triangle only
+        err = C.rel_err(eval("minv(q)", ns), theirs[np.ix_(perm.v_inv, perm.v_inv)])
+        if not err <= C.RTOL:
+            failures.append(f"chain {n} mass_matrix_inverse: relative error {err:.2e}")
+        timing = C.time_interleaved({"ours": "minv(q, out=o_nn)",
+                                     "pin": "pin.computeMinverse(model, data, qp)"}, ns,
+                                    rounds=rounds)
+        ratio = timing["ours"]["min"] / timing["pin"]["min"]
+        rows.append([f"chain {n}", robot.nv, "mass_matrix_inverse",
+                     C.fmt_us(timing["ours"]["min"]), C.fmt_us(timing["pin"]["min"]),
+                     f"{ratio:.2f}"])
+        print(f"chain {n:<8d} mass_matrix_inverse          ours {timing['ours']['min']:7.3f} µs  "
+              f"pin {timing['pin']['min']:7.3f} µs  ratio {ratio:.2f}", flush=True)
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=100)
@@ -149,6 +185,8 @@ def main():
     parser.add_argument("--robots", default=",".join(LINKS))
     parser.add_argument("--out")
     parser.add_argument("--flexible-only", action="store_true")
+    parser.add_argument("--chains", default="",
+                        help="serial chain lengths for mass_matrix_inverse, e.g. 20,30,50")
     args = parser.parse_args()
     rounds = 20 if args.quick else args.rounds
     md = ["## Frame kinematics per call vs Pinocchio (`bench_frame_kinematics.py`)", "",
@@ -173,6 +211,9 @@ def main():
                          C.fmt_us(timing["pin"]["min"]), C.target_verdict(ratio, TARGET)])
             print(f"{name:14s} {label:28s} ours {timing['ours']['min']:7.3f} µs  "
                   f"pin {timing['pin']['min']:7.3f} µs  ratio {ratio:.2f}", flush=True)
+    chains = [int(n) for n in args.chains.split(",") if n.strip()]
+    if chains and not args.flexible_only:
+        rows += chain_rows(chains, rounds, failures)
     if rows:
         md += [C.md_table(header, rows), ""]
     flex_rows, nv_flex, nv_rigid = flexible_rows(rounds)

@@ -39,7 +39,9 @@ DOF_ROWS = DOF_INT_WIDTH
 # Mansard's recursion (O(nv^2)), which minverse_recursive.py then runs. Measured per call on
 # serial chains (AMD EPYC Zen 5; factor path vs recursion): 20 links (mean depth 10.5) 4.1 vs
 # 4.7 us, 25 (13) 6.9 vs 6.7, 30 (15.5) 10.6 vs 9.2, 50 (25.5) 42 vs 22; talos_reduced (38
-# dofs on five branches) takes the factor path.
+# dofs on five branches) takes the factor path. Re-measured after the recursion's column loops
+# were vectorised: 16 links 2.8 vs 3.7, 20 4.5 vs 5.3, 22 5.5 vs 6.2 (the crossing still
+# between 22 and 24 links).
 RECURSION_FROM_MEAN_DEPTH = 12.0
 
 

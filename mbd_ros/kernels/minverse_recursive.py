@@ -18,8 +18,13 @@ pass 3 (down), for the columns c >= iv only (the upper triangle: M^-1 is symmetr
     Minv[iv:iv+k, c] -= D_i^-1 U_i^T A_i[:, c];   A_i[:, c] += S_i Minv[iv:iv+k, c]
 then the lower triangle is mirrored. F_i and A_i share the storage `blocks` ((nb+1) * 6, nv).
 Bodies are numbered depth first, so a subtree's dofs are the contiguous range [iv, e).
+
+The one-dof joints' column loops run over unsigned indices: numba's test for a negative index
+(the wraparound) in every iteration kept LLVM from vectorising a loop that does not start at 0
+(as derivatives.py's solves); serial chains of 30 / 50 links 11.0 -> 9.8 / 25.1 -> 18.2 us per
+call (bench/RESULTS.md, "M^-1 on deep chains").
 """
-from numba import njit, types
+from numba import njit, types, uint64
 
 from .entry import entry_point
 from .kinematics import joint_pose, revolute_pose, state_status
@@ -65,7 +70,7 @@ def one_dof_up(body_int, body_float, work, blocks, out, i, iv, e, parent):
     s5 = body_float[i, MOTION_SUBSPACE + 5]
     i6 = 6 * i
     out[iv, iv] = d_inv       # F_i has no entries on the joint's own column
-    for c in range(iv + 1, e):
+    for c in range(uint64(iv + 1), uint64(e)):
         out[iv, c] = -d_inv * (s0 * blocks[i6, c] + s1 * blocks[i6 + 1, c]
                                + s2 * blocks[i6 + 2, c] + s3 * blocks[i6 + 3, c]
                                + s4 * blocks[i6 + 4, c] + s5 * blocks[i6 + 5, c])
@@ -90,7 +95,7 @@ def one_dof_up(body_int, body_float, work, blocks, out, i, iv, e, parent):
     py = work[i, ROT + 10]
     pz = work[i, ROT + 11]
     p6 = 6 * parent
-    for c in range(iv, e):
+    for c in range(uint64(iv), uint64(e)):
         m = out[iv, c]
         f0 = blocks[i6, c] + u0 * m
         f1 = blocks[i6 + 1, c] + u1 * m
@@ -269,7 +274,7 @@ def recursive_mass_matrix_inverse(body_int, body_float, work, blocks, q, out):
             s3 = body_float[i, MOTION_SUBSPACE + 3]
             s4 = body_float[i, MOTION_SUBSPACE + 4]
             s5 = body_float[i, MOTION_SUBSPACE + 5]
-            for c in range(iv, nv):
+            for c in range(uint64(iv), uint64(nv)):
                 wx = blocks[p6 + 3, c]
                 wy = blocks[p6 + 4, c]
                 wz = blocks[p6 + 5, c]
