@@ -46,6 +46,7 @@ from .plant import (DRIVE_Q_REF, DRIVE_VELOCITY_CMD, beyond_limits, drive_torque
 from .rk4 import rk4_combine, rk4_stage, state_bound
 from .rollout_loop_drives import NEEDS_PARTITION, loop_drive_bias
 from .rollout_projection import close_loops
+from .rollout_loop_prescribed import close_loops_holding, loop_prescribed_forward_dynamics
 from .rollout_tangent import implicit_euler_loop_step
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
@@ -262,6 +263,20 @@ def _implicit_step(entries, bound, dims, forces, loops, body_int, iopt, q, v, to
                                  vn, special)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _special_stage(entries, bound, dims, forces, loaded, parts, loop_arrays, loop_prescribing, n,
+                   c, q, v, tau, out):
+    """The stage dynamics of a call with special parts (kernels/rollout_special.py): with
+    prescribed joints on closed loops their hybrid KKT solve (kernels/rollout_loop_prescribed.py,
+    on the loops tuple loop_arrays[:10] and its workspace loop_arrays[12]), else
+    special_forward_dynamics."""
+    if loop_prescribing:
+        return loop_prescribed_forward_dynamics(loop_arrays[:10], forces, loaded, loop_arrays[12],
+                                                parts[0], n, c, q, v, tau, out)
+    return special_forward_dynamics(entries, bound, dims, forces, loaded, parts, n, c, q, v, tau,
+                                    out)
+
+
 @njit(cache=True, nogil=True)
 def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fopt, q0, v0, tau,
                    drive_int, drive_float, position, velocity, limited_iq, stops_int, stops_float,
@@ -301,10 +316,12 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     # parts is None when the call has none of them: numba then prunes the `parts is not None`
     # branches at compile time and the plain path compiles as it did without them (runtime
     # flags here cost the arm7 8-15 % per step, measured)
-    prescribing = mimicking = special = flexible_loads = False
+    prescribing = mimicking = special = flexible_loads = loop_prescribing = False
     if parts is not None:
         prescribing, mimicking, special = has_special_dynamics(parts)
         flexible_loads = parts[2][X_ELEMENT_INT].shape[0] > 0   # (force elements, flexible)
+        # prescribed joints on closed loops: kernels/rollout_loop_prescribed.py
+        loop_prescribing = prescribing and iopt[I_LOOPS] != 0
     # loop_arrays: the loops tuple and (item 10) the projection's workspace, kept out of the
     # tuple the stages pass to _loaded_forward_dynamics (each array it holds costs per call)
     loops, projection_work = loop_arrays[:10], loop_arrays[10]
@@ -372,9 +389,9 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                 # the forward dynamics at the stages: the C entry, or the loaded path (force
                 # elements), branched here so that the plain path never binds those tuples
                 if parts is not None and special:
-                    status = special_forward_dynamics(entries, bound, dims, forces, loaded,
-                                                      parts, n, FIRST_STAGE, q, v,
-                                                      total, a1)
+                    status = _special_stage(entries, bound, dims, forces, loaded, parts,
+                                            loop_arrays, loop_prescribing, n, FIRST_STAGE, q,
+                                            v, total, a1)
                 elif loaded:
                     status = _loaded_forward_dynamics(forces, loops, iopt, q, v, total, a1,
                                                       tau_loaded)
@@ -386,9 +403,9 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                 if iopt[I_INTEGRATOR] == RK4:   # Simulator._rk4 (see _rk4_stage, _rk4_combine)
                     _rk4_stage(body_int, iopt, q, v, v, a1, half, qs, v2)
                     if parts is not None and special:
-                        status = special_forward_dynamics(entries, bound, dims, forces, loaded,
-                                                          parts, n, MIDDLE_STAGE, qs,
-                                                          v2, total, a2)
+                        status = _special_stage(entries, bound, dims, forces, loaded, parts,
+                                                loop_arrays, loop_prescribing, n,
+                                                MIDDLE_STAGE, qs, v2, total, a2)
                     elif loaded:
                         status = _loaded_forward_dynamics(forces, loops, iopt, qs, v2, total, a2,
                                                           tau_loaded)
@@ -397,9 +414,9 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     if status == 0:
                         _rk4_stage(body_int, iopt, q, v, v2, a2, half, qs, v3)
                         if parts is not None and special:
-                            status = special_forward_dynamics(
-                                entries, bound, dims, forces, loaded, parts, n,
-                                MIDDLE_STAGE, qs, v3, total, a3)
+                            status = _special_stage(
+                                entries, bound, dims, forces, loaded, parts, loop_arrays,
+                                loop_prescribing, n, MIDDLE_STAGE, qs, v3, total, a3)
                         elif loaded:
                             status = _loaded_forward_dynamics(forces, loops, iopt, qs, v3, total,
                                                               a3, tau_loaded)
@@ -408,9 +425,9 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     if status == 0:
                         _rk4_stage(body_int, iopt, q, v, v3, a3, h, qs, v4)
                         if parts is not None and special:
-                            status = special_forward_dynamics(
-                                entries, bound, dims, forces, loaded, parts, n,
-                                LAST_STAGE, qs, v4, total, a4)
+                            status = _special_stage(
+                                entries, bound, dims, forces, loaded, parts, loop_arrays,
+                                loop_prescribing, n, LAST_STAGE, qs, v4, total, a4)
                         elif loaded:
                             status = _loaded_forward_dynamics(forces, loops, iopt, qs, v4, total,
                                                               a4, tau_loaded)
@@ -464,8 +481,16 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     v[i] = vn[i]
             # robot.step's projection test (PROJECTION_TOLERANCE) and projection
             if iopt[I_LOOPS]:
-                if close_loops(loops, projection_work, q, v, fopt[F_PROJECTION_TOLERANCE],
-                               fopt[F_CLOSING_TOLERANCE]) < 0:
+                # (prescribed joints: the projection holding them, kernels/
+                # rollout_loop_prescribed.py)
+                if parts is not None and loop_prescribing:
+                    closed = close_loops_holding(loops, projection_work, parts[0], q, v,
+                                                 fopt[F_PROJECTION_TOLERANCE],
+                                                 fopt[F_CLOSING_TOLERANCE])
+                else:
+                    closed = close_loops(loops, projection_work, q, v,
+                                         fopt[F_PROJECTION_TOLERANCE], fopt[F_CLOSING_TOLERANCE])
+                if closed < 0:
                     resume[0] = k   # not converged: the caller projects in Python (assembles)
                     resume[1] = s + 1
                     return NEEDS_PROJECTION, k

@@ -41,6 +41,7 @@ from .. import fastcall
 from ..fastcall.entries import entry
 from ..kernels import rollout as K
 from ..kernels.rollout_loop_drives import drive_workspace
+from ..kernels.rollout_loop_prescribed import loop_prescribed_workspace
 from ..kernels.rollout_projection import projection_workspace
 from ..kernels.rollout_implicit import IMPLICIT_MATS, IMPLICIT_ROWS
 from .constraints import ASSEMBLY_TOLERANCE, EULER_CLOSING_TOLERANCE, PROJECTION_TOLERANCE
@@ -154,7 +155,8 @@ class RolloutEngine:
             i2, f2, i1, f1 = (np.zeros((1, 1), dtype=np.int64), np.zeros((1, 1)),
                               np.zeros(1, dtype=np.int64), np.zeros(1))
             return (i2, f2, f2.copy(), i2, f2, f2.copy(), f2.copy(), f1, i1, f1.copy(),
-                    projection_workspace(1, 1, 1), drive_workspace(1, 1, ()))
+                    projection_workspace(1, 1, 1), drive_workspace(1, 1, ()),
+                    loop_prescribed_workspace(1, 1))
         tree, constraints = robot.tree, robot._constraints
         loops = constraints.loops
         return (tree.body_int, tree.body_float, np.zeros_like(tree.work), loops.cut_int,
@@ -163,7 +165,8 @@ class RolloutEngine:
                 np.zeros(loops.n_constraints),
                 projection_workspace(robot.nq, robot.nv, loops.n_constraints,
                                      not self.python_projection),
-                drive_workspace(robot.nv, loops.n_constraints, constraints.actuated_dofs))
+                drive_workspace(robot.nv, loops.n_constraints, constraints.actuated_dofs),
+                loop_prescribed_workspace(robot.nv, loops.n_constraints))
 
     def force_arrays(self):
         """kernels/rollout.py's `forces` tuple for one thread: the tree's model arrays and the
