@@ -17,15 +17,16 @@ the loops with the prescribed coordinates held.
        [ M_pf   -G_p^T  -1 ] [ lambda ] = [ tau_p - h_p - M_pp qdd_p ]
        [ G_f     0       0 ] [ u_p    ]   [ -gamma - G_p qdd_p       ]
 
-   (nv + b rows and columns for b loop rows), solved for its minimum-norm least-squares solution
-   as numpy's lstsq does, by kernels/rollout_projection.py min_norm_solve (pivoted Householder QR
-   of the transpose; its docstring relates its rank rule to lstsq's). The redundant rows of a
-   planar loop closed by a 3-D cut are exact zeros in G (the four-bar's and the double
-   wishbone's three out-of-plane rows), so both rank decisions drop exactly those; the kept
-   part's conditioning (cond ~ 4 on the four-bar, ~ 26 on the double wishbone with its lower arm
-   prescribed) makes the normal equations' round-off (cond^2) a few hundred ulp at most.
-   qdd_f is unique where the mechanism with the prescribed joints held is well-posed (lambda and
-   u_p are not with redundant rows; the rollout does not need them).
+   (nv + b rows and columns for b loop rows), for its minimum-norm solution as numpy's lstsq
+   finds it: `consistent_min_norm_solve`, the pivoted Householder QR of the transpose of
+   kernels/rollout_projection.py (whose docstring relates its rank rule to lstsq's) and a
+   triangular solve, round-off times cond(KKT) like lstsq (min_norm_solve's normal equations
+   would make it cond^2: the KKT blocks mix units, cond ~ 2e3 on the four-bar on a shaker rig).
+   The redundant rows of a planar loop closed by a 3-D cut are exact zeros in G (the four-bar's
+   and the double wishbone's three out-of-plane rows), so both rank decisions drop exactly
+   those, and the system is consistent. qdd_f is unique where the mechanism with the prescribed
+   joints held is well-posed (lambda and u_p are not with redundant rows; the rollout does not
+   need them).
 
 2. The projection after a step (robot.step with `prescribed`: Constraints.project_state(fixed=
    the prescribed dofs)): the residual test of kernels/rollout_projection.py close_loops, then
@@ -36,8 +37,8 @@ the loops with the prescribed coordinates held.
    Python), a singular M_ff or a failed solve: False with q, v unchanged, and the caller projects
    in Python (robot/rollout_compiled.py project, with `fixed=`).
 
-Workspace (`loop_prescribed_workspace`, per thread, built once): (mats (3, p, p): the KKT matrix,
-min_norm_solve's t and normal; mass (nv, nv); vec (N_ROWS, p); perm (p,) int64), p = nv + b.
+Workspace (`loop_prescribed_workspace`, per thread, built once): (mats (2, p, p): the KKT matrix
+and the QR's t; mass (nv, nv); vec (N_ROWS, p); perm (p,) int64), p = nv + b.
 The projection uses kernels/rollout_projection.py's workspace (loop_arrays[10]).
 """
 import math
@@ -56,23 +57,22 @@ from .kinematics import forward_kinematics
 from .rollout_prescribed import P_FIXED_V, P_FREE, P_TABLE
 from .rollout_projection import (MAX_ITERATIONS, P_CHOL, P_NORMAL, P_T, P_W, V_BETA, V_C,
                                  V_G, V_GV, V_HV0, V_Q, V_QN, V_RDIAG, V_STEP, V_Y, V_Z,
-                                 min_norm_solve)
+                                 min_norm_solve, pivoted_qr_transposed)
 from .wrenches import load_link_wrenches
 
-# matrices of mats (3, p, p)
-L_KKT, L_T, L_NORMAL = range(3)
+# matrices of mats (2, p, p)
+L_KKT, L_T = range(2)
 # rows of vec (N_ROWS, p)
-L_RHS, L_X, L_RDIAG, L_HV0, L_BETA, L_C, L_Z, L_BIAS, L_GAMMA, L_QDDP, L_TOTAL, L_ZERO = range(12)
-N_ROWS = 12
+L_RHS, L_X, L_RDIAG, L_HV0, L_BETA, L_C, L_BIAS, L_GAMMA, L_QDDP, L_TOTAL, L_ZERO = range(11)
+N_ROWS = 11
 # statuses (returned as the forward dynamics' kernel status: kernels/rollout.py DYNAMICS_FAILED)
-KKT_FAILED = 90        # the minimum-norm solve's normal matrix was not positive definite
 NOT_FINITE_QDD = 91    # a non-finite acceleration
 
 
 def loop_prescribed_workspace(nv, n_rows):
     """A thread's workspace for nv dofs and n_rows loop rows (module docstring)."""
     p = max(nv + n_rows, 1)
-    return (np.zeros((3, p, p)), np.zeros((nv, nv)), np.zeros((N_ROWS, p)),
+    return (np.zeros((2, p, p)), np.zeros((nv, nv)), np.zeros((N_ROWS, p)),
             np.zeros(p, dtype=np.int64))
 
 
@@ -83,8 +83,8 @@ def loop_prescribed_forward_dynamics(loops, forces, loaded, workspace, prescribe
     the prescribed joints' accelerations from table[n, c] of `prescribed` (module docstring, 1).
     loops: kernels/rollout.py's loops tuple (the tree's arrays, the thread's kinematics and loop
     workspaces: written), forces / loaded: the force elements' tuple and whether the robot has
-    them, workspace: loop_prescribed_workspace(...). Returns 0, the RNEA's or CRBA's status,
-    KKT_FAILED or NOT_FINITE_QDD."""
+    them, workspace: loop_prescribed_workspace(...). Returns 0, the RNEA's or CRBA's status, or
+    NOT_FINITE_QDD."""
     body_int, body_float, work, cut_int, cut_float, loop_float, jacobian = loops[:7]
     gains = loops[7]
     mats, mass, vec, perm = workspace
@@ -178,9 +178,8 @@ def loop_prescribed_forward_dynamics(loops, forces, loaded, workspace, prescribe
         for k in range(n_fixed):
             s -= jacobian[r, fixed[k]] * qdd_p[k]
         rhs[row] = s
-    if min_norm_solve(kkt, size, size, rhs, x, mats[L_T], mats[L_NORMAL], vec[L_RDIAG],
-                      vec[L_HV0], vec[L_BETA], vec[L_C], vec[L_Z], perm) < 0:
-        return KKT_FAILED
+    consistent_min_norm_solve(kkt, size, size, rhs, x, mats[L_T], vec[L_RDIAG], vec[L_HV0],
+                              vec[L_BETA], vec[L_C], perm)
     for a in range(nf):
         out[free[a]] = x[a]
     for k in range(n_fixed):
@@ -189,6 +188,44 @@ def loop_prescribed_forward_dynamics(loops, forces, loaded, workspace, prescribe
         if not math.isfinite(out[i]):
             return NOT_FINITE_QDD
     return 0
+
+
+@njit(cache=True, nogil=True)
+def consistent_min_norm_solve(a, m, n, b, x, t, rdiag, hv0, beta, c, perm):
+    """x (n,) = the minimum-norm solution of the consistent system A x = b, A = a[:m, :n] of any
+    rank, b (m,): the pivoted Householder QR of A^T (A^T P = Q R, kernels/rollout_projection.py
+    pivoted_qr_transposed, its rank rule |R_kk| > RANK_TOLERANCE |R_00|), then R_r^T y = (P^T b)
+    [:r] by forward substitution (R_r^T's first r rows are lower triangular) and x = Q_r y,
+    which lies in range(A^T): the minimum-norm solution, solving every equation when b is in
+    range(A) (the dependent rows, pivoted last, follow from the kept ones). min_norm_solve's
+    least squares goes through the normal equations R_r R_r^T, round-off times cond(A)^2; here
+    the error is round-off times cond(A), as numpy's lstsq's (backward stable), which matters
+    for a KKT matrix whose blocks mix units (cond ~ 2e3 on the four-bar on a shaker rig). A
+    right side off range(A) by d gives the solution of the kept rows, within ~cond |d| of
+    lstsq's least squares; prescribed.solve's systems are consistent (its dropped rows are the
+    exactly zero rows of a planar loop closed in 3-D, with zero right sides). t (>= n x m),
+    rdiag, hv0, beta, c (>= m,), perm (>= m,) int64: scratch. Returns the rank r."""
+    rank = pivoted_qr_transposed(a, m, n, t, rdiag, hv0, beta, perm)
+    for j in range(m):
+        c[j] = b[perm[j]]
+    # R_r^T y = c[:r]: (R^T)[i, k] = R[k, i] = t[k, i] (k < i), rdiag[i] (k = i)
+    for i in range(n):
+        x[i] = 0.0
+    for i in range(rank):
+        s = c[i]
+        for k in range(i):
+            s -= t[k, i] * x[k]
+        x[i] = s / rdiag[i]
+    # x = Q (y, 0) = H_0 H_1 ... H_{r-1} (y, 0)
+    for k in range(rank - 1, -1, -1):
+        s = hv0[k] * x[k]
+        for i in range(k + 1, n):
+            s += t[i, k] * x[i]
+        s *= beta[k]
+        x[k] -= s * hv0[k]
+        for i in range(k + 1, n):
+            x[i] -= s * t[i, k]
+    return rank
 
 
 @njit(cache=True, nogil=True)
