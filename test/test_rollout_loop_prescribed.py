@@ -50,10 +50,12 @@ DT = 1e-3
 T0 = 0.3   # not 0: the table's samples are at t0 + k dt + c h
 
 
-def on_rig(urdf, root, closures, forces=None):
+def on_rig(urdf, root, closures, forces=None, edit=None):
     """The sample `urdf` with a prismatic joint `rig` (z, +-1 m) between a new root link and
-    its root link `root`: a shaker rig under the mechanism."""
+    its root link `root`: a shaker rig under the mechanism (edit: a further text edit)."""
     text = (URDF / urdf).read_text()
+    if edit is not None:
+        text = edit(text)
     head = text.index(">", text.index("<robot")) + 1
     rig = ('\n  <link name="rig_frame"/>\n  <joint name="rig" type="prismatic">\n'
            f'    <parent link="rig_frame"/>\n    <child link="{root}"/>\n'
@@ -338,6 +340,57 @@ def test_drives_with_prescribed_rig_run_compiled(integrator, monkeypatch):
     undriven = robot.rollout(q0, v0, tau, DT, integrator=integrator, prescribed=prescribed,
                              t0=T0, engine="compiled")
     assert np.abs(undriven.Q - result.Q).max() > 1e-3
+
+
+def limited_crank(upper):
+    """A URDF edit: the four-bar's crank a revolute joint limited to [-upper, upper] rad."""
+    def edit(text):
+        old = '<joint name="crank_joint" type="continuous">'
+        assert old in text and '<limit effort="5" velocity="20"/>' in text
+        return text.replace(old, '<joint name="crank_joint" type="revolute">').replace(
+            '<limit effort="5" velocity="20"/>',
+            f'<limit effort="5" velocity="20" lower="{-upper}" upper="{upper}"/>')
+    return edit
+
+
+@pytest.mark.parametrize("integrator", ["rk4", "semi_implicit_euler"])
+def test_stops_with_prescribed_rig_run_compiled(integrator, monkeypatch):
+    """limits=True on the four-bar on the rig with its crank limited to +-0.05 rad and pushed out
+    of that range: compiled (no Python KKT solve or projection) and equal to the reference engine
+    (robot.step, then the Plant's stops in Python) within the module's bound; the stop held the
+    crank (without it the crank leaves the range)."""
+    upper = 0.05
+    robot = on_rig("fourbar.urdf", "ground", "fourbar_closures.yaml", edit=limited_crank(upper))
+    prescribed = {"rig": road()}
+    q0, v0 = start_on_trajectories(robot, prescribed, T0, 3, 0.0)
+    crank_q = int(robot.idx_q[robot.joint_names.index("crank_joint")])
+    crank_v = int(robot.idx_v[robot.joint_names.index("crank_joint")])
+    steps = 300
+    free = None
+    for sign in (1.0, -1.0):   # the direction that drives the crank out of [-upper, upper]
+        tau = np.zeros((steps, robot.nv))
+        tau[:, crank_v] = sign * 0.05
+        free = robot.rollout(q0, v0, tau, DT, integrator=integrator, prescribed=prescribed,
+                             t0=T0, engine="reference")
+        if np.abs(free.Q[:, crank_q]).max() > 2 * upper:
+            break
+    assert np.abs(free.Q[:, crank_q]).max() > 2 * upper
+    reference = robot.rollout(q0, v0, tau, DT, integrator=integrator, prescribed=prescribed,
+                              t0=T0, limits=True, engine="reference")
+    solves = counted(monkeypatch, prescribed_module, "solve")
+    projections = counted(monkeypatch, C.Constraints, "project_state")
+    result = robot.rollout(q0, v0, tau, DT, integrator=integrator, prescribed=prescribed, t0=T0,
+                           limits=True, engine="compiled")
+    assert result.status == reference.status == "ok"
+    assert solves == [] and projections == []
+    assert np.abs(result.Q[:, crank_q]).max() < 1.5 * upper
+    cond = max(kkt_condition(robot, q, v, ["rig"]) for q, v in zip(reference.Q[::10],
+                                                                   reference.V[::10]))
+    bound = 64 * EPS * (steps + 1) * (1.0 + cond)
+    np.testing.assert_allclose(result.Q, reference.Q, rtol=0,
+                               atol=bound * max(1.0, np.abs(reference.Q).max()))
+    np.testing.assert_allclose(result.V, reference.V, rtol=0,
+                               atol=bound * max(1.0, np.abs(reference.V).max()))
 
 
 @pytest.mark.parametrize("integrator", ["implicit_euler", "symplectic_euler"])
