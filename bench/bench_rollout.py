@@ -49,7 +49,7 @@ Prescribed joints on closed loops (h19-loopspre, kernels/rollout_loop_prescribed
 them with --robots "closed loop:"): the four-bar with its crank prescribed, the four-bar and the
 double wishbone on a shaker rig (a prismatic joint under the base prescribed to a road profile):
 per step µs of the compiled rollout (rk4, semi_implicit_euler; the trajectories' sampling
-included), of the same robot's compiled rollout without prescribed joints (the four-bar on the
+included, and timed alone), of the same robot's compiled rollout without prescribed joints (the four-bar on the
 rig: its rig joint free) and of the reference engine (robot.step repeated), as multiples of one
 forward dynamics call from Python with the accelerations dict (prescribed.solve's KKT).
 
@@ -459,6 +459,10 @@ def bench_loop_prescribed(name, robot, prescribed, steps, rounds, rng):
             lambda i=integrator: robot.rollout(q, v, tau, DT, integrator=i, engine="compiled"))
         funcs[f"reference engine {integrator}"] = (lambda i=integrator: robot.rollout(
             q, v, tau, DT, integrator=i, prescribed=prescribed, t0=0.0, engine="reference"))
+    from mbd_ros.robot.rollout import RolloutProblem
+    from mbd_ros.robot.rollout_prescribed import prescribed_table
+    problem = RolloutProblem(robot, q, v, tau, DT, "rk4", 1, None, False, 1e3, prescribed, 0.0)
+    funcs["sampling the trajectories (rk4)"] = lambda: prescribed_table(problem, 1)
     rows_q, rows_v = robot.rollout(q, v, tau, DT, integrator="rk4", prescribed=prescribed)
     accelerations = {joint: 0.0 for joint in prescribed}
 

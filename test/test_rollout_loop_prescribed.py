@@ -278,6 +278,42 @@ def test_compiled_rollout_equals_robot_steps(case, integrator, monkeypatch):
           f"{python_projections}")
 
 
+def test_declined_projection_resumes_after_python_projection():
+    """When the kernel's projection declines (here: disabled, the engine's python_projection; in
+    use: Gauss-Newton not converged), the row returns to Python for robot.step's projection
+    holding the prescribed joints (project_state(fixed=)) and resumes: still equal to the
+    reference engine within the module's bound, the prescribed joints on their trajectories."""
+    robot, prescribed, q0, v0, tau = rollout_problem("wishbone_rig", steps=100)
+    engine_of(robot).python_projection = True
+    fixed = []
+    python_projection = C.Constraints.project_state
+
+    def recording(self, q, v, *args, **kwargs):
+        fixed.append(kwargs.get("fixed"))
+        return python_projection(self, q, v, *args, **kwargs)
+
+    for integrator in ("rk4", "semi_implicit_euler"):
+        reference = robot.rollout(q0, v0, tau, DT, integrator=integrator, prescribed=prescribed,
+                                  t0=T0, engine="reference")
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(C.Constraints, "project_state", recording)
+            result = robot.rollout(q0, v0, tau, DT, integrator=integrator,
+                                   prescribed=prescribed, t0=T0, engine="compiled")
+        assert result.status == "ok"
+        # (the wishbone opens past the tolerance every few RK4 steps, every Euler step)
+        assert len(fixed) >= (1 if integrator == "rk4" else len(tau) // 2)
+        assert all(list(f) == [0] for f in fixed)   # held: the rig, v index 0
+        fixed.clear()
+        cond = max(kkt_condition(robot, q, v, ["rig"]) for q, v in zip(reference.Q[::10],
+                                                                       reference.V[::10]))
+        bound = 64 * EPS * (len(tau) + 1) * (1.0 + cond)
+        np.testing.assert_allclose(result.Q, reference.Q, rtol=0,
+                                   atol=bound * max(1.0, np.abs(reference.Q).max()))
+        np.testing.assert_allclose(result.V, reference.V, rtol=0,
+                                   atol=bound * max(1.0, np.abs(reference.V).max()))
+        on_trajectories(robot, result.Q, result.V, prescribed, T0, DT)
+
+
 def test_rig_motion_drives_the_free_dofs():
     """The shaker's motion reaches the free dof through M_fp (not a test that cannot fail: a
     dynamics that ignored the prescribed acceleration would leave the mechanism where the

@@ -294,8 +294,9 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     `steps` needs the partition re-chosen; resume = [steps, -1]: the caller writes b(q, v) of the
     state in work[W_Q], work[W_V] into work[W_BIAS] and calls again). loop_arrays:
     robot/rollout_compiled.py's loop tuple, its item 10 the projection's workspace, item 11 the
-    loop drives' (kernels/rollout_loop_drives.py). resume (2,) int64: [0, 0] to start from q0,
-    v0.
+    loop drives' (kernels/rollout_loop_drives.py), item 12 the KKT workspace of prescribed joints
+    on closed loops (kernels/rollout_loop_prescribed.py). resume (2,) int64: [0, 0] to start
+    from q0, v0.
     position, velocity (T, nd): drive references (read when iopt[I_DRIVES]); the stop arrays
     read when iopt[I_LIMITS] (kernels/stops.py rows; stops_int, stops_float and drive_float are
     written: per-thread copies). parts: None, or (prescribed joints, mimic couplings, force
