@@ -151,7 +151,7 @@ def test_kkt_dynamics_equal_robot_forward_dynamics(case):
     names = list(prescribed)
     loops, forces, loaded, table = evaluation_arrays(robot, prescribed, T0)
     assert loaded == (case == "wishbone_rig")
-    workspace = loops[12]
+    workspace = LP.loop_prescribed_workspace(robot.nv, robot._constraints.n_loop_rows)
     loops[7][:] = robot._constraints.gains
     rng = np.random.default_rng(11)
     for trial in range(8):

@@ -264,15 +264,16 @@ def _implicit_step(entries, bound, dims, forces, loops, body_int, iopt, q, v, to
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _special_stage(entries, bound, dims, forces, loaded, parts, loop_arrays, loop_prescribing, n,
-                   c, q, v, tau, out):
+def _special_stage(entries, bound, dims, forces, loaded, parts, loops, loop_parts, n, c, q, v,
+                   tau, out):
     """The stage dynamics of a call with special parts (kernels/rollout_special.py): with
-    prescribed joints on closed loops their hybrid KKT solve (kernels/rollout_loop_prescribed.py,
-    on the loops tuple loop_arrays[:10] and its workspace loop_arrays[12]), else
-    special_forward_dynamics."""
-    if loop_prescribing:
-        return loop_prescribed_forward_dynamics(loop_arrays[:10], forces, loaded, loop_arrays[12],
-                                                parts[0], n, c, q, v, tau, out)
+    prescribed joints on closed loops (loop_parts not None: their KKT workspace) the hybrid KKT
+    solve on the loops tuple (kernels/rollout_loop_prescribed.py), else
+    special_forward_dynamics. (loop_parts is rollout_member's argument: None prunes the branch
+    at compile time; a runtime flag here cost the trees' special paths 4-7 %, measured.)"""
+    if loop_parts is not None:
+        return loop_prescribed_forward_dynamics(loops, forces, loaded, loop_parts, parts[0], n, c,
+                                                q, v, tau, out)
     return special_forward_dynamics(entries, bound, dims, forces, loaded, parts, n, c, q, v, tau,
                                     out)
 
@@ -281,7 +282,7 @@ def _special_stage(entries, bound, dims, forces, loaded, parts, loop_arrays, loo
 def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fopt, q0, v0, tau,
                    drive_int, drive_float, position, velocity, limited_iq, stops_int, stops_float,
                    vel_idx, velocity_limit, effort, work, mats, stop_work, q_out, v_out, detail,
-                   resume, parts):
+                   resume, parts, loop_parts):
     """One rollout: q0 (nq,), v0 (nv,), tau (T, nv) -> rows 0..steps of q_out (T+1, nq), v_out
     (T+1, nv) (rows after a failure left as they were). Returns (code, steps): DONE, or the
     failure (NOT_FINITE, TOO_FAST: detail[0] the speed; DYNAMICS_FAILED: detail[0] the forward
@@ -294,15 +295,17 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     `steps` needs the partition re-chosen; resume = [steps, -1]: the caller writes b(q, v) of the
     state in work[W_Q], work[W_V] into work[W_BIAS] and calls again). loop_arrays:
     robot/rollout_compiled.py's loop tuple, its item 10 the projection's workspace, item 11 the
-    loop drives' (kernels/rollout_loop_drives.py), item 12 the KKT workspace of prescribed joints
-    on closed loops (kernels/rollout_loop_prescribed.py). resume (2,) int64: [0, 0] to start
-    from q0, v0.
+    loop drives' (kernels/rollout_loop_drives.py). resume (2,) int64: [0, 0] to start from q0,
+    v0.
     position, velocity (T, nd): drive references (read when iopt[I_DRIVES]); the stop arrays
     read when iopt[I_LIMITS] (kernels/stops.py rows; stops_int, stops_float and drive_float are
     written: per-thread copies). parts: None, or (prescribed joints, mimic couplings, force
     elements on a flexible tree), kernels/rollout_special.py's tuples (empty index arrays for
     what the call does not have); with mimic couplings NEEDS_PROJECTION also comes for
-    robot.step's projection onto them, in Python."""
+    robot.step's projection onto them, in Python. loop_parts: None, or with prescribed joints
+    (parts[0]) on closed loops their KKT workspace (kernels/rollout_loop_prescribed.py
+    loop_prescribed_workspace): their hybrid dynamics and robot.step's projection holding them.
+    """
     nq, nv = q0.shape[0], v0.shape[0]
     q, v = work[W_Q, :nq], work[W_V, :nv]
     total = work[W_TOTAL, :nv]
@@ -317,12 +320,10 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     # parts is None when the call has none of them: numba then prunes the `parts is not None`
     # branches at compile time and the plain path compiles as it did without them (runtime
     # flags here cost the arm7 8-15 % per step, measured)
-    prescribing = mimicking = special = flexible_loads = loop_prescribing = False
+    prescribing = mimicking = special = flexible_loads = False
     if parts is not None:
         prescribing, mimicking, special = has_special_dynamics(parts)
         flexible_loads = parts[2][X_ELEMENT_INT].shape[0] > 0   # (force elements, flexible)
-        # prescribed joints on closed loops: kernels/rollout_loop_prescribed.py
-        loop_prescribing = prescribing and iopt[I_LOOPS] != 0
     # loop_arrays: the loops tuple and (item 10) the projection's workspace, kept out of the
     # tuple the stages pass to _loaded_forward_dynamics (each array it holds costs per call)
     loops, projection_work = loop_arrays[:10], loop_arrays[10]
@@ -390,9 +391,8 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                 # the forward dynamics at the stages: the C entry, or the loaded path (force
                 # elements), branched here so that the plain path never binds those tuples
                 if parts is not None and special:
-                    status = _special_stage(entries, bound, dims, forces, loaded, parts,
-                                            loop_arrays, loop_prescribing, n, FIRST_STAGE, q,
-                                            v, total, a1)
+                    status = _special_stage(entries, bound, dims, forces, loaded, parts, loops,
+                                            loop_parts, n, FIRST_STAGE, q, v, total, a1)
                 elif loaded:
                     status = _loaded_forward_dynamics(forces, loops, iopt, q, v, total, a1,
                                                       tau_loaded)
@@ -405,8 +405,8 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     _rk4_stage(body_int, iopt, q, v, v, a1, half, qs, v2)
                     if parts is not None and special:
                         status = _special_stage(entries, bound, dims, forces, loaded, parts,
-                                                loop_arrays, loop_prescribing, n,
-                                                MIDDLE_STAGE, qs, v2, total, a2)
+                                                loops, loop_parts, n, MIDDLE_STAGE, qs, v2,
+                                                total, a2)
                     elif loaded:
                         status = _loaded_forward_dynamics(forces, loops, iopt, qs, v2, total, a2,
                                                           tau_loaded)
@@ -416,8 +416,8 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                         _rk4_stage(body_int, iopt, q, v, v2, a2, half, qs, v3)
                         if parts is not None and special:
                             status = _special_stage(
-                                entries, bound, dims, forces, loaded, parts, loop_arrays,
-                                loop_prescribing, n, MIDDLE_STAGE, qs, v3, total, a3)
+                                entries, bound, dims, forces, loaded, parts, loops, loop_parts,
+                                n, MIDDLE_STAGE, qs, v3, total, a3)
                         elif loaded:
                             status = _loaded_forward_dynamics(forces, loops, iopt, qs, v3, total,
                                                               a3, tau_loaded)
@@ -427,8 +427,8 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                         _rk4_stage(body_int, iopt, q, v, v3, a3, h, qs, v4)
                         if parts is not None and special:
                             status = _special_stage(
-                                entries, bound, dims, forces, loaded, parts, loop_arrays,
-                                loop_prescribing, n, LAST_STAGE, qs, v4, total, a4)
+                                entries, bound, dims, forces, loaded, parts, loops, loop_parts,
+                                n, LAST_STAGE, qs, v4, total, a4)
                         elif loaded:
                             status = _loaded_forward_dynamics(forces, loops, iopt, qs, v4, total,
                                                               a4, tau_loaded)
@@ -484,7 +484,7 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
             if iopt[I_LOOPS]:
                 # (prescribed joints: the projection holding them, kernels/
                 # rollout_loop_prescribed.py)
-                if parts is not None and loop_prescribing:
+                if loop_parts is not None:
                     closed = close_loops_holding(loops, projection_work, parts[0], q, v,
                                                  fopt[F_PROJECTION_TOLERANCE],
                                                  fopt[F_CLOSING_TOLERANCE])
@@ -528,7 +528,7 @@ def rollout_members(entries, bound, dims, forces, loops, body_int, iopt, fopt, q
             entries, bound, dims, forces, loops, body_int, iopt, fopt, q0[i], v0[i], tau[i],
             drive_int, drive_float, position[i], velocity[i], limited_iq, stops_int, stops_float,
             vel_idx, velocity_limit, effort, work, mats, stop_work, q_out[i], v_out[i],
-            detail[i:i + 1], resume, parts)
+            detail[i:i + 1], resume, parts, None)
 
 
 def new_options():

@@ -100,9 +100,13 @@ class ThreadWork:
     are written by the entries) and their addresses, the loop's vectors and matrices, and copies
     of the stop and drive arrays the kernels write."""
 
-    def __init__(self, bound, nq, nv, forces, loops):
+    def __init__(self, bound, nq, nv, forces, loops, n_loop_rows):
         self.forces = forces
         self.loops = loops
+        # prescribed joints on closed loops: their KKT workspace (kernels/
+        # rollout_loop_prescribed.py; passed only to calls that have both)
+        self.loop_prescribed = loop_prescribed_workspace(nv, n_loop_rows) if n_loop_rows \
+            else None
         self.resume = np.zeros(2, dtype=np.int64)
         self.bound = tuple(np.array(x, copy=True, order="C") for x in bound)
         self.pointers = np.array([x.ctypes.data for x in self.bound] or [0], dtype=np.int64)
@@ -127,6 +131,8 @@ class RolloutEngine:
             if bound is None:
                 bound, dims = entry_bound, entry_dims
         self.closed_loop = bool(robot.closure_names)
+        self.n_loop_rows = robot._constraints.loops.n_constraints if self.closed_loop and \
+            robot._constraints.loops is not None else 0
         if self.closed_loop:
             # the recursive closed-loop solver's entry for the forward dynamics (its bound
             # arrays and dims; the ID entry is not called then: no drives on closed loops here)
@@ -158,8 +164,7 @@ class RolloutEngine:
             i2, f2, i1, f1 = (np.zeros((1, 1), dtype=np.int64), np.zeros((1, 1)),
                               np.zeros(1, dtype=np.int64), np.zeros(1))
             return (i2, f2, f2.copy(), i2, f2, f2.copy(), f2.copy(), f1, i1, f1.copy(),
-                    projection_workspace(1, 1, 1), drive_workspace(1, 1, ()),
-                    loop_prescribed_workspace(1, 1))
+                    projection_workspace(1, 1, 1), drive_workspace(1, 1, ()))
         tree, constraints = robot.tree, robot._constraints
         loops = constraints.loops
         return (tree.body_int, tree.body_float, np.zeros_like(tree.work), loops.cut_int,
@@ -168,8 +173,7 @@ class RolloutEngine:
                 np.zeros(loops.n_constraints),
                 projection_workspace(robot.nq, robot.nv, loops.n_constraints,
                                      not self.python_projection),
-                drive_workspace(robot.nv, loops.n_constraints, constraints.actuated_dofs),
-                loop_prescribed_workspace(robot.nv, loops.n_constraints))
+                drive_workspace(robot.nv, loops.n_constraints, constraints.actuated_dofs))
 
     def force_arrays(self):
         """kernels/rollout.py's `forces` tuple for one thread: the tree's model arrays and the
@@ -196,7 +200,7 @@ class RolloutEngine:
         robot = self.robot
         while len(taken) < n:
             taken.append(ThreadWork(self.bound, robot.nq, robot.nv, self.force_arrays(),
-                                    self.loop_arrays()))
+                                    self.loop_arrays(), self.n_loop_rows))
         return taken
 
     def give_back(self, works):
@@ -290,6 +294,8 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
         stops_int = limits.stops_int.copy() if limits is not None else empty_i2
         stops_float = limits.stops_float.copy() if limits is not None else empty_f2
         drive_float = problem.drive_float.copy() if drives else empty_f2
+        # prescribed joints on closed loops: their KKT workspace (None prunes that path)
+        loop_parts = w.loop_prescribed if engine.closed_loop and problem.prescribed else None
         parts = (thread_prescribed(prescribed, nv), thread_mimic(mimic, nv),
                  flexible_load_arrays(robot), prescribed_mimic_arrays(problem, prescribed, nv)) \
             if special else None   # (kernels/rollout_special.py)
@@ -316,7 +322,7 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
                     iopt, fopt, problem.q0[i], problem.v0[i], problem.tau[i], drive_int,
                     drive_float, position[i], velocity[i], limited_iq, stops_int, stops_float,
                     vel_idx, velocity_limit, effort, w.work, w.mats, w.stop_work, q[i], v[i],
-                    detail[i:i + 1], w.resume, parts)
+                    detail[i:i + 1], w.resume, parts, loop_parts)
                 if codes[i] == K.NEEDS_DRIVE_TERMS:
                     drive_terms(w)
                     continue
