@@ -3,7 +3,8 @@ the hybrid KKT solve of robot/prescribed.py `solve` and robot.step's projection 
 prescribed dofs, in numba.
 
 Robots: the four-bar with its crank prescribed (no dof left: the loop's kinematics move the
-coupler and the rocker), and both loop samples on a shaker rig (a prismatic joint `rig` along
+coupler and the rocker), the leg with a four-bar knee linkage with its hip prescribed (the
+knee's dof free), and both loop samples on a shaker rig (a prismatic joint `rig` along
 z under their base, prescribed to a road profile: the four-bar's crank and the double
 wishbone's wheel travel stay free and respond to the base's acceleration through M_fp; the
 wishbone's strut is a force element, so its loaded path runs too).
@@ -19,8 +20,8 @@ Tolerances: both solves of the KKT system are backward stable (numpy's lstsq, an
 kernel's pivoted QR and triangular solve, consistent_min_norm_solve), so each is within
 ~n EPS cond |x| of the exact solution and they differ by at most 32 EPS cond(KKT) max(1, |qdd|),
 cond the KKT matrix's actual condition over its kept singular values (4 on the four-bar with
-its crank prescribed, ~120 on the wishbone and ~2e3 on the four-bar on the rig: the blocks mix
-units). A rollout's rows then differ by at most that per stage, integrated over the steps (each
+its crank prescribed, ~120 on the wishbone, ~300 on the leg and ~2e3 on the four-bar on the
+rig: the blocks mix units). A rollout's rows then differ by at most that per stage, integrated over the steps (each
 step's velocity error h times the acceleration error, the positions' h times that) plus the
 projections' 64 EPS per row (test_rollout_loops.py's bound): 64 EPS rows max(1, |x|)
 (1 + cond_max), cond_max the largest over every tenth reference row.
@@ -77,6 +78,13 @@ def rig_wishbone():
                   "double_wishbone.yaml")
 
 
+def leg():
+    """The leg with a four-bar knee linkage (urdf/leg_fourbar_floating.urdf, fixed hip mount): 2
+    dofs, the hip prescribed leaves the knee linkage's dof free."""
+    return mbd_ros.load(str(URDF / "leg_fourbar_floating.urdf"),
+                        closures=str(CONFIG / "leg_fourbar_closures.yaml"))
+
+
 def road(amplitude=0.02, omega=12.0):
     """A road profile for the rig (m, m/s, m/s^2): a sine of `amplitude` m at omega rad/s."""
     return sine(amplitude, omega, 0.0)
@@ -87,6 +95,7 @@ CASES = {
     "fourbar_crank": (fourbar, lambda: {"crank_joint": sine(0.4, 3.0, 0.2)}),
     "fourbar_rig": (rig_fourbar, lambda: {"rig": road()}),
     "wishbone_rig": (rig_wishbone, lambda: {"rig": road(0.01, 25.0)}),
+    "leg_hip": (leg, lambda: {"hip": sine(0.2, 3.0, 0.1)}),
 }
 
 
