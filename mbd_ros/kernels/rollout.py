@@ -240,11 +240,13 @@ def _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_in
 
 @njit(cache=True, nogil=True)
 def _implicit_step(entries, bound, dims, forces, loops, body_int, iopt, q, v, total, a1, h, work,
-                   mats, qn, vn, loaded, special):
+                   mats, qn, vn, loaded, special, loop_parts):
     """(qn, vn) by the implicit_euler step of a tree or the symplectic_euler step of a tree or
     closed loops (kernels/rollout_implicit.py; loops: the loop tuple; special: None or
     (entries, parts, n), kernels/rollout_special.py's parts; with mimic couplings implicit Euler
-    on their tangent basis, kernels/rollout_mimic_implicit.py); returns its status (0: done)."""
+    on their tangent basis, kernels/rollout_mimic_implicit.py; loop_parts: None, or with
+    prescribed joints on closed loops their KKT workspace, symplectic Euler only); returns its
+    status (0: done)."""
     manifold = iopt[I_INTEGRATE] == JOINT_MANIFOLDS
     rows, implicit_mats = work[WORK_ROWS:], mats[M_INV + 1:]
     if special is not None and iopt[I_INTEGRATOR] == IMPLICIT_EULER and \
@@ -260,7 +262,7 @@ def _implicit_step(entries, bound, dims, forces, loops, body_int, iopt, q, v, to
     return symplectic_euler_step(entries[FD], entries[MM], bound, dims, forces, loaded, loops,
                                  iopt[I_LOOPS] != 0, body_int, manifold, iopt[I_NQ_JOINTS],
                                  iopt[I_NV_JOINTS], q, v, total, a1, h, rows, implicit_mats, qn,
-                                 vn, special)
+                                 vn, special, loop_parts)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -460,11 +462,11 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     if parts is not None and special:
                         status = _implicit_step(entries, bound, dims, forces, loops, body_int,
                                                 iopt, q, v, total, a1, h, work, mats, qn, vn,
-                                                loaded, (entries, parts, n))
+                                                loaded, (entries, parts, n), loop_parts)
                     else:
                         status = _implicit_step(entries, bound, dims, forces, loops, body_int,
                                                 iopt, q, v, total, a1, h, work, mats, qn, vn,
-                                                loaded, None)
+                                                loaded, None, None)
                     if status:
                         detail[0] = status
                         return DYNAMICS_FAILED, k

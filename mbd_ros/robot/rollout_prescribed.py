@@ -29,9 +29,9 @@ MAX_PRESCRIBED_SAMPLES = 1_000_000
 PRESCRIBED_INTEGRATORS = (None, "rk4", "semi_implicit_euler", "implicit_euler",
                           "symplectic_euler")
 
-# ... and on closed loops of the recursive solver (kernels/rollout_loop_prescribed.py; the
-# implicit schemes' tangent-basis steps do not take the prescribed joints' hybrid dynamics)
-LOOP_PRESCRIBED_INTEGRATORS = (None, "rk4", "semi_implicit_euler")
+# ... and on closed loops of the recursive solver (kernels/rollout_loop_prescribed.py; implicit
+# Euler's tangent-basis step does not take the prescribed joints' hybrid dynamics)
+LOOP_PRESCRIBED_INTEGRATORS = (None, "rk4", "semi_implicit_euler", "symplectic_euler")
 
 
 def check_prescribed(robot, prescribed):
@@ -55,10 +55,11 @@ def prescribed_unsupported(problem):
     robot = problem.robot
     if problem.integrator not in PRESCRIBED_INTEGRATORS:
         return f"prescribed joints with the {problem.integrator} integrator run in Python"
-    if robot.closure_names:   # (kernels/rollout_loop_prescribed.py: rk4, semi_implicit_euler)
+    if robot.closure_names:   # (kernels/rollout_loop_prescribed.py)
         if problem.integrator not in LOOP_PRESCRIBED_INTEGRATORS:
             return (f"prescribed joints on closed loops with the {problem.integrator} "
-                    "integrator run in Python (compiled: rk4, semi_implicit_euler)")
+                    "integrator run in Python (compiled: rk4, semi_implicit_euler, "
+                    "symplectic_euler)")
         if robot.tree.kind != "rigid":
             return (f"prescribed joints on closed loops of a {robot.tree.kind} tree run in "
                     "Python (compiled on rigid trees)")
