@@ -21,10 +21,10 @@ kernel's pivoted QR and triangular solve, consistent_min_norm_solve), so each is
 ~n EPS cond |x| of the exact solution and they differ by at most 32 EPS cond(KKT) max(1, |qdd|),
 cond the KKT matrix's actual condition over its kept singular values (4 on the four-bar with
 its crank prescribed, ~120 on the wishbone, ~300 on the leg and ~2e3 on the four-bar on the
-rig: the blocks mix units). A rollout's rows then differ by at most that per stage, integrated over the steps (each
-step's velocity error h times the acceleration error, the positions' h times that) plus the
-projections' 64 EPS per row (test_rollout_loops.py's bound): 64 EPS rows max(1, |x|)
-(1 + cond_max), cond_max the largest over every tenth reference row.
+rig: the blocks mix units). A rollout's rows then differ by at most that per stage, integrated
+over the steps (each step's velocity error h times the acceleration error, the positions' h
+times that) plus the projections' 64 EPS per row (test_rollout_loops.py's bound): 64 EPS rows
+max(1, |x|) (1 + cond_max), cond_max the largest over every tenth reference row.
 """
 from __future__ import annotations
 
