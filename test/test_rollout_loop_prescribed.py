@@ -148,6 +148,57 @@ def evaluation_arrays(robot, prescribed, t0, integrator="rk4"):
     return loops, forces, loaded, thread_prescribed(prescribed_table(problem, 1), robot.nv)
 
 
+def test_consistent_min_norm_solve_equals_lapack_lstsq():
+    """The KKT solver alone: square systems of rank r < n with b in their range (a planar loop's
+    KKT: zero rows and the columns of their multipliers) equal numpy's lstsq to 32 EPS cond |x|
+    (both backward stable: not cond^2) and return the rank; b off the range is reported (-1)."""
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        n, r = 8, 5
+        a = rng.standard_normal((n, r)) @ rng.standard_normal((r, n))
+        a[rng.permutation(n)[:2]] *= 1e3   # rows of mixed scale, as M and G blocks
+        b = a @ rng.standard_normal(n)
+        x = np.zeros(n)
+        t = np.zeros((n, n))
+        scratch = np.zeros((4, n))
+        perm = np.zeros(n, dtype=np.int64)
+        rank = LP.consistent_min_norm_solve(a, n, n, b, x, t, *scratch, perm)
+        reference, _, lapack_rank, sigma = np.linalg.lstsq(a, b, rcond=RANK_TOLERANCE)
+        assert rank == lapack_rank == r
+        kept = sigma[sigma > RANK_TOLERANCE * sigma[0]]
+        tolerance = 32 * EPS * (kept[0] / kept[-1]) * max(1.0, np.abs(reference).max())
+        np.testing.assert_allclose(x, reference, rtol=0, atol=tolerance)
+        off = b + 1e-6 * np.abs(b).max() * rng.standard_normal(n)   # not in the range
+        assert LP.consistent_min_norm_solve(a, n, n, off, x, t, *scratch, perm) == -1
+
+
+def test_contradicting_prescribed_joints_take_the_least_squares_solution():
+    """The four-bar's crank and rocker both prescribed with accelerations the loop cannot take
+    together: the KKT system is inconsistent, and the kernel gives lstsq's least-squares
+    solution (robot.forward_dynamics(prescribed=)) through min_norm_solve, to its round-off
+    32 EPS cond^2."""
+    robot = fourbar()
+    prescribed = {"crank_joint": sine(0.4, 3.0, 0.2), "rocker_joint": sine(0.5, 7.0, 0.0)}
+    names = list(prescribed)
+    loops, forces, loaded, table = evaluation_arrays(robot, prescribed, T0)
+    workspace = LP.loop_prescribed_workspace(robot.nv, robot._constraints.n_loop_rows)
+    rng = np.random.default_rng(3)
+    q = robot.assemble(robot.neutral())
+    for _ in range(5):
+        v = robot.project_velocity(q, rng.standard_normal(robot.nv))
+        tau = rng.standard_normal(robot.nv)
+        accelerations = {name: prescribed[name](T0)[2] for name in names}
+        reference = robot.forward_dynamics(q, v, tau, prescribed=accelerations)
+        out = np.zeros(robot.nv)
+        assert LP.loop_prescribed_forward_dynamics(loops[:10], forces, loaded, workspace, table,
+                                                   0, 0, q, v, tau, out) == 0
+        cond = kkt_condition(robot, q, v, names)
+        tolerance = 32 * EPS * cond ** 2 * max(1.0, np.abs(reference).max())
+        np.testing.assert_allclose(out, reference, rtol=0, atol=tolerance)
+        jac, gamma = robot._constraints.acceleration_rows(q, v)
+        assert np.abs(jac @ out + gamma).max() > 1e-6   # (the loop cannot follow both)
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_kkt_dynamics_equal_robot_forward_dynamics(case):
     """One evaluation at random states near the loops: the kernel's accelerations equal

@@ -37,8 +37,9 @@ the loops with the prescribed coordinates held.
    Python), a singular M_ff or a failed solve: False with q, v unchanged, and the caller projects
    in Python (robot/rollout_compiled.py project, with `fixed=`).
 
-Workspace (`loop_prescribed_workspace`, per thread, built once): (mats (2, p, p): the KKT matrix
-and the QR's t; mass (nv, nv); vec (N_ROWS, p); perm (p,) int64), p = nv + b.
+Workspace (`loop_prescribed_workspace`, per thread, built once): (mats (3, p, p): the KKT matrix,
+the QR's t, min_norm_solve's normal matrix; mass (nv, nv); vec (N_ROWS, p); perm (p,) int64),
+p = nv + b.
 The projection uses kernels/rollout_projection.py's workspace (loop_arrays[10]).
 """
 import math
@@ -60,11 +61,12 @@ from .rollout_projection import (MAX_ITERATIONS, P_CHOL, P_NORMAL, P_T, P_W, V_B
                                  min_norm_solve, pivoted_qr_transposed)
 from .wrenches import load_link_wrenches
 
-# matrices of mats (2, p, p)
-L_KKT, L_T = range(2)
+# matrices of mats (3, p, p)
+L_KKT, L_T, L_NORMAL = range(3)
 # rows of vec (N_ROWS, p)
-L_RHS, L_X, L_RDIAG, L_HV0, L_BETA, L_C, L_BIAS, L_GAMMA, L_QDDP, L_TOTAL, L_ZERO = range(11)
-N_ROWS = 11
+L_RHS, L_X, L_RDIAG, L_HV0, L_BETA, L_C, L_Z, L_BIAS, L_GAMMA, L_QDDP, L_TOTAL, L_ZERO = range(12)
+N_ROWS = 12
+EPS = 2.220446049250313e-16   # float64's machine epsilon
 # statuses (returned as the forward dynamics' kernel status: kernels/rollout.py DYNAMICS_FAILED)
 NOT_FINITE_QDD = 91    # a non-finite acceleration
 
@@ -72,7 +74,7 @@ NOT_FINITE_QDD = 91    # a non-finite acceleration
 def loop_prescribed_workspace(nv, n_rows):
     """A thread's workspace for nv dofs and n_rows loop rows (module docstring)."""
     p = max(nv + n_rows, 1)
-    return (np.zeros((2, p, p)), np.zeros((nv, nv)), np.zeros((N_ROWS, p)),
+    return (np.zeros((3, p, p)), np.zeros((nv, nv)), np.zeros((N_ROWS, p)),
             np.zeros(p, dtype=np.int64))
 
 
@@ -178,8 +180,14 @@ def loop_prescribed_forward_dynamics(loops, forces, loaded, workspace, prescribe
         for k in range(n_fixed):
             s -= jacobian[r, fixed[k]] * qdd_p[k]
         rhs[row] = s
-    consistent_min_norm_solve(kkt, size, size, rhs, x, mats[L_T], vec[L_RDIAG], vec[L_HV0],
-                              vec[L_BETA], vec[L_C], perm)
+    if consistent_min_norm_solve(kkt, size, size, rhs, x, mats[L_T], vec[L_RDIAG], vec[L_HV0],
+                                 vec[L_BETA], vec[L_C], perm) < 0:
+        # inconsistent (e.g. two prescribed joints of one loop whose trajectories disagree):
+        # lstsq's least-squares solution, by min_norm_solve (round-off times cond^2; the QR
+        # worked on a copy, the KKT matrix is intact)
+        if min_norm_solve(kkt, size, size, rhs, x, mats[L_T], mats[L_NORMAL], vec[L_RDIAG],
+                          vec[L_HV0], vec[L_BETA], vec[L_C], vec[L_Z], perm) < 0:
+            return NOT_FINITE_QDD
     for a in range(nf):
         out[free[a]] = x[a]
     for k in range(n_fixed):
@@ -197,14 +205,17 @@ def consistent_min_norm_solve(a, m, n, b, x, t, rdiag, hv0, beta, c, perm):
     pivoted_qr_transposed, its rank rule |R_kk| > RANK_TOLERANCE |R_00|), then R_r^T y = (P^T b)
     [:r] by forward substitution (R_r^T's first r rows are lower triangular) and x = Q_r y,
     which lies in range(A^T): the minimum-norm solution, solving every equation when b is in
-    range(A) (the dependent rows, pivoted last, follow from the kept ones). min_norm_solve's
+    range(A) (the dependent rows, pivoted last, follow from the kept ones: checked, and -1
+    returned when one is off by more than 64 EPS of the system's scale, x then not the
+    solution: the caller takes min_norm_solve's least squares). min_norm_solve's
     least squares goes through the normal equations R_r R_r^T, round-off times cond(A)^2; here
     the error is round-off times cond(A), as numpy's lstsq's (backward stable), which matters
     for a KKT matrix whose blocks mix units (cond ~ 2e3 on the four-bar on a shaker rig). A
     right side off range(A) by d gives the solution of the kept rows, within ~cond |d| of
-    lstsq's least squares; prescribed.solve's systems are consistent (its dropped rows are the
-    exactly zero rows of a planar loop closed in 3-D, with zero right sides). t (>= n x m),
-    rdiag, hv0, beta, c (>= m,), perm (>= m,) int64: scratch. Returns the rank r."""
+    lstsq's least squares; prescribed.solve's systems are consistent unless prescribed joints
+    contradict each other (its dropped rows are the exactly zero rows of a planar loop closed in
+    3-D, with zero right sides). t (>= n x m), rdiag, hv0, beta, c (>= m,), perm (>= m,) int64:
+    scratch. Returns the rank r, or -1 (inconsistent)."""
     rank = pivoted_qr_transposed(a, m, n, t, rdiag, hv0, beta, perm)
     for j in range(m):
         c[j] = b[perm[j]]
@@ -216,6 +227,18 @@ def consistent_min_norm_solve(a, m, n, b, x, t, rdiag, hv0, beta, c, perm):
         for k in range(i):
             s -= t[k, i] * x[k]
         x[i] = s / rdiag[i]
+    # the dropped rows i >= r: sum_k R[k, i] y_k = c_i must hold (a consistent system)
+    scale = 1.0
+    for i in range(m):
+        scale = max(scale, abs(c[i]))
+    for i in range(rank):
+        scale = max(scale, abs(x[i] * rdiag[0]))
+    for i in range(rank, m):
+        s = c[i]
+        for k in range(rank):
+            s -= t[k, i] * x[k]
+        if not abs(s) <= 64.0 * EPS * scale:
+            return -1
     # x = Q (y, 0) = H_0 H_1 ... H_{r-1} (y, 0)
     for k in range(rank - 1, -1, -1):
         s = hv0[k] * x[k]
