@@ -45,6 +45,15 @@ drives and with implicit Euler): per step µs of the compiled rollout and of the
 (robot.step repeated, with the Plant's drive terms in Python), as multiples of one forward
 dynamics call of that robot from Python (prescribed: with the accelerations dict).
 
+Prescribed joints on closed loops (h19-loopspre, kernels/rollout_loop_prescribed.py; select
+them with --robots "closed loop:"): the four-bar with its crank prescribed, the four-bar and the
+double wishbone on a shaker rig (a prismatic joint under the base prescribed to a road profile):
+per step µs of the compiled rollout (rk4, semi_implicit_euler, symplectic_euler; the
+trajectories' sampling included, and timed alone), of the same robot's compiled rollout without
+prescribed joints (the four-bar on the rig: its rig joint free) and of the reference engine
+(robot.step repeated), as multiples of one forward dynamics call from Python with the
+accelerations dict (prescribed.solve's KKT).
+
 Design check (kernels/rollout.py's docstring): a numba loop of 1000 ABA calls made directly
 vs through the C entry's address (call_entry), per call.
 
@@ -389,6 +398,89 @@ def bench_part(name, robot, bare, prescribed, sub, steps, rounds, rng):
     return fd, rows
 
 
+def rig_robot(urdf, root, closures, forces=None):
+    """The sample `urdf` on a shaker rig: a prismatic joint `rig` (z, +-1 m) between a new root
+    link and its root link `root` (as test/test_rollout_loop_prescribed.py builds it)."""
+    import tempfile
+    text = (ROOT / "urdf" / urdf).read_text()
+    head = text.index(">", text.index("<robot")) + 1
+    rig = ('<link name="rig_frame"/><joint name="rig" type="prismatic"><parent link="rig_frame"/>'
+           f'<child link="{root}"/><axis xyz="0 0 1"/>'
+           '<limit effort="1000" velocity="10" lower="-1" upper="1"/></joint>')
+    config = ROOT / "config"
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / urdf
+        path.write_text(text[:head] + rig + text[head:])
+        return mbd_ros.load(str(path), closures=str(config / closures),
+                            forces=str(config / forces) if forces else None)
+
+
+def loop_prescribed_cases():
+    """{name: (robot, prescribed)}: prescribed joints on closed loops (module docstring)."""
+    config = ROOT / "config"
+    fourbar = mbd_ros.load(str(ROOT / "urdf" / "fourbar.urdf"),
+                           closures=str(config / "fourbar_closures.yaml"))
+    return {
+        "closed loop: four-bar, crank prescribed": (fourbar, {"crank_joint": sine(0.4, 3.0)}),
+        "closed loop: four-bar on a shaker rig": (
+            rig_robot("fourbar.urdf", "ground", "fourbar_closures.yaml"),
+            {"rig": sine(0.02, 12.0)}),
+        "closed loop: double wishbone on a shaker rig": (
+            rig_robot("double_wishbone.urdf", "chassis", "double_wishbone.yaml",
+                      "double_wishbone.yaml"), {"rig": sine(0.01, 25.0)}),
+    }
+
+
+def bench_loop_prescribed(name, robot, prescribed, steps, rounds, rng):
+    """(FD µs, rows (label, µs/step, FD per step)) of prescribed joints on a closed loop. Every
+    compiled rollout is checked against the reference engine first (to 1e-9: the KKT solves
+    differ by round-off times its condition, test/test_rollout_loop_prescribed.py)."""
+    constraints = robot._constraints
+    fixed = constraints.dofs(list(prescribed))
+    q = robot.assemble(robot.neutral())
+    v = 0.5 * rng.standard_normal(robot.nv)
+    for joint, trajectory in prescribed.items():
+        j = robot.joint_names.index(joint)
+        q[int(robot.idx_q[j])], v[int(robot.idx_v[j])], _ = trajectory(0.0)
+    q, v = constraints.project_state(q, v, fixed=fixed)
+    tau = 0.1 * rng.standard_normal((steps, robot.nv))
+    out = np.empty(robot.nv)
+    funcs = {}
+    for integrator in ("rk4", "semi_implicit_euler", "symplectic_euler"):
+        a = robot.rollout(q, v, tau, DT, integrator=integrator, prescribed=prescribed, t0=0.0,
+                          engine="compiled")
+        b = robot.rollout(q, v, tau, DT, integrator=integrator, prescribed=prescribed, t0=0.0,
+                          engine="reference")
+        assert a.status == b.status == "ok", (name, integrator, a.message, b.message)
+        # (symplectic Euler: its iteration stop and the M(q+) solve, the test's bound)
+        tolerance = 1e-7 if integrator == "symplectic_euler" else 1e-9
+        assert all(np.abs(x - y).max() <= tolerance * max(1.0, np.abs(y).max())
+                   for x, y in zip(a, b)), (name, integrator)
+        funcs[f"rollout {integrator}"] = (lambda i=integrator: robot.rollout(
+            q, v, tau, DT, integrator=i, prescribed=prescribed, t0=0.0, engine="compiled"))
+        funcs[f"without prescribed joints: rollout {integrator}"] = (
+            lambda i=integrator: robot.rollout(q, v, tau, DT, integrator=i, engine="compiled"))
+        funcs[f"reference engine {integrator}"] = (lambda i=integrator: robot.rollout(
+            q, v, tau, DT, integrator=i, prescribed=prescribed, t0=0.0, engine="reference"))
+    from mbd_ros.robot.rollout import RolloutProblem
+    from mbd_ros.robot.rollout_prescribed import prescribed_table
+    problem = RolloutProblem(robot, q, v, tau, DT, "rk4", 1, None, False, 1e3, prescribed, 0.0)
+    funcs["sampling the trajectories (rk4)"] = lambda: prescribed_table(problem, 1)
+    rows_q, rows_v = robot.rollout(q, v, tau, DT, integrator="rk4", prescribed=prescribed)
+    accelerations = {joint: 0.0 for joint in prescribed}
+
+    def fd_loop():
+        for k in range(steps):
+            robot.forward_dynamics(rows_q[k], rows_v[k], tau[k], out=out,
+                                   prescribed=accelerations)
+    funcs["forward dynamics"] = fd_loop
+    timings = cpu_interleaved(funcs, rounds)
+    fd = timings.pop("forward dynamics")["median"] / steps
+    rows = [(label, t["median"] / steps, t["median"] / steps / fd)
+            for label, t in timings.items()]
+    return fd, rows
+
+
 def combo_cases(steps):
     """{robot name: (robot, start adjustment or None, prescribed or None, substeps per row,
     {label: rollout options})}: the combinations of bench_combos (module docstring)."""
@@ -608,6 +700,17 @@ def main():
         if args.robots not in name:
             continue
         fd, rows = bench_part(name, robot, bare, prescribed, sub, args.steps, args.rounds, rng)
+        print(f"| {name} | forward dynamics (Python call) | {fd:.3f} | 1 |")
+        for label, per_step, ratio in rows:
+            print(f"| {name} | {label} | {per_step:.3f} | {ratio:.2f} |")
+    print("\nprescribed joints on closed loops (µs per step; FD: that robot's forward dynamics "
+          "from Python with the prescribed accelerations)\n")
+    print("| robot | call | µs/step (median) | FD per step (median) |")
+    print("|---|---|---:|---:|")
+    for name, (robot, prescribed) in loop_prescribed_cases().items():
+        if args.robots not in name:
+            continue
+        fd, rows = bench_loop_prescribed(name, robot, prescribed, args.steps, args.rounds, rng)
         print(f"| {name} | forward dynamics (Python call) | {fd:.3f} | 1 |")
         for label, per_step, ratio in rows:
             print(f"| {name} | {label} | {per_step:.3f} | {ratio:.2f} |")

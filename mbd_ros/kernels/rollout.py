@@ -46,6 +46,7 @@ from .plant import (DRIVE_Q_REF, DRIVE_VELOCITY_CMD, beyond_limits, drive_torque
 from .rk4 import rk4_combine, rk4_stage, state_bound
 from .rollout_loop_drives import NEEDS_PARTITION, loop_drive_bias
 from .rollout_projection import close_loops
+from .rollout_loop_prescribed import close_loops_holding, loop_prescribed_forward_dynamics
 from .rollout_tangent import implicit_euler_loop_step
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
@@ -239,11 +240,13 @@ def _after_step(entries, bound, dims, body_int, iopt, fopt, limited_iq, stops_in
 
 @njit(cache=True, nogil=True)
 def _implicit_step(entries, bound, dims, forces, loops, body_int, iopt, q, v, total, a1, h, work,
-                   mats, qn, vn, loaded, special):
+                   mats, qn, vn, loaded, special, loop_parts):
     """(qn, vn) by the implicit_euler step of a tree or the symplectic_euler step of a tree or
     closed loops (kernels/rollout_implicit.py; loops: the loop tuple; special: None or
     (entries, parts, n), kernels/rollout_special.py's parts; with mimic couplings implicit Euler
-    on their tangent basis, kernels/rollout_mimic_implicit.py); returns its status (0: done)."""
+    on their tangent basis, kernels/rollout_mimic_implicit.py; loop_parts: None, or with
+    prescribed joints on closed loops their KKT workspace, symplectic Euler only); returns its
+    status (0: done)."""
     manifold = iopt[I_INTEGRATE] == JOINT_MANIFOLDS
     rows, implicit_mats = work[WORK_ROWS:], mats[M_INV + 1:]
     if special is not None and iopt[I_INTEGRATOR] == IMPLICIT_EULER and \
@@ -259,14 +262,29 @@ def _implicit_step(entries, bound, dims, forces, loops, body_int, iopt, q, v, to
     return symplectic_euler_step(entries[FD], entries[MM], bound, dims, forces, loaded, loops,
                                  iopt[I_LOOPS] != 0, body_int, manifold, iopt[I_NQ_JOINTS],
                                  iopt[I_NV_JOINTS], q, v, total, a1, h, rows, implicit_mats, qn,
-                                 vn, special)
+                                 vn, special, loop_parts)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _special_stage(entries, bound, dims, forces, loaded, parts, loops, loop_parts, n, c, q, v,
+                   tau, out):
+    """The stage dynamics of a call with special parts (kernels/rollout_special.py): with
+    prescribed joints on closed loops (loop_parts not None: their KKT workspace) the hybrid KKT
+    solve on the loops tuple (kernels/rollout_loop_prescribed.py), else
+    special_forward_dynamics. (loop_parts is rollout_member's argument: None prunes the branch
+    at compile time; a runtime flag here cost the trees' special paths 4-7 %, measured.)"""
+    if loop_parts is not None:
+        return loop_prescribed_forward_dynamics(loops, forces, loaded, loop_parts, parts[0], n, c,
+                                                q, v, tau, out)
+    return special_forward_dynamics(entries, bound, dims, forces, loaded, parts, n, c, q, v, tau,
+                                    out)
 
 
 @njit(cache=True, nogil=True)
 def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fopt, q0, v0, tau,
                    drive_int, drive_float, position, velocity, limited_iq, stops_int, stops_float,
                    vel_idx, velocity_limit, effort, work, mats, stop_work, q_out, v_out, detail,
-                   resume, parts):
+                   resume, parts, loop_parts):
     """One rollout: q0 (nq,), v0 (nv,), tau (T, nv) -> rows 0..steps of q_out (T+1, nq), v_out
     (T+1, nv) (rows after a failure left as they were). Returns (code, steps): DONE, or the
     failure (NOT_FINITE, TOO_FAST: detail[0] the speed; DYNAMICS_FAILED: detail[0] the forward
@@ -286,7 +304,10 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     written: per-thread copies). parts: None, or (prescribed joints, mimic couplings, force
     elements on a flexible tree), kernels/rollout_special.py's tuples (empty index arrays for
     what the call does not have); with mimic couplings NEEDS_PROJECTION also comes for
-    robot.step's projection onto them, in Python."""
+    robot.step's projection onto them, in Python. loop_parts: None, or with prescribed joints
+    (parts[0]) on closed loops their KKT workspace (kernels/rollout_loop_prescribed.py
+    loop_prescribed_workspace): their hybrid dynamics and robot.step's projection holding them.
+    """
     nq, nv = q0.shape[0], v0.shape[0]
     q, v = work[W_Q, :nq], work[W_V, :nv]
     total = work[W_TOTAL, :nv]
@@ -372,9 +393,8 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                 # the forward dynamics at the stages: the C entry, or the loaded path (force
                 # elements), branched here so that the plain path never binds those tuples
                 if parts is not None and special:
-                    status = special_forward_dynamics(entries, bound, dims, forces, loaded,
-                                                      parts, n, FIRST_STAGE, q, v,
-                                                      total, a1)
+                    status = _special_stage(entries, bound, dims, forces, loaded, parts, loops,
+                                            loop_parts, n, FIRST_STAGE, q, v, total, a1)
                 elif loaded:
                     status = _loaded_forward_dynamics(forces, loops, iopt, q, v, total, a1,
                                                       tau_loaded)
@@ -386,9 +406,9 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                 if iopt[I_INTEGRATOR] == RK4:   # Simulator._rk4 (see _rk4_stage, _rk4_combine)
                     _rk4_stage(body_int, iopt, q, v, v, a1, half, qs, v2)
                     if parts is not None and special:
-                        status = special_forward_dynamics(entries, bound, dims, forces, loaded,
-                                                          parts, n, MIDDLE_STAGE, qs,
-                                                          v2, total, a2)
+                        status = _special_stage(entries, bound, dims, forces, loaded, parts,
+                                                loops, loop_parts, n, MIDDLE_STAGE, qs, v2,
+                                                total, a2)
                     elif loaded:
                         status = _loaded_forward_dynamics(forces, loops, iopt, qs, v2, total, a2,
                                                           tau_loaded)
@@ -397,9 +417,9 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     if status == 0:
                         _rk4_stage(body_int, iopt, q, v, v2, a2, half, qs, v3)
                         if parts is not None and special:
-                            status = special_forward_dynamics(
-                                entries, bound, dims, forces, loaded, parts, n,
-                                MIDDLE_STAGE, qs, v3, total, a3)
+                            status = _special_stage(
+                                entries, bound, dims, forces, loaded, parts, loops, loop_parts,
+                                n, MIDDLE_STAGE, qs, v3, total, a3)
                         elif loaded:
                             status = _loaded_forward_dynamics(forces, loops, iopt, qs, v3, total,
                                                               a3, tau_loaded)
@@ -408,9 +428,9 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     if status == 0:
                         _rk4_stage(body_int, iopt, q, v, v3, a3, h, qs, v4)
                         if parts is not None and special:
-                            status = special_forward_dynamics(
-                                entries, bound, dims, forces, loaded, parts, n,
-                                LAST_STAGE, qs, v4, total, a4)
+                            status = _special_stage(
+                                entries, bound, dims, forces, loaded, parts, loops, loop_parts,
+                                n, LAST_STAGE, qs, v4, total, a4)
                         elif loaded:
                             status = _loaded_forward_dynamics(forces, loops, iopt, qs, v4, total,
                                                               a4, tau_loaded)
@@ -442,11 +462,11 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     if parts is not None and special:
                         status = _implicit_step(entries, bound, dims, forces, loops, body_int,
                                                 iopt, q, v, total, a1, h, work, mats, qn, vn,
-                                                loaded, (entries, parts, n))
+                                                loaded, (entries, parts, n), loop_parts)
                     else:
                         status = _implicit_step(entries, bound, dims, forces, loops, body_int,
                                                 iopt, q, v, total, a1, h, work, mats, qn, vn,
-                                                loaded, None)
+                                                loaded, None, None)
                     if status:
                         detail[0] = status
                         return DYNAMICS_FAILED, k
@@ -464,8 +484,16 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     v[i] = vn[i]
             # robot.step's projection test (PROJECTION_TOLERANCE) and projection
             if iopt[I_LOOPS]:
-                if close_loops(loops, projection_work, q, v, fopt[F_PROJECTION_TOLERANCE],
-                               fopt[F_CLOSING_TOLERANCE]) < 0:
+                # (prescribed joints: the projection holding them, kernels/
+                # rollout_loop_prescribed.py)
+                if loop_parts is not None:
+                    closed = close_loops_holding(loops, projection_work, parts[0], q, v,
+                                                 fopt[F_PROJECTION_TOLERANCE],
+                                                 fopt[F_CLOSING_TOLERANCE])
+                else:
+                    closed = close_loops(loops, projection_work, q, v,
+                                         fopt[F_PROJECTION_TOLERANCE], fopt[F_CLOSING_TOLERANCE])
+                if closed < 0:
                     resume[0] = k   # not converged: the caller projects in Python (assembles)
                     resume[1] = s + 1
                     return NEEDS_PROJECTION, k
@@ -502,7 +530,7 @@ def rollout_members(entries, bound, dims, forces, loops, body_int, iopt, fopt, q
             entries, bound, dims, forces, loops, body_int, iopt, fopt, q0[i], v0[i], tau[i],
             drive_int, drive_float, position[i], velocity[i], limited_iq, stops_int, stops_float,
             vel_idx, velocity_limit, effort, work, mats, stop_work, q_out[i], v_out[i],
-            detail[i:i + 1], resume, parts)
+            detail[i:i + 1], resume, parts, None)
 
 
 def new_options():

@@ -38,6 +38,7 @@ from .configuration import integrate as _integrate_joints
 from .entry_call import call_entry
 from .force_elements import force_element_loads
 from .rollout_loads import loaded_tree_forward_dynamics
+from .rollout_loop_prescribed import loop_prescribed_forward_dynamics
 from .rollout_prescribed import FIRST_STAGE
 from .rollout_special import special_forward_dynamics
 from .wrenches import load_link_wrenches
@@ -241,14 +242,17 @@ def _max_abs(x):
 @njit(cache=True, nogil=True)
 def symplectic_euler_step(fd_address, mm_address, bound, dims, forces, loaded, loops, closed,
                           body_int, manifold, nq_joints, nv_joints, q, v, tau, a1, h, rows, mats,
-                          q_next, v_next, special):
+                          q_next, v_next, special, loop_parts):
     """One symplectic Euler step (Simulator._symplectic_euler) of a tree or, closed (with
     loops: kernels/rollout.py's loop tuple), of rigid closed loops (the entries then the loop
     solver's and the tree's mass matrix on its arguments; with force elements the loop solver on
     the loaded workspace, loop_forward_dynamics; robot.step's projection follows in the caller):
     (q (nq,), v (nv,)) -> (q_next, v_next) for the held forces tau (nv,), a1 = f(q, v, tau)
-    given, step h (s); workspace, manifold and special as implicit_euler_step (trees). Returns 0,
-    the forward dynamics' non-zero status, MASS_FAILED or SINGULAR."""
+    given, step h (s); workspace, manifold and special as implicit_euler_step (trees); loop_parts:
+    None, or with prescribed joints on the closed loops (special then holds them) their KKT
+    workspace: the hybrid dynamics of kernels/rollout_loop_prescribed.py at every iteration, at
+    the step's first sample as the Simulator evaluates them. Returns 0, the forward dynamics'
+    non-zero status, MASS_FAILED or SINGULAR."""
     nq, nv = q.shape[0], v.shape[0]
     qs, acc, t = rows[R_QS, :nq], rows[R_P, :nv], rows[R_T, :nv]
     u, u_next, total = rows[R_U, :nv], rows[R_UN, :nv], rows[R_TAU, :nv]
@@ -274,7 +278,11 @@ def symplectic_euler_step(fd_address, mm_address, bound, dims, forces, loaded, l
         _matvec(lower, u, t)     # the extra force (dM/dq u) u, added to tau
         for i in range(nv):
             total[i] = tau[i] + t[i]
-        if closed and loaded:   # (without loads the loop solver's C entry, as on a tree)
+        if loop_parts is not None:   # prescribed joints on closed loops
+            status = loop_prescribed_forward_dynamics(loops, forces, loaded, loop_parts,
+                                                      special[1][0], special[2], FIRST_STAGE, q,
+                                                      u, total, acc)
+        elif closed and loaded:   # (without loads the loop solver's C entry, as on a tree)
             status = loop_forward_dynamics(fd_address, bound, dims, forces, loops, loaded, q, u,
                                            total, acc, tau_loaded)
         else:

@@ -29,6 +29,10 @@ MAX_PRESCRIBED_SAMPLES = 1_000_000
 PRESCRIBED_INTEGRATORS = (None, "rk4", "semi_implicit_euler", "implicit_euler",
                           "symplectic_euler")
 
+# ... and on closed loops of the recursive solver (kernels/rollout_loop_prescribed.py; implicit
+# Euler's tangent-basis step does not take the prescribed joints' hybrid dynamics)
+LOOP_PRESCRIBED_INTEGRATORS = (None, "rk4", "semi_implicit_euler", "symplectic_euler")
+
 
 def check_prescribed(robot, prescribed):
     """ValueError naming the joint when `prescribed` ({joint: trajectory(t) -> (q, qd, qdd)})
@@ -51,8 +55,14 @@ def prescribed_unsupported(problem):
     robot = problem.robot
     if problem.integrator not in PRESCRIBED_INTEGRATORS:
         return f"prescribed joints with the {problem.integrator} integrator run in Python"
-    if robot.closure_names:
-        return "prescribed joints on closed loops (a dense KKT solve) run in Python"
+    if robot.closure_names:   # (kernels/rollout_loop_prescribed.py)
+        if problem.integrator not in LOOP_PRESCRIBED_INTEGRATORS:
+            return (f"prescribed joints on closed loops with the {problem.integrator} "
+                    "integrator run in Python (compiled: rk4, semi_implicit_euler, "
+                    "symplectic_euler)")
+        if robot.tree.kind != "rigid":
+            return (f"prescribed joints on closed loops of a {robot.tree.kind} tree run in "
+                    "Python (compiled on rigid trees)")
     followers = [name for name in problem.prescribed if name in robot.mimic_joints]
     if followers:
         return (f"prescribed mimicking joints ({', '.join(followers)}: a dense KKT solve) run "
