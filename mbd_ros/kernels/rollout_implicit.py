@@ -256,7 +256,7 @@ def symplectic_euler_step(fd_address, mm_address, bound, dims, forces, loaded, l
     nq, nv = q.shape[0], v.shape[0]
     qs, acc, t = rows[R_QS, :nq], rows[R_P, :nv], rows[R_T, :nv]
     u, u_next, total = rows[R_U, :nv], rows[R_UN, :nv], rows[R_TAU, :nv]
-    tau_loaded, scaled = rows[R_LOADED, :nv], rows[R_V2, :nv]
+    tau_loaded = rows[R_LOADED, :nv]
     mass, upper, lower = mats[X_MASS], mats[X_UPPER], mats[X_LOWER]
     if call_entry(mm_address, bound, dims, q, q, q, mass):
         return MASS_FAILED

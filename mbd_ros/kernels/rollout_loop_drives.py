@@ -42,12 +42,10 @@ import math
 import numpy as np
 from numba import njit
 
-from ..model.layout import ACC, CUT_BODY_A, CUT_BODY_B, CUT_ROW0, CUT_ROWS, LOOP_BIAS, \
-    LOOP_JAC_A, LOOP_JAC_B, LOOP_RESIDUAL
-from .closed_loop import cut_rows, loop_jacobian, world_poses
+from ..model.layout import LOOP_RESIDUAL
 from .rnea import inverse_dynamics as _tree_inverse_dynamics
 from .rollout_loads import loaded_tree_inverse_dynamics
-from .rollout_projection import min_norm_solve
+from .rollout_projection import loop_acceleration_rows, min_norm_solve
 from .rollout_tangent import tangent_basis
 
 # constraints.py's PARTITION_CONDITION_LIMIT (the kernels do not import the robot layer;
@@ -147,19 +145,8 @@ def loop_drive_bias(loops, drive_work, forces, loaded, q, v, out):
         qdd[i] = 0.0
     if _tree_inverse_dynamics(body_int, body_float, work, q, v, qdd, tau):
         return TREE_FAILED
-    world_poses(body_int, work)
-    cut_rows(cut_int, cut_float, work, loop_float)
-    loop_jacobian(body_int, body_float, work, cut_int, loop_float, jacobian)
-    for s in range(cut_int.shape[0]):
-        body_a, body_b = cut_int[s, CUT_BODY_A], cut_int[s, CUT_BODY_B]
-        r0 = cut_int[s, CUT_ROW0]
-        for r in range(r0, r0 + cut_int[s, CUT_ROWS]):
-            acc = 0.0
-            for k in range(6):
-                acc += loop_float[r, LOOP_JAC_A + k] * work[body_a, ACC + k]
-            for k in range(6):
-                acc += loop_float[r, LOOP_JAC_B + k] * work[body_b, ACC + k]
-            gamma[r] = acc + loop_float[r, LOOP_BIAS]
+    loop_acceleration_rows(body_int, body_float, work, cut_int, cut_float, loop_float, jacobian,
+                           gamma)
     # qdd0: independent 0, dependent -G_dep^+ gamma (project_acceleration), partition kept?
     nd = 0
     for j in range(nv):

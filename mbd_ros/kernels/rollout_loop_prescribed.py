@@ -47,18 +47,18 @@ import math
 import numpy as np
 from numba import njit
 
-from ..model.layout import ACC, CUT_BODY_A, CUT_BODY_B, CUT_ROW0, CUT_ROWS, LOOP_BIAS, \
-    LOOP_JAC_A, LOOP_JAC_B, LOOP_RESIDUAL
+from ..model.layout import LOOP_RESIDUAL
 from .checked import inverse_dynamics as _tree_inverse_dynamics
-from .closed_loop import cut_rows, loop_jacobian, world_poses
+from .closed_loop import cut_rows, loop_jacobian
 from .configuration import integrate
 from .crba import mass_matrix
 from .force_elements import force_element_loads
 from .kinematics import forward_kinematics
 from .rollout_prescribed import P_FIXED_V, P_FREE, P_TABLE
-from .rollout_projection import (MAX_ITERATIONS, P_CHOL, P_NORMAL, P_T, P_W, V_BETA, V_C,
-                                 V_G, V_GV, V_HV0, V_Q, V_QN, V_RDIAG, V_STEP, V_Y, V_Z,
-                                 min_norm_solve, pivoted_qr_transposed)
+from .rollout_projection import (MAX_ITERATIONS, P_NORMAL, P_T, P_W, V_BETA, V_C,
+                                 V_G, V_HV0, V_Q, V_QN, V_RDIAG, V_STEP, V_Y, V_Z,
+                                 apply_reflectors, loop_acceleration_rows, min_norm_solve,
+                                 pivoted_qr_transposed, project_velocity)
 from .wrenches import load_link_wrenches
 
 # matrices of mats (3, p, p)
@@ -122,20 +122,9 @@ def loop_prescribed_forward_dynamics(loops, forces, loaded, workspace, prescribe
     if status:
         return status
     # G, g and gamma = G_s a(qdd = 0) + gamma''_s + 2 alpha G v + beta^2 g (acceleration_rows)
-    world_poses(body_int, work)
-    cut_rows(cut_int, cut_float, work, loop_float)
-    loop_jacobian(body_int, body_float, work, cut_int, loop_float, jacobian)
+    loop_acceleration_rows(body_int, body_float, work, cut_int, cut_float, loop_float, jacobian,
+                           gamma)
     alpha, beta_gain = gains[0], gains[1]
-    for s in range(cut_int.shape[0]):
-        body_a, body_b = cut_int[s, CUT_BODY_A], cut_int[s, CUT_BODY_B]
-        r0 = cut_int[s, CUT_ROW0]
-        for r in range(r0, r0 + cut_int[s, CUT_ROWS]):
-            acc = 0.0
-            for k in range(6):
-                acc += loop_float[r, LOOP_JAC_A + k] * work[body_a, ACC + k]
-            for k in range(6):
-                acc += loop_float[r, LOOP_JAC_B + k] * work[body_b, ACC + k]
-            gamma[r] = acc + loop_float[r, LOOP_BIAS]
     if alpha != 0.0 or beta_gain != 0.0:   # (gamma + 2 alpha G v + beta^2 g, numpy's order)
         for r in range(b):
             gv = 0.0
@@ -239,15 +228,7 @@ def consistent_min_norm_solve(a, m, n, b, x, t, rdiag, hv0, beta, c, perm):
             s -= t[k, i] * x[k]
         if not abs(s) <= 64.0 * EPS * scale:
             return -1
-    # x = Q (y, 0) = H_0 H_1 ... H_{r-1} (y, 0)
-    for k in range(rank - 1, -1, -1):
-        s = hv0[k] * x[k]
-        for i in range(k + 1, n):
-            s += t[i, k] * x[i]
-        s *= beta[k]
-        x[k] -= s * hv0[k]
-        for i in range(k + 1, n):
-            x[i] -= s * t[i, k]
+    apply_reflectors(t, hv0, beta, rank, n, x)     # x = Q (y, 0)
     return rank
 
 
@@ -280,7 +261,7 @@ def close_loops_holding(loops, workspace, prescribed, q, v, tolerance, closing):
     if perm.shape[0] == 0:      # disabled (projection_workspace(enabled=False))
         return -1
     qp, qn, step = vec[V_Q, :nq], vec[V_QN, :nq], vec[V_STEP, :nv]
-    g, gv, y = vec[V_G, :m], vec[V_GV, :m], vec[V_Y]
+    g, y = vec[V_G, :m], vec[V_Y]
     rdiag, hv0, beta, cc, z = vec[V_RDIAG], vec[V_HV0], vec[V_BETA], vec[V_C], vec[V_Z]
     t, normal, reduced = mats[P_T], mats[P_NORMAL], mats[P_W]
     for i in range(nq):
@@ -312,54 +293,9 @@ def close_loops_holding(loops, workspace, prescribed, q, v, tolerance, closing):
         for r in range(m):
             residual = max(residual, abs(loop_float[r, LOOP_RESIDUAL]))
     # 2. v_f <- v_f - M_ff^-1 G_f^T (G_f M_ff^-1 G_f^T)^+ G v at the projected q
-    chol = mats[P_CHOL]
-    if mass_matrix(body_int, body_float, work, qp, mass):
+    if not project_velocity(body_int, body_float, work, qp, mass, mats, vec, perm, free,
+                            jacobian, v):
         return -1
-    for b_ in range(nf):                            # M_ff = L L^T
-        jb = free[b_]
-        d = mass[jb, jb]
-        for k in range(b_):
-            d -= chol[b_, k] * chol[b_, k]
-        if not d > 0.0:
-            return -1
-        d = math.sqrt(d)
-        chol[b_, b_] = d
-        for a in range(b_ + 1, nf):
-            s = mass[free[a], jb]
-            for k in range(b_):
-                s -= chol[a, k] * chol[b_, k]
-            chol[a, b_] = s / d
-    w = reduced                                     # W = M_ff^-1 G_f^T (nf x m)
-    for r in range(m):
-        for a in range(nf):                         # L y = G_f[r]
-            s = jacobian[r, free[a]]
-            for k in range(a):
-                s -= chol[a, k] * w[k, r]
-            w[a, r] = s / chol[a, a]
-        for a in range(nf - 1, -1, -1):             # L^T w = y
-            s = w[a, r]
-            for k in range(a + 1, nf):
-                s -= chol[k, a] * w[k, r]
-            w[a, r] = s / chol[a, a]
-    for r in range(m):                              # G v (every dof) and K = G_f W
-        s = 0.0
-        for i in range(nv):
-            s += jacobian[r, i] * v[i]
-        gv[r] = s
-    kmat = chol
-    for r in range(m):
-        for l in range(m):
-            s = 0.0
-            for a in range(nf):
-                s += jacobian[r, free[a]] * w[a, l]
-            kmat[r, l] = s
-    if min_norm_solve(kmat, m, m, gv, y, t, normal, rdiag, hv0, beta, cc, z, perm) < 0:
-        return -1
-    for a in range(nf):
-        s = 0.0
-        for r in range(m):
-            s += w[a, r] * y[r]
-        v[free[a]] -= s
     for i in range(nq):
         q[i] = qp[i]
     return 1

@@ -60,8 +60,9 @@ import math
 import numpy as np
 from numba import njit
 
-from ..model.layout import LOOP_RESIDUAL
-from .closed_loop import cut_rows, loop_jacobian
+from ..model.layout import (ACC, CUT_BODY_A, CUT_BODY_B, CUT_ROW0, CUT_ROWS, LOOP_BIAS, LOOP_JAC_A,
+                            LOOP_JAC_B, LOOP_RESIDUAL)
+from .closed_loop import cut_rows, loop_jacobian, world_poses
 from .configuration import integrate
 from .crba import mass_matrix
 from .kinematics import forward_kinematics
@@ -190,7 +191,15 @@ def min_norm_solve(a, m, n, b, x, t, normal, rdiag, hv0, beta, c, z, perm):
     # x = Q (z, 0) = H_0 H_1 ... H_{r-1} (z, 0)
     for i in range(n):
         x[i] = z[i] if i < r else 0.0
-    for k in range(r - 1, -1, -1):
+    apply_reflectors(t, hv0, beta, r, n, x)
+    return r
+
+
+@njit(cache=True, nogil=True, inline="always")
+def apply_reflectors(t, hv0, beta, rank, n, x):
+    """x (n,) <- Q x = H_0 H_1 ... H_{rank-1} x in place, with pivoted_qr_transposed's
+    reflectors H_k = 1 - beta_k u u^T, u = (hv0[k], t[k+1:n, k])."""
+    for k in range(rank - 1, -1, -1):
         s = hv0[k] * x[k]
         for i in range(k + 1, n):
             s += t[i, k] * x[i]
@@ -198,7 +207,28 @@ def min_norm_solve(a, m, n, b, x, t, normal, rdiag, hv0, beta, c, z, perm):
         x[k] -= s * hv0[k]
         for i in range(k + 1, n):
             x[i] -= s * t[i, k]
-    return r
+
+
+@njit(cache=True, nogil=True, inline="always")
+def loop_acceleration_rows(body_int, body_float, work, cut_int, cut_float, loop_float, jacobian,
+                           gamma):
+    """The loop rows after the tree's inverse dynamics at qdd = 0 (whose pass left the poses,
+    velocities and accelerations in `work`): g (loop_float's LOOP_RESIDUAL), G (jacobian (b, nv))
+    and gamma (b,) = G_s a(qdd = 0) + gamma''_s, as Loops.state and Loops.bias (without the
+    Baumgarte terms)."""
+    world_poses(body_int, work)
+    cut_rows(cut_int, cut_float, work, loop_float)
+    loop_jacobian(body_int, body_float, work, cut_int, loop_float, jacobian)
+    for s in range(cut_int.shape[0]):
+        body_a, body_b = cut_int[s, CUT_BODY_A], cut_int[s, CUT_BODY_B]
+        r0 = cut_int[s, CUT_ROW0]
+        for r in range(r0, r0 + cut_int[s, CUT_ROWS]):
+            acc = 0.0
+            for k in range(6):
+                acc += loop_float[r, LOOP_JAC_A + k] * work[body_a, ACC + k]
+            for k in range(6):
+                acc += loop_float[r, LOOP_JAC_B + k] * work[body_b, ACC + k]
+            gamma[r] = acc + loop_float[r, LOOP_BIAS]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -272,7 +302,7 @@ def _project(body_int, body_float, work, cut_int, cut_float, loop_float, jacobia
         return False
     nq, nv, m = q.shape[0], v.shape[0], jacobian.shape[0]
     qp, qn, step, zero = vec[V_Q, :nq], vec[V_QN, :nq], vec[V_STEP, :nv], vec[V_ZERO, :nv]
-    g, gv, y = vec[V_G, :m], vec[V_GV, :m], vec[V_Y, :m]
+    g = vec[V_G, :m]
     rdiag, hv0, beta, c, z = vec[V_RDIAG], vec[V_HV0], vec[V_BETA], vec[V_C], vec[V_Z]
     t, normal = mats[P_T], mats[P_NORMAL]
     none = zero[:0]
@@ -304,36 +334,56 @@ def _project(body_int, body_float, work, cut_int, cut_float, loop_float, jacobia
         residual = _loop_state(body_int, body_float, work, cut_int, cut_float, loop_float,
                                jacobian, qp, none)
     # 2. v <- v - M^-1 G^T (G M^-1 G^T)^+ G v, G (in `jacobian`) and M at the projected q
-    chol = mats[P_CHOL]
-    if mass_matrix(body_int, body_float, work, qp, mass):
+    if not project_velocity(body_int, body_float, work, qp, mass, mats, vec, perm, None,
+                            jacobian, v):
         return False
-    for j in range(nv):                             # M = L L^T
-        d = mass[j, j]
-        for k in range(j):
-            d -= chol[j, k] * chol[j, k]
+    for i in range(nq):
+        q[i] = qp[i]
+    return True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def project_velocity(body_int, body_float, work, q, mass, mats, vec, perm, dofs, jacobian, v):
+    """v (nv,) <- the mass-orthogonal projection of least kinetic energy onto G v = 0 moving
+    only the dofs `dofs` (nf,) int64 (None: every dof, robot.step's projection; the free ones:
+    with prescribed joints held, constraints.project_state(fixed=)):
+    v_f <- v_f - M_ff^-1 G_f^T (G_f M_ff^-1 G_f^T)^+ G v, with M (CRBA) at q and G in
+    `jacobian` (b, nv); the workspace's matrices and rows as scratch. Returns False when M_ff
+    is not positive definite or the solve failed (v unchanged)."""
+    nv, m = v.shape[0], jacobian.shape[0]
+    nf = _dof_count(dofs, nv)
+    chol, w = mats[P_CHOL], mats[P_W]
+    gv, y = vec[V_GV, :m], vec[V_Y, :m]
+    t, normal = mats[P_T], mats[P_NORMAL]
+    rdiag, hv0, beta, c, z = vec[V_RDIAG], vec[V_HV0], vec[V_BETA], vec[V_C], vec[V_Z]
+    if mass_matrix(body_int, body_float, work, q, mass):
+        return False
+    for b in range(nf):                             # M_ff = L L^T
+        d = mass[_dof(dofs, b), _dof(dofs, b)]
+        for k in range(b):
+            d -= chol[b, k] * chol[b, k]
         if not d > 0.0:
             return False
         d = math.sqrt(d)
-        chol[j, j] = d
-        for i in range(j + 1, nv):
-            s = mass[i, j]
-            for k in range(j):
-                s -= chol[i, k] * chol[j, k]
-            chol[i, j] = s / d
-    w = mats[P_W]                                   # W = M^-1 G^T (nv x m)
-    for r in range(m):
-        for i in range(nv):                         # L y = G[r]
-            s = jacobian[r, i]
-            for k in range(i):
-                s -= chol[i, k] * w[k, r]
-            w[i, r] = s / chol[i, i]
-        for i in range(nv - 1, -1, -1):             # L^T w = y
-            s = w[i, r]
-            for k in range(i + 1, nv):
-                s -= chol[k, i] * w[k, r]
-            w[i, r] = s / chol[i, i]
-    for r in range(m):                              # G v and K = G W (into chol: M's factor done)
-        s = 0.0
+        chol[b, b] = d
+        for a in range(b + 1, nf):
+            s = mass[_dof(dofs, a), _dof(dofs, b)]
+            for k in range(b):
+                s -= chol[a, k] * chol[b, k]
+            chol[a, b] = s / d
+    for r in range(m):                              # W = M_ff^-1 G_f^T (nf x m)
+        for a in range(nf):                         # L y = G_f[r]
+            s = jacobian[r, _dof(dofs, a)]
+            for k in range(a):
+                s -= chol[a, k] * w[k, r]
+            w[a, r] = s / chol[a, a]
+        for a in range(nf - 1, -1, -1):             # L^T w = y
+            s = w[a, r]
+            for k in range(a + 1, nf):
+                s -= chol[k, a] * w[k, r]
+            w[a, r] = s / chol[a, a]
+    for r in range(m):                              # G v (every dof) and K = G_f W (into chol:
+        s = 0.0                                     # M_ff's factor is done)
         for i in range(nv):
             s += jacobian[r, i] * v[i]
         gv[r] = s
@@ -341,16 +391,31 @@ def _project(body_int, body_float, work, cut_int, cut_float, loop_float, jacobia
     for r in range(m):
         for l in range(m):
             s = 0.0
-            for i in range(nv):
-                s += jacobian[r, i] * w[i, l]
+            for a in range(nf):
+                s += jacobian[r, _dof(dofs, a)] * w[a, l]
             kmat[r, l] = s
     if min_norm_solve(kmat, m, m, gv, y, t, normal, rdiag, hv0, beta, c, z, perm) < 0:
         return False
-    for i in range(nv):
+    for a in range(nf):
         s = 0.0
         for r in range(m):
-            s += w[i, r] * y[r]
-        v[i] -= s
-    for i in range(nq):
-        q[i] = qp[i]
+            s += w[a, r] * y[r]
+        v[_dof(dofs, a)] -= s
     return True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _dof(dofs, a):
+    """Dof a of the set `dofs`: a itself when dofs is None (every dof: numba compiles the None
+    case without the index array, so robot.step's projection reads M and G directly)."""
+    if dofs is None:
+        return a
+    return dofs[a]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _dof_count(dofs, nv):
+    """The number of dofs of the set `dofs` (None: every one of nv)."""
+    if dofs is None:
+        return nv
+    return dofs.shape[0]
