@@ -25,6 +25,14 @@ rig: the blocks mix units). A rollout's rows then differ by at most that per sta
 over the steps (each step's velocity error h times the acceleration error, the positions' h
 times that) plus the projections' 64 EPS per row (test_rollout_loops.py's bound): 64 EPS rows
 max(1, |x|) (1 + cond_max), cond_max the largest over every tenth reference row.
+
+implicit_euler (kernels/rollout_tangent.py's step on the loops' tangent basis with this KKT at
+every column) is compared row by row instead, as on trees and loops without prescribed joints:
+its forward differences of step 1e-7 amplify each evaluation's round-off by ~1/1e-7, so robot.step
+itself moves apart by far more than round-off from states one ulp apart. Two references: robot.step
+(the whole path, bound: implicit_holding_bound) and robot.step's Simulator on the kernel's KKT
+dynamics (the integrator alone, operation for operation, bound: the products' and the solve's
+round-off only).
 """
 from __future__ import annotations
 
@@ -36,9 +44,11 @@ import numpy as np
 import pytest
 
 import mbd_ros
+from conftest import roundoff_tol, solve_tol
 from loop_robots import CONFIG, URDF, fourbar
 from mbd_ros.kernels import rollout_loop_prescribed as LP
 from mbd_ros.kernels.linalg import RANK_TOLERANCE
+from mbd_ros.kernels.rollout_implicit import FD_STEP
 from mbd_ros.robot import constraints as C
 from mbd_ros.robot import prescribed as prescribed_module
 from mbd_ros.robot.integrators import SYMPLECTIC_TOLERANCE
@@ -496,22 +506,194 @@ def test_stops_with_prescribed_rig_run_compiled(integrator, monkeypatch):
                                atol=bound * max(1.0, np.abs(reference.V).max()))
 
 
-@pytest.mark.parametrize("integrator", ["implicit_euler"])
-def test_implicit_schemes_fall_back_with_their_reason(integrator):
-    """implicit_euler with prescribed joints on loops: not compiled (the reason names the
-    integrator; engine="compiled" refuses), and engine="auto" is the reference."""
-    robot, prescribed, q0, v0, tau = rollout_problem("fourbar_rig", steps=5)
-    problem = RolloutProblem(robot, q0, v0, tau, DT, integrator, 1, None, False, 100.0,
+def implicit_holding_bound(robot, q, v, tau, prescribed, t, h, q_open, v_open):
+    """(d_q, d_v): one implicit_euler step with the prescribed joints on the loops' tangent
+    basis (kernels/rollout_tangent.py with the hybrid KKT dynamics) against robot.step's
+    Simulator, before the projection: test_rollout_loop_integrators.py's implicit_loop_bound
+    (the products and the k x k solve on N = robot.constraint_basis(q), B_q = A_q N, B_v = A_v N
+    the Simulator's forward differences of step 1e-7, here of the hybrid dynamics at the step's
+    start time t), plus what differs here and not there: each evaluation of the dynamics is a
+    different backward-stable solve of the KKT system (numpy's lstsq against the kernel's
+    pivoted QR), delta = 32 EPS cond(KKT) max(1, |qdd|) apart (the module's bound of one
+    evaluation), so a1 differs by delta and each forward-difference column of B_q, B_v by
+    2 delta / 1e-7 (|dB| <= 2 sqrt(k) delta / 1e-7): L = 1 - h N^T B_v - h^2 N^T B_q moves by
+    (h + h^2) |dB|, the right side by h delta + h^2 |dB| |s|, z by |L^-1| times those, and v+
+    by h (delta + h (|dB| |s + z| + |B_q| d_z) + |dB| |z| + |B_v| d_z); q+ by h times v+'s
+    (q (+) v h: 1-Lipschitz in v h) plus 4 EPS |q+|. The prescribed joints' entries are placed
+    from the same samples on both sides (Simulator.advance)."""
+    n = robot.nv
+    names = list(prescribed)
+    accelerations = {name: prescribed[name](t)[2] for name in names}
+
+    def f(q_, v_):
+        return robot.forward_dynamics(q_, v_, tau, prescribed=accelerations)
+
+    basis = robot.constraint_basis(q)
+    k = basis.shape[1]
+    a1 = f(q, v)
+    b_q, b_v = np.empty((n, k)), np.empty((n, k))
+    for j in range(k):
+        d = np.ascontiguousarray(basis[:, j])
+        b_v[:, j] = (f(q, d * FD_STEP + v) - a1) / FD_STEP
+        b_q[:, j] = (f(robot.integrate(q, d, FD_STEP), v) - a1) / FD_STEP
+    s = basis.T @ v
+    lhs = np.eye(k) - h * (basis.T @ b_v) - h * h * (basis.T @ b_q)
+    z = np.linalg.solve(lhs, h * (basis.T @ a1) + h * h * (basis.T @ (b_q @ s)))
+    inverse = _norm(np.linalg.inv(lhs))
+    # the products and the solve (implicit_loop_bound)
+    d_s = roundoff_tol(n, (basis.T, v))
+    d_lhs = h * roundoff_tol(n, (basis.T, b_v)) + h * h * roundoff_tol(n, (basis.T, b_q))
+    d_rhs = h * roundoff_tol(n, (basis.T, a1)) + h * h * (
+        roundoff_tol(n, (b_q, s)) + _norm(b_q) * d_s + roundoff_tol(n, (basis.T, b_q @ s)))
+    # ... and the KKT solves' own round-off, amplified by the forward differences
+    delta = 32 * EPS * kkt_condition(robot, q, v, names) * max(1.0, np.abs(a1).max())
+    d_b = 2.0 * np.sqrt(k) * delta / FD_STEP
+    d_lhs += (h + h * h) * d_b
+    d_rhs += h * delta + h * h * d_b * np.linalg.norm(s)
+    d_z = solve_tol(lhs, z) + inverse * (d_rhs + d_lhs * np.linalg.norm(z))
+    d_v = h * (delta + h * (roundoff_tol(n, (b_q, s + z)) + (_norm(b_q) + d_b) * (d_s + d_z)
+                            + d_b * np.linalg.norm(s + z))
+               + roundoff_tol(n, (b_v, z)) + (_norm(b_v) + d_b) * d_z + d_b * np.linalg.norm(z)) \
+        + 4 * EPS * _norm(v_open)
+    return h * d_v + 4 * EPS * _norm(q_open), d_v
+
+
+def _norm(a):
+    return float(np.linalg.norm(np.atleast_2d(a), 2))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_implicit_euler_rows_equal_robot_steps(case, monkeypatch):
+    """implicit_euler with the prescribed joints on the loops runs compiled (unsupported() is
+    None; neither prescribed.solve nor the Python projection is called) and every row equals
+    robot.step (the reference engine's step) from the row before: within the open step's bound
+    (implicit_holding_bound: round-off times the KKT's conditioning, amplified by the forward
+    differences of step 1e-7), carried through robot.step's projection holding the prescribed
+    joints where it projects (the same projection on both sides: the positions' Gauss-Newton
+    onto the loops is 1-Lipschitz near them, the velocities' correction M_ff-orthogonal,
+    Lipschitz with at most 1 + cond(M_ff)), plus the projections' round-off (64 EPS). Row by
+    row and not the whole trajectory, as on trees and on loops without prescribed joints
+    (test_rollout_implicit.py): robot.step itself moves apart by far more than round-off from
+    states one ulp apart (forward differences of step 1e-7). Every row's loops closed to
+    PROJECTION_TOLERANCE, the prescribed joints on their trajectories."""
+    robot, prescribed, q0, v0, tau = rollout_problem(case, steps=150)
+    problem = RolloutProblem(robot, q0, v0, tau, DT, "implicit_euler", 1, None, False, 100.0,
                              prescribed, T0)
-    reason = unsupported(problem)
-    assert reason is not None and integrator in reason and "closed loops" in reason
-    with pytest.raises(ValueError, match=f"cannot run this rollout: .*{integrator}"):
-        robot.rollout(q0, v0, tau, DT, integrator=integrator, prescribed=prescribed, t0=T0,
-                      engine="compiled")
-    auto = robot.rollout(q0, v0, tau, DT, integrator=integrator, prescribed=prescribed, t0=T0)
-    reference = robot.rollout(q0, v0, tau, DT, integrator=integrator, prescribed=prescribed,
-                              t0=T0, engine="reference")
-    np.testing.assert_array_equal(auto.Q, reference.Q)
+    assert unsupported(problem) is None
+    solves = counted(monkeypatch, prescribed_module, "solve")
+    projections = counted(monkeypatch, C.Constraints, "project_state")
+    result = robot.rollout(q0, v0, tau, DT, integrator="implicit_euler", prescribed=prescribed,
+                           t0=T0, engine="compiled")
+    assert result.status == "ok", result.message
+    assert solves == [] and projections == []   # the KKT and the projections ran in numba
+    on_trajectories(robot, result.Q, result.V, prescribed, T0, DT)
+    Q, V = result.Q, result.V
+    names = list(prescribed)
+    free = robot._prescribed.plan(names)[2]
+    start = robot.time
+    worst = 0.0
+    projected = 0
+    for k in range(len(tau)):
+        t = T0 + k * DT                  # (the table's row start: problem.t0 + k dt)
+        robot.time = t
+        q_ref, v_ref = robot.step(Q[k], V[k], tau[k], DT, "implicit_euler",
+                                  prescribed=prescribed)
+        robot.time = t
+        q_open, v_open = robot.step(Q[k], V[k], tau[k], DT, "implicit_euler",
+                                    prescribed=prescribed, project=False)
+        d_q, d_v = implicit_holding_bound(robot, Q[k], V[k], tau[k], prescribed, t, DT, q_open,
+                                          v_open)
+        if not (np.array_equal(q_ref, q_open) and np.array_equal(v_ref, v_open)):
+            projected += 1
+            mass = robot.mass_matrix(q_ref)
+            d_v *= 1.0 + np.linalg.cond(mass[np.ix_(free, free)])
+        d_q += 64 * EPS * max(1.0, np.abs(q_ref).max())
+        d_v += 64 * EPS * max(1.0, np.abs(v_ref).max())
+        error_q, error_v = np.abs(Q[k + 1] - q_ref).max(), np.abs(V[k + 1] - v_ref).max()
+        assert error_q <= d_q, (k, error_q, d_q)
+        assert error_v <= d_v, (k, error_v, d_v)
+        worst = max(worst, error_q / d_q, error_v / d_v)
+        position, velocity = robot.closure_residual(Q[k + 1], V[k + 1])
+        assert position < C.PROJECTION_TOLERANCE and velocity < C.PROJECTION_TOLERANCE
+    robot.time = start
+    assert np.abs(V).max() > 0.5       # it moved
+    print(f"{case} implicit_euler: worst error / bound {worst:.3g}, robot.step projected "
+          f"{projected} of {len(tau)} rows")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_implicit_euler_rows_equal_the_simulator_on_the_kernels_dynamics(case, monkeypatch):
+    """The integrator alone, operation for operation: robot.step's Simulator with the kernel's
+    KKT dynamics in place of robot.forward_dynamics (the same bits of every evaluation on both
+    sides: what is left differs by the products and the k x k solve on the tangent basis, numpy's
+    BLAS / LAPACK against plain sums and the unblocked LU) equals every compiled row from the row
+    before within test_rollout_loop_integrators.py's implicit_loop_bound (no forward-difference
+    amplification: the same columns) plus the projections' 64 EPS (Constraints.project_state(
+    fixed=) against close_loops_holding: test_projection_holding_prescribed_equals_project_state).
+    A wrong sample time of the prescribed accelerations, basis or update would show here far
+    above that bound (the kernel's dynamics themselves are checked against
+    robot.forward_dynamics in test_kkt_dynamics_equal_robot_forward_dynamics)."""
+    from test_rollout_loop_integrators import implicit_loop_bound
+    robot, prescribed, q0, v0, tau = rollout_problem(case, steps=100)
+    result = robot.rollout(q0, v0, tau, DT, integrator="implicit_euler", prescribed=prescribed,
+                           t0=T0, engine="compiled")
+    assert result.status == "ok", result.message
+    Q, V = result.Q, result.V
+    names = list(prescribed)
+    loops, forces, loaded, table = evaluation_arrays(robot, prescribed, T0, "implicit_euler")
+    workspace = LP.loop_prescribed_workspace(robot.nv, robot._constraints.n_loop_rows)
+    row = {}
+
+    def kernel_dynamics(q, v, tau, out=None, prescribed=None, **_):
+        """robot.forward_dynamics(q, v, tau, prescribed=) by the kernel (prescribed None: the
+        row's accelerations, for implicit_loop_bound's evaluations)."""
+        accelerations = row if prescribed is None else prescribed
+        for i, name in enumerate(names):
+            table[0][0, 0, i, 2] = accelerations[name]
+        result = np.zeros(robot.nv) if out is None else out
+        assert LP.loop_prescribed_forward_dynamics(loops[:10], forces, loaded, workspace, table,
+                                                   0, 0, q, v, tau, result) == 0
+        return result
+
+    monkeypatch.setattr(robot, "forward_dynamics", kernel_dynamics)
+    start = robot.time
+    worst = 0.0
+    for k in range(len(tau)):
+        t = T0 + k * DT
+        row.update({name: prescribed[name](t)[2] for name in names})
+        robot.time = t
+        q_ref, v_ref = robot.step(Q[k], V[k], tau[k], DT, "implicit_euler",
+                                  prescribed=prescribed)
+        robot.time = t
+        q_open, v_open = robot.step(Q[k], V[k], tau[k], DT, "implicit_euler",
+                                    prescribed=prescribed, project=False)
+        d_q, d_v = implicit_loop_bound(robot, Q[k], V[k], tau[k], DT, q_open, v_open)
+        d_q += 64 * EPS * max(1.0, np.abs(q_ref).max())
+        d_v += 64 * EPS * max(1.0, np.abs(v_ref).max())
+        error_q, error_v = np.abs(Q[k + 1] - q_ref).max(), np.abs(V[k + 1] - v_ref).max()
+        assert error_q <= d_q, (k, error_q, d_q)
+        assert error_v <= d_v, (k, error_v, d_v)
+        worst = max(worst, error_q / d_q, error_v / d_v)
+    robot.time = start
+    print(f"{case} implicit_euler on the kernel's dynamics: worst error / bound {worst:.3g}")
+
+
+def test_implicit_euler_batch_threads_equal_single_rollouts():
+    """implicit_euler on a batch on two threads (per-thread KKT, basis and implicit workspaces)
+    equals its members run alone, bit for bit."""
+    robot, prescribed, _, _, tau = rollout_problem("leg_hip", steps=40)
+    starts = [start_on_trajectories(robot, prescribed, T0, seed, 1.0) for seed in range(3)]
+    q0s = np.array([q for q, _ in starts])
+    v0s = np.array([v for _, v in starts])
+    taus = np.array([tau, -tau, 0.5 * tau])
+    batch = robot.rollout(q0s, v0s, taus, DT, integrator="implicit_euler", prescribed=prescribed,
+                          t0=T0, batch_threads=2, engine="compiled")
+    assert (batch.status == 0).all()
+    for i in range(3):
+        single = robot.rollout(q0s[i], v0s[i], taus[i], DT, integrator="implicit_euler",
+                               prescribed=prescribed, t0=T0, engine="compiled")
+        np.testing.assert_array_equal(batch.Q[i], single.Q)
+        np.testing.assert_array_equal(batch.V[i], single.V)
 
 
 def test_bad_prescribed_inputs_still_raise():

@@ -445,12 +445,20 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                         vn[i] = v[i] + a1[i] * h
                     _integrate(body_int, iopt, q, vn, h, qn)
                 elif iopt[I_LOOPS] and iopt[I_INTEGRATOR] == IMPLICIT_EULER:
-                    # closed loops: on their tangent basis (kernels/rollout_tangent.py)
-                    status = implicit_euler_loop_step(
-                        entries[FD], bound, dims, forces, loaded, loops, loop_arrays[11], body_int,
-                        iopt[I_INTEGRATE] == JOINT_MANIFOLDS, iopt[I_NQ_JOINTS],
-                        iopt[I_NV_JOINTS], q, v, total, a1, h, work[WORK_ROWS:],
-                        mats[M_INV + 1:], qn, vn)
+                    # closed loops: on their tangent basis (kernels/rollout_tangent.py); with
+                    # prescribed joints (loop_parts) their hybrid KKT dynamics at every column
+                    if loop_parts is not None:
+                        status = implicit_euler_loop_step(
+                            entries[FD], bound, dims, forces, loaded, loops, loop_arrays[11],
+                            body_int, iopt[I_INTEGRATE] == JOINT_MANIFOLDS, iopt[I_NQ_JOINTS],
+                            iopt[I_NV_JOINTS], q, v, total, a1, h, work[WORK_ROWS:],
+                            mats[M_INV + 1:], qn, vn, (parts[0], loop_parts, n))
+                    else:
+                        status = implicit_euler_loop_step(
+                            entries[FD], bound, dims, forces, loaded, loops, loop_arrays[11],
+                            body_int, iopt[I_INTEGRATE] == JOINT_MANIFOLDS, iopt[I_NQ_JOINTS],
+                            iopt[I_NV_JOINTS], q, v, total, a1, h, work[WORK_ROWS:],
+                            mats[M_INV + 1:], qn, vn, None)
                     if status:
                         detail[0] = status
                         return DYNAMICS_FAILED, k

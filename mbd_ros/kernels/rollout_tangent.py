@@ -17,6 +17,15 @@ orthogonal to the rows of G.
 column, s = N^T v, the m x m system, v+ and q+), with the elementwise operations in the
 Simulator's order; its products and the solve are plain sums and kernels/rollout_implicit.py's
 unblocked LU where numpy uses BLAS and LAPACK: round-off apart, as on trees.
+
+With prescribed joints (robot.step(..., prescribed=) with implicit_euler) the Simulator does the
+same on the same N = null(G(q)) of every dof (robot.constraint_basis does not know the prescribed
+joints: their columns' components are differenced too), but each evaluation f is the hybrid
+dynamics of robot/prescribed.py `solve` with the prescribed accelerations at the step's start
+time t (Simulator._acceleration at t for every column): kernels/rollout_loop_prescribed.py
+loop_prescribed_forward_dynamics at the table's FIRST_STAGE sample. The Simulator then places
+the prescribed joints on their trajectories (the caller, place_prescribed) and robot.step
+projects holding them (the caller, close_loops_holding).
 """
 import numpy as np
 from numba import njit
@@ -24,6 +33,8 @@ from numba import njit
 from .closed_loop import cut_rows, loop_jacobian
 from .kinematics import forward_kinematics
 from .rollout_implicit import loop_forward_dynamics as _loop_dynamics
+from .rollout_loop_prescribed import loop_prescribed_forward_dynamics
+from .rollout_prescribed import FIRST_STAGE
 from .rollout_implicit import (FD_STEP, R_LOADED, R_P, R_PIV, R_QS, R_S, R_T, R_TAU, R_U, R_V2,
                                R_Z, SINGULAR, X_AQ, X_AV, X_LHS, X_MASS, integrate_state,
                                lu_solve)
@@ -116,14 +127,17 @@ def tangent_implicit_update(basis, k, a1, a_v, a_q, v, h, lhs, s, z, t, sz, pivo
 @njit(cache=True, nogil=True)
 def implicit_euler_loop_step(fd_address, bound, dims, forces, loaded, loops, basis_work,
                              body_int, manifold, nq_joints, nv_joints, q, v, tau, a1, h, rows,
-                             mats, q_next, v_next):
+                             mats, q_next, v_next, holding):
     """One linearly implicit Euler step of a closed-loop robot (Simulator._implicit_euler with
     N = tangent_basis of G(q)): (q, v) -> (q_next, v_next) for the held tau (nv,), a1 = f(q, v,
     tau) given (the closed-loop entry at fd_address), step h (s). loops: kernels/rollout.py's
     loops tuple (its kinematics workspace, cut rows and G are written); basis_work: a loop
     workspace with mats (>= 1, p, p), vec (>= 3, p), perm (p,) as scratch (p = max(nv, b));
-    rows, mats: kernels/rollout_implicit.py's workspace. Returns 0, the forward dynamics'
-    status, or SINGULAR."""
+    rows, mats: kernels/rollout_implicit.py's workspace. holding: None, or with prescribed
+    joints (prescribed tuple, loop_prescribed_workspace, table row n): every evaluation the
+    hybrid KKT dynamics at sample (n, FIRST_STAGE) (module docstring; a1 must be that too).
+    (None prunes its branches at compile time: the loops' plain step compiles as without it.)
+    Returns 0, the forward dynamics' status, or SINGULAR."""
     body_float, work, cut_int, cut_float, loop_float, jacobian = loops[1:7]
     nq, nv, m = q.shape[0], v.shape[0], jacobian.shape[0]
     qmats, qvec, perm = basis_work[2], basis_work[3], basis_work[4]
@@ -142,16 +156,26 @@ def implicit_euler_loop_step(fd_address, bound, dims, forces, loaded, loops, bas
         # d f / d v along n_j: v2 = n_j 1e-7 + v
         for i in range(nv):
             v2[i] = direction[i] * FD_STEP + v[i]
-        status = _loop_dynamics(fd_address, bound, dims, forces, loops, loaded, q, v2, tau, p,
-                                tau_loaded)
+        if holding is not None:
+            status = loop_prescribed_forward_dynamics(loops, forces, loaded, holding[1],
+                                                      holding[0], holding[2], FIRST_STAGE, q,
+                                                      v2, tau, p)
+        else:
+            status = _loop_dynamics(fd_address, bound, dims, forces, loops, loaded, q, v2, tau,
+                                    p, tau_loaded)
         if status:
             return status
         for i in range(nv):
             a_v[i, j] = (p[i] - a1[i]) / FD_STEP
         # d f / d q along n_j: q (+) n_j 1e-7
         integrate_state(body_int, manifold, nq_joints, nv_joints, q, direction, FD_STEP, qs)
-        status = _loop_dynamics(fd_address, bound, dims, forces, loops, loaded, qs, v, tau, p,
-                                tau_loaded)
+        if holding is not None:
+            status = loop_prescribed_forward_dynamics(loops, forces, loaded, holding[1],
+                                                      holding[0], holding[2], FIRST_STAGE, qs,
+                                                      v, tau, p)
+        else:
+            status = _loop_dynamics(fd_address, bound, dims, forces, loops, loaded, qs, v, tau,
+                                    p, tau_loaded)
         if status:
             return status
         for i in range(nv):

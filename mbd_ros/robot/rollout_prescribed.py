@@ -25,13 +25,11 @@ from ..errors import excerpt
 # 3 floats each in the table (<= 24 MB), and ~1 s of Python calls
 MAX_PRESCRIBED_SAMPLES = 1_000_000
 # integrators whose compiled steps read the table (all: the implicit ones evaluate every stage
-# at the step's start, sample 0, kernels/rollout_implicit.py)
+# at the step's start, sample 0, kernels/rollout_implicit.py), on trees and on closed loops of
+# the recursive solver (kernels/rollout_loop_prescribed.py; implicit Euler on the loops' tangent
+# basis with their hybrid dynamics, kernels/rollout_tangent.py)
 PRESCRIBED_INTEGRATORS = (None, "rk4", "semi_implicit_euler", "implicit_euler",
                           "symplectic_euler")
-
-# ... and on closed loops of the recursive solver (kernels/rollout_loop_prescribed.py; implicit
-# Euler's tangent-basis step does not take the prescribed joints' hybrid dynamics)
-LOOP_PRESCRIBED_INTEGRATORS = (None, "rk4", "semi_implicit_euler", "symplectic_euler")
 
 
 def check_prescribed(robot, prescribed):
@@ -55,14 +53,10 @@ def prescribed_unsupported(problem):
     robot = problem.robot
     if problem.integrator not in PRESCRIBED_INTEGRATORS:
         return f"prescribed joints with the {problem.integrator} integrator run in Python"
-    if robot.closure_names:   # (kernels/rollout_loop_prescribed.py)
-        if problem.integrator not in LOOP_PRESCRIBED_INTEGRATORS:
-            return (f"prescribed joints on closed loops with the {problem.integrator} "
-                    "integrator run in Python (compiled: rk4, semi_implicit_euler, "
-                    "symplectic_euler)")
-        if robot.tree.kind != "rigid":
-            return (f"prescribed joints on closed loops of a {robot.tree.kind} tree run in "
-                    "Python (compiled on rigid trees)")
+    # closed loops: kernels/rollout_loop_prescribed.py, on the recursive solver's rigid trees
+    if robot.closure_names and robot.tree.kind != "rigid":
+        return (f"prescribed joints on closed loops of a {robot.tree.kind} tree run in "
+                "Python (compiled on rigid trees)")
     followers = [name for name in problem.prescribed if name in robot.mimic_joints]
     if followers:
         return (f"prescribed mimicking joints ({', '.join(followers)}: a dense KKT solve) run "
