@@ -7,7 +7,10 @@ coupler and the rocker), the leg with a four-bar knee linkage with its hip presc
 knee's dof free), and both loop samples on a shaker rig (a prismatic joint `rig` along
 z under their base, prescribed to a road profile: the four-bar's crank and the double
 wishbone's wheel travel stay free and respond to the base's acceleration through M_fp; the
-wishbone's strut is a force element, so its loaded path runs too).
+wishbone's strut is a force element, so its loaded path runs too); the four-bar cases also on a
+generated tree (codegen=True: robot.step's M and h, and the stops' M, from the generated kernels,
+the compiled rollout's from the recursive ones: round-off apart, within the same bounds), and
+position stops on a generated tree's closed loops without prescribed joints.
 
 References: robot.forward_dynamics(prescribed=...) (numpy's lstsq of the dense KKT matrix) for
 one evaluation, Constraints.project_state(fixed=...) for one projection, and repeated robot.step
@@ -62,9 +65,10 @@ DT = 1e-3
 T0 = 0.3   # not 0: the table's samples are at t0 + k dt + c h
 
 
-def on_rig(urdf, root, closures, forces=None, edit=None):
+def on_rig(urdf, root, closures, forces=None, edit=None, codegen=False):
     """The sample `urdf` with a prismatic joint `rig` (z, +-1 m) between a new root link and
-    its root link `root`: a shaker rig under the mechanism (edit: a further text edit)."""
+    its root link `root`: a shaker rig under the mechanism (edit: a further text edit; codegen:
+    a generated tree)."""
     text = (URDF / urdf).read_text()
     if edit is not None:
         text = edit(text)
@@ -77,11 +81,22 @@ def on_rig(urdf, root, closures, forces=None, edit=None):
         path = Path(directory) / f"rig_{urdf}"
         path.write_text(text[:head] + rig + text[head:])
         return mbd_ros.load(str(path), closures=str(CONFIG / closures),
-                            forces=str(CONFIG / forces) if forces else None)
+                            forces=str(CONFIG / forces) if forces else None, codegen=codegen)
 
 
 def rig_fourbar():
     return on_rig("fourbar.urdf", "ground", "fourbar_closures.yaml")
+
+
+def generated_fourbar():
+    """The four-bar on a generated tree (codegen=True: robot.step's M and h from the generated
+    kernels, the compiled rollout's from the recursive ones on the same model: round-off)."""
+    return mbd_ros.load(str(URDF / "fourbar.urdf"),
+                        closures=str(CONFIG / "fourbar_closures.yaml"), codegen=True)
+
+
+def generated_rig_fourbar():
+    return on_rig("fourbar.urdf", "ground", "fourbar_closures.yaml", codegen=True)
 
 
 def rig_wishbone():
@@ -107,6 +122,9 @@ CASES = {
     "fourbar_rig": (rig_fourbar, lambda: {"rig": road()}),
     "wishbone_rig": (rig_wishbone, lambda: {"rig": road(0.01, 25.0)}),
     "leg_hip": (leg, lambda: {"hip": sine(0.2, 3.0, 0.1)}),
+    # generated trees (codegen=True)
+    "generated_fourbar_crank": (generated_fourbar, lambda: {"crank_joint": sine(0.4, 3.0, 0.2)}),
+    "generated_fourbar_rig": (generated_rig_fourbar, lambda: {"rig": road()}),
 }
 
 
@@ -297,7 +315,7 @@ def rollout_problem(case, seed=3, steps=300):
     make, trajectories = CASES[case]
     robot = make()
     prescribed = trajectories()
-    speed = 0.0 if case == "fourbar_crank" else 1.0
+    speed = 0.0 if case.endswith("fourbar_crank") else 1.0
     q0, v0 = start_on_trajectories(robot, prescribed, T0, seed, speed)
     scale = 50.0 if case == "wishbone_rig" else 0.3
     tau = scale * np.random.default_rng(seed).standard_normal((steps, robot.nv))
@@ -466,14 +484,18 @@ def limited_crank(upper):
     return edit
 
 
+@pytest.mark.parametrize("codegen", [False, True])
 @pytest.mark.parametrize("integrator", ["rk4", "semi_implicit_euler"])
-def test_stops_with_prescribed_rig_run_compiled(integrator, monkeypatch):
+def test_stops_with_prescribed_rig_run_compiled(integrator, codegen, monkeypatch):
     """limits=True on the four-bar on the rig with its crank limited to +-0.05 rad and pushed out
     of that range: compiled (no Python KKT solve or projection) and equal to the reference engine
     (robot.step, then the Plant's stops in Python) within the module's bound; the stop held the
-    crank (without it the crank leaves the range)."""
+    crank (without it the crank leaves the range). codegen: on a generated tree (the reference's
+    M and h from the generated kernels, the stops' M too: round-off from the recursive ones)."""
     upper = 0.05
-    robot = on_rig("fourbar.urdf", "ground", "fourbar_closures.yaml", edit=limited_crank(upper))
+    robot = on_rig("fourbar.urdf", "ground", "fourbar_closures.yaml", edit=limited_crank(upper),
+                   codegen=codegen)
+    assert robot.tree.kind == ("generated" if codegen else "rigid")
     prescribed = {"rig": road()}
     q0, v0 = start_on_trajectories(robot, prescribed, T0, 3, 0.0)
     crank_q = int(robot.idx_q[robot.joint_names.index("crank_joint")])
@@ -676,6 +698,50 @@ def test_implicit_euler_rows_equal_the_simulator_on_the_kernels_dynamics(case, m
         worst = max(worst, error_q / d_q, error_v / d_v)
     robot.time = start
     print(f"{case} implicit_euler on the kernel's dynamics: worst error / bound {worst:.3g}")
+
+
+@pytest.mark.parametrize("integrator", ["rk4", "semi_implicit_euler"])
+def test_stops_on_generated_closed_loops_run_compiled(integrator, tmp_path, monkeypatch):
+    """limits=True on the four-bar of a generated tree (codegen=True), its crank limited to
+    +-0.05 rad and pushed against the stop, no joint prescribed: compiled (no Python projection)
+    and equal to the reference engine (robot.step, the Plant's stops with the generated mass
+    matrix) to the projection's round-off per row, 64 EPS rows (test_rollout_loops.py's bound
+    on the rigid tree; the generated M and the recursive CRBA differ by round-off), with the
+    crank held within its stop."""
+    upper = 0.05
+    path = tmp_path / "fourbar_limited.urdf"
+    path.write_text(limited_crank(upper)((URDF / "fourbar.urdf").read_text()))
+    robot = mbd_ros.load(str(path), closures=str(CONFIG / "fourbar_closures.yaml"), codegen=True)
+    assert robot.tree.kind == "generated"
+    crank = int(robot.idx_q[robot.joint_names.index("crank_joint")])
+    q0 = robot.assemble(robot.neutral())
+    v0 = np.zeros(robot.nv)
+    steps = 300
+    free = None
+    for sign in (1.0, -1.0):   # the direction that drives the crank out of [-upper, upper]
+        tau = np.zeros((steps, robot.nv))
+        tau[:, crank] = sign * 0.05
+        free = robot.rollout(q0, v0, tau, DT, integrator=integrator, engine="reference")
+        if np.abs(free.Q[:, crank]).max() > 2 * upper:
+            break
+    assert np.abs(free.Q[:, crank]).max() > 2 * upper
+    problem = RolloutProblem(robot, q0, v0, tau, DT, integrator, 1, None, True, 100.0, None,
+                             None)
+    assert unsupported(problem) is None
+    reference = robot.rollout(q0, v0, tau, DT, integrator=integrator, limits=True,
+                              engine="reference")
+    projections = counted(monkeypatch, C.Constraints, "project_state")
+    result = robot.rollout(q0, v0, tau, DT, integrator=integrator, limits=True,
+                           engine="compiled")
+    assert result.status == reference.status == "ok"
+    assert projections == []
+    rows = steps + 1
+    np.testing.assert_allclose(result.Q, reference.Q, rtol=0, atol=64 * EPS * rows)
+    np.testing.assert_allclose(result.V, reference.V, rtol=0,
+                               atol=64 * EPS * rows * max(1.0, np.abs(reference.V).max()))
+    crank_q = np.abs(result.Q[:, crank])
+    assert crank_q.max() <= upper + 8 * EPS
+    assert np.count_nonzero(crank_q > upper - 1e-9) > steps // 3
 
 
 def test_implicit_euler_batch_threads_equal_single_rollouts():

@@ -53,10 +53,6 @@ def prescribed_unsupported(problem):
     robot = problem.robot
     if problem.integrator not in PRESCRIBED_INTEGRATORS:
         return f"prescribed joints with the {problem.integrator} integrator run in Python"
-    # closed loops: kernels/rollout_loop_prescribed.py, on the recursive solver's rigid trees
-    if robot.closure_names and robot.tree.kind != "rigid":
-        return (f"prescribed joints on closed loops of a {robot.tree.kind} tree run in "
-                "Python (compiled on rigid trees)")
     followers = [name for name in problem.prescribed if name in robot.mimic_joints]
     if followers:
         return (f"prescribed mimicking joints ({', '.join(followers)}: a dense KKT solve) run "
