@@ -124,6 +124,20 @@ def tangent_implicit_update(basis, k, a1, a_v, a_q, v, h, lhs, s, z, t, sz, pivo
     return 0
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _column_dynamics(fd_address, bound, dims, forces, loops, loaded, holding, q, v, tau, out,
+                     tau_loaded):
+    """out (nv,) = f(q, v, tau) for one column of the forward differences: with prescribed joints
+    held (holding: (prescribed tuple, KKT workspace, table row)) the hybrid KKT dynamics of
+    kernels/rollout_loop_prescribed.py at the step's first sample, else the loop solver's
+    (holding None: numba compiles that case alone). Returns the dynamics' status."""
+    if holding is not None:
+        return loop_prescribed_forward_dynamics(loops, forces, loaded, holding[1], holding[0],
+                                                holding[2], FIRST_STAGE, q, v, tau, out)
+    return _loop_dynamics(fd_address, bound, dims, forces, loops, loaded, q, v, tau, out,
+                          tau_loaded)
+
+
 @njit(cache=True, nogil=True)
 def implicit_euler_loop_step(fd_address, bound, dims, forces, loaded, loops, basis_work,
                              body_int, manifold, nq_joints, nv_joints, q, v, tau, a1, h, rows,
@@ -156,26 +170,16 @@ def implicit_euler_loop_step(fd_address, bound, dims, forces, loaded, loops, bas
         # d f / d v along n_j: v2 = n_j 1e-7 + v
         for i in range(nv):
             v2[i] = direction[i] * FD_STEP + v[i]
-        if holding is not None:
-            status = loop_prescribed_forward_dynamics(loops, forces, loaded, holding[1],
-                                                      holding[0], holding[2], FIRST_STAGE, q,
-                                                      v2, tau, p)
-        else:
-            status = _loop_dynamics(fd_address, bound, dims, forces, loops, loaded, q, v2, tau,
-                                    p, tau_loaded)
+        status = _column_dynamics(fd_address, bound, dims, forces, loops, loaded, holding, q,
+                                  v2, tau, p, tau_loaded)
         if status:
             return status
         for i in range(nv):
             a_v[i, j] = (p[i] - a1[i]) / FD_STEP
         # d f / d q along n_j: q (+) n_j 1e-7
         integrate_state(body_int, manifold, nq_joints, nv_joints, q, direction, FD_STEP, qs)
-        if holding is not None:
-            status = loop_prescribed_forward_dynamics(loops, forces, loaded, holding[1],
-                                                      holding[0], holding[2], FIRST_STAGE, qs,
-                                                      v, tau, p)
-        else:
-            status = _loop_dynamics(fd_address, bound, dims, forces, loops, loaded, qs, v, tau,
-                                    p, tau_loaded)
+        status = _column_dynamics(fd_address, bound, dims, forces, loops, loaded, holding, qs,
+                                  v, tau, p, tau_loaded)
         if status:
             return status
         for i in range(nv):
