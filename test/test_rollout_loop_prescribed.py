@@ -700,50 +700,6 @@ def test_implicit_euler_rows_equal_the_simulator_on_the_kernels_dynamics(case, m
     print(f"{case} implicit_euler on the kernel's dynamics: worst error / bound {worst:.3g}")
 
 
-@pytest.mark.parametrize("integrator", ["rk4", "semi_implicit_euler"])
-def test_stops_on_generated_closed_loops_run_compiled(integrator, tmp_path, monkeypatch):
-    """limits=True on the four-bar of a generated tree (codegen=True), its crank limited to
-    +-0.05 rad and pushed against the stop, no joint prescribed: compiled (no Python projection)
-    and equal to the reference engine (robot.step, the Plant's stops with the generated mass
-    matrix) to the projection's round-off per row, 64 EPS rows (test_rollout_loops.py's bound
-    on the rigid tree; the generated M and the recursive CRBA differ by round-off), with the
-    crank held within its stop."""
-    upper = 0.05
-    path = tmp_path / "fourbar_limited.urdf"
-    path.write_text(limited_crank(upper)((URDF / "fourbar.urdf").read_text()))
-    robot = mbd_ros.load(str(path), closures=str(CONFIG / "fourbar_closures.yaml"), codegen=True)
-    assert robot.tree.kind == "generated"
-    crank = int(robot.idx_q[robot.joint_names.index("crank_joint")])
-    q0 = robot.assemble(robot.neutral())
-    v0 = np.zeros(robot.nv)
-    steps = 300
-    free = None
-    for sign in (1.0, -1.0):   # the direction that drives the crank out of [-upper, upper]
-        tau = np.zeros((steps, robot.nv))
-        tau[:, crank] = sign * 0.05
-        free = robot.rollout(q0, v0, tau, DT, integrator=integrator, engine="reference")
-        if np.abs(free.Q[:, crank]).max() > 2 * upper:
-            break
-    assert np.abs(free.Q[:, crank]).max() > 2 * upper
-    problem = RolloutProblem(robot, q0, v0, tau, DT, integrator, 1, None, True, 100.0, None,
-                             None)
-    assert unsupported(problem) is None
-    reference = robot.rollout(q0, v0, tau, DT, integrator=integrator, limits=True,
-                              engine="reference")
-    projections = counted(monkeypatch, C.Constraints, "project_state")
-    result = robot.rollout(q0, v0, tau, DT, integrator=integrator, limits=True,
-                           engine="compiled")
-    assert result.status == reference.status == "ok"
-    assert projections == []
-    rows = steps + 1
-    np.testing.assert_allclose(result.Q, reference.Q, rtol=0, atol=64 * EPS * rows)
-    np.testing.assert_allclose(result.V, reference.V, rtol=0,
-                               atol=64 * EPS * rows * max(1.0, np.abs(reference.V).max()))
-    crank_q = np.abs(result.Q[:, crank])
-    assert crank_q.max() <= upper + 8 * EPS
-    assert np.count_nonzero(crank_q > upper - 1e-9) > steps // 3
-
-
 def test_implicit_euler_batch_threads_equal_single_rollouts():
     """implicit_euler on a batch on two threads (per-thread KKT, basis and implicit workspaces)
     equals its members run alone, bit for bit."""
