@@ -143,6 +143,21 @@ def cpu_interleaved(funcs, rounds, seed=0):
             for k, s in samples.items()}
 
 
+def timed_with_forward_dynamics(robot, funcs, rows_q, rows_v, tau, rounds, **options):
+    """(fd, timings): `funcs` and one robot.forward_dynamics(q, v, tau, out=, **options) call
+    from Python at each row's state (rows_q, rows_v, tau[k]), interleaved; fd the forward
+    dynamics' median µs per call, timings the others' (cpu_interleaved)."""
+    out = np.empty(robot.nv)
+    steps = len(tau)
+
+    def fd_loop():
+        for k in range(steps):
+            robot.forward_dynamics(rows_q[k], rows_v[k], tau[k], out=out, **options)
+    funcs["forward dynamics"] = fd_loop
+    timings = cpu_interleaved(funcs, rounds)
+    return timings.pop("forward dynamics")["median"] / steps, timings
+
+
 def bench_robot(name, make, steps, rounds, rng):
     """(FD µs, rows): per integrator step µs and its ratio to FD. A flexible robot's rows of
     1 ms take `sub` integrator steps (its default_max_step: the stiff elastic modes), counted as
@@ -282,7 +297,6 @@ def bench_implicit(name, robot, steps, rounds, rng):
     robot.compile_c_calls()
     q, v = start(robot, rng)
     tau = 0.1 * rng.standard_normal((steps, robot.nv))
-    out = np.empty(robot.nv)
     rows_q, rows_v = robot.rollout(q, v, tau, DT)   # the states passed (FD cost depends on q)
     funcs = {}
     integrators = IMPLICIT if not robot.elastic_names else ("implicit_euler",)
@@ -303,13 +317,7 @@ def bench_implicit(name, robot, steps, rounds, rng):
             robot.time = 0.0
         funcs[f"robot.step loop {integrator}"] = step_loop
 
-    def fd_loop():
-        for k in range(steps):
-            robot.forward_dynamics(rows_q[k], rows_v[k], tau[k], out=out)
-
-    funcs["forward dynamics"] = fd_loop
-    timings = cpu_interleaved(funcs, rounds)
-    fd = timings.pop("forward dynamics")["median"] / steps
+    fd, timings = timed_with_forward_dynamics(robot, funcs, rows_q, rows_v, tau, rounds)
     rows = [(name, robot.nv, label, t["median"] / steps, t["median"] / steps / fd)
             for label, t in timings.items()]
     return fd, rows
@@ -355,7 +363,6 @@ def bench_part(name, robot, bare, prescribed, sub, steps, rounds, rng):
     if robot.mimic_joints:
         q, v = robot.apply_mimic(q, v)
     tau = 0.1 * rng.standard_normal((steps, robot.nv))
-    out = np.empty(robot.nv)
     funcs = {}
     for integrator in ("rk4", "semi_implicit_euler"):
         h = DT / sub
@@ -385,14 +392,8 @@ def bench_part(name, robot, bare, prescribed, sub, steps, rounds, rng):
     rows_q, rows_v = robot.rollout(q, v, tau, DT, integrator="rk4", substeps=sub,
                                    prescribed=prescribed)
     accelerations = {name: 0.0 for name in prescribed} if prescribed else None
-
-    def fd_loop():
-        for k in range(steps):
-            robot.forward_dynamics(rows_q[k], rows_v[k], tau[k], out=out,
-                                   prescribed=accelerations)
-    funcs["forward dynamics"] = fd_loop
-    timings = cpu_interleaved(funcs, rounds)
-    fd = timings.pop("forward dynamics")["median"] / steps
+    fd, timings = timed_with_forward_dynamics(robot, funcs, rows_q, rows_v, tau, rounds,
+                                              prescribed=accelerations)
     rows = [(label, t["median"] / (steps * sub), t["median"] / (steps * sub) / fd)
             for label, t in timings.items()]
     return fd, rows
@@ -444,7 +445,6 @@ def bench_loop_prescribed(name, robot, prescribed, steps, rounds, rng):
         q[int(robot.idx_q[j])], v[int(robot.idx_v[j])], _ = trajectory(0.0)
     q, v = constraints.project_state(q, v, fixed=fixed)
     tau = 0.1 * rng.standard_normal((steps, robot.nv))
-    out = np.empty(robot.nv)
     funcs = {}
     for integrator in ("rk4", "semi_implicit_euler", "symplectic_euler", "implicit_euler"):
         a = robot.rollout(q, v, tau, DT, integrator=integrator, prescribed=prescribed, t0=0.0,
@@ -469,15 +469,8 @@ def bench_loop_prescribed(name, robot, prescribed, steps, rounds, rng):
     problem = RolloutProblem(robot, q, v, tau, DT, "rk4", 1, None, False, 1e3, prescribed, 0.0)
     funcs["sampling the trajectories (rk4)"] = lambda: prescribed_table(problem, 1)
     rows_q, rows_v = robot.rollout(q, v, tau, DT, integrator="rk4", prescribed=prescribed)
-    accelerations = {joint: 0.0 for joint in prescribed}
-
-    def fd_loop():
-        for k in range(steps):
-            robot.forward_dynamics(rows_q[k], rows_v[k], tau[k], out=out,
-                                   prescribed=accelerations)
-    funcs["forward dynamics"] = fd_loop
-    timings = cpu_interleaved(funcs, rounds)
-    fd = timings.pop("forward dynamics")["median"] / steps
+    fd, timings = timed_with_forward_dynamics(robot, funcs, rows_q, rows_v, tau, rounds,
+                                              prescribed={joint: 0.0 for joint in prescribed})
     rows = [(label, t["median"] / steps, t["median"] / steps / fd)
             for label, t in timings.items()]
     return fd, rows
@@ -573,15 +566,8 @@ def bench_combos(name, robot, prescribed, sub, cases, steps, rounds, rng):
     rows_q, rows_v = robot.rollout(q, v, tau, DT, integrator="rk4", substeps=sub,
                                    prescribed=prescribed)
     accelerations = {joint: 0.0 for joint in prescribed} if prescribed else None
-    out = np.empty(robot.nv)
-
-    def fd_loop():
-        for k in range(steps):
-            robot.forward_dynamics(rows_q[k], rows_v[k], tau[k], out=out,
-                                   prescribed=accelerations)
-    funcs["forward dynamics"] = fd_loop
-    timings = cpu_interleaved(funcs, rounds)
-    fd = timings.pop("forward dynamics")["median"] / steps
+    fd, timings = timed_with_forward_dynamics(robot, funcs, rows_q, rows_v, tau, rounds,
+                                              prescribed=accelerations)
     rows = [(label, engines.get(label, "reference"), t["median"] / (steps * sub),
              t["median"] / (steps * sub) / fd) for label, t in timings.items()]
     return fd, rows

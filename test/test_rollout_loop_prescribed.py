@@ -164,6 +164,21 @@ def kkt_condition(robot, q, v, names):
     return kept[0] / kept[-1]
 
 
+def max_kkt_condition(robot, reference, names):
+    """The largest kkt_condition over every tenth row of a reference rollout."""
+    return max(kkt_condition(robot, q, v, names) for q, v in zip(reference.Q[::10],
+                                                                  reference.V[::10]))
+
+
+def assert_rows_within(result, reference, bound):
+    """Every row of result equals the reference's within bound relative to the largest
+    coordinate (at least 1: absolute near zero)."""
+    np.testing.assert_allclose(result.Q, reference.Q, rtol=0,
+                               atol=bound * max(1.0, np.abs(reference.Q).max()))
+    np.testing.assert_allclose(result.V, reference.V, rtol=0,
+                               atol=bound * max(1.0, np.abs(reference.V).max()))
+
+
 def evaluation_arrays(robot, prescribed, t0, integrator="rk4"):
     """(loops tuple, forces tuple, loaded, workspace, prescribed tuple) of one thread, the
     table sampled for one row from t0."""
@@ -353,17 +368,13 @@ def test_compiled_rollout_equals_robot_steps(case, integrator, monkeypatch):
     if integrator == "semi_implicit_euler":   # (it opens the loops every step)
         assert python_projections >= len(tau) // 2
     names = list(prescribed)
-    cond = max(kkt_condition(robot, q, v, names) for q, v in zip(reference.Q[::10],
-                                                                 reference.V[::10]))
+    cond = max_kkt_condition(robot, reference, names)
     rows = len(tau) + 1
     bound = 64 * EPS * rows * (1.0 + cond)
     if integrator == "symplectic_euler":
         mass_cond = max(np.linalg.cond(robot.mass_matrix(q)) for q in reference.Q[::10])
         bound += rows * (SYMPLECTIC_TOLERANCE + 64 * EPS * mass_cond)
-    np.testing.assert_allclose(result.Q, reference.Q, rtol=0,
-                               atol=bound * max(1.0, np.abs(reference.Q).max()))
-    np.testing.assert_allclose(result.V, reference.V, rtol=0,
-                               atol=bound * max(1.0, np.abs(reference.V).max()))
+    assert_rows_within(result, reference, bound)
     for q, v in zip(result.Q, result.V):
         position, velocity = robot.closure_residual(q, v)
         assert position < C.PROJECTION_TOLERANCE and velocity < C.PROJECTION_TOLERANCE
@@ -399,13 +410,9 @@ def test_declined_projection_resumes_after_python_projection():
         assert len(fixed) >= (1 if integrator == "rk4" else len(tau) // 2)
         assert all(list(f) == [0] for f in fixed)   # held: the rig, v index 0
         fixed.clear()
-        cond = max(kkt_condition(robot, q, v, ["rig"]) for q, v in zip(reference.Q[::10],
-                                                                       reference.V[::10]))
+        cond = max_kkt_condition(robot, reference, ["rig"])
         bound = 64 * EPS * (len(tau) + 1) * (1.0 + cond)
-        np.testing.assert_allclose(result.Q, reference.Q, rtol=0,
-                                   atol=bound * max(1.0, np.abs(reference.Q).max()))
-        np.testing.assert_allclose(result.V, reference.V, rtol=0,
-                                   atol=bound * max(1.0, np.abs(reference.V).max()))
+        assert_rows_within(result, reference, bound)
         on_trajectories(robot, result.Q, result.V, prescribed, T0, DT)
 
 
@@ -461,13 +468,9 @@ def test_drives_with_prescribed_rig_run_compiled(integrator, monkeypatch):
                            prescribed=prescribed, t0=T0, engine="compiled")
     assert result.status == reference.status == "ok"
     assert solves == [] and compensations == []
-    cond = max(kkt_condition(robot, q, v, ["rig"]) for q, v in zip(reference.Q[::10],
-                                                                   reference.V[::10]))
+    cond = max_kkt_condition(robot, reference, ["rig"])
     bound = 64 * EPS * (len(tau) + 1) * (1.0 + cond)
-    np.testing.assert_allclose(result.Q, reference.Q, rtol=0,
-                               atol=bound * max(1.0, np.abs(reference.Q).max()))
-    np.testing.assert_allclose(result.V, reference.V, rtol=0,
-                               atol=bound * max(1.0, np.abs(reference.V).max()))
+    assert_rows_within(result, reference, bound)
     undriven = robot.rollout(q0, v0, tau, DT, integrator=integrator, prescribed=prescribed,
                              t0=T0, engine="compiled")
     assert np.abs(undriven.Q - result.Q).max() > 1e-3
@@ -519,13 +522,9 @@ def test_stops_with_prescribed_rig_run_compiled(integrator, codegen, monkeypatch
     assert result.status == reference.status == "ok"
     assert solves == [] and projections == []
     assert np.abs(result.Q[:, crank_q]).max() < 1.5 * upper
-    cond = max(kkt_condition(robot, q, v, ["rig"]) for q, v in zip(reference.Q[::10],
-                                                                   reference.V[::10]))
+    cond = max_kkt_condition(robot, reference, ["rig"])
     bound = 64 * EPS * (steps + 1) * (1.0 + cond)
-    np.testing.assert_allclose(result.Q, reference.Q, rtol=0,
-                               atol=bound * max(1.0, np.abs(reference.Q).max()))
-    np.testing.assert_allclose(result.V, reference.V, rtol=0,
-                               atol=bound * max(1.0, np.abs(reference.V).max()))
+    assert_rows_within(result, reference, bound)
 
 
 def implicit_holding_bound(robot, q, v, tau, prescribed, t, h, q_open, v_open):
