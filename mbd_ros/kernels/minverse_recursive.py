@@ -44,7 +44,23 @@ _VECTOR = types.Array(_f8, 1, "C")
 MINVERSE_SIGNATURE = _i8(_INT2, _FLOAT2, _FLOAT2, _FLOAT2, _VECTOR, _FLOAT2)
 
 
-@njit(inline="always")
+@njit(cache=True, inline="always")
+def six(array, i, start):
+    """array[i, start:start + 6] as six scalars: held in registers by the column loops below
+    (a row view would cost a reference count per body)."""
+    return (array[i, start], array[i, start + 1], array[i, start + 2], array[i, start + 3],
+            array[i, start + 4], array[i, start + 5])
+
+
+@njit(cache=True, inline="always")
+def pose_registers(work, i):
+    """Body i's joint pose in work[i, ROT:] (R row-major (9), then p (3)) as twelve scalars."""
+    return (work[i, ROT], work[i, ROT + 1], work[i, ROT + 2], work[i, ROT + 3],
+            work[i, ROT + 4], work[i, ROT + 5], work[i, ROT + 6], work[i, ROT + 7],
+            work[i, ROT + 8], work[i, ROT + 9], work[i, ROT + 10], work[i, ROT + 11])
+
+
+@njit(cache=True, inline="always")
 def one_dof_up(body_int, body_float, work, blocks, out, i, iv, e, parent):
     """Pass 2 for a one-dof joint, straight-line code per column (module docstring):
     U = M* S, d = S^T U; Minv[iv, c] = (delta - S^T F_i[:, c]) / d; then, below a moving parent,
@@ -62,12 +78,7 @@ def one_dof_up(body_int, body_float, work, blocks, out, i, iv, e, parent):
         return False
     d_inv = 1.0 / d
     work[i, D_INV] = d_inv
-    s0 = body_float[i, MOTION_SUBSPACE]
-    s1 = body_float[i, MOTION_SUBSPACE + 1]
-    s2 = body_float[i, MOTION_SUBSPACE + 2]
-    s3 = body_float[i, MOTION_SUBSPACE + 3]
-    s4 = body_float[i, MOTION_SUBSPACE + 4]
-    s5 = body_float[i, MOTION_SUBSPACE + 5]
+    s0, s1, s2, s3, s4, s5 = six(body_float, i, MOTION_SUBSPACE)
     i6 = 6 * i
     out[iv, iv] = d_inv       # F_i has no entries on the joint's own column
     for c in range(uint64(iv + 1), uint64(e)):
@@ -76,24 +87,8 @@ def one_dof_up(body_int, body_float, work, blocks, out, i, iv, e, parent):
                                + s4 * blocks[i6 + 4, c] + s5 * blocks[i6 + 5, c])
     if parent == 0:
         return True
-    u0 = work[i, U_MAT]
-    u1 = work[i, U_MAT + 1]
-    u2 = work[i, U_MAT + 2]
-    u3 = work[i, U_MAT + 3]
-    u4 = work[i, U_MAT + 4]
-    u5 = work[i, U_MAT + 5]
-    r0 = work[i, ROT]
-    r1 = work[i, ROT + 1]
-    r2 = work[i, ROT + 2]
-    r3 = work[i, ROT + 3]
-    r4 = work[i, ROT + 4]
-    r5 = work[i, ROT + 5]
-    r6 = work[i, ROT + 6]
-    r7 = work[i, ROT + 7]
-    r8 = work[i, ROT + 8]
-    px = work[i, ROT + 9]
-    py = work[i, ROT + 10]
-    pz = work[i, ROT + 11]
+    u0, u1, u2, u3, u4, u5 = six(work, i, U_MAT)
+    r0, r1, r2, r3, r4, r5, r6, r7, r8, px, py, pz = pose_registers(work, i)
     p6 = 6 * parent
     for c in range(uint64(iv), uint64(e)):
         m = out[iv, c]
@@ -250,30 +245,9 @@ def recursive_mass_matrix_inverse(body_int, body_float, work, blocks, q, out):
             # one dof: straight-line code per column (no inner loops over k)
             p6 = 6 * parent
             d_inv = work[i, D_INV]
-            r0 = work[i, ROT]
-            r1 = work[i, ROT + 1]
-            r2 = work[i, ROT + 2]
-            r3 = work[i, ROT + 3]
-            r4 = work[i, ROT + 4]
-            r5 = work[i, ROT + 5]
-            r6 = work[i, ROT + 6]
-            r7 = work[i, ROT + 7]
-            r8 = work[i, ROT + 8]
-            px = work[i, ROT + 9]
-            py = work[i, ROT + 10]
-            pz = work[i, ROT + 11]
-            u0 = work[i, U_MAT]
-            u1 = work[i, U_MAT + 1]
-            u2 = work[i, U_MAT + 2]
-            u3 = work[i, U_MAT + 3]
-            u4 = work[i, U_MAT + 4]
-            u5 = work[i, U_MAT + 5]
-            s0 = body_float[i, MOTION_SUBSPACE]
-            s1 = body_float[i, MOTION_SUBSPACE + 1]
-            s2 = body_float[i, MOTION_SUBSPACE + 2]
-            s3 = body_float[i, MOTION_SUBSPACE + 3]
-            s4 = body_float[i, MOTION_SUBSPACE + 4]
-            s5 = body_float[i, MOTION_SUBSPACE + 5]
+            r0, r1, r2, r3, r4, r5, r6, r7, r8, px, py, pz = pose_registers(work, i)
+            u0, u1, u2, u3, u4, u5 = six(work, i, U_MAT)
+            s0, s1, s2, s3, s4, s5 = six(body_float, i, MOTION_SUBSPACE)
             for c in range(uint64(iv), uint64(nv)):
                 wx = blocks[p6 + 3, c]
                 wy = blocks[p6 + 4, c]
