@@ -29,6 +29,7 @@ import numpy as np
 
 from ..model import layout as L
 from ..errors import ModelError, excerpt, user_stacklevel
+from ..kernels import flexible_loop_dynamics as fld
 from ..kernels.linalg import RANK_TOLERANCE
 from ..kernels.loop_results import loop_results as _loop_results
 from .arguments import real_array
@@ -696,6 +697,8 @@ class Constraints:
                 total = None
             if total is not None:
                 return self._recursive(q, v, total, out)
+        if method == "recursive" and self.mimic is None and getattr(loops, "compiled_kkt", False):
+            return self._compiled_kkt(q, v, tau, out)
         return self._kkt(q, v, tau, out)
 
     def _recursive(self, q, v, tau, out):
@@ -766,6 +769,23 @@ class Constraints:
             self.robot._raise(L.STATUS_OK, q, v, tau, out, "tau")
         self.keep_multipliers(lam)
         out[:] = qdd
+        return out
+
+    def _compiled_kkt(self, q, v, tau, out):
+        """_kkt's solve in one compiled call (flexible trees: robot/flexible_loops.py
+        forward_dynamics, kernels/flexible_loop_dynamics.py)."""
+        alpha, beta = self._baumgarte
+        loops = self.loops
+        status = loops.forward_dynamics(q, v, tau, float(alpha), float(beta), out,
+                                        self.multiplier_buffer())
+        if status == fld.STATUS_NOT_POSITIVE_DEFINITE:
+            raise ValueError("forward_dynamics: the mass matrix is not positive definite (a "
+                             "joint moves no mass)")
+        if status:
+            self.robot._raise(L.STATUS_OK if status == fld.STATUS_SOLVE_FAILED else status, q, v,
+                              tau, out, "tau")
+        self.info[1] = int(loops.kkt_info[1])
+        warn_off_loop(float(np.abs(loops.residual).max(initial=0.0)), "forward_dynamics")
         return out
 
     def _minimal(self, q, v, tau, out):

@@ -5,7 +5,9 @@ G_l has elastic columns. The frames' twist Jacobians come from kernels/flexible_
 residuals and their frame Jacobians from closure_kinematics; gamma uses the frames'
 velocity-product accelerations a = d/dt (J(q) v)|qdd=0 by a central difference along q (+) h v
 (h ~ 1e-6 / |v|: error ~h^2 |v|^3, ~1e-12 relative). No recursive solver: the constrained
-dynamics are solved densely (constraints.py).
+dynamics are solved densely, in one compiled call (`forward_dynamics`,
+kernels/flexible_loop_dynamics.py; constraints.py `_kkt` is the same solve in numpy, kept for
+method="kkt").
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from ..model.flexible import layout as F
 from ..kernels import closure_kinematics as ck
 from ..kernels import flexible_forces as ff
 from ..kernels import flexible_frames as fr
+from ..kernels import flexible_loop_dynamics as fld
 from .flexible_force_loads import frame_ends
 from .loop_kinematics import CutSet
 
@@ -23,6 +26,7 @@ class FlexibleLoopKinematics(CutSet):
     """Cut frames at deformed points of a flexible tree (see the module docstring)."""
 
     recursive = False
+    compiled_kkt = True    # Constraints.forward_dynamics runs `forward_dynamics` (compiled)
 
     def __init__(self, tree, closure_set):
         super().__init__(tree, closure_set)
@@ -47,6 +51,28 @@ class FlexibleLoopKinematics(CutSet):
         self.frame_twist = np.zeros((n_ends, 6, 1))
         self.unit_v = np.zeros(tree.nv)
         self._zero_v = np.zeros(tree.nv)
+        # the compiled forward dynamics' arguments, built once (on the tree's loaded workspace)
+        model = tree.model
+        self._tree_args = (tree.fint, tree.ffloat, tree.fdata, tree.body_int, int(model.nq),
+                           int(model.nv), tree.work, tree.fwork)
+        self._end_args = (self.frame_int, self.frame_float, self.frame_data, self.frame_state,
+                          self.frame_jac, self.unit_v)
+        self._cut_int = np.array([(code, rows.start) for code, rows in zip(self.codes, self.rows)],
+                                 dtype=np.int64).reshape(-1, 2)
+        self._workspace = fld.flexible_loop_workspace(tree.nq, tree.nv, self.n_constraints,
+                                                      len(self.specs))
+        self.residual = np.zeros(self.n_constraints)
+        self.jacobian = np.zeros((self.n_constraints, tree.nv))
+        self.kkt_info = np.zeros(2, dtype=np.int64)
+
+    def forward_dynamics(self, q, v, tau, alpha, beta, out, lam_out):
+        """out (nv,) = the constrained accelerations at (q, v) for tau (nv,) on the tree's loaded
+        workspace, the multipliers in lam_out (b,), g in self.residual and G in self.jacobian
+        (kernels/flexible_loop_dynamics.py, one call). Returns the kernel's status (0 on
+        success; self.kkt_info[1] is then the rank of G M^-1 G^T)."""
+        return fld.flexible_loop_forward_dynamics(
+            self._tree_args, self._end_args, self._cut_int, self.cut_data, self._workspace, q, v,
+            tau, alpha, beta, self.residual, self.jacobian, out, lam_out, self.kkt_info)
 
     def _frame_twists(self, q, v):
         """(n_ends, 6) twists of the cut frames at (q, v), their own axes; poses in frame_state."""

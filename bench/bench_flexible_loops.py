@@ -1,0 +1,134 @@
+"""Closed loops on a flexible tree: the compiled forward dynamics (kernels/flexible_loop_dynamics.py,
+robot.forward_dynamics' default there) against the same dense solve in numpy (method="kkt",
+robot/constraints.py `_kkt`, which every call took before), in one process, interleaved.
+
+    PYTHONPATH=. python bench/bench_flexible_loops.py [--rounds 30]
+
+The sample flexible four-bar (urdf/flexible_fourbar.urdf + config/flexible_fourbar.yaml: 3 joints,
+a 4-mode beam, a spherical cut at its deformed tip), at an assembled state with v on the loop:
+
+- forward_dynamics from Python: compiled (default) vs method="kkt";
+- the kernel alone in a numba loop, and its loop rows (g, G, gamma: 9 flexible kinematics
+  passes) alone;
+- robot.step per step, RK4 and semi-implicit Euler at dt = 1e-4 (the reference engine of
+  robot.rollout, which these robots use), with the compiled solve vs with numpy's (the same
+  robot with the loops' `compiled_kkt` switched off, as before).
+
+Prints the CPU model, the load average, and medians / minima in µs.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common as C  # noqa: E402
+
+C.add_repo_to_path()
+
+from numba import njit  # noqa: E402
+
+import mbd_ros  # noqa: E402
+from mbd_ros.kernels import flexible_loop_dynamics as fld  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@njit(cache=True)
+def _kernel_loop(n, tree, ends, cut_int, cut_data, workspace, q, v, tau, residual, jacobian, out,
+                 lam, info):
+    for _ in range(n):
+        fld.flexible_loop_forward_dynamics(tree, ends, cut_int, cut_data, workspace, q, v, tau,
+                                           0.0, 0.0, residual, jacobian, out, lam, info)
+
+
+@njit(cache=True)
+def _rows_loop(n, tree, ends, cut_int, cut_data, workspace, q, v, residual, jacobian, gv, gamma):
+    for _ in range(n):
+        fld.flexible_loop_rows(tree, ends, cut_int, cut_data, workspace, q, v, residual, jacobian,
+                               gv, gamma)
+
+
+def load():
+    config = REPO / "config" / "flexible_fourbar.yaml"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return mbd_ros.load(REPO / "urdf" / "flexible_fourbar.urdf", closures=config,
+                            flexible=config)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--steps", type=int, default=200)
+    args = parser.parse_args()
+    print("load average before:", [round(x, 2) for x in os.getloadavg()])
+    print("CPU (lscpu):", C.lscpu_model_name(), ";", C.cpu_model())
+    robot, before = load(), load()
+    before._constraints.loops.compiled_kkt = False      # every call through numpy's _kkt
+    q = robot.assemble(robot.neutral())
+    _, jacobian, _ = robot.loop_state(q)
+    null = np.linalg.svd(jacobian)[2][jacobian.shape[0]:].T
+    v = null @ np.random.default_rng(0).standard_normal(null.shape[1])
+    tau = np.zeros(robot.nv)
+    tau[0] = 0.5
+    qdd = robot.forward_dynamics(q, v, tau)
+    qdd_numpy = before.forward_dynamics(q, v, tau)
+    print(f"compiled vs numpy: max |dqdd| {np.abs(qdd - qdd_numpy).max():.2g} "
+          f"(|qdd| {np.abs(qdd).max():.3g})")
+    loops = robot._constraints.loops
+    n_rows = loops.n_constraints
+    out, lam = np.zeros(robot.nv), np.zeros(n_rows)
+    gv, gamma = np.zeros(n_rows), np.zeros(n_rows)
+    kernel_args = (loops._tree_args, loops._end_args, loops._cut_int, loops.cut_data,
+                   loops._workspace, q, v, tau, loops.residual, loops.jacobian, out, lam,
+                   loops.kkt_info)
+    rows_args = (loops._tree_args, loops._end_args, loops._cut_int, loops.cut_data,
+                 loops._workspace, q, v, loops.residual, loops.jacobian, gv, gamma)
+    _kernel_loop(1, *kernel_args)
+    _rows_loop(1, *rows_args)
+    n = 2000
+
+    def kernel():
+        _kernel_loop(n, *kernel_args)
+
+    def rows():
+        _rows_loop(n, *rows_args)
+
+    per_call = C.time_interleaved(
+        {"forward_dynamics, compiled (default)": "robot.forward_dynamics(q, v, tau)",
+         "forward_dynamics, numpy (method='kkt')": "robot.forward_dynamics(q, v, tau, "
+                                                   "method='kkt')"},
+        {"robot": robot, "q": q, "v": v, "tau": tau}, rounds=args.rounds)
+    loops_timed = C.time_calls_interleaved({"kernel in a numba loop": kernel,
+                                            "loop rows alone in a numba loop": rows},
+                                           rounds=args.rounds, pause=0.0)
+    steps = {}
+    for integrator in ("rk4", "semi_implicit_euler"):
+        for label, r in (("compiled", robot), ("numpy", before)):
+            def run(r=r, integrator=integrator):
+                state_q, state_v = q, v
+                for _ in range(args.steps):
+                    state_q, state_v = r.step(state_q, state_v, tau, 1e-4,
+                                              integrator=integrator)
+            steps[f"robot.step {integrator}, {label} solve"] = run
+    stepped = C.time_calls_interleaved(steps, rounds=max(5, args.rounds // 3), pause=0.0)
+    print(f"\nflexible four-bar (nv {robot.nv}, {n_rows} loop rows); medians (minima), µs\n")
+    print("| call | µs |\n|---|---:|")
+    for label, t in per_call.items():
+        print(f"| {label} | {t['median']:.2f} ({t['min']:.2f}) |")
+    for label, t in loops_timed.items():
+        print(f"| {label} | {t['median'] / n:.2f} ({t['min'] / n:.2f}) |")
+    for label, t in stepped.items():
+        print(f"| {label}, per step | {t['median'] / args.steps:.1f} "
+              f"({t['min'] / args.steps:.1f}) |")
+    print("\nload average after:", [round(x, 2) for x in os.getloadavg()])
+
+
+if __name__ == "__main__":
+    main()
