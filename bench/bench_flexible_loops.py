@@ -5,14 +5,16 @@ robot/constraints.py `_kkt`, which every call took before), in one process, inte
     PYTHONPATH=. python bench/bench_flexible_loops.py [--rounds 30]
 
 The sample flexible four-bar (urdf/flexible_fourbar.urdf + config/flexible_fourbar.yaml: 3 joints,
-a 4-mode beam, a spherical cut at its deformed tip), at an assembled state with v on the loop:
+a 4-mode beam, a spherical cut at its deformed tip), at an assembled state, the crank turning at
+2 rad/s and the other velocities on the loop (robot.project_velocity), 0.5 N m on the crank:
 
 - forward_dynamics from Python: compiled (default) vs method="kkt";
 - the kernel alone in a numba loop, and its loop rows (g, G, gamma: 9 flexible kinematics
   passes) alone;
-- robot.step per step, RK4 and semi-implicit Euler at dt = 1e-4 (the reference engine of
-  robot.rollout, which these robots use), with the compiled solve vs with numpy's (the same
-  robot with the loops' `compiled_kkt` switched off, as before).
+- robot.step per step, RK4 and semi-implicit Euler at dt = 1e-4 (robot.rollout's reference
+  engine), with the compiled solve vs with numpy's (the same robot with the loops'
+  `compiled_kkt` switched off, as before), and robot.rollout's compiled engine
+  (kernels/rollout_flexible_loops.py) per step.
 
 Prints the CPU model, the load average, and medians / minima in µs.
 """
@@ -72,9 +74,9 @@ def main():
     robot, before = load(), load()
     before._constraints.loops.compiled_kkt = False      # every call through numpy's _kkt
     q = robot.assemble(robot.neutral())
-    _, jacobian, _ = robot.loop_state(q)
-    null = np.linalg.svd(jacobian)[2][jacobian.shape[0]:].T
-    v = null @ np.random.default_rng(0).standard_normal(null.shape[1])
+    crank = np.zeros(robot.nv)
+    crank[0] = 2.0
+    v = robot.project_velocity(q, crank)     # the crank at 2 rad/s, the rest on the loop
     tau = np.zeros(robot.nv)
     tau[0] = 0.5
     qdd = robot.forward_dynamics(q, v, tau)
@@ -117,7 +119,30 @@ def main():
                     state_q, state_v = r.step(state_q, state_v, tau, 1e-4,
                                               integrator=integrator)
             steps[f"robot.step {integrator}, {label} solve"] = run
+    tau_rows = np.tile(tau, (args.steps, 1))
+    for integrator in ("rk4", "semi_implicit_euler"):
+        def rollout(integrator=integrator):
+            result = robot.rollout(q, v, tau_rows, 1e-4, integrator=integrator,
+                                   engine="compiled")
+            assert result.status == "ok"
+        rollout()
+        steps[f"robot.rollout {integrator}, compiled engine"] = rollout
     stepped = C.time_calls_interleaved(steps, rounds=max(5, args.rounds // 3), pause=0.0)
+    projected = []
+    original = type(robot._constraints).project_state
+
+    def counting(self, *a, **k):
+        projected.append(1)
+        return original(self, *a, **k)
+
+    type(robot._constraints).project_state = counting
+    for integrator in ("rk4", "semi_implicit_euler"):
+        projected.clear()
+        robot.rollout(q, v, tau_rows, 1e-4, integrator=integrator, engine="reference")
+        print(f"{integrator}: robot.step projects after {len(projected)} of {args.steps} steps")
+    type(robot._constraints).project_state = original
+    print(f"\nforward dynamics per step: RK4 4, semi-implicit Euler 1; the kernel "
+          f"{loops_timed['kernel in a numba loop']['median'] / n:.2f} µs")
     print(f"\nflexible four-bar (nv {robot.nv}, {n_rows} loop rows); medians (minima), µs\n")
     print("| call | µs |\n|---|---:|")
     for label, t in per_call.items():

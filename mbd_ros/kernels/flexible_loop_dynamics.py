@@ -29,7 +29,7 @@ the same numbers to round-off, one pass fewer.
 Workspace (`flexible_loop_workspace`, built once per robot and thread): mass (nv, nv) (M, then
 its Cholesky factor), w (nv, b) (W), kmat (b, b) (G W), mats (2, p, p) (the QR's t, the normal
 matrix of the least-squares fallback), vec (N_ROWS, p), perm (p,) int64, poses (2 n_cuts, 18),
-rows (b, 14), twists (2, 2 n_cuts, 6, 1), stage (nq,); p = max(nv, b, 1).
+rows (b, 14), twists (2, 2 n_cuts, 6, 1), stage (nq,); p = max(nq, nv, b, 1).
 """
 import math
 
@@ -53,8 +53,8 @@ POSE_ROT, POSE_POS, POSE_VEL = 0, 9, 12
 F_T, F_NORMAL = range(2)
 # rows of vec (N_ROWS, p)
 (F_BIAS, F_QDD0, F_GV, F_GAMMA, F_RHS, F_LAM, F_RDIAG, F_HV0, F_BETA, F_C, F_Z, F_ZERO,
- F_COLUMN) = range(13)
-N_ROWS = 13
+ F_COLUMN, F_STEP, F_QN, F_G) = range(16)
+N_ROWS = 16
 # statuses beyond the tree kernels' (robot._raise names them)
 STATUS_NOT_POSITIVE_DEFINITE = 93   # M is not positive definite (a joint moves no mass)
 STATUS_SOLVE_FAILED = 94            # the multipliers' solve failed (non-finite rows)
@@ -64,7 +64,7 @@ DIFFERENCE_STEP = 1e-6
 
 def flexible_loop_workspace(nq, nv, n_rows, n_cuts):
     """The workspace tuple of `flexible_loop_forward_dynamics` (module docstring)."""
-    p = max(nv, n_rows, 1)
+    p = max(nq, nv, n_rows, 1)
     return (np.zeros((nv, nv)), np.zeros((nv, n_rows)), np.zeros((n_rows, n_rows)),
             np.zeros((2, p, p)), np.zeros((N_ROWS, p)), np.zeros(p, dtype=np.int64),
             np.zeros((2 * n_cuts, 18)), np.zeros((max(n_rows, 1), ROW_WIDTH)),
@@ -83,39 +83,28 @@ def _integrate_flexible(body_int, n_joint_q, n_joint_v, q, v, dt, out):
 
 
 @njit(cache=True)
-def flexible_loop_rows(tree, ends, cut_int, cut_data, workspace, q, v, residual, jacobian, gv,
-                       gamma):
-    """g (b,) into residual, G (b, nv) into jacobian, G v (b,) into gv and gamma (b,) (without
-    the Baumgarte terms) at (q, v): FlexibleLoopKinematics.state and .bias (module docstring).
+def flexible_loop_state(tree, ends, cut_int, cut_data, workspace, q, v, residual, jacobian, gv):
+    """g (b,) into residual, G (b, nv) into jacobian and G v (b,) into gv at (q, v)
+    (FlexibleLoopKinematics.state); cut_kinematics' rows (gamma2 included) stay in the
+    workspace's `rows`. Returns max |g|.
 
-    # Model:    tree = (fint, ffloat, fdata, body_int, joint_nq, joint_nv) as a tuple of the
-    #           flexible model's arrays and the rigid joints' sizes; ends = (end_int, end_float,
-    #           end_data): cut frame 2 s (parent side) and 2 s + 1 (child side) of cut s;
+    # Model:    tree = (fint, ffloat, fdata, body_int, joint_nq, joint_nv, work, fwork): the
+    #           flexible model's arrays, the rigid joints' sizes, the flexible workspace
+    #           (kinematics written); ends = (end_int, end_float, end_data, end_state,
+    #           frame_jac (2 n_cuts, 6, nv), unit (nv,)): cut frame 2 s (parent side) and
+    #           2 s + 1 (child side) of cut s, their poses and Jacobians (written);
     #           cut_int (n_cuts, 2) int64: code, first row; cut_data (n_cuts, CUT_ROW_WIDTH)
-    # Data:     work, fwork: the flexible workspace (tree[6], tree[7]; kinematics written);
-    #           end_state (2 n_cuts, END_STATE_WIDTH), frame_jac (2 n_cuts, 6, nv), unit (nv,):
-    #           ends[3:6]; workspace: flexible_loop_workspace(...)
+    # Data:     workspace: flexible_loop_workspace(...)
     """
     fint, ffloat, fdata, body_int, joint_nq, joint_nv, work, fwork = tree
     end_int, end_float, end_data, end_state, frame_jac, unit = ends
-    poses, rows, twists, stage = workspace[6:]
+    poses, rows = workspace[6], workspace[7]
     nv = v.shape[0]
     n_rows = jacobian.shape[0]
-    n_ends = end_int.shape[0]
-    # a_e: central difference of the twists J_e(q) v along q (+) eps v
-    largest = 1.0
-    for i in range(nv):
-        largest = max(largest, abs(v[i]))
-    eps = DIFFERENCE_STEP / largest
-    for side in range(2):
-        _integrate_flexible(body_int, joint_nq, joint_nv, q, v, eps if side == 0 else -eps,
-                            stage)
-        frame_states(fint, ffloat, fdata, work, fwork, end_int, end_float, end_data, stage, v,
-                     end_state, twists[side])
     # frame Jacobians at q (the poses stay in end_state), the twists J_e v
     frame_jacobians(fint, ffloat, fdata, work, fwork, end_int, end_float, end_data, q, unit,
                     end_state, frame_jac)
-    for e in range(n_ends):
+    for e in range(end_int.shape[0]):
         for k in range(9):
             poses[e, POSE_ROT + k] = end_state[e, ES_R + k]
         for k in range(3):
@@ -125,15 +114,15 @@ def flexible_loop_rows(tree, ends, cut_int, cut_data, workspace, q, v, residual,
             for j in range(nv):
                 s += frame_jac[e, r, j] * v[j]
             poses[e, POSE_VEL + r] = s
+    largest = 0.0
     for s in range(cut_int.shape[0]):
         cut_kinematics(cut_int[s, 0], cut_data, s, poses, 2 * s, 2 * s + 1, POSE_ROT, POSE_POS,
                        POSE_VEL, rows, cut_int[s, 1], ROW_RES, ROW_BIAS, ROW_JAC_A, ROW_JAC_B)
-    inv_step = 1.0 / (2.0 * eps)
-    for s in range(cut_int.shape[0]):
         end_a, end_b = 2 * s, 2 * s + 1
         r1 = cut_int[s + 1, 1] if s + 1 < cut_int.shape[0] else n_rows
         for r in range(cut_int[s, 1], r1):
             residual[r] = rows[r, ROW_RES]
+            largest = max(largest, abs(residual[r]))
             for j in range(nv):
                 x = 0.0
                 for c in range(6):
@@ -144,6 +133,69 @@ def flexible_loop_rows(tree, ends, cut_int, cut_data, workspace, q, v, residual,
             for j in range(nv):
                 x += jacobian[r, j] * v[j]
             gv[r] = x
+    return largest
+
+
+@njit(cache=True)
+def flexible_loop_residuals(tree, ends, cut_int, cut_data, workspace, q, v):
+    """(max |g|, max |G v|) at (q, v) (robot.closure_residual) from one kinematics pass with v:
+    G v = G_A T_A + G_B T_B with the cut frames' twists T (frame_states), without the frame
+    Jacobians (nv passes) that flexible_loop_state forms. The arguments as its."""
+    fint, ffloat, fdata, body_int, joint_nq, joint_nv, work, fwork = tree
+    end_int, end_float, end_data, end_state = ends[:4]
+    poses, rows, twists = workspace[6], workspace[7], workspace[8]
+    frame_states(fint, ffloat, fdata, work, fwork, end_int, end_float, end_data, q, v,
+                 end_state, twists[0])
+    for e in range(end_int.shape[0]):
+        for k in range(9):
+            poses[e, POSE_ROT + k] = end_state[e, ES_R + k]
+        for k in range(3):
+            poses[e, POSE_POS + k] = end_state[e, ES_X + k]
+        for r in range(6):
+            poses[e, POSE_VEL + r] = twists[0, e, r, 0]
+    position = 0.0
+    velocity = 0.0
+    n_cuts = cut_int.shape[0]
+    for s in range(n_cuts):
+        n = cut_kinematics(cut_int[s, 0], cut_data, s, poses, 2 * s, 2 * s + 1, POSE_ROT,
+                           POSE_POS, POSE_VEL, rows, cut_int[s, 1], ROW_RES, ROW_BIAS,
+                           ROW_JAC_A, ROW_JAC_B)
+        for r in range(cut_int[s, 1], cut_int[s, 1] + n):
+            position = max(position, abs(rows[r, ROW_RES]))
+            x = 0.0
+            for c in range(6):
+                x += (rows[r, ROW_JAC_A + c] * poses[2 * s, POSE_VEL + c]
+                      + rows[r, ROW_JAC_B + c] * poses[2 * s + 1, POSE_VEL + c])
+            velocity = max(velocity, abs(x))
+    return position, velocity
+
+
+@njit(cache=True)
+def flexible_loop_rows(tree, ends, cut_int, cut_data, workspace, q, v, residual, jacobian, gv,
+                       gamma):
+    """flexible_loop_state's g, G, G v and gamma (b,) (without the Baumgarte terms) at (q, v)
+    (FlexibleLoopKinematics.bias): a_e by a central difference of the twists J_e(q) v along
+    q (+) eps v. The arguments as flexible_loop_state's."""
+    fint, ffloat, fdata, body_int, joint_nq, joint_nv, work, fwork = tree
+    end_int, end_float, end_data, end_state = ends[:4]
+    rows, twists, stage = workspace[7], workspace[8], workspace[9]
+    nv = v.shape[0]
+    n_rows = jacobian.shape[0]
+    largest = 1.0
+    for i in range(nv):
+        largest = max(largest, abs(v[i]))
+    eps = DIFFERENCE_STEP / largest
+    for side in range(2):
+        _integrate_flexible(body_int, joint_nq, joint_nv, q, v, eps if side == 0 else -eps,
+                            stage)
+        frame_states(fint, ffloat, fdata, work, fwork, end_int, end_float, end_data, stage, v,
+                     end_state, twists[side])
+    flexible_loop_state(tree, ends, cut_int, cut_data, workspace, q, v, residual, jacobian, gv)
+    inv_step = 1.0 / (2.0 * eps)
+    for s in range(cut_int.shape[0]):
+        end_a, end_b = 2 * s, 2 * s + 1
+        r1 = cut_int[s + 1, 1] if s + 1 < cut_int.shape[0] else n_rows
+        for r in range(cut_int[s, 1], r1):
             acc = 0.0
             for c in range(6):
                 acc += rows[r, ROW_JAC_A + c] * (twists[0, end_a, c, 0] - twists[1, end_a, c, 0])

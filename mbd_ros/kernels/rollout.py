@@ -51,6 +51,7 @@ from .rollout_tangent import implicit_euler_loop_step
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
 from .rollout_flexible_loads import X_ELEMENT_INT, flexible_loaded_inverse_dynamics
+from .rollout_flexible_loops import close_flexible_loops, has_flexible_loops
 from .rollout_mimic import M_PAIR_INT, coupling_residual_exceeds, mimic_drive_bias
 from .rollout_mimic_implicit import mimic_implicit_euler_step
 from .rollout_prescribed import FIRST_STAGE, LAST_STAGE, MIDDLE_STAGE, place_prescribed
@@ -307,6 +308,9 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     robot.step's projection onto them, in Python. loop_parts: None, or with prescribed joints
     (parts[0]) on closed loops their KKT workspace (kernels/rollout_loop_prescribed.py
     loop_prescribed_workspace): their hybrid dynamics and robot.step's projection holding them.
+    Closed loops on a flexible tree are parts[4] (iopt[I_LOOPS] is 0 for them): their dense
+    solve at the stages and robot.step's projection (kernels/rollout_flexible_loops.py),
+    NEEDS_PROJECTION when it declines.
     """
     nq, nv = q0.shape[0], v0.shape[0]
     q, v = work[W_Q, :nq], work[W_V, :nv]
@@ -322,10 +326,11 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     # parts is None when the call has none of them: numba then prunes the `parts is not None`
     # branches at compile time and the plain path compiles as it did without them (runtime
     # flags here cost the arm7 8-15 % per step, measured)
-    prescribing = mimicking = special = flexible_loads = False
+    prescribing = mimicking = special = flexible_loads = flexible_looping = False
     if parts is not None:
         prescribing, mimicking, special = has_special_dynamics(parts)
         flexible_loads = parts[2][X_ELEMENT_INT].shape[0] > 0   # (force elements, flexible)
+        flexible_looping = has_flexible_loops(parts[4])          # (closed loops, flexible)
     # loop_arrays: the loops tuple and (item 10) the projection's workspace, kept out of the
     # tuple the stages pass to _loaded_forward_dynamics (each array it holds costs per call)
     loops, projection_work = loop_arrays[:10], loop_arrays[10]
@@ -503,6 +508,13 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                                          fopt[F_PROJECTION_TOLERANCE], fopt[F_CLOSING_TOLERANCE])
                 if closed < 0:
                     resume[0] = k   # not converged: the caller projects in Python (assembles)
+                    resume[1] = s + 1
+                    return NEEDS_PROJECTION, k
+            elif parts is not None and flexible_looping:
+                # closed loops on a flexible tree: kernels/rollout_flexible_loops.py
+                if close_flexible_loops(parts[4], q, v, fopt[F_PROJECTION_TOLERANCE],
+                                        fopt[F_CLOSING_TOLERANCE]) < 0:
+                    resume[0] = k   # not converged: the caller projects in Python
                     resume[1] = s + 1
                     return NEEDS_PROJECTION, k
             elif parts is not None and mimicking and coupling_residual_exceeds(

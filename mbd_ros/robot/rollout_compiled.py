@@ -5,8 +5,10 @@ robot.step) for what this engine does not run; `unsupported` says what and why:
 
 - robots with parts evaluated in Python at every stage: add_force callbacks, force elements on
   flexible links with mimic couplings (else compiled, with every integrator, drives=, limits=
-  and prescribed joints: kernels/rollout_flexible_loads.py), closed loops other than the recursive
-  solver's (flexible trees, mimic couplings), mimic couplings with closed loops (on trees they
+  and prescribed joints: kernels/rollout_flexible_loads.py), closed loops on flexible trees
+  with implicit_euler or symplectic_euler, with drives=, limits= or other parts (else compiled:
+  their dense solve and robot.step's projection, kernels/rollout_flexible_loops.py, a special
+  part), mimic couplings with closed loops (on trees they
   run compiled with every integrator, also with drives= and limits=: kernels/rollout_mimic.py,
   implicit_euler on their tangent basis kernels/rollout_mimic_implicit.py; robot.step's
   projections onto them in Python);
@@ -54,6 +56,8 @@ from .integrators import MAX_DEFAULT_DT, MAX_VELOCITY, default_max_step
 from .rollout_plant import VELOCITY_TIME_CONSTANT
 from .rollout_flexible_loads import (flexible_load_arrays, flexible_loads_unsupported,
                                      has_flexible_loads)
+from .rollout_flexible_loops import (flexible_loop_arrays, flexible_loops_unsupported,
+                                     has_flexible_loops)
 from .rollout_mimic import mimic_arrays, mimic_unsupported, thread_mimic
 from .rollout_prescribed import (prescribed_mimic_arrays, prescribed_table,
                                   prescribed_unsupported, thread_prescribed)
@@ -77,10 +81,12 @@ def unsupported(problem):
         return prescribed_unsupported(problem)
     if robot.mimic_joints and mimic_unsupported(problem):
         return mimic_unsupported(problem)
-    if robot.closure_names:
+    if has_flexible_loops(robot):
+        if flexible_loops_unsupported(problem):
+            return flexible_loops_unsupported(problem)
+    elif robot.closure_names:
         constraints = robot._constraints
-        if constraints.loops is None or not constraints.loops.recursive or \
-                robot.tree.kind == "flexible":
+        if constraints.loops is None or not constraints.loops.recursive:
             return "these closed loops (not the recursive solver's) run in Python"
     if robot.tree.kind not in TREE_KINDS:
         return f"no compiled rollout for a {robot.tree.kind} tree"
@@ -100,9 +106,10 @@ class ThreadWork:
     are written by the entries) and their addresses, the loop's vectors and matrices, and copies
     of the stop and drive arrays the kernels write."""
 
-    def __init__(self, bound, nq, nv, forces, loops, n_loop_rows):
+    def __init__(self, bound, nq, nv, forces, loops, n_loop_rows, flexible_loops):
         self.forces = forces
         self.loops = loops
+        self.flexible_loops = flexible_loops   # (kernels/rollout_flexible_loops.py's part)
         # prescribed joints on closed loops: their KKT workspace (kernels/
         # rollout_loop_prescribed.py; passed only to calls that have both)
         self.loop_prescribed = loop_prescribed_workspace(nv, n_loop_rows) if n_loop_rows \
@@ -130,7 +137,10 @@ class RolloutEngine:
             addresses.append(fastcall.c_entry(function).address)
             if bound is None:
                 bound, dims = entry_bound, entry_dims
-        self.closed_loop = bool(robot.closure_names)
+        # closed loops of the recursive solver (iopt[I_LOOPS]); those on a flexible tree are a
+        # special part (kernels/rollout_flexible_loops.py)
+        self.flexible_loops = has_flexible_loops(robot)
+        self.closed_loop = bool(robot.closure_names) and not self.flexible_loops
         self.n_loop_rows = robot._constraints.loops.n_constraints if self.closed_loop and \
             robot._constraints.loops is not None else 0
         if self.closed_loop:
@@ -200,7 +210,8 @@ class RolloutEngine:
         robot = self.robot
         while len(taken) < n:
             taken.append(ThreadWork(self.bound, robot.nq, robot.nv, self.force_arrays(),
-                                    self.loop_arrays(), self.n_loop_rows))
+                                    self.loop_arrays(), self.n_loop_rows,
+                                    flexible_loop_arrays(robot)))
         return taken
 
     def give_back(self, works):
@@ -282,7 +293,8 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
     n_threads = max(1, min(threads, n))
     prescribed = prescribed_table(problem, int(iopt[K.I_INNER]))   # (sampled in Python)
     mimic = mimic_arrays(robot)
-    special = bool(problem.prescribed) or bool(robot.mimic_joints) or has_flexible_loads(robot)
+    special = bool(problem.prescribed) or bool(robot.mimic_joints) or \
+        has_flexible_loads(robot) or engine.flexible_loops
     works = engine.take(n_threads)
     codes = np.zeros(n, dtype=np.int64)
     detail = np.zeros(n)
@@ -297,9 +309,11 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
         # prescribed joints on closed loops: their KKT workspace (None prunes that path)
         loop_parts = w.loop_prescribed if engine.closed_loop and problem.prescribed else None
         parts = (thread_prescribed(prescribed, nv), thread_mimic(mimic, nv),
-                 flexible_load_arrays(robot), prescribed_mimic_arrays(problem, prescribed, nv)) \
-            if special else None   # (kernels/rollout_special.py)
-        if not engine.closed_loop and not robot.mimic_joints:
+                 flexible_load_arrays(robot), prescribed_mimic_arrays(problem, prescribed, nv),
+                 w.flexible_loops) if special else None   # (kernels/rollout_special.py)
+        if engine.flexible_loops:
+            w.flexible_loops[9][:] = robot._constraints.baumgarte   # robot.baumgarte now
+        if not engine.closed_loop and not robot.mimic_joints and not engine.flexible_loops:
             K.rollout_members(engine.entries, w.pointers, engine.dims, w.forces, w.loops,
                               engine.body_int, iopt, fopt, problem.q0[a:b], problem.v0[a:b],
                               problem.tau[a:b], drive_int, drive_float, position[a:b],

@@ -1,0 +1,148 @@
+"""Closed loops on flexible trees in the compiled rollouts (kernels/rollout.py, a part of
+kernels/rollout_special.py): the stage dynamics are kernels/flexible_loop_dynamics.py's dense
+solve (robot.forward_dynamics' default on these robots), and robot.step's closing of the loops
+after a step (robot.step: the residual test against PROJECTION_TOLERANCE, then
+Constraints.project_state) runs here too:
+
+1. positions: Gauss-Newton with minimum-norm steps, q <- q (+) (-G^+ g), until max |g| <
+   `closing` (ASSEMBLY_TOLERANCE, after a semi-implicit Euler step EULER_CLOSING_TOLERANCE), at
+   most MAX_ITERATIONS steps (constraints.py _close_min_norm; lstsq there, the pivoted-QR
+   minimum-norm solve of kernels/rollout_projection.py here: its docstring relates the two);
+2. velocities: v <- v - M^-1 G^T (G M^-1 G^T)^+ G v with the flexible M (Cholesky; numpy: LU)
+   and G at the projected q (numpy's pinv: the same pivoted-QR solve here).
+
+A Gauss-Newton that does not converge (constraints.py then re-assembles in Python) or a failed
+solve returns -1 with q and v untouched: the rollout returns NEEDS_PROJECTION and the caller
+projects in Python (robot/rollout_compiled.py).
+
+The residual test (robot.closure_residual: max |g|, max |G v|) takes G v from the cut frames'
+twists of one kinematics pass, G_A T_A + G_B T_B, where robot.step forms G (nv passes) and
+multiplies: the same value to round-off (a test exactly at the tolerance could go either way),
+and the RK4 step that does not project (most of them) skips the frame Jacobians (~8 µs of the
+sample four-bar's ~100 µs step, bench/bench_flexible_loops.py).
+
+The part (robot/rollout_flexible_loops.py `flexible_loop_arrays`, one per thread):
+(tree, ends, cut_int, cut_data, workspace, residual (b,), jacobian (b, nv), lam (b,), info (2,)
+int64, gains (2,): the Baumgarte alpha, beta), the first five as
+kernels/flexible_loop_dynamics.py takes them (tree and ends with private copies of the
+workspaces they write). An empty part (no cuts: cut_int (0, 2)) for every other robot.
+"""
+import math
+
+from numba import njit
+
+from .flexible_loop_dynamics import (F_BETA, F_C, F_G, F_GV, F_HV0, F_LAM, F_NORMAL, F_QN,
+                                     F_RDIAG, F_STEP, F_T, F_Z, _integrate_flexible,
+                                     flexible_loop_forward_dynamics, flexible_loop_residuals,
+                                     flexible_loop_state)
+from .flexible_dynamics import mass_matrix
+from .rollout_projection import MAX_ITERATIONS, min_norm_solve
+
+# items of the part tuple
+FL_TREE, FL_ENDS, FL_CUT_INT, FL_CUT_DATA, FL_WORKSPACE, FL_RESIDUAL, FL_JACOBIAN, FL_LAM, \
+    FL_INFO, FL_GAINS = range(10)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def has_flexible_loops(part):
+    """Whether the part holds cuts (False: the empty part of a robot without them)."""
+    return part[FL_CUT_INT].shape[0] > 0
+
+
+@njit(cache=True, nogil=True)
+def flexible_loops_forward_dynamics(part, q, v, tau, out):
+    """out (nv,) = robot.forward_dynamics(q, v, tau) of the flexible tree with closed loops
+    (kernels/flexible_loop_dynamics.py). Returns 0 or its status."""
+    gains = part[FL_GAINS]
+    return flexible_loop_forward_dynamics(part[FL_TREE], part[FL_ENDS], part[FL_CUT_INT],
+                                          part[FL_CUT_DATA], part[FL_WORKSPACE], q, v, tau,
+                                          gains[0], gains[1], part[FL_RESIDUAL],
+                                          part[FL_JACOBIAN], out, part[FL_LAM], part[FL_INFO])
+
+
+@njit(cache=True, nogil=True)
+def close_flexible_loops(part, q, v, tolerance, closing):
+    """robot.step's closing of the loops after a step, in place on q (nq,), v (nv,) (module
+    docstring): 0 when max |g| and max |G v| are within `tolerance` (nothing done), 1 when
+    projected, -1 when the projection declined (q, v unchanged: the caller projects in
+    Python)."""
+    tree, ends, cut_int, cut_data, workspace = part[:5]
+    residual, jacobian = part[FL_RESIDUAL], part[FL_JACOBIAN]
+    fint, ffloat, fdata, body_int, joint_nq, joint_nv, work, fwork = tree
+    unit = ends[5]
+    chol, w, kmat, mats, vec, perm = workspace[:6]
+    stage = workspace[9]
+    nq, nv, b = q.shape[0], v.shape[0], jacobian.shape[0]
+    gv, step, qn, g, y = vec[F_GV, :b], vec[F_STEP, :nv], vec[F_QN, :nq], vec[F_G, :b], \
+        vec[F_LAM, :b]
+    t, normal = mats[F_T], mats[F_NORMAL]
+    rdiag, hv0, beta, c, z = vec[F_RDIAG], vec[F_HV0], vec[F_BETA], vec[F_C], vec[F_Z]
+    # the residual test from one kinematics pass (no frame Jacobians: most RK4 steps stop here)
+    position, velocity = flexible_loop_residuals(tree, ends, cut_int, cut_data, workspace, q, v)
+    if not (position > tolerance or velocity > tolerance):
+        return 0
+    position = flexible_loop_state(tree, ends, cut_int, cut_data, workspace, q, v, residual,
+                                   jacobian, gv)
+    # 1. Gauss-Newton with minimum-norm steps on a copy of q (stage)
+    for i in range(nq):
+        stage[i] = q[i]
+    iterations = 0
+    while not position < closing:
+        if iterations == MAX_ITERATIONS:
+            return -1
+        for r in range(b):
+            g[r] = residual[r]
+        if min_norm_solve(jacobian, b, nv, g, step, t, normal, rdiag, hv0, beta, c, z,
+                          perm) < 0:
+            return -1
+        for i in range(nv):
+            step[i] = -step[i]
+        _integrate_flexible(body_int, joint_nq, joint_nv, stage, step, 1.0, qn)
+        for i in range(nq):
+            stage[i] = qn[i]
+        iterations += 1
+        position = flexible_loop_state(tree, ends, cut_int, cut_data, workspace, stage, v,
+                                       residual, jacobian, gv)
+    # 2. v <- v - M^-1 G^T (G M^-1 G^T)^+ G v at the projected q (G v: gv, from the last state)
+    if mass_matrix(fint, ffloat, fdata, work, fwork, stage, unit, vec[F_C, :nv], chol):
+        return -1
+    for j in range(nv):                     # M = L L^T in place
+        d = chol[j, j]
+        for k in range(j):
+            d -= chol[j, k] * chol[j, k]
+        if not d > 0.0:
+            return -1
+        d = math.sqrt(d)
+        chol[j, j] = d
+        for i in range(j + 1, nv):
+            s = chol[i, j]
+            for k in range(j):
+                s -= chol[i, k] * chol[j, k]
+            chol[i, j] = s / d
+    for r in range(b):                      # W = M^-1 G^T, column by column
+        for i in range(nv):
+            s = jacobian[r, i]
+            for k in range(i):
+                s -= chol[i, k] * w[k, r]
+            w[i, r] = s / chol[i, i]
+        for i in range(nv - 1, -1, -1):
+            s = w[i, r]
+            for k in range(i + 1, nv):
+                s -= chol[k, i] * w[k, r]
+            w[i, r] = s / chol[i, i]
+    for r in range(b):                      # K = G W
+        for col in range(b):
+            s = 0.0
+            for j in range(nv):
+                s += jacobian[r, j] * w[j, col]
+            kmat[r, col] = s
+    if min_norm_solve(kmat, b, b, gv, y, t, normal, rdiag, hv0, beta, c, z, perm) < 0:
+        return -1
+    for i in range(nv):
+        s = 0.0
+        for r in range(b):
+            s += w[i, r] * y[r]
+        v[i] -= s
+    for i in range(nq):
+        q[i] = stage[i]
+    return 1

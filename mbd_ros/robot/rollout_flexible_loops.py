@@ -1,0 +1,61 @@
+"""The compiled rollouts' part for closed loops on flexible trees (kernels/rollout_flexible_loops.py):
+which calls the engine runs with them, and one thread's arrays."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels import flexible_loop_dynamics as fld
+
+# integrators compiled with closed loops on a flexible tree (the others: the reference engine)
+FLEXIBLE_LOOP_INTEGRATORS = (None, "rk4", "semi_implicit_euler")
+
+
+def has_flexible_loops(robot):
+    """Whether the robot's closed loops are on a flexible tree."""
+    return bool(robot.closure_names) and robot.tree.kind == "flexible"
+
+
+def flexible_loops_unsupported(problem):
+    """Why the compiled engine cannot run the flexible tree's closed loops of `problem`, or
+    None."""
+    robot = problem.robot
+    if problem.integrator not in FLEXIBLE_LOOP_INTEGRATORS:
+        return (f"closed loops on a flexible tree with the {problem.integrator} integrator run in "
+                "Python")
+    if robot.mimic_joints:
+        return "closed loops on a flexible tree with mimic couplings run in Python"
+    if problem.prescribed:
+        return "prescribed joints on closed loops of a flexible tree run in Python"
+    if robot._forces is not None:
+        return "force elements on closed loops of a flexible tree run in Python"
+    if problem.drive_int is not None:
+        return "drives on closed loops of a flexible tree run in Python"
+    if problem.limits is not None:
+        return "position limits on closed loops of a flexible tree run in Python"
+    return None
+
+
+def flexible_loop_arrays(robot):
+    """One thread's part (kernels/rollout_flexible_loops.py): the model arrays shared, private
+    copies of every workspace the kernels write (the tree's kinematics, the cut frames' states
+    and Jacobians, the solve's); placeholders of the same types without cuts for other robots.
+    The Baumgarte gains are robot.baumgarte at the call (refreshed by the caller)."""
+    if not has_flexible_loops(robot):
+        i2, f2, f1 = np.zeros((1, 1), dtype=np.int64), np.zeros((1, 1)), np.zeros(1)
+        tree = (i2, f2, f1, i2.copy(), 0, 0, f2.copy(), f1.copy())
+        ends = (i2.copy(), f2.copy(), f1.copy(), f2.copy(), np.zeros((1, 1, 1)), f1.copy())
+        return (tree, ends, np.zeros((0, 2), dtype=np.int64), f2.copy(),
+                fld.flexible_loop_workspace(1, 1, 1, 1), f1.copy(), f2.copy(), f1.copy(),
+                np.zeros(2, dtype=np.int64), np.zeros(2))
+    loops = robot._constraints.loops
+    fint, ffloat, fdata, body_int, joint_nq, joint_nv, work, fwork = loops._tree_args
+    tree = (fint, ffloat, fdata, body_int, joint_nq, joint_nv, np.zeros_like(work),
+            np.zeros_like(fwork))
+    end_int, end_float, end_data, end_state, frame_jac, unit = loops._end_args
+    ends = (end_int, end_float, end_data, np.zeros_like(end_state), np.zeros_like(frame_jac),
+            np.zeros_like(unit))
+    n_rows = loops.n_constraints
+    return (tree, ends, loops._cut_int, loops.cut_data,
+            fld.flexible_loop_workspace(robot.nq, robot.nv, n_rows, len(loops.specs)),
+            np.zeros(n_rows), np.zeros((n_rows, robot.nv)), np.zeros(n_rows),
+            np.zeros(2, dtype=np.int64), np.array(robot._constraints.baumgarte, dtype=float))
