@@ -151,3 +151,62 @@ def test_bad_input_is_a_clear_error(which, value, message):
     with pytest.raises(ValueError, match=message):
         robot.forward_dynamics(bad["q"], bad["v"], bad["tau"])
     np.testing.assert_array_equal(robot.forward_dynamics(q, v, tau), expected)
+
+
+CHAIN = """<?xml version="1.0"?>
+<robot name="flexible_chain">
+  <link name="base"/>
+  <link name="arm"><inertial><origin xyz="0.1 0 0"/><mass value="1.0"/>
+    <inertia ixx="1e-3" ixy="0" ixz="0" iyy="4e-3" iyz="0" izz="4e-3"/></inertial></link>
+  <link name="beam"><inertial><origin xyz="0.25 0 0"/><mass value="0.27"/>
+    <inertia ixx="1e-6" ixy="0" ixz="0" iyy="5.6e-3" iyz="0" izz="5.6e-3"/></inertial></link>
+  <link name="hand"><inertial><origin xyz="0.05 0.01 0"/><mass value="0.3"/>
+    <inertia ixx="1e-4" ixy="0" ixz="0" iyy="2e-4" iyz="0" izz="2e-4"/></inertial></link>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="arm"/>
+    <origin xyz="0 0 0.1"/><axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="9" velocity="9"/></joint>
+  <joint name="elbow" type="revolute"><parent link="arm"/><child link="beam"/>
+    <origin xyz="0.2 0 0"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="9" velocity="9"/></joint>
+  <joint name="wrist" type="revolute"><parent link="beam"/><child link="hand"/>
+    <origin xyz="0.5 0 0" rpy="0.1 0 0.2"/><axis xyz="1 0 0"/><limit lower="-3" upper="3" effort="9" velocity="9"/></joint>
+</robot>"""
+
+
+def test_frame_jacobian_columns_equal_full_kinematics_passes():
+    """kernels/flexible_frames.py frame_jacobians (one kinematics pass, then the velocity part
+    per column) equals one full kinematics pass per unit velocity (its form before) bit for
+    bit: on the flexible four-bar's cut frames and on frames of a chain whose hand hangs from
+    the flexible beam's deformed tip (the node Jacobian Xi enters), at deflected states."""
+    from flexible_models import beam_entry
+    from mbd_ros.kernels import flexible_frames as fr
+    from mbd_ros.robot.flexible_force_loads import frame_ends
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        chain = mbd_ros.load(CHAIN, flexible=beam_entry(0.5, 2e-4, 2e-9, 1e-9, modes=4,
+                                                        torsion=True))
+    rng = np.random.default_rng(4)
+    frame = np.eye(4)
+    frame[:3, :3] = np.linalg.qr(rng.standard_normal((3, 3)))[0]
+    frame[:3, 3] = [0.05, -0.02, 0.03]
+    for robot in (fourbar(), chain):
+        tree = robot.tree
+        ends = [(link, frame) for link in range(len(robot.link_names))]
+        end_int, end_float, end_data, _ = frame_ends(tree, ends)
+        n_ends = len(ends)
+        for _ in range(3):
+            q = robot.neutral()
+            q[:tree.model.nq] = rng.uniform(-1, 1, tree.model.nq)
+            q[robot.elastic_q_indices] = 3e-3 * rng.standard_normal(len(robot.elastic_q_indices))
+            fast = np.zeros((n_ends, 6, robot.nv))
+            state = np.zeros((n_ends, 25))
+            fr.frame_jacobians(tree.fint, tree.ffloat, tree.fdata, tree.work, tree.fwork, end_int,
+                               end_float, end_data, q, np.zeros(robot.nv), state, fast)
+            full = np.zeros_like(fast)
+            for k in range(robot.nv):
+                unit = np.zeros(robot.nv)
+                unit[k] = 1.0
+                column = np.zeros((n_ends, 6, 1))
+                fr.frame_states(tree.fint, tree.ffloat, tree.fdata, tree.work, tree.fwork,
+                                end_int, end_float, end_data, q, unit, state, column)
+                full[:, :, k] = column[:, :, 0]
+            np.testing.assert_array_equal(fast, full)
+            assert np.abs(full[:, :, robot.elastic_v_indices]).max() > 0.1   # elastic columns
