@@ -140,7 +140,7 @@ def _rigid_bias(ffloat, work, i, dst):
 
 
 @njit(inline="always", cache=True)
-def _add_joint_motion(fint, ffloat, work, i, x, col):
+def add_joint_motion(fint, ffloat, work, i, x, col):
     """work[i, col:col+6] += S_i x[iv:iv+k] (the joint's motion subspace is constant in the body
     frame for every joint type: docs/theory.md §3)."""
     iv = fint[i, IDX_V]
@@ -238,7 +238,7 @@ def _multi_dof_acceleration(fint, ffloat, work, i, qdd_out):
         for b in range(k):
             s += work[i, DINV_MULTI + j * k + b] * work[i, SCRATCH + b]
         qdd_out[iv + j] = s
-    _add_joint_motion(fint, ffloat, work, i, qdd_out, ACC)
+    add_joint_motion(fint, ffloat, work, i, qdd_out, ACC)
 
 
 # =============================================================================== kinematics
@@ -401,7 +401,7 @@ def _body_motion(fint, ffloat, fdata, work, fwork, i, q, v, velocities, poses):
         for r in range(6):
             work[i, NODE_TWIST + r] = 0.0
         motion_to_child(work, i, ROT, work, p, VEL, work, i, VEL)
-    _add_joint_motion(fint, ffloat, work, i, v, VEL)
+    add_joint_motion(fint, ffloat, work, i, v, VEL)
     # ---- bias acceleration c = V x w - w x (X nu) + X [p_N x Gdot gdot - w_s x pdot; Gdot gdot],
     # w = X nu + S qd (relative twist of the body w.r.t. the parent reference frame)
     if att >= 0:
@@ -412,7 +412,7 @@ def _body_motion(fint, ffloat, fdata, work, fwork, i, q, v, velocities, poses):
         for r in range(6):
             work[i, SCRATCH + r] = 0.0
             work[i, SCRATCH + 6 + r] = 0.0
-    _add_joint_motion(fint, ffloat, work, i, v, SCRATCH + 6)
+    add_joint_motion(fint, ffloat, work, i, v, SCRATCH + 6)
     _cross_motion(work, i, VEL, SCRATCH + 6, BIAS)     # V x w
     if att >= 0:
         _cross_motion(work, i, SCRATCH + 6, SCRATCH, SCRATCH + 12)   # w x (X nu)
@@ -1044,7 +1044,7 @@ def _rnea_body_force(fint, ffloat, fdata, work, fwork, i, q, v, qdd, velocities,
     if velocities:
         for r in range(6):
             work[i, ACC + r] += work[i, BIAS + r]
-    _add_joint_motion(fint, ffloat, work, i, qdd, ACC)
+    add_joint_motion(fint, ffloat, work, i, qdd, ACC)
     n = fint[i, NF]
     if n == 0:
         # f = I a + V x* I V - f_ext

@@ -11,7 +11,7 @@ and J_frame's columns are the twists of unit velocities (one kinematics pass eac
 from numba import njit
 
 from ..model.flexible.layout import ATTACH, IDX_VF, NF, PARENT, ROT, SCRATCH, VEL, WORLD_ROT, XI
-from .flexible_dynamics import _add_joint_motion as add_joint_motion
+from .flexible_dynamics import add_joint_motion
 from .flexible_dynamics import body_kinematics, set_base
 from .flexible_forces import (END_BODY, END_IVF, END_NF, END_SHAPE, ES_G, ES_R, ES_SCALE, ES_U,
                               ES_W, ES_XD, compute_end_state)

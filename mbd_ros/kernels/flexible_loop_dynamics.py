@@ -72,7 +72,7 @@ def flexible_loop_workspace(nq, nv, n_rows, n_cuts):
 
 
 @njit(cache=True, inline="always")
-def _integrate_flexible(body_int, n_joint_q, n_joint_v, q, v, dt, out):
+def integrate_flexible(body_int, n_joint_q, n_joint_v, q, v, dt, out):
     """q (+) v dt on a flexible tree (robot/flexible_tree.py integrate): the joints as the rigid
     tree integrates them, the elastic coordinates (after them) as a vector space."""
     integrate(body_int, q[:n_joint_q], v[:n_joint_v], dt, out[:n_joint_q])
@@ -186,7 +186,7 @@ def flexible_loop_rows(tree, ends, cut_int, cut_data, workspace, q, v, residual,
         largest = max(largest, abs(v[i]))
     eps = DIFFERENCE_STEP / largest
     for side in range(2):
-        _integrate_flexible(body_int, joint_nq, joint_nv, q, v, eps if side == 0 else -eps,
+        integrate_flexible(body_int, joint_nq, joint_nv, q, v, eps if side == 0 else -eps,
                             stage)
         frame_states(fint, ffloat, fdata, work, fwork, end_int, end_float, end_data, stage, v,
                      end_state, twists[side])

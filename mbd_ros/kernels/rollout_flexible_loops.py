@@ -32,7 +32,7 @@ import math
 from numba import njit
 
 from .flexible_loop_dynamics import (F_BETA, F_C, F_G, F_GV, F_HV0, F_LAM, F_NORMAL, F_QN,
-                                     F_RDIAG, F_STEP, F_T, F_Z, _integrate_flexible,
+                                     F_RDIAG, F_STEP, F_T, F_Z, integrate_flexible,
                                      flexible_loop_forward_dynamics, flexible_loop_residuals,
                                      flexible_loop_state)
 from .flexible_dynamics import mass_matrix
@@ -97,7 +97,7 @@ def close_flexible_loops(part, q, v, tolerance, closing):
             return -1
         for i in range(nv):
             step[i] = -step[i]
-        _integrate_flexible(body_int, joint_nq, joint_nv, stage, step, 1.0, qn)
+        integrate_flexible(body_int, joint_nq, joint_nv, stage, step, 1.0, qn)
         for i in range(nq):
             stage[i] = qn[i]
         iterations += 1

@@ -29,7 +29,6 @@ import numpy as np
 
 from ..model import layout as L
 from ..errors import ModelError, excerpt, user_stacklevel
-from ..kernels import flexible_loop_dynamics as fld
 from ..kernels.linalg import RANK_TOLERANCE
 from ..kernels.loop_results import loop_results as _loop_results
 from .arguments import real_array
@@ -774,6 +773,9 @@ class Constraints:
     def _compiled_kkt(self, q, v, tau, out):
         """_kkt's solve in one compiled call (flexible trees: robot/flexible_loops.py
         forward_dynamics, kernels/flexible_loop_dynamics.py)."""
+        # (imported here: the flexible kernels stay out of a rigid robot's process, whose
+        # warm start loads no numba compiler, test/test_startup.py)
+        from ..kernels import flexible_loop_dynamics as fld
         alpha, beta = self._baumgarte
         loops = self.loops
         status = loops.forward_dynamics(q, v, tau, float(alpha), float(beta), out,
