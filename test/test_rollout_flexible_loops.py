@@ -20,6 +20,7 @@ from mbd_ros.robot.rollout_compiled import unsupported
 from mbd_ros.robot.rollout_flexible_loops import flexible_loop_arrays
 from test_flexible_loop_dynamics import conditions, sample_fourbar
 from test_flexible_loops import fourbar
+from test_rollout_loop_prescribed import counted
 
 EPS = np.finfo(float).eps
 DT = 1e-4
@@ -38,18 +39,6 @@ def problem_of(robot, integrator, steps=ROWS, seed=0):
     tau = np.zeros((steps, robot.nv))
     tau[:, 0] = 0.8 * np.sin(np.arange(steps) * 0.05)
     return q0, v0, tau
-
-
-def counted(monkeypatch, owner, name):
-    calls = []
-    original = getattr(owner, name)
-
-    def wrapper(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(owner, name, wrapper)
-    return calls
 
 
 @pytest.mark.parametrize("make", [fourbar, sample_fourbar], ids=["test_fourbar", "sample"])

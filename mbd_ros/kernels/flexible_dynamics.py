@@ -386,22 +386,7 @@ def _body_motion(fint, ffloat, fdata, work, fwork, i, q, v, velocities, poses):
             fwork[xi + 5 * n_p + k] = w2
     if not velocities:
         return
-    # ---- twist: V_i = X (V_p + nu) + S qd, nu = [pdot - w_s x p_N; w_s]   (seed 002 eq. 3)
-    if att >= 0:
-        xi = fint[i, XI]
-        ivf = fint[p, IDX_VF]
-        for r in range(6):
-            s = 0.0
-            for k in range(n_p):
-                s += fwork[xi + r * n_p + k] * v[ivf + k]
-            work[i, NODE_TWIST + r] = s
-            work[i, SCRATCH + r] = work[p, VEL + r] + s
-        motion_to_child(work, i, ROT, work, i, SCRATCH, work, i, VEL)
-    else:                                   # rigid parent: nu = 0
-        for r in range(6):
-            work[i, NODE_TWIST + r] = 0.0
-        motion_to_child(work, i, ROT, work, p, VEL, work, i, VEL)
-    add_joint_motion(fint, ffloat, work, i, v, VEL)
+    body_twist(fint, ffloat, work, fwork, i, v)
     # ---- bias acceleration c = V x w - w x (X nu) + X [p_N x Gdot gdot - w_s x pdot; Gdot gdot],
     # w = X nu + S qd (relative twist of the body w.r.t. the parent reference frame)
     if att >= 0:
@@ -445,6 +430,31 @@ def _body_motion(fint, ffloat, fdata, work, fwork, i, q, v, velocities, poses):
         motion_to_child(work, i, ROT, work, i, SCRATCH + 18, work, i, SCRATCH + 24)
         for r in range(6):
             work[i, BIAS + r] += work[i, SCRATCH + 24 + r] - work[i, SCRATCH + 12 + r]
+
+
+@njit(inline="always", cache=True)
+def body_twist(fint, ffloat, work, fwork, i, v):
+    """Body i's twist VEL from its parent's and v, on the poses (ROT, POS) and the node Jacobian
+    Xi of the last kinematics pass: V_i = X (V_p + nu) + S qd, nu = Xi qd_f of the parent
+    = [pdot - w_s x p_N; w_s] into NODE_TWIST (0 on a rigid parent)   (seed 002 eq. 3).
+    (_body_motion's velocity part; flexible_frames.py's Jacobian columns run it alone.)"""
+    p = fint[i, PARENT]
+    if fint[i, ATTACH] >= 0:
+        xi = fint[i, XI]
+        n_p = fint[p, NF]
+        ivf = fint[p, IDX_VF]
+        for r in range(6):
+            s = 0.0
+            for k in range(n_p):
+                s += fwork[xi + r * n_p + k] * v[ivf + k]
+            work[i, NODE_TWIST + r] = s
+            work[i, SCRATCH + r] = work[p, VEL + r] + s
+        motion_to_child(work, i, ROT, work, i, SCRATCH, work, i, VEL)
+    else:                                   # rigid parent: nu = 0
+        for r in range(6):
+            work[i, NODE_TWIST + r] = 0.0
+        motion_to_child(work, i, ROT, work, p, VEL, work, i, VEL)
+    add_joint_motion(fint, ffloat, work, i, v, VEL)
 
 
 # =============================================================================== flexible body

@@ -72,26 +72,16 @@ def compute_end_state(work, end_int, end_float, end_data, q, v, e, end_state):
     u1 = end_float[e, END_POINT + 1]
     u2 = end_float[e, END_POINT + 2]
     g0 = g1 = g2 = 0.0
-    t0 = t1 = t2 = 0.0          # Phi_t qd_f
-    s0 = s1 = s2 = 0.0          # Phi_r qd_f
     if sh >= 0:
         iqf = end_int[e, END_IQF]
-        ivf = end_int[e, END_IVF]
         for k in range(n):
             qk = q[iqf + k]
-            vk = v[ivf + k]
             u0 += end_data[sh + k] * qk
             u1 += end_data[sh + n + k] * qk
             u2 += end_data[sh + 2 * n + k] * qk
             g0 += end_data[sh + 3 * n + k] * qk
             g1 += end_data[sh + 4 * n + k] * qk
             g2 += end_data[sh + 5 * n + k] * qk
-            t0 += end_data[sh + k] * vk
-            t1 += end_data[sh + n + k] * vk
-            t2 += end_data[sh + 2 * n + k] * vk
-            s0 += end_data[sh + 3 * n + k] * vk
-            s1 += end_data[sh + 4 * n + k] * vk
-            s2 += end_data[sh + 5 * n + k] * vk
     scale = 1.0 / (1.0 + 0.25 * (g0 * g0 + g1 * g1 + g2 * g2))
     end_state[e, ES_U] = u0
     end_state[e, ES_U + 1] = u1
@@ -110,6 +100,45 @@ def compute_end_state(work, end_int, end_float, end_data, q, v, e, end_state):
     e20 = scale * (-g1 + 0.5 * g0 * g2)
     e12 = scale * (-g0 + 0.5 * g1 * g2)
     e21 = scale * (g0 + 0.5 * g1 * g2)
+    for r in range(3):
+        b0 = work[body, WORLD_ROT + 3 * r]
+        b1 = work[body, WORLD_ROT + 3 * r + 1]
+        b2 = work[body, WORLD_ROT + 3 * r + 2]
+        end_state[e, ES_X + r] = work[body, WORLD_POS + r] + b0 * u0 + b1 * u1 + b2 * u2
+        # row r of R_body R_el
+        m0 = b0 * e00 + b1 * e10 + b2 * e20
+        m1 = b0 * e01 + b1 * e11 + b2 * e21
+        m2 = b0 * e02 + b1 * e12 + b2 * e22
+        for c in range(3):
+            end_state[e, ES_R + 3 * r + c] = (m0 * end_float[e, END_ROT + c]
+                                              + m1 * end_float[e, END_ROT + 3 + c]
+                                              + m2 * end_float[e, END_ROT + 6 + c])
+    end_velocity(work, end_int, end_data, v, e, end_state)
+
+
+@njit(inline="always", cache=True)
+def end_velocity(work, end_int, end_data, v, e, end_state):
+    """World velocity ES_XD of end e's deformed point and world angular velocity ES_W of its
+    frame, from its body's twist VEL, the elastic rates in v and the pose terms (u, g, scale)
+    compute_end_state left in end_state (flexible_frames.py's Jacobian columns call it alone)."""
+    body = end_int[e, END_BODY]
+    n = end_int[e, END_NF]
+    sh = end_int[e, END_SHAPE]
+    t0 = t1 = t2 = 0.0          # Phi_t qd_f
+    s0 = s1 = s2 = 0.0          # Phi_r qd_f
+    if sh >= 0:
+        ivf = end_int[e, END_IVF]
+        for k in range(n):
+            vk = v[ivf + k]
+            t0 += end_data[sh + k] * vk
+            t1 += end_data[sh + n + k] * vk
+            t2 += end_data[sh + 2 * n + k] * vk
+            s0 += end_data[sh + 3 * n + k] * vk
+            s1 += end_data[sh + 4 * n + k] * vk
+            s2 += end_data[sh + 5 * n + k] * vk
+    u0, u1, u2 = end_state[e, ES_U], end_state[e, ES_U + 1], end_state[e, ES_U + 2]
+    g0, g1, g2 = end_state[e, ES_G], end_state[e, ES_G + 1], end_state[e, ES_G + 2]
+    scale = end_state[e, ES_SCALE]
     # angular velocity of the deformed frame in the reference frame: w + G(g) Phi_r qd_f
     wx = work[body, VEL + 3] + scale * (s0 + 0.5 * (g1 * s2 - g2 * s1))
     wy = work[body, VEL + 4] + scale * (s1 + 0.5 * (g2 * s0 - g0 * s2))
@@ -125,17 +154,8 @@ def compute_end_state(work, end_int, end_float, end_data, q, v, e, end_state):
         b0 = work[body, WORLD_ROT + 3 * r]
         b1 = work[body, WORLD_ROT + 3 * r + 1]
         b2 = work[body, WORLD_ROT + 3 * r + 2]
-        end_state[e, ES_X + r] = work[body, WORLD_POS + r] + b0 * u0 + b1 * u1 + b2 * u2
         end_state[e, ES_XD + r] = b0 * vx + b1 * vy + b2 * vz
         end_state[e, ES_W + r] = b0 * wx + b1 * wy + b2 * wz
-        # row r of R_body R_el
-        m0 = b0 * e00 + b1 * e10 + b2 * e20
-        m1 = b0 * e01 + b1 * e11 + b2 * e21
-        m2 = b0 * e02 + b1 * e12 + b2 * e22
-        for c in range(3):
-            end_state[e, ES_R + 3 * r + c] = (m0 * end_float[e, END_ROT + c]
-                                              + m1 * end_float[e, END_ROT + 3 + c]
-                                              + m2 * end_float[e, END_ROT + 6 + c])
 
 
 @njit(cache=True)

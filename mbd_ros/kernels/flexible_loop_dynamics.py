@@ -82,6 +82,15 @@ def integrate_flexible(body_int, n_joint_q, n_joint_v, q, v, dt, out):
         k += 1
 
 
+@njit(cache=True, inline="always")
+def _copy_pose(end_state, e, poses):
+    """Cut frame e's world rotation and origin from end_state into its row of poses."""
+    for k in range(9):
+        poses[e, POSE_ROT + k] = end_state[e, ES_R + k]
+    for k in range(3):
+        poses[e, POSE_POS + k] = end_state[e, ES_X + k]
+
+
 @njit(cache=True)
 def flexible_loop_state(tree, ends, cut_int, cut_data, workspace, q, v, residual, jacobian, gv):
     """g (b,) into residual, G (b, nv) into jacobian and G v (b,) into gv at (q, v)
@@ -105,10 +114,7 @@ def flexible_loop_state(tree, ends, cut_int, cut_data, workspace, q, v, residual
     frame_jacobians(fint, ffloat, fdata, work, fwork, end_int, end_float, end_data, q, unit,
                     end_state, frame_jac)
     for e in range(end_int.shape[0]):
-        for k in range(9):
-            poses[e, POSE_ROT + k] = end_state[e, ES_R + k]
-        for k in range(3):
-            poses[e, POSE_POS + k] = end_state[e, ES_X + k]
+        _copy_pose(end_state, e, poses)
         for r in range(6):
             s = 0.0
             for j in range(nv):
@@ -147,10 +153,7 @@ def flexible_loop_residuals(tree, ends, cut_int, cut_data, workspace, q, v):
     frame_states(fint, ffloat, fdata, work, fwork, end_int, end_float, end_data, q, v,
                  end_state, twists[0])
     for e in range(end_int.shape[0]):
-        for k in range(9):
-            poses[e, POSE_ROT + k] = end_state[e, ES_R + k]
-        for k in range(3):
-            poses[e, POSE_POS + k] = end_state[e, ES_X + k]
+        _copy_pose(end_state, e, poses)
         for r in range(6):
             poses[e, POSE_VEL + r] = twists[0, e, r, 0]
     position = 0.0
@@ -233,38 +236,18 @@ def flexible_loop_forward_dynamics(tree, ends, cut_int, cut_data, workspace, q, 
     flexible_loop_rows(tree, ends, cut_int, cut_data, workspace, q, v, residual, jacobian, gv,
                        gamma)
     # M = L L^T in place (lower triangle; M is symmetric)
-    for j in range(nv):
-        d = chol[j, j]
-        for k in range(j):
-            d -= chol[j, k] * chol[j, k]
-        if not d > 0.0:
-            info[0] = STATUS_NOT_POSITIVE_DEFINITE
-            return STATUS_NOT_POSITIVE_DEFINITE
-        d = math.sqrt(d)
-        chol[j, j] = d
-        for i in range(j + 1, nv):
-            s = chol[i, j]
-            for k in range(j):
-                s -= chol[i, k] * chol[j, k]
-            chol[i, j] = s / d
-    # qdd0 = M^-1 (tau - h), W = M^-1 G^T (column r of W: row r of G)
+    if not loop_inertia(chol, nv, jacobian, b, w, kmat):
+        info[0] = STATUS_NOT_POSITIVE_DEFINITE
+        return STATUS_NOT_POSITIVE_DEFINITE
+    # qdd0 = M^-1 (tau - h), the right side of (G W) lambda = rhs
     for i in range(nv):
         qdd0[i] = tau[i] - bias[i]
     _cholesky_solve(chol, nv, qdd0)
-    for r in range(b):
-        for i in range(nv):
-            w[i, r] = jacobian[r, i]
-        _cholesky_solve_column(chol, nv, w, r)
     for r in range(b):
         s = 0.0
         for j in range(nv):
             s += jacobian[r, j] * qdd0[j]
         rhs[r] = -gamma[r] - 2.0 * alpha * gv[r] - beta * beta * residual[r] - s
-        for c in range(b):
-            s = 0.0
-            for j in range(nv):
-                s += jacobian[r, j] * w[j, c]
-            kmat[r, c] = s
     t = mats[F_T]
     rdiag, hv0, beta_h, cvec, z = vec[F_RDIAG], vec[F_HV0], vec[F_BETA], vec[F_C], vec[F_Z]
     rank = consistent_min_norm_solve(kmat, b, b, rhs, lam, t, rdiag, hv0, beta_h, cvec, perm)
@@ -287,6 +270,38 @@ def flexible_loop_forward_dynamics(tree, ends, cut_int, cut_data, workspace, q, 
             info[0] = STATUS_SOLVE_FAILED
             return STATUS_SOLVE_FAILED
     return 0
+
+
+@njit(cache=True, inline="always")
+def loop_inertia(chol, nv, jacobian, b, w, kmat):
+    """M = L L^T in place (M in chol on entry, L in its lower triangle after), W = M^-1 G^T
+    (nv, b) and K = G W (b, b) for G = jacobian (b, nv). Returns False (W, K not set) when M
+    is not positive definite. (The forward dynamics and robot.step's velocity projection,
+    kernels/rollout_flexible_loops.py.)"""
+    for j in range(nv):
+        d = chol[j, j]
+        for k in range(j):
+            d -= chol[j, k] * chol[j, k]
+        if not d > 0.0:
+            return False
+        d = math.sqrt(d)
+        chol[j, j] = d
+        for i in range(j + 1, nv):
+            s = chol[i, j]
+            for k in range(j):
+                s -= chol[i, k] * chol[j, k]
+            chol[i, j] = s / d
+    for r in range(b):                      # column r of W: row r of G
+        for i in range(nv):
+            w[i, r] = jacobian[r, i]
+        _cholesky_solve_column(chol, nv, w, r)
+    for r in range(b):
+        for c in range(b):
+            s = 0.0
+            for j in range(nv):
+                s += jacobian[r, j] * w[j, c]
+            kmat[r, c] = s
+    return True
 
 
 @njit(cache=True, inline="always")

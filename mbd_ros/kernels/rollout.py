@@ -51,7 +51,7 @@ from .rollout_tangent import implicit_euler_loop_step
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
 from .rollout_flexible_loads import X_ELEMENT_INT, flexible_loaded_inverse_dynamics
-from .rollout_flexible_loops import close_flexible_loops, has_flexible_loops
+from .rollout_flexible_loops import close_flexible_loops, flexible_loops_forward_dynamics
 from .rollout_mimic import M_PAIR_INT, coupling_residual_exceeds, mimic_drive_bias
 from .rollout_mimic_implicit import mimic_implicit_euler_step
 from .rollout_prescribed import FIRST_STAGE, LAST_STAGE, MIDDLE_STAGE, place_prescribed
@@ -285,7 +285,7 @@ def _special_stage(entries, bound, dims, forces, loaded, parts, loops, loop_part
 def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fopt, q0, v0, tau,
                    drive_int, drive_float, position, velocity, limited_iq, stops_int, stops_float,
                    vel_idx, velocity_limit, effort, work, mats, stop_work, q_out, v_out, detail,
-                   resume, parts, loop_parts):
+                   resume, parts, loop_parts, flexible_loops):
     """One rollout: q0 (nq,), v0 (nv,), tau (T, nv) -> rows 0..steps of q_out (T+1, nq), v_out
     (T+1, nv) (rows after a failure left as they were). Returns (code, steps): DONE, or the
     failure (NOT_FINITE, TOO_FAST: detail[0] the speed; DYNAMICS_FAILED: detail[0] the forward
@@ -308,9 +308,11 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     robot.step's projection onto them, in Python. loop_parts: None, or with prescribed joints
     (parts[0]) on closed loops their KKT workspace (kernels/rollout_loop_prescribed.py
     loop_prescribed_workspace): their hybrid dynamics and robot.step's projection holding them.
-    Closed loops on a flexible tree are parts[4] (iopt[I_LOOPS] is 0 for them): their dense
-    solve at the stages and robot.step's projection (kernels/rollout_flexible_loops.py),
-    NEEDS_PROJECTION when it declines.
+    flexible_loops: None, or for closed loops on a flexible tree (iopt[I_LOOPS] is 0 for them,
+    parts None) kernels/rollout_flexible_loops.py's part: their dense solve at the stages and
+    robot.step's projection, NEEDS_PROJECTION when it declines. (An argument of its own, not a
+    fifth part: every array a tuple holds costs the calls that pass it, and None prunes the
+    branches; as the fifth part the other parts' implicit steps measured 8-22 % slower.)
     """
     nq, nv = q0.shape[0], v0.shape[0]
     q, v = work[W_Q, :nq], work[W_V, :nv]
@@ -326,11 +328,10 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     # parts is None when the call has none of them: numba then prunes the `parts is not None`
     # branches at compile time and the plain path compiles as it did without them (runtime
     # flags here cost the arm7 8-15 % per step, measured)
-    prescribing = mimicking = special = flexible_loads = flexible_looping = False
+    prescribing = mimicking = special = flexible_loads = False
     if parts is not None:
         prescribing, mimicking, special = has_special_dynamics(parts)
         flexible_loads = parts[2][X_ELEMENT_INT].shape[0] > 0   # (force elements, flexible)
-        flexible_looping = has_flexible_loops(parts[4])          # (closed loops, flexible)
     # loop_arrays: the loops tuple and (item 10) the projection's workspace, kept out of the
     # tuple the stages pass to _loaded_forward_dynamics (each array it holds costs per call)
     loops, projection_work = loop_arrays[:10], loop_arrays[10]
@@ -400,6 +401,8 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                 if parts is not None and special:
                     status = _special_stage(entries, bound, dims, forces, loaded, parts, loops,
                                             loop_parts, n, FIRST_STAGE, q, v, total, a1)
+                elif flexible_loops is not None:
+                    status = flexible_loops_forward_dynamics(flexible_loops, q, v, total, a1)
                 elif loaded:
                     status = _loaded_forward_dynamics(forces, loops, iopt, q, v, total, a1,
                                                       tau_loaded)
@@ -414,6 +417,9 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                         status = _special_stage(entries, bound, dims, forces, loaded, parts,
                                                 loops, loop_parts, n, MIDDLE_STAGE, qs, v2,
                                                 total, a2)
+                    elif flexible_loops is not None:
+                        status = flexible_loops_forward_dynamics(flexible_loops, qs, v2, total,
+                                                                 a2)
                     elif loaded:
                         status = _loaded_forward_dynamics(forces, loops, iopt, qs, v2, total, a2,
                                                           tau_loaded)
@@ -425,6 +431,9 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                             status = _special_stage(
                                 entries, bound, dims, forces, loaded, parts, loops, loop_parts,
                                 n, MIDDLE_STAGE, qs, v3, total, a3)
+                        elif flexible_loops is not None:
+                            status = flexible_loops_forward_dynamics(flexible_loops, qs, v3,
+                                                                     total, a3)
                         elif loaded:
                             status = _loaded_forward_dynamics(forces, loops, iopt, qs, v3, total,
                                                               a3, tau_loaded)
@@ -436,6 +445,9 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                             status = _special_stage(
                                 entries, bound, dims, forces, loaded, parts, loops, loop_parts,
                                 n, LAST_STAGE, qs, v4, total, a4)
+                        elif flexible_loops is not None:
+                            status = flexible_loops_forward_dynamics(flexible_loops, qs, v4,
+                                                                     total, a4)
                         elif loaded:
                             status = _loaded_forward_dynamics(forces, loops, iopt, qs, v4, total,
                                                               a4, tau_loaded)
@@ -510,9 +522,9 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     resume[0] = k   # not converged: the caller projects in Python (assembles)
                     resume[1] = s + 1
                     return NEEDS_PROJECTION, k
-            elif parts is not None and flexible_looping:
+            elif flexible_loops is not None:
                 # closed loops on a flexible tree: kernels/rollout_flexible_loops.py
-                if close_flexible_loops(parts[4], q, v, fopt[F_PROJECTION_TOLERANCE],
+                if close_flexible_loops(flexible_loops, q, v, fopt[F_PROJECTION_TOLERANCE],
                                         fopt[F_CLOSING_TOLERANCE]) < 0:
                     resume[0] = k   # not converged: the caller projects in Python
                     resume[1] = s + 1
@@ -550,7 +562,7 @@ def rollout_members(entries, bound, dims, forces, loops, body_int, iopt, fopt, q
             entries, bound, dims, forces, loops, body_int, iopt, fopt, q0[i], v0[i], tau[i],
             drive_int, drive_float, position[i], velocity[i], limited_iq, stops_int, stops_float,
             vel_idx, velocity_limit, effort, work, mats, stop_work, q_out[i], v_out[i],
-            detail[i:i + 1], resume, parts, None)
+            detail[i:i + 1], resume, parts, None, None)
 
 
 def new_options():

@@ -1,5 +1,5 @@
-"""Closed loops on flexible trees in the compiled rollouts (kernels/rollout.py, a part of
-kernels/rollout_special.py): the stage dynamics are kernels/flexible_loop_dynamics.py's dense
+"""Closed loops on flexible trees in the compiled rollouts (kernels/rollout.py, rollout_member's
+`flexible_loops` argument): the stage dynamics are kernels/flexible_loop_dynamics.py's dense
 solve (robot.forward_dynamics' default on these robots), and robot.step's closing of the loops
 after a step (robot.step: the residual test against PROJECTION_TOLERANCE, then
 Constraints.project_state) runs here too:
@@ -25,28 +25,20 @@ The part (robot/rollout_flexible_loops.py `flexible_loop_arrays`, one per thread
 (tree, ends, cut_int, cut_data, workspace, residual (b,), jacobian (b, nv), lam (b,), info (2,)
 int64, gains (2,): the Baumgarte alpha, beta), the first five as
 kernels/flexible_loop_dynamics.py takes them (tree and ends with private copies of the
-workspaces they write). An empty part (no cuts: cut_int (0, 2)) for every other robot.
+workspaces they write); None for every other robot (numba prunes the branches).
 """
-import math
-
 from numba import njit
 
 from .flexible_loop_dynamics import (F_BETA, F_C, F_G, F_GV, F_HV0, F_LAM, F_NORMAL, F_QN,
                                      F_RDIAG, F_STEP, F_T, F_Z, integrate_flexible,
                                      flexible_loop_forward_dynamics, flexible_loop_residuals,
-                                     flexible_loop_state)
+                                     flexible_loop_state, loop_inertia)
 from .flexible_dynamics import mass_matrix
 from .rollout_projection import MAX_ITERATIONS, min_norm_solve
 
 # items of the part tuple
 FL_TREE, FL_ENDS, FL_CUT_INT, FL_CUT_DATA, FL_WORKSPACE, FL_RESIDUAL, FL_JACOBIAN, FL_LAM, \
     FL_INFO, FL_GAINS = range(10)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def has_flexible_loops(part):
-    """Whether the part holds cuts (False: the empty part of a robot without them)."""
-    return part[FL_CUT_INT].shape[0] > 0
 
 
 @njit(cache=True, nogil=True)
@@ -106,36 +98,8 @@ def close_flexible_loops(part, q, v, tolerance, closing):
     # 2. v <- v - M^-1 G^T (G M^-1 G^T)^+ G v at the projected q (G v: gv, from the last state)
     if mass_matrix(fint, ffloat, fdata, work, fwork, stage, unit, vec[F_C, :nv], chol):
         return -1
-    for j in range(nv):                     # M = L L^T in place
-        d = chol[j, j]
-        for k in range(j):
-            d -= chol[j, k] * chol[j, k]
-        if not d > 0.0:
-            return -1
-        d = math.sqrt(d)
-        chol[j, j] = d
-        for i in range(j + 1, nv):
-            s = chol[i, j]
-            for k in range(j):
-                s -= chol[i, k] * chol[j, k]
-            chol[i, j] = s / d
-    for r in range(b):                      # W = M^-1 G^T, column by column
-        for i in range(nv):
-            s = jacobian[r, i]
-            for k in range(i):
-                s -= chol[i, k] * w[k, r]
-            w[i, r] = s / chol[i, i]
-        for i in range(nv - 1, -1, -1):
-            s = w[i, r]
-            for k in range(i + 1, nv):
-                s -= chol[k, i] * w[k, r]
-            w[i, r] = s / chol[i, i]
-    for r in range(b):                      # K = G W
-        for col in range(b):
-            s = 0.0
-            for j in range(nv):
-                s += jacobian[r, j] * w[j, col]
-            kmat[r, col] = s
+    if not loop_inertia(chol, nv, jacobian, b, w, kmat):   # M = L L^T, W = M^-1 G^T, K = G W
+        return -1
     if min_norm_solve(kmat, b, b, gv, y, t, normal, rdiag, hv0, beta, c, z, perm) < 0:
         return -1
     for i in range(nv):

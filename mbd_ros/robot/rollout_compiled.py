@@ -7,8 +7,8 @@ robot.step) for what this engine does not run; `unsupported` says what and why:
   flexible links with mimic couplings (else compiled, with every integrator, drives=, limits=
   and prescribed joints: kernels/rollout_flexible_loads.py), closed loops on flexible trees
   with implicit_euler or symplectic_euler, with drives=, limits= or other parts (else compiled:
-  their dense solve and robot.step's projection, kernels/rollout_flexible_loops.py, a special
-  part), mimic couplings with closed loops (on trees they
+  their dense solve and robot.step's projection, kernels/rollout_flexible_loops.py, an argument
+  of rollout_member's of its own), mimic couplings with closed loops (on trees they
   run compiled with every integrator, also with drives= and limits=: kernels/rollout_mimic.py,
   implicit_euler on their tangent basis kernels/rollout_mimic_implicit.py; robot.step's
   projections onto them in Python);
@@ -109,7 +109,8 @@ class ThreadWork:
     def __init__(self, bound, nq, nv, forces, loops, n_loop_rows, flexible_loops):
         self.forces = forces
         self.loops = loops
-        self.flexible_loops = flexible_loops   # (kernels/rollout_flexible_loops.py's part)
+        self.flexible_loops = flexible_loops   # (kernels/rollout_flexible_loops.py's part, or
+        # None for a robot without closed loops on a flexible tree)
         # prescribed joints on closed loops: their KKT workspace (kernels/
         # rollout_loop_prescribed.py; passed only to calls that have both)
         self.loop_prescribed = loop_prescribed_workspace(nv, n_loop_rows) if n_loop_rows \
@@ -211,7 +212,8 @@ class RolloutEngine:
         while len(taken) < n:
             taken.append(ThreadWork(self.bound, robot.nq, robot.nv, self.force_arrays(),
                                     self.loop_arrays(), self.n_loop_rows,
-                                    flexible_loop_arrays(robot)))
+                                    flexible_loop_arrays(robot) if self.flexible_loops
+                                    else None))
         return taken
 
     def give_back(self, works):
@@ -293,8 +295,7 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
     n_threads = max(1, min(threads, n))
     prescribed = prescribed_table(problem, int(iopt[K.I_INNER]))   # (sampled in Python)
     mimic = mimic_arrays(robot)
-    special = bool(problem.prescribed) or bool(robot.mimic_joints) or \
-        has_flexible_loads(robot) or engine.flexible_loops
+    special = bool(problem.prescribed) or bool(robot.mimic_joints) or has_flexible_loads(robot)
     works = engine.take(n_threads)
     codes = np.zeros(n, dtype=np.int64)
     detail = np.zeros(n)
@@ -309,10 +310,13 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
         # prescribed joints on closed loops: their KKT workspace (None prunes that path)
         loop_parts = w.loop_prescribed if engine.closed_loop and problem.prescribed else None
         parts = (thread_prescribed(prescribed, nv), thread_mimic(mimic, nv),
-                 flexible_load_arrays(robot), prescribed_mimic_arrays(problem, prescribed, nv),
-                 w.flexible_loops) if special else None   # (kernels/rollout_special.py)
-        if engine.flexible_loops:
-            w.flexible_loops[9][:] = robot._constraints.baumgarte   # robot.baumgarte now
+                 flexible_load_arrays(robot), prescribed_mimic_arrays(problem, prescribed, nv)) \
+            if special else None   # (kernels/rollout_special.py)
+        # closed loops on a flexible tree: their part (kernels/rollout_flexible_loops.py; None
+        # prunes that path for every other robot)
+        flexible_loops = w.flexible_loops if engine.flexible_loops else None
+        if flexible_loops is not None:
+            flexible_loops[9][:] = robot._constraints.baumgarte   # robot.baumgarte now
         if not engine.closed_loop and not robot.mimic_joints and not engine.flexible_loops:
             K.rollout_members(engine.entries, w.pointers, engine.dims, w.forces, w.loops,
                               engine.body_int, iopt, fopt, problem.q0[a:b], problem.v0[a:b],
@@ -336,7 +340,7 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
                     iopt, fopt, problem.q0[i], problem.v0[i], problem.tau[i], drive_int,
                     drive_float, position[i], velocity[i], limited_iq, stops_int, stops_float,
                     vel_idx, velocity_limit, effort, w.work, w.mats, w.stop_work, q[i], v[i],
-                    detail[i:i + 1], w.resume, parts, loop_parts)
+                    detail[i:i + 1], w.resume, parts, loop_parts, flexible_loops)
                 if codes[i] == K.NEEDS_DRIVE_TERMS:
                     drive_terms(w)
                     continue

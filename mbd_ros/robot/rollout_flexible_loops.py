@@ -36,17 +36,10 @@ def flexible_loops_unsupported(problem):
 
 
 def flexible_loop_arrays(robot):
-    """One thread's part (kernels/rollout_flexible_loops.py): the model arrays shared, private
-    copies of every workspace the kernels write (the tree's kinematics, the cut frames' states
-    and Jacobians, the solve's); placeholders of the same types without cuts for other robots.
-    The Baumgarte gains are robot.baumgarte at the call (refreshed by the caller)."""
-    if not has_flexible_loops(robot):
-        i2, f2, f1 = np.zeros((1, 1), dtype=np.int64), np.zeros((1, 1)), np.zeros(1)
-        tree = (i2, f2, f1, i2.copy(), 0, 0, f2.copy(), f1.copy())
-        ends = (i2.copy(), f2.copy(), f1.copy(), f2.copy(), np.zeros((1, 1, 1)), f1.copy())
-        return (tree, ends, np.zeros((0, 2), dtype=np.int64), f2.copy(),
-                fld.flexible_loop_workspace(1, 1, 1, 1), f1.copy(), f2.copy(), f1.copy(),
-                np.zeros(2, dtype=np.int64), np.zeros(2))
+    """One thread's part (kernels/rollout_flexible_loops.py) for a robot with closed loops on a
+    flexible tree: the model arrays shared, private copies of every workspace the kernels write
+    (the tree's kinematics, the cut frames' states and Jacobians, the solve's). The Baumgarte
+    gains are robot.baumgarte at the call (refreshed by the caller)."""
     loops = robot._constraints.loops
     fint, ffloat, fdata, body_int, joint_nq, joint_nv, work, fwork = loops._tree_args
     tree = (fint, ffloat, fdata, body_int, joint_nq, joint_nv, np.zeros_like(work),
