@@ -41,7 +41,7 @@ from mbd_ros.kernels import flexible_loop_dynamics as fld  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 
 
-@njit(cache=True)
+@njit(cache=False)   # (a cached loop would keep the kernels it was compiled with)
 def _kernel_loop(n, tree, ends, cut_int, cut_data, workspace, q, v, tau, residual, jacobian, out,
                  lam, info):
     for _ in range(n):
@@ -49,7 +49,7 @@ def _kernel_loop(n, tree, ends, cut_int, cut_data, workspace, q, v, tau, residua
                                            0.0, 0.0, residual, jacobian, out, lam, info)
 
 
-@njit(cache=True)
+@njit(cache=False)   # (a cached loop would keep the kernels it was compiled with)
 def _rows_loop(n, tree, ends, cut_int, cut_data, workspace, q, v, residual, jacobian, gv, gamma):
     for _ in range(n):
         fld.flexible_loop_rows(tree, ends, cut_int, cut_data, workspace, q, v, residual, jacobian,
