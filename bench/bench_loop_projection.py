@@ -53,7 +53,7 @@ from mbd_ros.robot.rollout_compiled import engine_of  # noqa: E402
 DT = 1e-3
 
 
-@njit(cache=True)
+@njit(cache=False)   # (a cached loop would keep the kernels it was compiled with)
 def _copy(Q, V, q, v, k):
     for i in range(q.shape[0]):
         q[i] = Q[k, i]
@@ -61,14 +61,14 @@ def _copy(Q, V, q, v, k):
         v[i] = V[k, i]
 
 
-@njit(cache=True)
+@njit(cache=False)   # (a cached loop would keep the kernels it was compiled with)
 def run_copy(Q, V, q, v, n):
     for _ in range(n):
         for k in range(Q.shape[0]):
             _copy(Q, V, q, v, k)
 
 
-@njit(cache=True)
+@njit(cache=False)   # (a cached loop would keep the kernels it was compiled with)
 def run_close(loops, workspace, Q, V, q, v, closing, n):
     c = 0
     for _ in range(n):
@@ -78,7 +78,7 @@ def run_close(loops, workspace, Q, V, q, v, closing, n):
     return c
 
 
-@njit(cache=True)
+@njit(cache=False)   # (a cached loop would keep the kernels it was compiled with)
 def run_fd(entry, bound, dims, Q, V, tau, out, n):
     c = 0
     for _ in range(n):
@@ -87,7 +87,7 @@ def run_fd(entry, bound, dims, Q, V, tau, out, n):
     return c
 
 
-@njit(cache=True)
+@njit(cache=False)   # (a cached loop would keep the kernels it was compiled with)
 def run_parts(part, body_int, body_float, work, cut_int, cut_float, loop_float, jacobian, mass,
               Q, V, q, v, n):
     none = v[:0]
@@ -108,7 +108,7 @@ def run_parts(part, body_int, body_float, work, cut_int, cut_float, loop_float, 
                 integrate(body_int, q, v, 1e-9, q)
 
 
-@njit(cache=True)
+@njit(cache=False)   # (a cached loop would keep the kernels it was compiled with)
 def run_solve(A, B, n_cols, n):
     p = max(A.shape[1], A.shape[2])
     t, normal = np.zeros((p, p)), np.zeros((p, p))
