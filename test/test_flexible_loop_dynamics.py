@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import mbd_ros
+from mbd_ros.kernels.linalg import RANK_TOLERANCE
 from mbd_ros.robot.constraints import LoopResidualWarning
 from test_flexible_loops import assembled, fourbar
 
@@ -59,7 +60,7 @@ def conditions(robot, q):
     _, jacobian, _ = robot.loop_state(q)
     k = jacobian @ np.linalg.solve(mass, jacobian.T)
     s = np.linalg.svd(k, compute_uv=False)
-    kept = s[s > 1e-12 * s[0]]
+    kept = s[s > RANK_TOLERANCE * s[0]]     # (the rank the solve keeps: kernels/linalg.py)
     return np.linalg.cond(mass), kept[0] / kept[-1]
 
 

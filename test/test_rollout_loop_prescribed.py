@@ -616,12 +616,7 @@ def test_implicit_euler_rows_equal_robot_steps(case, monkeypatch):
     projected = 0
     for k in range(len(tau)):
         t = T0 + k * DT                  # (the table's row start: problem.t0 + k dt)
-        robot.time = t
-        q_ref, v_ref = robot.step(Q[k], V[k], tau[k], DT, "implicit_euler",
-                                  prescribed=prescribed)
-        robot.time = t
-        q_open, v_open = robot.step(Q[k], V[k], tau[k], DT, "implicit_euler",
-                                    prescribed=prescribed, project=False)
+        q_ref, v_ref, q_open, v_open = steps_from_row(robot, Q[k], V[k], tau[k], t, prescribed)
         d_q, d_v = implicit_holding_bound(robot, Q[k], V[k], tau[k], prescribed, t, DT, q_open,
                                           v_open)
         if not (np.array_equal(q_ref, q_open) and np.array_equal(v_ref, v_open)):
@@ -640,6 +635,17 @@ def test_implicit_euler_rows_equal_robot_steps(case, monkeypatch):
     assert np.abs(V).max() > 0.5       # it moved
     print(f"{case} implicit_euler: worst error / bound {worst:.3g}, robot.step projected "
           f"{projected} of {len(tau)} rows")
+
+
+def steps_from_row(robot, q, v, tau, t, prescribed):
+    """(q, v) of robot.step's implicit_euler step from a row at time t, with its projection and
+    without it (project=False): (q_ref, v_ref, q_open, v_open)."""
+    robot.time = t
+    q_ref, v_ref = robot.step(q, v, tau, DT, "implicit_euler", prescribed=prescribed)
+    robot.time = t
+    q_open, v_open = robot.step(q, v, tau, DT, "implicit_euler", prescribed=prescribed,
+                                project=False)
+    return q_ref, v_ref, q_open, v_open
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -682,12 +688,7 @@ def test_implicit_euler_rows_equal_the_simulator_on_the_kernels_dynamics(case, m
     for k in range(len(tau)):
         t = T0 + k * DT
         row.update({name: prescribed[name](t)[2] for name in names})
-        robot.time = t
-        q_ref, v_ref = robot.step(Q[k], V[k], tau[k], DT, "implicit_euler",
-                                  prescribed=prescribed)
-        robot.time = t
-        q_open, v_open = robot.step(Q[k], V[k], tau[k], DT, "implicit_euler",
-                                    prescribed=prescribed, project=False)
+        q_ref, v_ref, q_open, v_open = steps_from_row(robot, Q[k], V[k], tau[k], t, prescribed)
         d_q, d_v = implicit_loop_bound(robot, Q[k], V[k], tau[k], DT, q_open, v_open)
         d_q += 64 * EPS * max(1.0, np.abs(q_ref).max())
         d_v += 64 * EPS * max(1.0, np.abs(v_ref).max())
