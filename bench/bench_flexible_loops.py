@@ -14,7 +14,11 @@ a 4-mode beam, a spherical cut at its deformed tip), at an assembled state, the 
 - robot.step per step, RK4 and semi-implicit Euler at dt = 1e-4 (robot.rollout's reference
   engine), with the compiled solve vs with numpy's (the same robot with the loops'
   `compiled_kkt` switched off, as before), and robot.rollout's compiled engine
-  (kernels/rollout_flexible_loops.py) per step.
+  (kernels/rollout_flexible_loops.py) per step;
+- a semi-implicit Euler rollout with the Plant's position drive on the crank (its
+  loop-consistent compensation at every row) and the URDF limits, per step: the compiled engine
+  vs the reference engine (robot.step repeated, the drive terms in Python: robot.rollout ran
+  these in Python before the compiled compensation).
 
 Prints the CPU model, the load average, and medians / minima in µs.
 """
@@ -128,6 +132,19 @@ def main():
         rollout()
         steps[f"robot.rollout {integrator}, compiled engine"] = rollout
     stepped = C.time_calls_interleaved(steps, rounds=max(5, args.rounds // 3), pause=0.0)
+    drives = {"joints": ["crank_joint"],
+              "position": q[0] + 0.1 * np.sin(np.linspace(0.0, 2 * np.pi, args.steps))[:, None]}
+    driven = {}
+    for engine in ("compiled", "reference"):
+        def driven_rollout(engine=engine):
+            result = robot.rollout(q, v, np.zeros_like(tau_rows), 1e-4,
+                                   integrator="semi_implicit_euler", drives=drives, limits=True,
+                                   engine=engine)
+            assert result.status == "ok"
+        driven_rollout()
+        driven[f"robot.rollout semi_implicit_euler, drives + limits, {engine} engine"] = \
+            driven_rollout
+    driven_timed = C.time_calls_interleaved(driven, rounds=max(5, args.rounds // 3), pause=0.0)
     projected = []
     original = type(robot._constraints).project_state
 
@@ -150,6 +167,9 @@ def main():
     for label, t in loops_timed.items():
         print(f"| {label} | {t['median'] / n:.2f} ({t['min'] / n:.2f}) |")
     for label, t in stepped.items():
+        print(f"| {label}, per step | {t['median'] / args.steps:.1f} "
+              f"({t['min'] / args.steps:.1f}) |")
+    for label, t in driven_timed.items():
         print(f"| {label}, per step | {t['median'] / args.steps:.1f} "
               f"({t['min'] / args.steps:.1f}) |")
     print("\nload average after:", [round(x, 2) for x in os.getloadavg()])

@@ -13,12 +13,14 @@ import warnings
 import numpy as np
 import pytest
 
+import mbd_ros
 from mbd_ros.kernels import rollout_flexible_loops as RFL
+from mbd_ros.kernels import rollout_loop_drives as D
 from mbd_ros.robot import constraints as C
 from mbd_ros.robot.rollout import RolloutProblem
 from mbd_ros.robot.rollout_compiled import unsupported
 from mbd_ros.robot.rollout_flexible_loops import flexible_loop_arrays
-from test_flexible_loop_dynamics import conditions, sample_fourbar
+from test_flexible_loop_dynamics import REPO, conditions, sample_fourbar, states
 from test_flexible_loops import fourbar
 from test_rollout_loop_prescribed import counted
 
@@ -124,8 +126,7 @@ def test_batch_equals_single_rollouts():
 
 @pytest.mark.parametrize("integrator, options, reason", [
     ("implicit_euler", {}, "implicit_euler integrator"),
-    ("symplectic_euler", {}, "symplectic_euler integrator"),
-    ("rk4", {"limits": True}, "position limits")])
+    ("symplectic_euler", {}, "symplectic_euler integrator")])
 def test_what_stays_in_python_says_why(integrator, options, reason):
     """The combinations the engine does not compile fall back to the reference engine, which
     still runs them (and says why when engine="compiled" is asked for)."""
@@ -137,3 +138,166 @@ def test_what_stays_in_python_says_why(integrator, options, reason):
     assert robot.rollout(q0, v0, tau, DT, integrator=integrator, **options).status == "ok"
     with pytest.raises(ValueError, match=reason):
         robot.rollout(q0, v0, tau, DT, integrator=integrator, engine="compiled", **options)
+
+
+# ---- the plant's parts: drives (their loop-consistent compensation) and position stops
+
+CRANK_UPPER = 0.5   # rad: the limited sample's crank stop (assembled from neutral at ~0.42)
+
+
+def limited_sample():
+    """The sample with its crank a revolute joint with position limits [-0.2, CRANK_UPPER]."""
+    config = REPO / "config" / "flexible_fourbar.yaml"
+    text = (REPO / "urdf" / "flexible_fourbar.urdf").read_text()
+    continuous = '<joint name="crank_joint" type="continuous">'
+    assert continuous in text
+    text = text.replace(continuous, '<joint name="crank_joint" type="revolute">').replace(
+        '<axis xyz="0 1 0"/></joint>',
+        f'<axis xyz="0 1 0"/><limit lower="-0.2" upper="{CRANK_UPPER}" effort="50" '
+        'velocity="20"/></joint>', 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return mbd_ros.load(text, closures=config, flexible=config)
+
+
+def python_compensation(robot, q, v):
+    """Plant._compensation: project_acceleration(q, v, 0), then robot.inverse_dynamics' actuated
+    forces (0 where it refuses)."""
+    try:
+        return robot.inverse_dynamics(q, v, robot.project_acceleration(q, v, np.zeros(robot.nv)))
+    except ValueError:
+        return np.zeros(robot.nv)
+
+
+def test_drive_compensation_equals_the_plants():
+    """flexible_loop_drive_bias at closed states with deflected modes and random v against the
+    Plant's compensation in numpy. Both take g, G and gamma from the same kernels; qdd0 solves
+    G_dep x = gamma (pivoted QR vs lstsq's SVD: round-off times cond(G_dep), at most the
+    partition limit), tau_tree is the RNEA at qdd0 and b its least-squares actuation (N by QR vs
+    SVD, the result independent of the basis): 64 eps cond(G_dep) (|M| |qdd0| + |tau_tree|)."""
+    robot = sample_fourbar()
+    part = flexible_loop_arrays(robot)
+    flags = part[RFL.FL_DRIVES][0]
+    checked = 0
+    for q, v, _ in states(robot, 8, seed=4):
+        v = robot.project_velocity(q, v)
+        dependent = robot.partition(q)[1]
+        flags[:] = 0
+        flags[dependent] = 1
+        out = np.full(robot.nv, np.nan)
+        assert RFL.flexible_loop_drive_bias(part, q, v, out) == D.DONE
+        reference = python_compensation(robot, q, v)
+        qdd0 = robot.project_acceleration(q, v, np.zeros(robot.nv))
+        _, jacobian, _ = robot.loop_state(q)
+        cond_dep = np.linalg.cond(jacobian[:, dependent])
+        scale = np.abs(robot.mass_matrix(q)).max() * np.abs(qdd0).max() + \
+            np.abs(reference).max() + 1.0
+        np.testing.assert_allclose(out, reference, rtol=0, atol=64 * EPS * cond_dep * scale)
+        assert np.abs(reference).max() > 1e-2          # gravity and velocity terms: not 0
+        assert np.count_nonzero(out) == 1 and out[0] != 0.0   # the actuated crank only
+        checked += 1
+    assert checked == 8
+
+
+def drives_problem(robot, steps):
+    """From the assembled rest with kicked modes (problem_of), the crank driven along a sine
+    of 0.15 rad about its start (its velocity reference the derivative)."""
+    q0, v0, tau = problem_of(robot, "rk4", steps=steps)
+    tau[:] = 0.0
+    t = np.arange(steps) * DT
+    position = q0[0] + 0.15 * np.sin(2 * np.pi * 5.0 * t)[:, None]
+    velocity = 0.15 * 2 * np.pi * 5.0 * np.cos(2 * np.pi * 5.0 * t)[:, None]
+    return q0, v0, tau, {"joints": ["crank_joint"], "position": position, "velocity": velocity}
+
+
+def assert_close_to_reference(robot, result, reference):
+    """The module's bound: 64 eps (cond(M) + cond(K)) |V| per row, summed over the rows."""
+    worst = max(sum(conditions(robot, q)) for q in reference.Q[::25])
+    scale = max(1.0, np.abs(reference.V).max())
+    bound = 64 * EPS * worst * scale * len(reference.Q)
+    np.testing.assert_allclose(result.Q, reference.Q, rtol=0, atol=bound)
+    np.testing.assert_allclose(result.V, reference.V, rtol=0, atol=bound)
+
+
+@pytest.mark.parametrize("integrator", ["rk4", "semi_implicit_euler"])
+def test_drives_on_flexible_loops_run_compiled_and_equal_the_reference(integrator, monkeypatch):
+    """300 rows with the Plant's position drive on the crank: engine="compiled" runs them
+    (no Python compensation, no numpy solve) and equals the reference engine (repeated
+    robot.step, the drive terms in Python); the drive tracks (the crank within 0.02 rad of the
+    reference after the first 20 ms) and changes the motion."""
+    robot = sample_fourbar()
+    steps = 300
+    q0, v0, tau, drives = drives_problem(robot, steps)
+    problem = RolloutProblem(robot, q0, v0, tau, DT, integrator, 1, drives, False, 100.0, None,
+                             None)
+    assert unsupported(problem) is None
+    reference = robot.rollout(q0, v0, tau, DT, integrator=integrator, drives=drives,
+                              engine="reference")
+    compensations = counted(monkeypatch, C.Constraints, "project_acceleration")
+    numpy_solves = counted(monkeypatch, C.Constraints, "_kkt")
+    result = robot.rollout(q0, v0, tau, DT, integrator=integrator, drives=drives,
+                           engine="compiled")
+    assert result.status == reference.status == "ok", result.message
+    assert compensations == [] and numpy_solves == []
+    assert_close_to_reference(robot, result, reference)
+    error = np.abs(result.Q[201:, 0] - drives["position"][200:, 0]).max()
+    assert error < 0.02, error
+    free = robot.rollout(q0, v0, tau, DT, integrator=integrator)
+    assert np.abs(free.Q[:, 0] - result.Q[:, 0]).max() > 0.05
+
+
+def test_a_partition_change_falls_back_to_python_for_that_row(monkeypatch):
+    """A partition the kernel finds ill-conditioned (every coordinate dependent, handed over at
+    the start): that row's compensation comes from Python (which re-chooses it), the kernel
+    resumes, and the rollout equals the reference engine's."""
+    robot = sample_fourbar()
+    steps = 40
+    q0, v0, tau, drives = drives_problem(robot, steps)
+    reference = robot.rollout(q0, v0, tau, DT, integrator="semi_implicit_euler", drives=drives,
+                              engine="reference")
+    real_partition = C.Constraints.partition
+    handed = []
+
+    def bad_first(self, q, refresh=False):
+        if not handed:
+            handed.append(1)
+            return np.zeros(0, dtype=np.int64), np.arange(self.nv)
+        return real_partition(self, q, refresh)
+
+    monkeypatch.setattr(C.Constraints, "partition", bad_first)
+    compensations = counted(monkeypatch, C.Constraints, "project_acceleration")
+    result = robot.rollout(q0, v0, tau, DT, integrator="semi_implicit_euler", drives=drives,
+                           engine="compiled")
+    assert handed and len(compensations) == 1
+    assert result.status == "ok"
+    assert_close_to_reference(robot, result, reference)
+
+
+@pytest.mark.parametrize("integrator", [None, "semi_implicit_euler"])
+@pytest.mark.parametrize("with_drives", [False, True])
+def test_position_stops_on_flexible_loops_equal_the_reference(integrator, with_drives):
+    """The crank pushed (torque, or a drive reference) past its upper stop: the compiled rollout
+    puts it back on the stop as JointLimits.enforce does in the reference engine (the stop
+    engaged: the crank rests at the limit for many rows, and the run without limits passes
+    it), the loops closed again by the next step's projection."""
+    robot = limited_sample()
+    steps = 600
+    q0, v0, tau, drives = drives_problem(robot, steps)
+    if with_drives:
+        drives["position"] = np.linspace(q0[0], CRANK_UPPER + 0.2, steps)[:, None]
+        drives["velocity"] = np.gradient(drives["position"], DT, axis=0)
+        options = {"drives": drives}
+    else:
+        tau[:, 0] = 1.5
+        options = {}
+    reference = robot.rollout(q0, v0, tau, DT, integrator=integrator, limits=True,
+                              engine="reference", **options)
+    result = robot.rollout(q0, v0, tau, DT, integrator=integrator, limits=True,
+                           engine="compiled", **options)
+    assert result.status == reference.status == "ok", result.message
+    assert_close_to_reference(robot, result, reference)
+    on_stop = np.abs(result.Q[:, 0] - CRANK_UPPER) < 1e-12
+    assert on_stop.sum() > 50
+    assert result.Q[:, 0].max() <= CRANK_UPPER + 1e-12
+    unlimited = robot.rollout(q0, v0, tau, DT, integrator=integrator, **options)
+    assert unlimited.Q[:, 0].max() > CRANK_UPPER + 0.02

@@ -51,7 +51,8 @@ from .rollout_tangent import implicit_euler_loop_step
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
 from .rollout_flexible_loads import X_ELEMENT_INT, flexible_loaded_inverse_dynamics
-from .rollout_flexible_loops import close_flexible_loops, flexible_loops_forward_dynamics
+from .rollout_flexible_loops import (close_flexible_loops, flexible_loop_drive_bias,
+                                     flexible_loops_forward_dynamics)
 from .rollout_mimic import M_PAIR_INT, coupling_residual_exceeds, mimic_drive_bias
 from .rollout_mimic_implicit import mimic_implicit_euler_step
 from .rollout_prescribed import FIRST_STAGE, LAST_STAGE, MIDDLE_STAGE, place_prescribed
@@ -309,8 +310,9 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
     (parts[0]) on closed loops their KKT workspace (kernels/rollout_loop_prescribed.py
     loop_prescribed_workspace): their hybrid dynamics and robot.step's projection holding them.
     flexible_loops: None, or for closed loops on a flexible tree (iopt[I_LOOPS] is 0 for them,
-    parts None) kernels/rollout_flexible_loops.py's part: their dense solve at the stages and
-    robot.step's projection, NEEDS_PROJECTION when it declines. (An argument of its own, not a
+    parts None) kernels/rollout_flexible_loops.py's part: their dense solve at the stages,
+    robot.step's projection (NEEDS_PROJECTION when it declines) and the drives' compensation
+    (NEEDS_DRIVE_TERMS as on rigid loops). (An argument of its own, not a
     fifth part: every array a tuple holds costs the calls that pass it, and None prunes the
     branches; as the fifth part the other parts' implicit steps measured 8-22 % slower.)
     """
@@ -369,6 +371,18 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                             return NEEDS_DRIVE_TERMS, k
                         if status:
                             return DRIVE_TERMS_FAILED, k
+                # closed loops on a flexible tree: their compensation, the same steps
+                # (kernels/rollout_flexible_loops.py)
+                elif flexible_loops is not None:
+                    if not (k == k0 and s0 < 0):
+                        status = flexible_loop_drive_bias(flexible_loops, q, v,
+                                                          work[W_BIAS, :nv])
+                        if status == NEEDS_PARTITION:
+                            resume[0] = k
+                            resume[1] = -1
+                            return NEEDS_DRIVE_TERMS, k
+                        if status:
+                            return DRIVE_TERMS_FAILED, k
                 # mimic couplings: robot.inverse_dynamics(q, v, 0) = S T^T h, the actuated
                 # (independent) dofs' forces (kernels/rollout_mimic.py mimic_drive_bias)
                 elif parts is not None and mimicking:
@@ -389,6 +403,7 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                 if _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float,
                               position[k], velocity[k], vel_idx, velocity_limit, effort, work,
                               mats, nq, nv, loaded or iopt[I_LOOPS] != 0 or
+                              flexible_loops is not None or
                               (parts is not None and (mimicking or flexible_loads))):
                     return DRIVE_TERMS_FAILED, k
                 for i in range(nv):

@@ -23,9 +23,18 @@ sample four-bar's ~100 µs step, bench/bench_flexible_loops.py).
 
 The part (robot/rollout_flexible_loops.py `flexible_loop_arrays`, one per thread):
 (tree, ends, cut_int, cut_data, workspace, residual (b,), jacobian (b, nv), lam (b,), info (2,)
-int64, gains (2,): the Baumgarte alpha, beta), the first five as
-kernels/flexible_loop_dynamics.py takes them (tree and ends with private copies of the
-workspaces they write); None for every other robot (numba prunes the branches).
+int64, gains (2,): the Baumgarte alpha, beta, drives: kernels/rollout_loop_drives.py's
+drive_workspace), the first five as kernels/flexible_loop_dynamics.py takes them (tree and ends
+with private copies of the workspaces they write); None for every other robot (numba prunes the
+branches).
+
+The drives' compensation (`flexible_loop_drive_bias`, at the start of a row with drives) is the
+Plant's on closed loops (kernels/rollout_loop_drives.py's module docstring, its shared steps) with
+this tree's rows and inverse dynamics: gamma from flexible_loop_rows (the central difference, as
+FlexibleLoopKinematics.bias), qdd0 on the robot's partition (whose dependent coordinates may be
+elastic ones), tau_tree by the flexible RNEA at qdd0, and the actuated forces as least squares
+without the exactness test: no drive moves the elastic coordinates, so a qdd0 their dynamics do not
+produce has no exact actuation, and Constraints.actuation returns the least-squares forces then.
 """
 from numba import njit
 
@@ -34,11 +43,16 @@ from .flexible_loop_dynamics import (F_BETA, F_C, F_G, F_GV, F_HV0, F_LAM, F_NOR
                                      flexible_loop_forward_dynamics, flexible_loop_residuals,
                                      flexible_loop_state, loop_inertia)
 from .flexible_dynamics import mass_matrix
+from .flexible_dynamics import inverse_dynamics as flexible_inverse_dynamics
+from .flexible_loop_dynamics import flexible_loop_rows
+from .rollout_loop_drives import (DONE, NEEDS_PARTITION, TREE_FAILED, V_GAMMA, V_GV, V_QDD,
+                                  V_TAU, actuated_forces, dependent_accelerations,
+                                  loop_rows_accept)
 from .rollout_projection import MAX_ITERATIONS, min_norm_solve
 
 # items of the part tuple
 FL_TREE, FL_ENDS, FL_CUT_INT, FL_CUT_DATA, FL_WORKSPACE, FL_RESIDUAL, FL_JACOBIAN, FL_LAM, \
-    FL_INFO, FL_GAINS = range(10)
+    FL_INFO, FL_GAINS, FL_DRIVES = range(11)
 
 
 @njit(cache=True, nogil=True)
@@ -110,3 +124,32 @@ def close_flexible_loops(part, q, v, tolerance, closing):
     for i in range(nq):
         q[i] = stage[i]
     return 1
+
+
+@njit(cache=True, nogil=True)
+def flexible_loop_drive_bias(part, q, v, out):
+    """out (nv,) = b(q, v), the drives' compensation (module docstring) at q (nq,), v (nv,).
+    Returns DONE (out 0 where robot.inverse_dynamics refuses qdd0), NEEDS_PARTITION (the
+    partition would be re-chosen: out not set; the caller computes it in Python) or TREE_FAILED
+    (the RNEA failed)."""
+    tree, ends, cut_int, cut_data, workspace = part[:5]
+    residual, jacobian, gains, drive_work = part[FL_RESIDUAL], part[FL_JACOBIAN], \
+        part[FL_GAINS], part[FL_DRIVES]
+    fint, ffloat, fdata, body_int, joint_nq, joint_nv, work, fwork = tree
+    vec = drive_work[3]
+    nv, m = v.shape[0], jacobian.shape[0]
+    for i in range(nv):
+        out[i] = 0.0
+    if drive_work[1].shape[0] == 0:   # no actuated joint: b = 0 (the Plant's _no_actuation)
+        return DONE
+    gamma, qdd, tau, gv = vec[V_GAMMA, :m], vec[V_QDD, :nv], vec[V_TAU, :nv], vec[V_GV, :m]
+    flexible_loop_rows(tree, ends, cut_int, cut_data, workspace, q, v, residual, jacobian, gv,
+                       gamma)
+    if not dependent_accelerations(jacobian, gamma, drive_work, qdd):
+        return NEEDS_PARTITION
+    if not loop_rows_accept(jacobian, gamma, residual, gv, gains[0], gains[1], qdd):
+        return DONE     # robot.inverse_dynamics raises: b = 0
+    if flexible_inverse_dynamics(fint, ffloat, fdata, work, fwork, q, v, qdd, tau):
+        return TREE_FAILED
+    actuated_forces(jacobian, tau, drive_work, False, out)
+    return DONE

@@ -59,8 +59,8 @@ DONE, NEEDS_PARTITION, TREE_FAILED = 0, 1, -1
 # matrices of mats (3, p, p): G_dep (then N^T S), the QR's t, the solves' normal matrix / N
 P_A, P_T, P_N = range(3)
 # rows of vec
-V_GAMMA, V_QDD, V_TAU, V_X, V_RDIAG, V_HV0, V_BETA, V_C, V_Z = range(9)
-N_ROWS = 9
+V_GAMMA, V_QDD, V_TAU, V_X, V_RDIAG, V_HV0, V_BETA, V_C, V_Z, V_GV, V_RESIDUAL = range(11)
+N_ROWS = 11
 JACOBI_SWEEPS = 30
 
 
@@ -121,33 +121,18 @@ def gram_condition_keeps(a, m, n, gram, limit):
 
 
 @njit(cache=True, nogil=True)
-def loop_drive_bias(loops, drive_work, forces, loaded, q, v, out):
-    """out (nv,) = b(q, v), the drives' compensation on closed loops (module docstring).
-    loops: kernels/rollout.py's loops tuple (its kinematics workspace, cut rows and G are
-    written), drive_work: drive_workspace(...), forces / loaded: the force elements' tuple and
-    whether the robot has them (their loads act on ID_tree). Returns DONE, NEEDS_PARTITION (the
-    partition would be re-chosen: out not set) or TREE_FAILED (the RNEA failed)."""
-    body_int, body_float, work, cut_int, cut_float, loop_float, jacobian = loops[:7]
-    gains = loops[7]
-    dependent, actuated, mats, vec, perm = drive_work
-    nv, m = v.shape[0], jacobian.shape[0]
-    n_act = actuated.shape[0]
-    for i in range(nv):
-        out[i] = 0.0
-    if n_act == 0:      # no actuated joint: N^T S a = N^T tau_tree fails unless it is 0: b = 0
-        return DONE
-    gamma, qdd, tau = vec[V_GAMMA, :m], vec[V_QDD, :nv], vec[V_TAU, :nv]
+def dependent_accelerations(jacobian, gamma, drive_work, qdd):
+    """Steps 1 of the module docstring on G = jacobian (m, nv) and gamma (m,): qdd (nv,)
+    = project_acceleration(q, v, 0) on the partition of drive_work's `dependent` flags (0 where
+    the minimum-norm solve fails). Returns False when the partition would be re-chosen (qdd not
+    set). (Shared by loop_drive_bias and, on flexible trees, kernels/rollout_flexible_loops.py.)"""
+    dependent, _, mats, vec, perm = drive_work
+    nv, m = qdd.shape[0], jacobian.shape[0]
     x = vec[V_X]
     rdiag, hv0, beta, c, z = vec[V_RDIAG], vec[V_HV0], vec[V_BETA], vec[V_C], vec[V_Z]
     a, t, normal = mats[P_A], mats[P_T], mats[P_N]
-    # gamma = G_s a(qdd = 0) + gamma''_s (Loops.bias), G_l (Loops.state) at (q, v)
     for i in range(nv):
         qdd[i] = 0.0
-    if _tree_inverse_dynamics(body_int, body_float, work, q, v, qdd, tau):
-        return TREE_FAILED
-    loop_acceleration_rows(body_int, body_float, work, cut_int, cut_float, loop_float, jacobian,
-                           gamma)
-    # qdd0: independent 0, dependent -G_dep^+ gamma (project_acceleration), partition kept?
     nd = 0
     for j in range(nv):
         if dependent[j]:
@@ -155,38 +140,54 @@ def loop_drive_bias(loops, drive_work, forces, loaded, q, v, out):
                 a[r, nd] = jacobian[r, j]
             nd += 1
     if not gram_condition_keeps(a, m, nd, t, PARTITION_CONDITION_LIMIT):
-        return NEEDS_PARTITION
+        return False
     if nd:
         if min_norm_solve(a, m, nd, gamma, x, t, normal, rdiag, hv0, beta, c, z, perm) < 0:
-            return DONE     # (lstsq cannot fail; a solve that does: b = 0 as for a refusal)
+            return True     # (lstsq cannot fail; a solve that does: qdd 0, refused below)
         k = 0
         for j in range(nv):
             if dependent[j]:
                 qdd[j] = -x[k]
                 k += 1
-    # Constraints.actuation's check of the loop rows, Baumgarte terms included
+    return True
+
+
+@njit(cache=True, nogil=True)
+def loop_rows_accept(jacobian, gamma, residual, gv, alpha, beta, qdd):
+    """Constraints.actuation's check of the loop rows, Baumgarte terms included: max |G qdd +
+    gamma + 2 alpha G v + beta^2 g| <= LOOP_ACCEPTANCE max(1, |qdd|) (residual: g (m,), gv:
+    G v (m,))."""
+    nv, m = qdd.shape[0], jacobian.shape[0]
     scale = 1.0
     for j in range(nv):
         scale = max(scale, abs(qdd[j]))
-    alpha, beta_gain = gains[0], gains[1]
     for r in range(m):
         s = 0.0
-        gv = 0.0
         for j in range(nv):
             s += jacobian[r, j] * qdd[j]
-            gv += jacobian[r, j] * v[j]
-        s += gamma[r] + 2.0 * alpha * gv + beta_gain * beta_gain * loop_float[r, LOOP_RESIDUAL]
+        s += gamma[r] + 2.0 * alpha * gv[r] + beta * beta * residual[r]
         if abs(s) > LOOP_ACCEPTANCE * scale:
-            return DONE     # robot.inverse_dynamics raises: b = 0
-    # tau_tree = ID_tree(q, v, qdd0) with the elements' loads (robot.inverse_dynamics)
-    if loaded:
-        status = loaded_tree_inverse_dynamics(forces, q, v, qdd, tau)
-    else:
-        status = _tree_inverse_dynamics(body_int, body_float, work, q, v, qdd, tau)
-    if status:
-        return TREE_FAILED
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def actuated_forces(jacobian, tau, drive_work, exact, out):
+    """Step 2's actuation (Constraints.actuation_forces): out (nv,) = S a, a = (N^T S)^+ N^T tau
+    (tau (nv,) the tree's inverse dynamics at the loop-consistent qdd), N the tangent basis of
+    G = jacobian. exact: refuse (out 0) unless N^T S a = N^T tau to ACTUATION_ACCEPTANCE, as
+    Constraints.actuation does on a rigid tree (with elastic coordinates, which no drive moves,
+    it returns the least-squares forces). out is 0 as well where a solve fails or a is not
+    finite."""
+    dependent, actuated, mats, vec, perm = drive_work
+    nv, m = tau.shape[0], jacobian.shape[0]
+    n_act = actuated.shape[0]
+    x = vec[V_X]
+    rdiag, hv0, beta, c, z = vec[V_RDIAG], vec[V_HV0], vec[V_BETA], vec[V_C], vec[V_Z]
+    a, t, null = mats[P_A], mats[P_T], mats[P_N]
+    for i in range(nv):
+        out[i] = 0.0
     # N: the tangent basis (the last nv - r columns of Q in the pivoted QR of G^T)
-    null = normal
     k = tangent_basis(jacobian, m, nv, t, rdiag, hv0, beta, perm, null)
     # a = (N^T S)^+ N^T tau_tree, accepted when N^T S a = N^T tau_tree (to 1e-8)
     target = vec[V_GAMMA, :k]       # (gamma no longer needed)
@@ -202,20 +203,65 @@ def loop_drive_bias(loops, drive_work, forces, loaded, q, v, out):
     if k:
         # (N is read no more: its matrix is the solve's normal matrix)
         if min_norm_solve(a, k, n_act, target, x, t, null, rdiag, hv0, beta, c, z, perm) < 0:
-            return DONE
+            return
     else:
         for j in range(n_act):
             x[j] = 0.0
-    for col in range(k):
-        s = 0.0
-        for j in range(n_act):
-            s += a[col, j] * x[j]
-        if abs(s - target[col]) > ACTUATION_ACCEPTANCE * max(1.0, tmax):
-            return DONE     # the actuated joints cannot produce the motion: b = 0
+    if exact:
+        for col in range(k):
+            s = 0.0
+            for j in range(n_act):
+                s += a[col, j] * x[j]
+            if abs(s - target[col]) > ACTUATION_ACCEPTANCE * max(1.0, tmax):
+                return      # the actuated joints cannot produce the motion: b = 0
     for j in range(n_act):
         if not math.isfinite(x[j]):
-            for i in range(nv):
-                out[i] = 0.0
-            return DONE
+            return
+    for j in range(n_act):
         out[actuated[j]] = x[j]
+
+
+@njit(cache=True, nogil=True)
+def loop_drive_bias(loops, drive_work, forces, loaded, q, v, out):
+    """out (nv,) = b(q, v), the drives' compensation on closed loops (module docstring).
+    loops: kernels/rollout.py's loops tuple (its kinematics workspace, cut rows and G are
+    written), drive_work: drive_workspace(...), forces / loaded: the force elements' tuple and
+    whether the robot has them (their loads act on ID_tree). Returns DONE, NEEDS_PARTITION (the
+    partition would be re-chosen: out not set) or TREE_FAILED (the RNEA failed)."""
+    body_int, body_float, work, cut_int, cut_float, loop_float, jacobian = loops[:7]
+    gains = loops[7]
+    vec = drive_work[3]
+    nv, m = v.shape[0], jacobian.shape[0]
+    for i in range(nv):
+        out[i] = 0.0
+    if drive_work[1].shape[0] == 0:   # no actuated joint: N^T S a = N^T tau_tree fails unless
+        return DONE                   # it is 0: b = 0
+    gamma, qdd, tau = vec[V_GAMMA, :m], vec[V_QDD, :nv], vec[V_TAU, :nv]
+    # gamma = G_s a(qdd = 0) + gamma''_s (Loops.bias), G_l (Loops.state) at (q, v)
+    for i in range(nv):
+        qdd[i] = 0.0
+    if _tree_inverse_dynamics(body_int, body_float, work, q, v, qdd, tau):
+        return TREE_FAILED
+    loop_acceleration_rows(body_int, body_float, work, cut_int, cut_float, loop_float, jacobian,
+                           gamma)
+    # qdd0: independent 0, dependent -G_dep^+ gamma (project_acceleration), partition kept?
+    if not dependent_accelerations(jacobian, gamma, drive_work, qdd):
+        return NEEDS_PARTITION
+    gv, residual = vec[V_GV, :m], vec[V_RESIDUAL, :m]
+    for r in range(m):
+        s = 0.0
+        for j in range(nv):
+            s += jacobian[r, j] * v[j]
+        gv[r] = s
+        residual[r] = loop_float[r, LOOP_RESIDUAL]
+    if not loop_rows_accept(jacobian, gamma, residual, gv, gains[0], gains[1], qdd):
+        return DONE     # robot.inverse_dynamics raises: b = 0
+    # tau_tree = ID_tree(q, v, qdd0) with the elements' loads (robot.inverse_dynamics)
+    if loaded:
+        status = loaded_tree_inverse_dynamics(forces, q, v, qdd, tau)
+    else:
+        status = _tree_inverse_dynamics(body_int, body_float, work, q, v, qdd, tau)
+    if status:
+        return TREE_FAILED
+    actuated_forces(jacobian, tau, drive_work, True, out)
     return DONE

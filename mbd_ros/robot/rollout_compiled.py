@@ -47,6 +47,7 @@ import numpy as np
 from .. import fastcall
 from ..fastcall.entries import entry
 from ..kernels import rollout as K
+from ..kernels.rollout_flexible_loops import FL_DRIVES, FL_GAINS
 from ..kernels.rollout_loop_drives import drive_workspace
 from ..kernels.rollout_loop_prescribed import loop_prescribed_workspace
 from ..kernels.rollout_projection import projection_workspace
@@ -316,7 +317,7 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
         # prunes that path for every other robot)
         flexible_loops = w.flexible_loops if engine.flexible_loops else None
         if flexible_loops is not None:
-            flexible_loops[9][:] = robot._constraints.baumgarte   # robot.baumgarte now
+            flexible_loops[FL_GAINS][:] = robot._constraints.baumgarte   # robot.baumgarte now
         if not engine.closed_loop and not robot.mimic_joints and not engine.flexible_loops:
             K.rollout_members(engine.entries, w.pointers, engine.dims, w.forces, w.loops,
                               engine.body_int, iopt, fopt, problem.q0[a:b], problem.v0[a:b],
@@ -331,8 +332,8 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
             w.loops[7][:] = robot._constraints.gains
         for i in range(a, b):   # member by member: the kernel returns for each projection
             w.resume[:] = 0
-            if drives and engine.closed_loop:   # the partition the loop compensation starts
-                # from (robot.partition at q0)
+            if drives and (engine.closed_loop or engine.flexible_loops):   # the partition the
+                # loop compensation starts from (robot.partition at q0)
                 set_partition(w, problem.q0[i])
             while True:
                 codes[i], steps[i] = K.rollout_member(
@@ -354,7 +355,7 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
         """The robot's coordinate partition at q into the loop drives' workspace."""
         with robot._lock:
             dependent = robot._constraints.partition(q)[1]
-        flags = w.loops[11][0]
+        flags = w.flexible_loops[FL_DRIVES][0] if engine.flexible_loops else w.loops[11][0]
         flags[:] = 0
         flags[dependent] = 1
 

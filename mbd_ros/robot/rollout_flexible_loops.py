@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import flexible_loop_dynamics as fld
+from ..kernels.rollout_loop_drives import drive_workspace
 
 # integrators compiled with closed loops on a flexible tree (the others: the reference engine)
 FLEXIBLE_LOOP_INTEGRATORS = (None, "rk4", "semi_implicit_euler")
@@ -28,10 +29,6 @@ def flexible_loops_unsupported(problem):
         return "prescribed joints on closed loops of a flexible tree run in Python"
     if robot._forces is not None:
         return "force elements on closed loops of a flexible tree run in Python"
-    if problem.drive_int is not None:
-        return "drives on closed loops of a flexible tree run in Python"
-    if problem.limits is not None:
-        return "position limits on closed loops of a flexible tree run in Python"
     return None
 
 
@@ -39,7 +36,8 @@ def flexible_loop_arrays(robot):
     """One thread's part (kernels/rollout_flexible_loops.py) for a robot with closed loops on a
     flexible tree: the model arrays shared, private copies of every workspace the kernels write
     (the tree's kinematics, the cut frames' states and Jacobians, the solve's). The Baumgarte
-    gains are robot.baumgarte at the call (refreshed by the caller)."""
+    gains are robot.baumgarte at the call (refreshed by the caller); the drives' workspace's
+    partition flags are written by the caller (robot.partition at the row)."""
     loops = robot._constraints.loops
     fint, ffloat, fdata, body_int, joint_nq, joint_nv, work, fwork = loops._tree_args
     tree = (fint, ffloat, fdata, body_int, joint_nq, joint_nv, np.zeros_like(work),
@@ -51,4 +49,5 @@ def flexible_loop_arrays(robot):
     return (tree, ends, loops._cut_int, loops.cut_data,
             fld.flexible_loop_workspace(robot.nq, robot.nv, n_rows, len(loops.specs)),
             np.zeros(n_rows), np.zeros((n_rows, robot.nv)), np.zeros(n_rows),
-            np.zeros(2, dtype=np.int64), np.array(robot._constraints.baumgarte, dtype=float))
+            np.zeros(2, dtype=np.int64), np.array(robot._constraints.baumgarte, dtype=float),
+            drive_workspace(robot.nv, n_rows, robot._constraints.actuated_dofs))
