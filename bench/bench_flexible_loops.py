@@ -18,7 +18,9 @@ a 4-mode beam, a spherical cut at its deformed tip), at an assembled state, the 
 - a semi-implicit Euler rollout with the Plant's position drive on the crank (its
   loop-consistent compensation at every row) and the URDF limits, per step: the compiled engine
   vs the reference engine (robot.step repeated, the drive terms in Python: robot.rollout ran
-  these in Python before the compiled compensation).
+  these in Python before the compiled compensation);
+- an implicit Euler rollout at dt = 1 ms (RK4 diverges there on the stiff beam), per step:
+  the compiled engine vs the reference engine.
 
 Prints the CPU model, the load average, and medians / minima in µs.
 """
@@ -144,6 +146,13 @@ def main():
         driven_rollout()
         driven[f"robot.rollout semi_implicit_euler, drives + limits, {engine} engine"] = \
             driven_rollout
+    for engine in ("compiled", "reference"):
+        def implicit_rollout(engine=engine):
+            result = robot.rollout(q, v, tau_rows, 1e-3, integrator="implicit_euler",
+                                   engine=engine)
+            assert result.status == "ok"
+        implicit_rollout()
+        driven[f"robot.rollout implicit_euler at 1 ms, {engine} engine"] = implicit_rollout
     driven_timed = C.time_calls_interleaved(driven, rounds=max(5, args.rounds // 3), pause=0.0)
     projected = []
     original = type(robot._constraints).project_state

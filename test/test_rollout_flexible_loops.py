@@ -125,7 +125,6 @@ def test_batch_equals_single_rollouts():
 
 
 @pytest.mark.parametrize("integrator, options, reason", [
-    ("implicit_euler", {}, "implicit_euler integrator"),
     ("symplectic_euler", {}, "symplectic_euler integrator")])
 def test_what_stays_in_python_says_why(integrator, options, reason):
     """The combinations the engine does not compile fall back to the reference engine, which
@@ -301,3 +300,42 @@ def test_position_stops_on_flexible_loops_equal_the_reference(integrator, with_d
     assert result.Q[:, 0].max() <= CRANK_UPPER + 1e-12
     unlimited = robot.rollout(q0, v0, tau, DT, integrator=integrator, **options)
     assert unlimited.Q[:, 0].max() > CRANK_UPPER + 0.02
+
+
+def test_implicit_euler_runs_compiled_row_by_row_equal_to_step(monkeypatch):
+    """implicit_euler at dt = 1 ms (where RK4 diverges on the sample's stiff beam and the
+    reference engine takes ~0.8 ms per step in Python): the compiled rollout (tangent basis of
+    the deformed cut rows, forward-difference Jacobians through the dense solve, then robot.step's
+    projection in numba) equals robot.step from the same state row by row, within the round-off
+    bound of one step on the tangent basis (test_rollout_loop_integrators.py
+    implicit_loop_bound, the same Jacobians in both) plus one projection's (module docstring).
+    Row by row because the beam's stiffness turns a position difference dq into h omega^2 dq of
+    velocity at the next step (omega up to ~1e3 rad/s here): whole trajectories drift apart by
+    more than one row's round-off, as on rigid trees (test_rollout_implicit.py)."""
+    from test_rollout_loop_integrators import implicit_loop_bound
+    robot = sample_fourbar()
+    dt, steps = 1e-3, 60
+    q0, v0, tau = problem_of(robot, "implicit_euler", steps=steps)
+    problem = RolloutProblem(robot, q0, v0, tau, dt, "implicit_euler", 1, None, False, 100.0,
+                             None, None)
+    assert unsupported(problem) is None
+    projections = counted(monkeypatch, C.Constraints, "project_state")
+    result = robot.rollout(q0, v0, tau, dt, integrator="implicit_euler", engine="compiled")
+    assert result.status == "ok", result.message
+    assert projections == []
+    Q, V = result
+    start = robot.time
+    for k in range(steps):
+        q_ref, v_ref = robot.step(Q[k], V[k], tau[k], dt, "implicit_euler")
+        q_open, v_open = robot.step(Q[k], V[k], tau[k], dt, "implicit_euler", project=False)
+        d_q, d_v = implicit_loop_bound(robot, Q[k], V[k], tau[k], dt, q_open, v_open)
+        projection = 64 * EPS * sum(conditions(robot, q_ref))
+        d_q += projection * max(1.0, np.abs(q_ref).max())
+        d_v += projection * max(1.0, np.abs(v_ref).max())
+        assert np.abs(Q[k + 1] - q_ref).max() <= d_q, k
+        assert np.abs(V[k + 1] - v_ref).max() <= d_v, k
+        position, velocity = robot.closure_residual(Q[k + 1], V[k + 1])
+        assert position < C.PROJECTION_TOLERANCE and velocity < C.PROJECTION_TOLERANCE
+    robot.time = start
+    assert len(projections) > 0          # robot.step projected: the loop was opened and closed
+    assert np.abs(Q[-1, 0] - Q[0, 0]) > 0.01   # the crank turned

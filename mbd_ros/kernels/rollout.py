@@ -52,6 +52,7 @@ from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
 from .rollout_flexible_loads import X_ELEMENT_INT, flexible_loaded_inverse_dynamics
 from .rollout_flexible_loops import (close_flexible_loops, flexible_loop_drive_bias,
+                                     flexible_loop_implicit_euler_step,
                                      flexible_loops_forward_dynamics)
 from .rollout_mimic import M_PAIR_INT, coupling_residual_exceeds, mimic_drive_bias
 from .rollout_mimic_implicit import mimic_implicit_euler_step
@@ -476,6 +477,15 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     for i in range(nv):
                         vn[i] = v[i] + a1[i] * h
                     _integrate(body_int, iopt, q, vn, h, qn)
+                elif flexible_loops is not None:   # (implicit_euler: the only other one
+                    # compiled for closed loops on a flexible tree, kernels/rollout_flexible_loops.py)
+                    status = flexible_loop_implicit_euler_step(
+                        flexible_loops, body_int, iopt[I_INTEGRATE] == JOINT_MANIFOLDS,
+                        iopt[I_NQ_JOINTS], iopt[I_NV_JOINTS], q, v, total, a1, h,
+                        work[WORK_ROWS:], mats[M_INV + 1:], qn, vn)
+                    if status:
+                        detail[0] = status
+                        return DYNAMICS_FAILED, k
                 elif iopt[I_LOOPS] and iopt[I_INTEGRATOR] == IMPLICIT_EULER:
                     # closed loops: on their tangent basis (kernels/rollout_tangent.py); with
                     # prescribed joints (loop_parts) their hybrid KKT dynamics at every column

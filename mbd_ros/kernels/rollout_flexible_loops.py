@@ -28,6 +28,14 @@ drive_workspace), the first five as kernels/flexible_loop_dynamics.py takes them
 with private copies of the workspaces they write); None for every other robot (numba prunes the
 branches).
 
+`implicit_euler` (`flexible_loop_implicit_euler_step`) is the Simulator's linearly implicit
+Euler on the tangent basis, as kernels/rollout_tangent.py runs it on rigid loops: N =
+tangent_basis of G(q) (the cut frames' rows at the deformed points, flexible_loop_state: the G
+robot.constraint_basis takes), the Jacobians A_v N, A_q N by forward differences of this dense
+solve along N's columns, then tangent_implicit_update; robot.step's projection follows as after
+the other integrators. (symplectic_euler is not compiled: its fixed-point iteration is explicit
+in the stiffness and diverges on the sample's beam at dt = 1 ms.)
+
 The drives' compensation (`flexible_loop_drive_bias`, at the start of a row with drives) is the
 Plant's on closed loops (kernels/rollout_loop_drives.py's module docstring, its shared steps) with
 this tree's rows and inverse dynamics: gamma from flexible_loop_rows (the central difference, as
@@ -48,7 +56,10 @@ from .flexible_loop_dynamics import flexible_loop_rows
 from .rollout_loop_drives import (DONE, NEEDS_PARTITION, TREE_FAILED, V_GAMMA, V_GV, V_QDD,
                                   V_TAU, actuated_forces, dependent_accelerations,
                                   loop_rows_accept)
+from .rollout_implicit import (FD_STEP, R_LOADED, R_P, R_PIV, R_QS, R_S, R_T, R_U, R_V2, R_Z,
+                               SINGULAR, X_AQ, X_AV, X_LHS, X_MASS, integrate_state)
 from .rollout_projection import MAX_ITERATIONS, min_norm_solve
+from .rollout_tangent import tangent_basis, tangent_implicit_update
 
 # items of the part tuple
 FL_TREE, FL_ENDS, FL_CUT_INT, FL_CUT_DATA, FL_WORKSPACE, FL_RESIDUAL, FL_JACOBIAN, FL_LAM, \
@@ -153,3 +164,48 @@ def flexible_loop_drive_bias(part, q, v, out):
         return TREE_FAILED
     actuated_forces(jacobian, tau, drive_work, False, out)
     return DONE
+
+
+@njit(cache=True, nogil=True)
+def flexible_loop_implicit_euler_step(part, body_int, manifold, nq_joints, nv_joints, q, v, tau,
+                                      a1, h, rows, mats, q_next, v_next):
+    """One linearly implicit Euler step (module docstring): (q (nq,), v (nv,)) -> (q_next,
+    v_next) for the held tau (nv,), a1 = f(q, v, tau) given, step h (s); rows, mats:
+    kernels/rollout_implicit.py's workspace (IMPLICIT_ROWS, IMPLICIT_MATS); manifold,
+    nq_joints, nv_joints: integrate_state's. Returns 0, the dense solve's status or SINGULAR."""
+    tree, ends, cut_int, cut_data, workspace = part[:5]
+    residual, jacobian = part[FL_RESIDUAL], part[FL_JACOBIAN]
+    mats_work, vec, perm = workspace[3], workspace[4], workspace[5]
+    nq, nv, m = q.shape[0], v.shape[0], jacobian.shape[0]
+    v2, qs, p = rows[R_V2, :nv], rows[R_QS, :nq], rows[R_P, :nv]
+    s, z, t, direction = rows[R_S, :nv], rows[R_Z, :nv], rows[R_T, :nv], rows[R_U, :nv]
+    sz = rows[R_LOADED, :nv]
+    a_q, a_v, lhs, basis = mats[X_AQ], mats[X_AV], mats[X_LHS], mats[X_MASS]
+    # N at q (the columns' solves below overwrite G and the scratch: N is taken first)
+    flexible_loop_state(tree, ends, cut_int, cut_data, workspace, q, v, residual, jacobian,
+                        vec[F_GV, :m])
+    k = tangent_basis(jacobian, m, nv, mats_work[F_T], vec[F_RDIAG], vec[F_HV0], vec[F_BETA],
+                      perm, basis)
+    for j in range(k):
+        for i in range(nv):
+            direction[i] = basis[i, j]
+        # d f / d v along n_j: v2 = n_j 1e-7 + v
+        for i in range(nv):
+            v2[i] = direction[i] * FD_STEP + v[i]
+        status = flexible_loops_forward_dynamics(part, q, v2, tau, p)
+        if status:
+            return status
+        for i in range(nv):
+            a_v[i, j] = (p[i] - a1[i]) / FD_STEP
+        # d f / d q along n_j: q (+) n_j 1e-7
+        integrate_state(body_int, manifold, nq_joints, nv_joints, q, direction, FD_STEP, qs)
+        status = flexible_loops_forward_dynamics(part, qs, v, tau, p)
+        if status:
+            return status
+        for i in range(nv):
+            a_q[i, j] = (p[i] - a1[i]) / FD_STEP
+    if tangent_implicit_update(basis, k, a1, a_v, a_q, v, h, lhs, s, z, t, sz, rows[R_PIV],
+                               v_next):
+        return SINGULAR
+    integrate_state(body_int, manifold, nq_joints, nv_joints, q, v_next, h, q_next)
+    return 0
