@@ -93,11 +93,11 @@ def main():
     n_rows = loops.n_constraints
     out, lam = np.zeros(robot.nv), np.zeros(n_rows)
     gv, gamma = np.zeros(n_rows), np.zeros(n_rows)
-    kernel_args = (loops._tree_args, loops._end_args, loops._cut_int, loops.cut_data,
-                   loops._workspace, q, v, tau, loops.residual, loops.jacobian, out, lam,
+    kernel_args = (loops.tree_args, loops.end_args, loops.cut_int, loops.cut_data,
+                   loops.workspace, q, v, tau, loops.residual, loops.jacobian, out, lam,
                    loops.kkt_info)
-    rows_args = (loops._tree_args, loops._end_args, loops._cut_int, loops.cut_data,
-                 loops._workspace, q, v, loops.residual, loops.jacobian, gv, gamma)
+    rows_args = (loops.tree_args, loops.end_args, loops.cut_int, loops.cut_data,
+                 loops.workspace, q, v, loops.residual, loops.jacobian, gv, gamma)
     _kernel_loop(1, *kernel_args)
     _rows_loop(1, *rows_args)
     n = 2000

@@ -51,15 +51,16 @@ class FlexibleLoopKinematics(CutSet):
         self.frame_twist = np.zeros((n_ends, 6, 1))
         self.unit_v = np.zeros(tree.nv)
         self._zero_v = np.zeros(tree.nv)
-        # the compiled forward dynamics' arguments, built once (on the tree's loaded workspace)
+        # the compiled forward dynamics' arguments, built once (on the tree's loaded workspace;
+        # public: robot/rollout_flexible_loops.py copies their workspaces per rollout thread)
         model = tree.model
-        self._tree_args = (tree.fint, tree.ffloat, tree.fdata, tree.body_int, int(model.nq),
+        self.tree_args = (tree.fint, tree.ffloat, tree.fdata, tree.body_int, int(model.nq),
                            int(model.nv), tree.work, tree.fwork)
-        self._end_args = (self.frame_int, self.frame_float, self.frame_data, self.frame_state,
+        self.end_args = (self.frame_int, self.frame_float, self.frame_data, self.frame_state,
                           self.frame_jac, self.unit_v)
-        self._cut_int = np.array([(code, rows.start) for code, rows in zip(self.codes, self.rows)],
+        self.cut_int = np.array([(code, rows.start) for code, rows in zip(self.codes, self.rows)],
                                  dtype=np.int64).reshape(-1, 2)
-        self._workspace = fld.flexible_loop_workspace(tree.nq, tree.nv, self.n_constraints,
+        self.workspace = fld.flexible_loop_workspace(tree.nq, tree.nv, self.n_constraints,
                                                       len(self.specs))
         self.residual = np.zeros(self.n_constraints)
         self.jacobian = np.zeros((self.n_constraints, tree.nv))
@@ -71,7 +72,7 @@ class FlexibleLoopKinematics(CutSet):
         (kernels/flexible_loop_dynamics.py, one call). Returns the kernel's status (0 on
         success; self.kkt_info[1] is then the rank of G M^-1 G^T)."""
         return fld.flexible_loop_forward_dynamics(
-            self._tree_args, self._end_args, self._cut_int, self.cut_data, self._workspace, q, v,
+            self.tree_args, self.end_args, self.cut_int, self.cut_data, self.workspace, q, v,
             tau, alpha, beta, self.residual, self.jacobian, out, lam_out, self.kkt_info)
 
     def _frame_twists(self, q, v):

@@ -39,14 +39,14 @@ def flexible_loop_arrays(robot):
     gains are robot.baumgarte at the call (refreshed by the caller); the drives' workspace's
     partition flags are written by the caller (robot.partition at the row)."""
     loops = robot._constraints.loops
-    fint, ffloat, fdata, body_int, joint_nq, joint_nv, work, fwork = loops._tree_args
+    fint, ffloat, fdata, body_int, joint_nq, joint_nv, work, fwork = loops.tree_args
     tree = (fint, ffloat, fdata, body_int, joint_nq, joint_nv, np.zeros_like(work),
             np.zeros_like(fwork))
-    end_int, end_float, end_data, end_state, frame_jac, unit = loops._end_args
+    end_int, end_float, end_data, end_state, frame_jac, unit = loops.end_args
     ends = (end_int, end_float, end_data, np.zeros_like(end_state), np.zeros_like(frame_jac),
             np.zeros_like(unit))
     n_rows = loops.n_constraints
-    return (tree, ends, loops._cut_int, loops.cut_data,
+    return (tree, ends, loops.cut_int, loops.cut_data,
             fld.flexible_loop_workspace(robot.nq, robot.nv, n_rows, len(loops.specs)),
             np.zeros(n_rows), np.zeros((n_rows, robot.nv)), np.zeros(n_rows),
             np.zeros(2, dtype=np.int64), np.array(robot._constraints.baumgarte, dtype=float),
