@@ -51,9 +51,9 @@ from .rollout_tangent import implicit_euler_loop_step
 from .rollout_implicit import implicit_euler_step, symplectic_euler_step
 from .rollout_loads import loaded_tree_inverse_dynamics
 from .rollout_flexible_loads import X_ELEMENT_INT, flexible_loaded_inverse_dynamics
+from .flexible_loop_part import flexible_loops_forward_dynamics
 from .rollout_flexible_loops import (close_flexible_loops, flexible_loop_drive_bias,
-                                     flexible_loop_implicit_euler_step,
-                                     flexible_loops_forward_dynamics)
+                                     flexible_loop_implicit_euler_step)
 from .rollout_mimic import M_PAIR_INT, coupling_residual_exceeds, mimic_drive_bias
 from .rollout_mimic_implicit import mimic_implicit_euler_step
 from .rollout_prescribed import FIRST_STAGE, LAST_STAGE, MIDDLE_STAGE, place_prescribed
@@ -265,7 +265,7 @@ def _implicit_step(entries, bound, dims, forces, loops, body_int, iopt, q, v, to
     return symplectic_euler_step(entries[FD], entries[MM], bound, dims, forces, loaded, loops,
                                  iopt[I_LOOPS] != 0, body_int, manifold, iopt[I_NQ_JOINTS],
                                  iopt[I_NV_JOINTS], q, v, total, a1, h, rows, implicit_mats, qn,
-                                 vn, special, loop_parts)
+                                 vn, special, loop_parts, None)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -360,24 +360,18 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
             for i in range(nv):
                 total[i] = tau[k, i]
             if iopt[I_DRIVES]:
-                if iopt[I_LOOPS]:
+                if iopt[I_LOOPS] or flexible_loops is not None:
                     # closed loops: the loop-consistent compensation (kernels/
-                    # rollout_loop_drives.py), unless the caller computed it (resume[1] = -1)
+                    # rollout_loop_drives.py; on a flexible tree the same steps,
+                    # kernels/rollout_flexible_loops.py), unless the caller computed it
+                    # (resume[1] = -1)
                     if not (k == k0 and s0 < 0):
-                        status = loop_drive_bias(loops, loop_arrays[11], forces, loaded, q, v,
-                                                 work[W_BIAS, :nv])
-                        if status == NEEDS_PARTITION:
-                            resume[0] = k
-                            resume[1] = -1
-                            return NEEDS_DRIVE_TERMS, k
-                        if status:
-                            return DRIVE_TERMS_FAILED, k
-                # closed loops on a flexible tree: their compensation, the same steps
-                # (kernels/rollout_flexible_loops.py)
-                elif flexible_loops is not None:
-                    if not (k == k0 and s0 < 0):
-                        status = flexible_loop_drive_bias(flexible_loops, q, v,
-                                                          work[W_BIAS, :nv])
+                        if flexible_loops is not None:
+                            status = flexible_loop_drive_bias(flexible_loops, q, v,
+                                                              work[W_BIAS, :nv])
+                        else:
+                            status = loop_drive_bias(loops, loop_arrays[11], forces, loaded, q,
+                                                     v, work[W_BIAS, :nv])
                         if status == NEEDS_PARTITION:
                             resume[0] = k
                             resume[1] = -1
@@ -477,12 +471,20 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     for i in range(nv):
                         vn[i] = v[i] + a1[i] * h
                     _integrate(body_int, iopt, q, vn, h, qn)
-                elif flexible_loops is not None:   # (implicit_euler: the only other one
-                    # compiled for closed loops on a flexible tree, kernels/rollout_flexible_loops.py)
-                    status = flexible_loop_implicit_euler_step(
-                        flexible_loops, body_int, iopt[I_INTEGRATE] == JOINT_MANIFOLDS,
-                        iopt[I_NQ_JOINTS], iopt[I_NV_JOINTS], q, v, total, a1, h,
-                        work[WORK_ROWS:], mats[M_INV + 1:], qn, vn)
+                elif flexible_loops is not None:   # closed loops on a flexible tree:
+                    # implicit Euler on their tangent basis (kernels/rollout_flexible_loops.py),
+                    # symplectic Euler with their dense solve (kernels/rollout_implicit.py)
+                    if iopt[I_INTEGRATOR] == IMPLICIT_EULER:
+                        status = flexible_loop_implicit_euler_step(
+                            flexible_loops, body_int, iopt[I_INTEGRATE] == JOINT_MANIFOLDS,
+                            iopt[I_NQ_JOINTS], iopt[I_NV_JOINTS], q, v, total, a1, h,
+                            work[WORK_ROWS:], mats[M_INV + 1:], qn, vn)
+                    else:
+                        status = symplectic_euler_step(
+                            entries[FD], entries[MM], bound, dims, forces, False, loops, False,
+                            body_int, iopt[I_INTEGRATE] == JOINT_MANIFOLDS, iopt[I_NQ_JOINTS],
+                            iopt[I_NV_JOINTS], q, v, total, a1, h, work[WORK_ROWS:],
+                            mats[M_INV + 1:], qn, vn, None, None, flexible_loops)
                     if status:
                         detail[0] = status
                         return DYNAMICS_FAILED, k

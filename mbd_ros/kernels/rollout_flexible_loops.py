@@ -33,8 +33,9 @@ Euler on the tangent basis, as kernels/rollout_tangent.py runs it on rigid loops
 tangent_basis of G(q) (the cut frames' rows at the deformed points, flexible_loop_state: the G
 robot.constraint_basis takes), the Jacobians A_v N, A_q N by forward differences of this dense
 solve along N's columns, then tangent_implicit_update; robot.step's projection follows as after
-the other integrators. (symplectic_euler is not compiled: its fixed-point iteration is explicit
-in the stiffness and diverges on the sample's beam at dt = 1 ms.)
+the other integrators. `symplectic_euler` runs kernels/rollout_implicit.py's step with this
+part's dense solve (kernels/flexible_loop_part.py); its fixed-point iteration is explicit in the
+stiffness (it diverges on the sample's beam at dt = 1 ms, as robot.step does).
 
 The drives' compensation (`flexible_loop_drive_bias`, at the start of a row with drives) is the
 Plant's on closed loops (kernels/rollout_loop_drives.py's module docstring, its shared steps) with
@@ -48,8 +49,9 @@ from numba import njit
 
 from .flexible_loop_dynamics import (F_BETA, F_C, F_G, F_GV, F_HV0, F_LAM, F_NORMAL, F_QN,
                                      F_RDIAG, F_STEP, F_T, F_Z, integrate_flexible,
-                                     flexible_loop_forward_dynamics, flexible_loop_residuals,
-                                     flexible_loop_state, loop_inertia)
+                                     flexible_loop_residuals, flexible_loop_state, loop_inertia)
+from .flexible_loop_part import (FL_DRIVES, FL_GAINS, FL_JACOBIAN, FL_RESIDUAL,
+                                 flexible_loops_forward_dynamics)
 from .flexible_dynamics import mass_matrix
 from .flexible_dynamics import inverse_dynamics as flexible_inverse_dynamics
 from .flexible_loop_dynamics import flexible_loop_rows
@@ -61,20 +63,6 @@ from .rollout_implicit import (FD_STEP, R_LOADED, R_P, R_PIV, R_QS, R_S, R_T, R_
 from .rollout_projection import MAX_ITERATIONS, min_norm_solve
 from .rollout_tangent import tangent_basis, tangent_implicit_update
 
-# items of the part tuple
-FL_TREE, FL_ENDS, FL_CUT_INT, FL_CUT_DATA, FL_WORKSPACE, FL_RESIDUAL, FL_JACOBIAN, FL_LAM, \
-    FL_INFO, FL_GAINS, FL_DRIVES = range(11)
-
-
-@njit(cache=True, nogil=True)
-def flexible_loops_forward_dynamics(part, q, v, tau, out):
-    """out (nv,) = robot.forward_dynamics(q, v, tau) of the flexible tree with closed loops
-    (kernels/flexible_loop_dynamics.py). Returns 0 or its status."""
-    gains = part[FL_GAINS]
-    return flexible_loop_forward_dynamics(part[FL_TREE], part[FL_ENDS], part[FL_CUT_INT],
-                                          part[FL_CUT_DATA], part[FL_WORKSPACE], q, v, tau,
-                                          gains[0], gains[1], part[FL_RESIDUAL],
-                                          part[FL_JACOBIAN], out, part[FL_LAM], part[FL_INFO])
 
 
 @njit(cache=True, nogil=True)

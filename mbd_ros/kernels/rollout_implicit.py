@@ -29,13 +29,16 @@ runs them and kernels/rollout.py does at its stages; with prescribed joints, mim
 force elements on a flexible tree, from kernels/rollout_special.py's dispatcher (special).
 symplectic_euler also runs on rigid closed loops (the loop solver's C entry, or with force
 elements the solver on the loaded workspace: loop_forward_dynamics, which
-kernels/rollout_tangent.py's implicit Euler on loops uses too).
+kernels/rollout_tangent.py's implicit Euler on loops uses too), and on closed loops on a
+flexible tree (their dense solve, kernels/flexible_loop_part.py; dM/dq u from the flexible
+tree's mass matrix entry).
 """
 from numba import njit
 
 from .closed_loop import forward_dynamics_checked
 from .configuration import integrate as _integrate_joints
 from .entry_call import call_entry
+from .flexible_loop_part import flexible_loops_forward_dynamics
 from .force_elements import force_element_loads
 from .rollout_loads import loaded_tree_forward_dynamics
 from .rollout_loop_prescribed import loop_prescribed_forward_dynamics
@@ -242,7 +245,7 @@ def _max_abs(x):
 @njit(cache=True, nogil=True)
 def symplectic_euler_step(fd_address, mm_address, bound, dims, forces, loaded, loops, closed,
                           body_int, manifold, nq_joints, nv_joints, q, v, tau, a1, h, rows, mats,
-                          q_next, v_next, special, loop_parts):
+                          q_next, v_next, special, loop_parts, flexible_loops):
     """One symplectic Euler step (Simulator._symplectic_euler) of a tree or, closed (with
     loops: kernels/rollout.py's loop tuple), of rigid closed loops (the entries then the loop
     solver's and the tree's mass matrix on its arguments; with force elements the loop solver on
@@ -251,8 +254,10 @@ def symplectic_euler_step(fd_address, mm_address, bound, dims, forces, loaded, l
     given, step h (s); workspace, manifold and special as implicit_euler_step (trees); loop_parts:
     None, or with prescribed joints on the closed loops (special then holds them) their KKT
     workspace: the hybrid dynamics of kernels/rollout_loop_prescribed.py at every iteration, at
-    the step's first sample as the Simulator evaluates them. Returns 0, the forward dynamics'
-    non-zero status, MASS_FAILED or SINGULAR."""
+    the step's first sample as the Simulator evaluates them. flexible_loops: None, or closed
+    loops on a flexible tree (kernels/flexible_loop_part.py's part; closed False, the entries
+    the flexible tree's): their dense solve at every iteration. Returns 0, the forward
+    dynamics' non-zero status, MASS_FAILED or SINGULAR."""
     nq, nv = q.shape[0], v.shape[0]
     qs, acc, t = rows[R_QS, :nq], rows[R_P, :nv], rows[R_T, :nv]
     u, u_next, total = rows[R_U, :nv], rows[R_UN, :nv], rows[R_TAU, :nv]
@@ -278,7 +283,9 @@ def symplectic_euler_step(fd_address, mm_address, bound, dims, forces, loaded, l
         _matvec(lower, u, t)     # the extra force (dM/dq u) u, added to tau
         for i in range(nv):
             total[i] = tau[i] + t[i]
-        if loop_parts is not None:   # prescribed joints on closed loops
+        if flexible_loops is not None:   # closed loops on a flexible tree
+            status = flexible_loops_forward_dynamics(flexible_loops, q, u, total, acc)
+        elif loop_parts is not None:   # prescribed joints on closed loops
             status = loop_prescribed_forward_dynamics(loops, forces, loaded, loop_parts,
                                                       special[1][0], special[2], FIRST_STAGE, q,
                                                       u, total, acc)

@@ -47,7 +47,7 @@ import numpy as np
 from .. import fastcall
 from ..fastcall.entries import entry
 from ..kernels import rollout as K
-from ..kernels.rollout_flexible_loops import FL_DRIVES, FL_GAINS
+from ..kernels.flexible_loop_part import FL_DRIVES, FL_GAINS
 from ..kernels.rollout_loop_drives import drive_workspace
 from ..kernels.rollout_loop_prescribed import loop_prescribed_workspace
 from ..kernels.rollout_projection import projection_workspace

@@ -8,7 +8,8 @@ from ..kernels import flexible_loop_dynamics as fld
 from ..kernels.rollout_loop_drives import drive_workspace
 
 # integrators compiled with closed loops on a flexible tree (the others: the reference engine)
-FLEXIBLE_LOOP_INTEGRATORS = (None, "rk4", "semi_implicit_euler", "implicit_euler")
+FLEXIBLE_LOOP_INTEGRATORS = (None, "rk4", "semi_implicit_euler", "implicit_euler",
+                             "symplectic_euler")
 
 
 def has_flexible_loops(robot):
