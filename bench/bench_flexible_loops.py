@@ -19,8 +19,8 @@ a 4-mode beam, a spherical cut at its deformed tip), at an assembled state, the 
   loop-consistent compensation at every row) and the URDF limits, per step: the compiled engine
   vs the reference engine (robot.step repeated, the drive terms in Python: robot.rollout ran
   these in Python before the compiled compensation);
-- an implicit Euler rollout at dt = 1 ms (RK4 diverges there on the stiff beam), per step:
-  the compiled engine vs the reference engine.
+- an implicit Euler rollout at dt = 1 ms (RK4 diverges there on the stiff beam) and a
+  symplectic Euler rollout at dt = 1e-4 s, per step: the compiled engine vs the reference engine.
 
 Prints the CPU model, the load average, and medians / minima in µs.
 """
@@ -153,6 +153,13 @@ def main():
             assert result.status == "ok"
         implicit_rollout()
         driven[f"robot.rollout implicit_euler at 1 ms, {engine} engine"] = implicit_rollout
+
+        def symplectic_rollout(engine=engine):
+            result = robot.rollout(q, v, tau_rows, 1e-4, integrator="symplectic_euler",
+                                   engine=engine)
+            assert result.status == "ok"
+        symplectic_rollout()
+        driven[f"robot.rollout symplectic_euler, {engine} engine"] = symplectic_rollout
     driven_timed = C.time_calls_interleaved(driven, rounds=max(5, args.rounds // 3), pause=0.0)
     projected = []
     original = type(robot._constraints).project_state
