@@ -147,19 +147,13 @@ def main():
         driven[f"robot.rollout semi_implicit_euler, drives + limits, {engine} engine"] = \
             driven_rollout
     for engine in ("compiled", "reference"):
-        def implicit_rollout(engine=engine):
-            result = robot.rollout(q, v, tau_rows, 1e-3, integrator="implicit_euler",
-                                   engine=engine)
-            assert result.status == "ok"
-        implicit_rollout()
-        driven[f"robot.rollout implicit_euler at 1 ms, {engine} engine"] = implicit_rollout
-
-        def symplectic_rollout(engine=engine):
-            result = robot.rollout(q, v, tau_rows, 1e-4, integrator="symplectic_euler",
-                                   engine=engine)
-            assert result.status == "ok"
-        symplectic_rollout()
-        driven[f"robot.rollout symplectic_euler, {engine} engine"] = symplectic_rollout
+        for integrator, dt, label in (("implicit_euler", 1e-3, "implicit_euler at 1 ms"),
+                                      ("symplectic_euler", 1e-4, "symplectic_euler")):
+            def stiff_rollout(engine=engine, integrator=integrator, dt=dt):
+                result = robot.rollout(q, v, tau_rows, dt, integrator=integrator, engine=engine)
+                assert result.status == "ok"
+            stiff_rollout()
+            driven[f"robot.rollout {label}, {engine} engine"] = stiff_rollout
     driven_timed = C.time_calls_interleaved(driven, rounds=max(5, args.rounds // 3), pause=0.0)
     projected = []
     original = type(robot._constraints).project_state

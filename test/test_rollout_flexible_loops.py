@@ -304,33 +304,50 @@ def test_position_stops_on_flexible_loops_equal_the_reference(integrator, with_d
     assert unlimited.Q[:, 0].max() > CRANK_UPPER + 0.02
 
 
-def test_implicit_euler_runs_compiled_row_by_row_equal_to_step(monkeypatch):
-    """implicit_euler at dt = 1 ms (where RK4 diverges on the sample's stiff beam and the
-    reference engine takes ~0.8 ms per step in Python): the compiled rollout (tangent basis of
-    the deformed cut rows, forward-difference Jacobians through the dense solve, then robot.step's
-    projection in numba) equals robot.step from the same state row by row, within the round-off
-    bound of one step on the tangent basis (test_rollout_loop_integrators.py
-    implicit_loop_bound, the same Jacobians in both) plus one projection's (module docstring).
-    Row by row because the beam's stiffness turns a position difference dq into h omega^2 dq of
-    velocity at the next step (omega up to ~1e3 rad/s here): whole trajectories drift apart by
-    more than one row's round-off, as on rigid trees (test_rollout_implicit.py)."""
+
+def implicit_bound(robot, q, v, tau, h, q_next, v_next):
     from test_rollout_loop_integrators import implicit_loop_bound
+    return implicit_loop_bound(robot, q, v, tau, h, q_next, v_next)
+
+
+def symplectic_step_bound(robot, q, v, tau, h, q_next, v_next):
+    from test_rollout_implicit import symplectic_bound
+    return symplectic_bound(robot, q, v, tau, h, q_next, v_next)
+
+
+@pytest.mark.parametrize("integrator, dt, bound_of, turned", [
+    ("implicit_euler", 1e-3, implicit_bound, 0.01),
+    ("symplectic_euler", DT, symplectic_step_bound, 1e-4)])
+def test_implicit_integrators_run_compiled_row_by_row_equal_to_step(integrator, dt, bound_of,
+                                                                    turned, monkeypatch):
+    """implicit_euler at dt = 1 ms (where RK4 diverges on the sample's stiff beam and the
+    reference engine takes ~0.5 ms per step in Python: tangent basis of the deformed cut rows,
+    forward-difference Jacobians through the dense solve) and symplectic_euler at 1e-4 s (its
+    fixed-point iteration through the dense solve, dM/dq u from the flexible mass matrix's C
+    entry; explicit in the stiffness, it diverges at 1 ms as robot.step does), then robot.step's
+    projection in numba: the compiled rollout equals robot.step from the same state row by row,
+    within the round-off bound of one step (test_rollout_loop_integrators.py implicit_loop_bound,
+    test_rollout_implicit.py symplectic_bound: the same Jacobians / iterations in both) plus one
+    projection's (module docstring). Row by row because the beam's stiffness turns a position
+    difference dq into h omega^2 dq of velocity at the next step (omega up to ~1e3 rad/s here):
+    whole trajectories drift apart by more than one row's round-off, as on rigid trees
+    (test_rollout_implicit.py)."""
     robot = sample_fourbar()
-    dt, steps = 1e-3, 60
-    q0, v0, tau = problem_of(robot, "implicit_euler", steps=steps)
-    problem = RolloutProblem(robot, q0, v0, tau, dt, "implicit_euler", 1, None, False, 100.0,
-                             None, None)
+    steps = 60
+    q0, v0, tau = problem_of(robot, integrator, steps=steps)
+    problem = RolloutProblem(robot, q0, v0, tau, dt, integrator, 1, None, False, 100.0, None,
+                             None)
     assert unsupported(problem) is None
     projections = counted(monkeypatch, C.Constraints, "project_state")
-    result = robot.rollout(q0, v0, tau, dt, integrator="implicit_euler", engine="compiled")
+    result = robot.rollout(q0, v0, tau, dt, integrator=integrator, engine="compiled")
     assert result.status == "ok", result.message
     assert projections == []
     Q, V = result
     start = robot.time
     for k in range(steps):
-        q_ref, v_ref = robot.step(Q[k], V[k], tau[k], dt, "implicit_euler")
-        q_open, v_open = robot.step(Q[k], V[k], tau[k], dt, "implicit_euler", project=False)
-        d_q, d_v = implicit_loop_bound(robot, Q[k], V[k], tau[k], dt, q_open, v_open)
+        q_ref, v_ref = robot.step(Q[k], V[k], tau[k], dt, integrator)
+        q_open, v_open = robot.step(Q[k], V[k], tau[k], dt, integrator, project=False)
+        d_q, d_v = bound_of(robot, Q[k], V[k], tau[k], dt, q_open, v_open)
         projection = 64 * EPS * sum(conditions(robot, q_ref))
         d_q += projection * max(1.0, np.abs(q_ref).max())
         d_v += projection * max(1.0, np.abs(v_ref).max())
@@ -340,38 +357,4 @@ def test_implicit_euler_runs_compiled_row_by_row_equal_to_step(monkeypatch):
         assert position < C.PROJECTION_TOLERANCE and velocity < C.PROJECTION_TOLERANCE
     robot.time = start
     assert len(projections) > 0          # robot.step projected: the loop was opened and closed
-    assert np.abs(Q[-1, 0] - Q[0, 0]) > 0.01   # the crank turned
-
-
-def test_symplectic_euler_runs_compiled_row_by_row_equal_to_step(monkeypatch):
-    """symplectic_euler (its fixed-point iteration through the dense solve, dM/dq u from the
-    flexible mass matrix's C entry, then robot.step's projection in numba) equals robot.step
-    from the same state row by row within test_rollout_implicit.py's symplectic_bound of one
-    step plus one projection's round-off (module docstring). dt = 1e-4 s: the iteration is
-    explicit in the beam's stiffness (at 1 ms it diverges, as robot.step does)."""
-    from test_rollout_implicit import symplectic_bound
-    robot = sample_fourbar()
-    steps = 60
-    q0, v0, tau = problem_of(robot, "symplectic_euler", steps=steps)
-    problem = RolloutProblem(robot, q0, v0, tau, DT, "symplectic_euler", 1, None, False, 100.0,
-                             None, None)
-    assert unsupported(problem) is None
-    projections = counted(monkeypatch, C.Constraints, "project_state")
-    result = robot.rollout(q0, v0, tau, DT, integrator="symplectic_euler", engine="compiled")
-    assert result.status == "ok", result.message
-    assert projections == []
-    Q, V = result
-    start = robot.time
-    for k in range(steps):
-        q_ref, v_ref = robot.step(Q[k], V[k], tau[k], DT, "symplectic_euler")
-        q_open, v_open = robot.step(Q[k], V[k], tau[k], DT, "symplectic_euler", project=False)
-        d_q, d_v = symplectic_bound(robot, Q[k], V[k], tau[k], DT, q_open, v_open)
-        projection = 64 * EPS * sum(conditions(robot, q_ref))
-        d_q += projection * max(1.0, np.abs(q_ref).max())
-        d_v += projection * max(1.0, np.abs(v_ref).max())
-        assert np.abs(Q[k + 1] - q_ref).max() <= d_q, k
-        assert np.abs(V[k + 1] - v_ref).max() <= d_v, k
-        position, velocity = robot.closure_residual(Q[k + 1], V[k + 1])
-        assert position < C.PROJECTION_TOLERANCE and velocity < C.PROJECTION_TOLERANCE
-    robot.time = start
-    assert np.abs(Q[-1, 0] - Q[0, 0]) > 1e-4   # the crank turned
+    assert np.abs(Q[-1, 0] - Q[0, 0]) > turned   # the crank turned
