@@ -19,6 +19,8 @@ a 4-mode beam, a spherical cut at its deformed tip), at an assembled state, the 
   loop-consistent compensation at every row) and the URDF limits, per step: the compiled engine
   vs the reference engine (robot.step repeated, the drive terms in Python: robot.rollout ran
   these in Python before the compiled compensation);
+- the sample with config/flexible_fourbar_forces.yaml (a spring-damper to the beam's deformed
+  mid-point, a crank spring): an RK4 rollout per step, compiled vs reference engine;
 - an implicit Euler rollout at dt = 1 ms (RK4 diverges there on the stiff beam) and a
   symplectic Euler rollout at dt = 1e-4 s, per step: the compiled engine vs the reference engine.
 
@@ -62,12 +64,12 @@ def _rows_loop(n, tree, ends, cut_int, cut_data, workspace, q, v, residual, jaco
                                gv, gamma)
 
 
-def load():
+def load(forces=None):
     config = REPO / "config" / "flexible_fourbar.yaml"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         return mbd_ros.load(REPO / "urdf" / "flexible_fourbar.urdf", closures=config,
-                            flexible=config)
+                            flexible=config, forces=forces)
 
 
 def main():
@@ -154,6 +156,13 @@ def main():
                 assert result.status == "ok"
             stiff_rollout()
             driven[f"robot.rollout {label}, {engine} engine"] = stiff_rollout
+    sprung = load(forces=REPO / "config" / "flexible_fourbar_forces.yaml")
+    for engine in ("compiled", "reference"):
+        def sprung_rollout(engine=engine):
+            result = sprung.rollout(q, v, tau_rows, 1e-4, integrator="rk4", engine=engine)
+            assert result.status == "ok"
+        sprung_rollout()
+        driven[f"robot.rollout rk4 with force elements, {engine} engine"] = sprung_rollout
     driven_timed = C.time_calls_interleaved(driven, rounds=max(5, args.rounds // 3), pause=0.0)
     projected = []
     original = type(robot._constraints).project_state

@@ -15,7 +15,7 @@ import pytest
 
 import mbd_ros
 from mbd_ros.kernels import rollout_flexible_loops as RFL
-from mbd_ros.kernels.flexible_loop_part import FL_DRIVES
+from mbd_ros.kernels.flexible_loop_part import FL_DRIVES, flexible_loops_forward_dynamics
 from mbd_ros.kernels import rollout_loop_drives as D
 from mbd_ros.robot import constraints as C
 from mbd_ros.robot.rollout import RolloutProblem
@@ -358,3 +358,57 @@ def test_implicit_integrators_run_compiled_row_by_row_equal_to_step(integrator, 
     robot.time = start
     assert len(projections) > 0          # robot.step projected: the loop was opened and closed
     assert np.abs(Q[-1, 0] - Q[0, 0]) > turned   # the crank turned
+
+
+# ---- force elements on the flexible loops (their loads in the dense solve's workspace)
+
+def sprung_sample():
+    """The sample with config/flexible_fourbar_forces.yaml: a spring-damper from the ground to
+    the beam's deformed mid-point and a joint spring on the crank."""
+    config = REPO / "config" / "flexible_fourbar.yaml"
+    forces = REPO / "config" / "flexible_fourbar_forces.yaml"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return mbd_ros.load(REPO / "urdf" / "flexible_fourbar.urdf", closures=config,
+                            flexible=config, forces=forces)
+
+
+def test_force_elements_load_the_dense_solve_as_forward_dynamics():
+    """The part's stage dynamics with the elements' loads (flexible_loops_forward_dynamics)
+    equal robot.forward_dynamics bit for bit at closed states (the same kernels on the same
+    loaded workspace: the loads at (q, v), tau + their generalized forces, the dense solve),
+    and the elements act (the sample without them differs)."""
+    robot = sprung_sample()
+    plain = sample_fourbar()
+    part = flexible_loop_arrays(robot)
+    for q, v, tau in states(robot, 6, seed=8):
+        out = np.full(robot.nv, np.nan)
+        assert flexible_loops_forward_dynamics(part, q, v, tau, out) == 0
+        np.testing.assert_array_equal(out, robot.forward_dynamics(q, v, tau))
+        assert np.abs(out - plain.forward_dynamics(q, v, tau)).max() > 1.0
+
+
+@pytest.mark.parametrize("integrator, drives", [("rk4", False), ("semi_implicit_euler", True),
+                                                ("implicit_euler", False)])
+def test_force_elements_on_flexible_loops_run_compiled(integrator, drives, monkeypatch):
+    """Rollouts of the sprung sample: compiled (no numpy solve, no Python projection or
+    compensation) and equal to the reference engine within the module's bound; with the drive
+    its compensation is robot.inverse_dynamics' with the loads (the RNEA on the loaded
+    workspace minus the elements' generalized forces). 200 rows at 1e-4 s."""
+    robot = sprung_sample()
+    q0, v0, tau, drive = drives_problem(robot, 200)
+    options = {"drives": drive} if drives else {}
+    problem = RolloutProblem(robot, q0, v0, tau, DT, integrator, 1, options.get("drives"), False,
+                             100.0, None, None)
+    assert unsupported(problem) is None
+    reference = robot.rollout(q0, v0, tau, DT, integrator=integrator, engine="reference",
+                              **options)
+    numpy_solves = counted(monkeypatch, C.Constraints, "_kkt")
+    projections = counted(monkeypatch, C.Constraints, "project_state")
+    compensations = counted(monkeypatch, C.Constraints, "project_acceleration")
+    result = robot.rollout(q0, v0, tau, DT, integrator=integrator, engine="compiled", **options)
+    assert result.status == reference.status == "ok", result.message
+    assert numpy_solves == [] and projections == [] and compensations == []
+    assert_close_to_reference(robot, result, reference)
+    unsprung = sample_fourbar().rollout(q0, v0, tau, DT, integrator=integrator, **options)
+    assert np.abs(unsprung.V - result.V).max() > 1e-2   # the elements act

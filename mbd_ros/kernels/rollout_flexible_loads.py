@@ -33,6 +33,7 @@ from .rollout_prescribed import (P_BIAS, P_FIXED_V, P_FREE, P_LOWER, P_MASS, P_Q
 from .flexible_forces import flexible_force_loads
 
 X_ELEMENT_INT = 5   # the tuple's element_int (no rows: no elements)
+X_JOINT_FORCE = 13  # the tuple's joint_force (nv,): the elements' generalized forces
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -48,6 +49,20 @@ def _load(fint, ffloat, fdata, work, fwork, element_int, element_float, end_int,
         for r in range(6):
             work[i, FEXT + r] = 0.0
             work[i, FEXT + r] += body_wrench[i, r]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def load_flexible_tree(flexible, q, v, tau):
+    """The elements' loads at (q, v) into the tuple's loaded workspace (FEXT), and tau (nv,) +
+    their generalized forces into its tau_loaded, which is returned (closed loops on a flexible
+    tree: kernels/flexible_loop_part.py runs its dense solve on that workspace)."""
+    (fint, ffloat, fdata, work, fwork, element_int, element_float, end_int, end_float, end_data,
+     end_state, body_wrench, end_wrench, joint_force, values, scratch, tau_loaded) = flexible
+    _load(fint, ffloat, fdata, work, fwork, element_int, element_float, end_int, end_float,
+          end_data, end_state, body_wrench, end_wrench, joint_force, values, scratch, q, v)
+    for i in range(tau.shape[0]):
+        tau_loaded[i] = tau[i] + joint_force[i]
+    return tau_loaded
 
 
 @njit(cache=True, nogil=True)

@@ -39,7 +39,8 @@ stiffness (it diverges on the sample's beam at dt = 1 ms, as robot.step does).
 
 The drives' compensation (`flexible_loop_drive_bias`, at the start of a row with drives) is the
 Plant's on closed loops (kernels/rollout_loop_drives.py's module docstring, its shared steps) with
-this tree's rows and inverse dynamics: gamma from flexible_loop_rows (the central difference, as
+this tree's rows and inverse dynamics (with force elements robot.inverse_dynamics' loaded RNEA
+minus their generalized forces): gamma from flexible_loop_rows (the central difference, as
 FlexibleLoopKinematics.bias), qdd0 on the robot's partition (whose dependent coordinates may be
 elastic ones), tau_tree by the flexible RNEA at qdd0, and the actuated forces as least squares
 without the exactness test: no drive moves the elastic coordinates, so a qdd0 their dynamics do not
@@ -50,8 +51,9 @@ from numba import njit
 from .flexible_loop_dynamics import (F_BETA, F_C, F_G, F_GV, F_HV0, F_LAM, F_NORMAL, F_QN,
                                      F_RDIAG, F_STEP, F_T, F_Z, integrate_flexible,
                                      flexible_loop_residuals, flexible_loop_state, loop_inertia)
-from .flexible_loop_part import (FL_DRIVES, FL_GAINS, FL_JACOBIAN, FL_RESIDUAL,
+from .flexible_loop_part import (FL_DRIVES, FL_GAINS, FL_JACOBIAN, FL_LOADS, FL_RESIDUAL,
                                  flexible_loops_forward_dynamics)
+from .rollout_flexible_loads import X_ELEMENT_INT, X_JOINT_FORCE, load_flexible_tree
 from .flexible_dynamics import mass_matrix
 from .flexible_dynamics import inverse_dynamics as flexible_inverse_dynamics
 from .flexible_loop_dynamics import flexible_loop_rows
@@ -148,8 +150,16 @@ def flexible_loop_drive_bias(part, q, v, out):
         return NEEDS_PARTITION
     if not loop_rows_accept(jacobian, gamma, residual, gv, gains[0], gains[1], qdd):
         return DONE     # robot.inverse_dynamics raises: b = 0
+    loads = part[FL_LOADS]
+    loaded = loads[X_ELEMENT_INT].shape[0] > 0
+    if loaded:   # robot.inverse_dynamics: the loads at (q, v), the RNEA, minus their forces
+        load_flexible_tree(loads, q, v, tau)
     if flexible_inverse_dynamics(fint, ffloat, fdata, work, fwork, q, v, qdd, tau):
         return TREE_FAILED
+    if loaded:
+        joint_force = loads[X_JOINT_FORCE]
+        for i in range(nv):
+            tau[i] -= joint_force[i]
     actuated_forces(jacobian, tau, drive_work, False, out)
     return DONE
 

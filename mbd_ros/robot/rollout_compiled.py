@@ -6,9 +6,10 @@ robot.step) for what this engine does not run; `unsupported` says what and why:
 - robots with parts evaluated in Python at every stage: add_force callbacks, force elements on
   flexible links with mimic couplings (else compiled, with every integrator, drives=, limits=
   and prescribed joints: kernels/rollout_flexible_loads.py), closed loops on flexible trees
-  with implicit_euler or symplectic_euler, with drives=, limits= or other parts (else compiled:
-  their dense solve and robot.step's projection, kernels/rollout_flexible_loops.py, an argument
-  of rollout_member's of its own), mimic couplings with closed loops (on trees they
+  with prescribed joints or mimic couplings (else compiled with every integrator, drives=,
+  limits= and force elements: their dense solve, robot.step's projection and the drives'
+  compensation, kernels/rollout_flexible_loops.py, an argument of rollout_member's of its own),
+  mimic couplings with closed loops (on trees they
   run compiled with every integrator, also with drives= and limits=: kernels/rollout_mimic.py,
   implicit_euler on their tangent basis kernels/rollout_mimic_implicit.py; robot.step's
   projections onto them in Python);
@@ -296,7 +297,9 @@ def compiled_rollout(problem, q, v, status, steps, messages, threads, message_of
     n_threads = max(1, min(threads, n))
     prescribed = prescribed_table(problem, int(iopt[K.I_INNER]))   # (sampled in Python)
     mimic = mimic_arrays(robot)
-    special = bool(problem.prescribed) or bool(robot.mimic_joints) or has_flexible_loads(robot)
+    # (force elements on closed loops of a flexible tree: in their part, flexible_loop_arrays)
+    special = bool(problem.prescribed) or bool(robot.mimic_joints) or \
+        (has_flexible_loads(robot) and not engine.flexible_loops)
     works = engine.take(n_threads)
     codes = np.zeros(n, dtype=np.int64)
     detail = np.zeros(n)
