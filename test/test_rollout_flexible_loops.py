@@ -18,7 +18,7 @@ from mbd_ros.kernels import rollout_flexible_loops as RFL
 from mbd_ros.kernels.flexible_loop_part import FL_DRIVES, flexible_loops_forward_dynamics
 from mbd_ros.kernels import rollout_loop_drives as D
 from mbd_ros.robot import constraints as C
-from mbd_ros.robot.rollout import RolloutProblem
+from mbd_ros.robot.rollout import RolloutDiverged, RolloutProblem
 from mbd_ros.robot.rollout_compiled import unsupported
 from mbd_ros.robot.rollout_flexible_loops import flexible_loop_arrays
 from test_flexible_loop_dynamics import REPO, conditions, sample_fourbar, states
@@ -315,6 +315,28 @@ def symplectic_step_bound(robot, q, v, tau, h, q_next, v_next):
     return symplectic_bound(robot, q, v, tau, h, q_next, v_next)
 
 
+def assert_rows_follow_step(robot, result, tau, dt, integrator, bound_of):
+    """Each row of the compiled rollout equals robot.step from the row before within
+    bound_of's round-off bound of one step (or 0: the same kernels in the same order) plus one
+    projection's, and keeps the loops closed."""
+    Q, V = result
+    start = robot.time
+    for k in range(result.steps):
+        q_ref, v_ref = robot.step(Q[k], V[k], tau[k], dt, integrator)
+        d_q = d_v = 0.0
+        if bound_of is not None:
+            q_open, v_open = robot.step(Q[k], V[k], tau[k], dt, integrator, project=False)
+            d_q, d_v = bound_of(robot, Q[k], V[k], tau[k], dt, q_open, v_open)
+        projection = 64 * EPS * sum(conditions(robot, q_ref))
+        d_q += projection * max(1.0, np.abs(q_ref).max())
+        d_v += projection * max(1.0, np.abs(v_ref).max())
+        assert np.abs(Q[k + 1] - q_ref).max() <= d_q, k
+        assert np.abs(V[k + 1] - v_ref).max() <= d_v, k
+        position, velocity = robot.closure_residual(Q[k + 1], V[k + 1])
+        assert position < C.PROJECTION_TOLERANCE and velocity < C.PROJECTION_TOLERANCE
+    robot.time = start
+
+
 @pytest.mark.parametrize("integrator, dt, bound_of, turned", [
     ("implicit_euler", 1e-3, implicit_bound, 0.01),
     ("symplectic_euler", DT, symplectic_step_bound, 1e-4)])
@@ -342,22 +364,9 @@ def test_implicit_integrators_run_compiled_row_by_row_equal_to_step(integrator, 
     result = robot.rollout(q0, v0, tau, dt, integrator=integrator, engine="compiled")
     assert result.status == "ok", result.message
     assert projections == []
-    Q, V = result
-    start = robot.time
-    for k in range(steps):
-        q_ref, v_ref = robot.step(Q[k], V[k], tau[k], dt, integrator)
-        q_open, v_open = robot.step(Q[k], V[k], tau[k], dt, integrator, project=False)
-        d_q, d_v = bound_of(robot, Q[k], V[k], tau[k], dt, q_open, v_open)
-        projection = 64 * EPS * sum(conditions(robot, q_ref))
-        d_q += projection * max(1.0, np.abs(q_ref).max())
-        d_v += projection * max(1.0, np.abs(v_ref).max())
-        assert np.abs(Q[k + 1] - q_ref).max() <= d_q, k
-        assert np.abs(V[k + 1] - v_ref).max() <= d_v, k
-        position, velocity = robot.closure_residual(Q[k + 1], V[k + 1])
-        assert position < C.PROJECTION_TOLERANCE and velocity < C.PROJECTION_TOLERANCE
-    robot.time = start
+    assert_rows_follow_step(robot, result, tau, dt, integrator, bound_of)
     assert len(projections) > 0          # robot.step projected: the loop was opened and closed
-    assert np.abs(Q[-1, 0] - Q[0, 0]) > turned   # the crank turned
+    assert np.abs(result.Q[-1, 0] - result.Q[0, 0]) > turned   # the crank turned
 
 
 # ---- force elements on the flexible loops (their loads in the dense solve's workspace)
@@ -412,3 +421,27 @@ def test_force_elements_on_flexible_loops_run_compiled(integrator, drives, monke
     assert_close_to_reference(robot, result, reference)
     unsprung = sample_fourbar().rollout(q0, v0, tau, DT, integrator=integrator, **options)
     assert np.abs(unsprung.V - result.V).max() > 1e-2   # the elements act
+
+
+@pytest.mark.filterwarnings("ignore::mbd_ros.robot.constraints.LoopResidualWarning")
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.parametrize("integrator, reason, bound_of", [
+    ("rk4", "exceeds max_speed", None),
+    ("symplectic_euler", "the loop multipliers' solve failed", symplectic_step_bound)])
+def test_a_divergence_stops_where_the_reference_engine_does(integrator, reason, bound_of):
+    """At dt = 1 ms the explicit integrators blow up on the stiff beam: the compiled rollout
+    stops at the reference engine's step, with a message that says what failed, and the rows up
+    to it follow robot.step row by row (whole trajectories part by round-off times the
+    instability's growth, ~4x per step here)."""
+    robot = sample_fourbar()
+    q0, v0, tau = problem_of(robot, integrator, steps=100)
+    with pytest.warns(RolloutDiverged):
+        reference = robot.rollout(q0, v0, tau, 1e-3, integrator=integrator,
+                                  engine="reference")
+    with pytest.warns(RolloutDiverged):
+        result = robot.rollout(q0, v0, tau, 1e-3, integrator=integrator, engine="compiled")
+    assert result.status == reference.status == "diverged"
+    assert 0 < result.steps == reference.steps < 100
+    assert len(result.Q) == result.steps + 1
+    assert reason in result.message and f"at step {result.steps} " in result.message
+    assert_rows_follow_step(robot, result, tau, 1e-3, integrator, bound_of)

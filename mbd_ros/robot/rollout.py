@@ -40,7 +40,10 @@ from ..kernels.plant import drive_torques as _drive_torques
 from ..kernels.plant import effective_inertias as _effective_inertias
 from ..kernels.plant import limited_drive_torques as _limited_drive_torques
 from ..kernels.plant import max_abs as _max_abs
+from ..kernels.flexible_loop_dynamics import STATUS_NOT_POSITIVE_DEFINITE, STATUS_SOLVE_FAILED
+from ..kernels.output_checks import STATUS_NOT_FINITE
 from ..kernels.rollout_implicit import MASS_FAILED, SINGULAR
+from ..model import layout as L
 from .arguments import real_array, real_scalar, time_step
 from .integrators import INTEGRATORS, MAX_DEFAULT_DT, MAX_VELOCITY, SimulationDiverged
 from .rollout_prescribed import check_prescribed
@@ -243,6 +246,24 @@ def diverged_message(k, problem, what):
     return f"rollout diverged at step {k} (t = {t:.6f} s to {t + problem.dt:.6f} s): {what}"
 
 
+def _kernel_reason(status):
+    """What a dynamics kernel's status means in a rollout (robot.py _raise says it for one
+    call, naming the argument; here the state and the forces are the rollout's own)."""
+    if status in (L.STATUS_BAD_Q, L.STATUS_BAD_V):
+        return "the state became non-finite"
+    if status == L.STATUS_BAD_INPUT:
+        return "the forces became non-finite (tau, drive or force element forces)"
+    if status in (L.STATUS_OK, STATUS_NOT_FINITE):
+        return "an overflow inside the dynamics (absurd velocities or forces)"
+    if status == STATUS_NOT_POSITIVE_DEFINITE:
+        return "the mass matrix is not positive definite"
+    if status == STATUS_SOLVE_FAILED:
+        return "the loop multipliers' solve failed (non-finite constraint rows)"
+    if status >= L.STATUS_SINGULAR:
+        return "an articulated inertia became singular"
+    return "see robot.forward_dynamics at that state"
+
+
 def _compiled_message(problem, code, k, detail):
     """(status, message) of kernels/rollout.py's result code for the step from row k."""
     if code == 0:
@@ -258,7 +279,8 @@ def _compiled_message(problem, code, k, detail):
     elif code == 3 and detail == MASS_FAILED:
         what = f"the mass matrix failed in the {problem.integrator} step"
     elif code == 3:
-        what = f"the forward dynamics failed (kernel status {int(detail)})"
+        what = f"the forward dynamics failed: {_kernel_reason(int(detail))} (kernel status " \
+               f"{int(detail)})"
     elif code == 4:
         return ERROR, diverged_message(k, problem, "position stops: the mass matrix is not "
                                        "positive definite or a stop block is singular")
