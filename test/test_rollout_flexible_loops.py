@@ -126,6 +126,28 @@ def test_batch_equals_single_rollouts():
         np.testing.assert_array_equal(batch.V[i], one.V)
 
 
+def test_a_batch_with_drives_equals_single_rollouts():
+    """Two members with different drive references on two threads (each thread its own part:
+    the partition flags and the compensation's workspace are private) equal the single
+    rollouts bit for bit."""
+    robot = sprung_sample()
+    q0, v0, tau, drives = drives_problem(robot, 60)
+    other = dict(drives, position=drives["position"][::-1].copy(),
+                 velocity=-drives["velocity"][::-1].copy())
+    single = [robot.rollout(q0, v0, tau, DT, integrator="semi_implicit_euler", drives=d)
+              for d in (drives, other)]
+    both = dict(drives, position=np.stack([drives["position"], other["position"]]),
+                velocity=np.stack([drives["velocity"], other["velocity"]]))
+    batch = robot.rollout(np.stack([q0, q0]), np.stack([v0, v0]), np.stack([tau, tau]), DT,
+                          integrator="semi_implicit_euler", drives=both, batch_threads=2)
+    assert list(batch.status) == [0, 0]
+    for i, one in enumerate(single):
+        assert one.status == "ok"
+        np.testing.assert_array_equal(batch.Q[i], one.Q)
+        np.testing.assert_array_equal(batch.V[i], one.V)
+    assert np.abs(single[0].Q - single[1].Q).max() > 1e-3
+
+
 def test_what_stays_in_python_says_why():
     """The combinations the engine does not compile (here a prescribed crank on the flexible
     loops) fall back to the reference engine, which still runs them, and say why when
