@@ -24,9 +24,10 @@ sample four-bar's ~100 µs step, bench/bench_flexible_loops.py).
 The part (robot/rollout_flexible_loops.py `flexible_loop_arrays`, one per thread):
 (tree, ends, cut_int, cut_data, workspace, residual (b,), jacobian (b, nv), lam (b,), info (2,)
 int64, gains (2,): the Baumgarte alpha, beta, drives: kernels/rollout_loop_drives.py's
-drive_workspace), the first five as kernels/flexible_loop_dynamics.py takes them (tree and ends
-with private copies of the workspaces they write); None for every other robot (numba prunes the
-branches).
+drive_workspace, loads: kernels/rollout_flexible_loads.py's tuple of the force elements, on the
+tree's workspace), the first five as kernels/flexible_loop_dynamics.py takes them (tree and ends
+with private copies of the workspaces they write); indices FL_* and the stage dynamics in
+kernels/flexible_loop_part.py. None for every other robot (numba prunes the branches).
 
 `implicit_euler` (`flexible_loop_implicit_euler_step`) is the Simulator's linearly implicit
 Euler on the tangent basis, as kernels/rollout_tangent.py runs it on rigid loops: N =
@@ -48,15 +49,15 @@ produce has no exact actuation, and Constraints.actuation returns the least-squa
 """
 from numba import njit
 
+from .flexible_dynamics import inverse_dynamics as flexible_inverse_dynamics
+from .flexible_dynamics import mass_matrix
 from .flexible_loop_dynamics import (F_BETA, F_C, F_G, F_GV, F_HV0, F_LAM, F_NORMAL, F_QN,
-                                     F_RDIAG, F_STEP, F_T, F_Z, integrate_flexible,
-                                     flexible_loop_residuals, flexible_loop_state, loop_inertia)
+                                     F_RDIAG, F_STEP, F_T, F_Z, flexible_loop_residuals,
+                                     flexible_loop_rows, flexible_loop_state, integrate_flexible,
+                                     loop_inertia)
 from .flexible_loop_part import (FL_DRIVES, FL_GAINS, FL_JACOBIAN, FL_LOADS, FL_RESIDUAL,
                                  flexible_loops_forward_dynamics)
 from .rollout_flexible_loads import X_ELEMENT_INT, X_JOINT_FORCE, load_flexible_tree
-from .flexible_dynamics import mass_matrix
-from .flexible_dynamics import inverse_dynamics as flexible_inverse_dynamics
-from .flexible_loop_dynamics import flexible_loop_rows
 from .rollout_loop_drives import (DONE, NEEDS_PARTITION, TREE_FAILED, V_GAMMA, V_GV, V_QDD,
                                   V_TAU, actuated_forces, dependent_accelerations,
                                   loop_rows_accept)
@@ -64,7 +65,6 @@ from .rollout_implicit import (FD_STEP, R_LOADED, R_P, R_PIV, R_QS, R_S, R_T, R_
                                SINGULAR, X_AQ, X_AV, X_LHS, X_MASS, integrate_state)
 from .rollout_projection import MAX_ITERATIONS, min_norm_solve
 from .rollout_tangent import tangent_basis, tangent_implicit_update
-
 
 
 @njit(cache=True, nogil=True)
