@@ -146,8 +146,9 @@ def flexible_loop_drive_bias(part, q, v, out):
     gamma, qdd, tau, gv = vec[V_GAMMA, :m], vec[V_QDD, :nv], vec[V_TAU, :nv], vec[V_GV, :m]
     flexible_loop_rows(tree, ends, cut_int, cut_data, workspace, q, v, residual, jacobian, gv,
                        gamma)
-    if not dependent_accelerations(jacobian, gamma, drive_work, qdd):
-        return NEEDS_PARTITION
+    status = dependent_accelerations(jacobian, gamma, drive_work, qdd)
+    if status != DONE:   # NEEDS_PARTITION, or a failed solve: b = 0
+        return NEEDS_PARTITION if status == NEEDS_PARTITION else DONE
     if not loop_rows_accept(jacobian, gamma, residual, gv, gains[0], gains[1], qdd):
         return DONE     # robot.inverse_dynamics raises: b = 0
     loads = part[FL_LOADS]

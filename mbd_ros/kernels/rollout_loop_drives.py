@@ -56,6 +56,7 @@ PARTITION_CONDITION_LIMIT = 1e3
 LOOP_ACCEPTANCE = 1e-6
 ACTUATION_ACCEPTANCE = 1e-8
 DONE, NEEDS_PARTITION, TREE_FAILED = 0, 1, -1
+SOLVE_FAILED = 2   # dependent_accelerations' minimum-norm solve failed: b = 0 (as a refusal)
 # matrices of mats (3, p, p): G_dep (then N^T S), the QR's t, the solves' normal matrix / N
 P_A, P_T, P_N = range(3)
 # rows of vec
@@ -123,9 +124,10 @@ def gram_condition_keeps(a, m, n, gram, limit):
 @njit(cache=True, nogil=True, inline="always")
 def dependent_accelerations(jacobian, gamma, drive_work, qdd):
     """Steps 1 of the module docstring on G = jacobian (m, nv) and gamma (m,): qdd (nv,)
-    = project_acceleration(q, v, 0) on the partition of drive_work's `dependent` flags (0 where
-    the minimum-norm solve fails). Returns False when the partition would be re-chosen (qdd not
-    set). (Shared by loop_drive_bias and, on flexible trees, kernels/rollout_flexible_loops.py.)"""
+    = project_acceleration(q, v, 0) on the partition of drive_work's `dependent` flags. Returns
+    DONE, NEEDS_PARTITION (the partition would be re-chosen: qdd not set) or SOLVE_FAILED (the
+    callers' b is then 0). (Shared by loop_drive_bias and, on flexible trees,
+    kernels/rollout_flexible_loops.py.)"""
     dependent, _, mats, vec, perm = drive_work
     nv, m = qdd.shape[0], jacobian.shape[0]
     x = vec[V_X]
@@ -140,16 +142,16 @@ def dependent_accelerations(jacobian, gamma, drive_work, qdd):
                 a[r, nd] = jacobian[r, j]
             nd += 1
     if not gram_condition_keeps(a, m, nd, t, PARTITION_CONDITION_LIMIT):
-        return False
+        return NEEDS_PARTITION
     if nd:
         if min_norm_solve(a, m, nd, gamma, x, t, normal, rdiag, hv0, beta, c, z, perm) < 0:
-            return True     # (lstsq cannot fail; a solve that does: qdd 0, refused below)
+            return SOLVE_FAILED     # (lstsq cannot fail; a solve that does: b = 0)
         k = 0
         for j in range(nv):
             if dependent[j]:
                 qdd[j] = -x[k]
                 k += 1
-    return True
+    return DONE
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -246,8 +248,9 @@ def loop_drive_bias(loops, drive_work, forces, loaded, q, v, out):
     loop_acceleration_rows(body_int, body_float, work, cut_int, cut_float, loop_float, jacobian,
                            gamma)
     # qdd0: independent 0, dependent -G_dep^+ gamma (project_acceleration), partition kept?
-    if not dependent_accelerations(jacobian, gamma, drive_work, qdd):
-        return NEEDS_PARTITION
+    status = dependent_accelerations(jacobian, gamma, drive_work, qdd)
+    if status != DONE:   # NEEDS_PARTITION, or a failed solve: b = 0
+        return NEEDS_PARTITION if status == NEEDS_PARTITION else DONE
     gv, residual = vec[V_GV, :m], vec[V_RESIDUAL, :m]
     for r in range(m):
         s = 0.0
