@@ -303,6 +303,54 @@ def test_baumgarte_terms_are_differentiated():
                    FD_STEP, "fourbar with Baumgarte gains (4, 6), loop open by 1e-3")
 
 
+def test_inconsistent_redundant_rows_are_differentiated():
+    """The floating leg's planar loop closed in 3-D has redundant rows (G 5 x 10 of rank 2);
+    with G v != 0 and the base turning, gamma~ leaves range(G) and forward_dynamics returns the
+    least-squares solution, whose derivative includes that of the projector onto range(G)
+    (constrained_derivatives.py). The base's columns (rigid motions of the whole robot: the rank
+    of G stays 2 along them, where the loop joints' columns open the loop and raise it to 3) and
+    d/dv, d/dtau against central differences; without the projector's term the base's tilt
+    columns were off by 0.79 at a scale of 187."""
+    robot = ROBOTS["leg_fourbar_floating"]()
+    rng = np.random.default_rng(0)
+    q = robot.assemble(robot.neutral())
+    basis = robot.constraint_basis(q)
+    v = basis @ rng.standard_normal(basis.shape[1]) + rng.standard_normal(robot.nv)
+    tau = rng.standard_normal(robot.nv)
+    jacobian, gamma = robot._constraints.acceleration_rows(q, v)
+    qdd = robot.forward_dynamics(q, v, tau)
+    assert np.linalg.matrix_rank(jacobian) < jacobian.shape[0]
+    assert np.abs(jacobian @ qdd + gamma).max() > 1e-2     # the rows are inconsistent here
+    base = np.eye(robot.nv)[:, :6]
+    analytic = robot.forward_dynamics_derivatives(q, v, tau)
+    reference = differences(robot, robot.forward_dynamics, q, v, tau, FD_STEP,
+                            q_directions=base)
+    assert_matches((analytic[0] @ base, analytic[1], analytic[2]), reference,
+                   robot.forward_dynamics(q, v, tau), FD_STEP,
+                   "floating leg, G v != 0: forward dynamics")
+
+
+@pytest.mark.parametrize("name", ["flexible_arm", "flexible_fourbar", "fourbar", "delta3"])
+def test_velocity_derivatives_are_exact_where_the_dynamics_is_quadratic_in_v(name):
+    """Without smoothed friction, force elements or callbacks forward_dynamics is a rational
+    function of v whose rows and tree dynamics are polynomials of degree 2 in v, so d qdd / dv is
+    exact up to round-off. Reference: central differences with steps 1 (exact for the
+    polynomial parts; only the round-off eps |terms| / h, the largest term the elastic or loop
+    stiffness seen in d qdd / dq). Each matrix on its own scale: with the old velocity step
+    (eps^(1/3)) the flexible four-bar's d qdd / dv was off by 7.7e-5 at a scale of 45."""
+    robot = ROBOTS[name]()
+    q, v, tau = state(robot, 3)
+    v = v + np.random.default_rng(5).standard_normal(robot.nv)   # off the loops' rows too
+    d_q, d_v, _ = robot.forward_dynamics_derivatives(q, v, tau)
+    h = 1.0
+    reference = np.array([robot.forward_dynamics(q, v + h * e, tau)
+                          - robot.forward_dynamics(q, v - h * e, tau)
+                          for e in np.eye(robot.nv)]).T / (2.0 * h)
+    tol = FD_SAFETY * EPS * max(1.0, np.abs(d_q).max(), np.abs(d_v).max()) / h
+    err = np.abs(d_v - reference).max()
+    assert err <= tol, f"{name}: |d qdd/dv - central difference| {err:.3e} > {tol:.2e}"
+
+
 def test_out_arrays_are_filled_and_checked():
     robot = fourbar()
     q, v, tau = state(robot, 6)

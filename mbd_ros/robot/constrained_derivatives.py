@@ -26,6 +26,15 @@ solve: redundant rows are allowed): dlambda = S^+ (G M^-1 A_x - C_x), dqdd = M^-
 constraint terms d(G^T lambda)/dq and C_x are central differences of the rows (Constraints.
 state / acceleration_rows) at fixed lambda and qdd, step CONSTRAINT_STEP.
 
+Redundant rows that the state makes inconsistent: with rank(G) < m, gamma~ need not lie in
+range(G) (a floating base turning while a planar loop's cut moves, G v != 0, puts a Coriolis
+term into the rows G cannot reach), and the solvers return the least-squares solution: what
+holds is P (G qdd + gamma~) = 0 with P = G G^+ the projector onto range(G), leaving the
+residual r = G qdd + gamma~ in null(G^T). Differentiating P too: dP r = (G^+)^T dG^T r (the
+other half of dP vanishes on null(G^T)), so C_q gains (G^+)^T d(G^T r)/dq |r fixed (E_q, the
+same central differences as B_q); G does not depend on v, so C_v does not change. Without it
+the floating leg's base columns of dqdd/dq were off by up to 3 % (test_derivatives_constrained).
+
 Inverse dynamics (constrained): robot.inverse_dynamics returns tau = Act(q) ID(q, v, qdd), with
 Act(q) the linear map of Constraints.actuation_forces (the actuated dofs' least-squares,
 minimum-norm forces on null(G(q))). Hence dtau/dqdd = Act M, dtau/dv = Act dID/dv and
@@ -46,6 +55,13 @@ from .derivatives import ELEMENT_STEP, Derivatives
 # steps are scaled by max(1, |v_k|) (the rows are quadratic in v: exact up to round-off).
 CONSTRAINT_STEP = ELEMENT_STEP
 TREE_STEP = ELEMENT_STEP
+# Velocity step (times max(1, |v_k|)) of a flexible tree's d ID / dv when its inverse dynamics is
+# a polynomial of degree <= 2 in v (inertial terms quadratic, damping linear: no smoothed
+# friction, no force elements or callbacks): the central difference is then exact for any
+# step and only the round-off eps |ID| / h remains, which the elastic forces in ID make large
+# at h = eps^(1/3): per matrix, d qdd / dv of the flexible four-bar was off by 1.7e-6 of its
+# largest entry with TREE_STEP and is 3e-11 with this step (test_derivatives_constrained.py)
+POLYNOMIAL_VELOCITY_STEP = 1.0
 
 
 class GeneralDerivatives:
@@ -72,6 +88,7 @@ class GeneralDerivatives:
         self.b_q = np.zeros((nv, nv))         # d(G^T lambda)/dq
         self.c_q = np.zeros((m, nv))          # d(G qdd + gamma~)/dq, /dv
         self.c_v = np.zeros((m, nv))
+        self.e_q = np.zeros((nv, nv))         # d(G^T r)/dq, r the rows' least-squares residual
         self.act_q = np.zeros((nv, nv))       # d(Act(q) b)/dq
 
     # ------------------------------------------------------------------ tree part
@@ -97,6 +114,8 @@ class GeneralDerivatives:
         status = self.tree.mass_matrix(q, mass)
         if status:
             robot._raise(status, q, v, qdd, None, "qdd")
+        polynomial = robot._forces is None and not np.any(robot.friction)
+        velocity_step = POLYNOMIAL_VELOCITY_STEP if polynomial else TREE_STEP
         for k in range(self.nv):
             self.step[:] = 0.0
             self.step[k] = TREE_STEP
@@ -105,7 +124,7 @@ class GeneralDerivatives:
             self.tree.integrate(q, self.step, -1.0, self.q_step)
             robot._tree_inverse_dynamics(self.q_step, v, qdd, f_ext, self.id_minus)
             d_q[:, k] = (self.id_plus - self.id_minus) / (2.0 * TREE_STEP)
-            h = TREE_STEP * max(1.0, abs(v[k]))
+            h = velocity_step * max(1.0, abs(v[k]))
             self.v_step[:] = v
             self.v_step[k] = v[k] + h
             robot._tree_inverse_dynamics(q, self.v_step, qdd, f_ext, self.id_plus)
@@ -115,13 +134,13 @@ class GeneralDerivatives:
         return d_q, d_v, mass
 
     # ------------------------------------------------------------------ constraint part
-    def constraint_terms(self, q, v, qdd, lam):
-        """(B_q (nv, nv), C_q (m, nv), C_v (m, nv)): B_q = d(G^T lambda)/dq at fixed lambda,
-        C_x = d(G qdd + gamma~)/dx at fixed qdd (Baumgarte terms included), by central
-        differences of the rows on the tangent space (step CONSTRAINT_STEP; in v scaled by
-        max(1, |v_k|))."""
+    def constraint_terms(self, q, v, qdd, lam, residual):
+        """(B_q (nv, nv), C_q (m, nv), C_v (m, nv), E_q (nv, nv)): B_q = d(G^T lambda)/dq at
+        fixed lambda, C_x = d(G qdd + gamma~)/dx at fixed qdd (Baumgarte terms included), E_q =
+        d(G^T r)/dq at fixed r = residual (m,) (module docstring), by central differences of the
+        rows on the tangent space (step CONSTRAINT_STEP; in v scaled by max(1, |v_k|))."""
         constraints = self.constraints
-        b_q, c_q, c_v = self.b_q, self.c_q, self.c_v
+        b_q, c_q, c_v, e_q = self.b_q, self.c_q, self.c_v, self.e_q
         h = CONSTRAINT_STEP
         for k in range(self.nv):
             self.step[:] = 0.0
@@ -131,15 +150,16 @@ class GeneralDerivatives:
             self.tree.integrate(q, self.step, -1.0, self.q_step)
             g_minus, gamma_minus = constraints.acceleration_rows(self.q_step, v)
             b_q[:, k] = (g_plus - g_minus).T @ lam / (2.0 * h)
+            e_q[:, k] = (g_plus - g_minus).T @ residual / (2.0 * h)
             c_q[:, k] = ((g_plus - g_minus) @ qdd + gamma_plus - gamma_minus) / (2.0 * h)
-            hv = h * max(1.0, abs(v[k]))
+            hv = POLYNOMIAL_VELOCITY_STEP * max(1.0, abs(v[k]))   # gamma~: quadratic in v
             self.v_step[:] = v
             self.v_step[k] = v[k] + hv
             gamma_plus = constraints.acceleration_rows(q, self.v_step)[1]
             self.v_step[k] = v[k] - hv
             gamma_minus = constraints.acceleration_rows(q, self.v_step)[1]
             c_v[:, k] = (gamma_plus - gamma_minus) / (2.0 * hv)
-        return b_q, c_q, c_v
+        return b_q, c_q, c_v, e_q
 
     def actuation_terms(self, q, tau_tree, rank):
         """d(Act(q) b)/dq (nv, nv) at fixed b = tau_tree, by central differences, the rank of G
@@ -176,12 +196,16 @@ class GeneralDerivatives:
             jacobian = np.zeros((0, self.nv))
             b_q = c_q = c_v = None
         else:
-            jacobian = constraints.acceleration_rows(q, v)[0]
+            jacobian, gamma = constraints.acceleration_rows(q, v)
             tau_tree = self.tau_tree
             robot._tree_inverse_dynamics(q, v, qdd, f_ext, tau_tree)
             # the multipliers of this solution: G^T lambda = ID(q, v, qdd) - tau (minimum norm)
             lam = np.linalg.lstsq(jacobian.T, tau_tree - tau, rcond=RANK_TOLERANCE)[0]
-            b_q, c_q, c_v = self.constraint_terms(q, v, qdd, lam)
+            # the rows' least-squares residual (zero where they are consistent)
+            residual = jacobian @ qdd + gamma
+            b_q, c_q, c_v, e_q = self.constraint_terms(q, v, qdd, lam, residual)
+            # C_q + (G^+)^T E_q: the derivative of the projector onto range(G) (module docstring)
+            c_q = c_q + np.linalg.pinv(jacobian, rcond=RANK_TOLERANCE).T @ e_q
         return kkt_derivatives(mass, jacobian, id_q, id_v, b_q, c_q, c_v, outputs)
 
     def inverse(self, q, v, qdd, f_ext, outputs):

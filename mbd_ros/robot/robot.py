@@ -644,8 +644,9 @@ class Robot:
         q); inverse_dynamics accepts only a loop-consistent qdd (same ValueError here), and only
         the columns of dtau_dqdd along null(G) are intrinsic (the others are the formula's).
         Flexible links: the tree part by central differences of the tree's inverse dynamics
-        (elastic coordinates included, step eps^(1/3); agrees with a converged central
-        difference to ~1e-10 relative), dtau_dqdd = M exactly.
+        (elastic coordinates included; q: step eps^(1/3), agrees with a converged central
+        difference to ~1e-10 of the largest entry; v: exact up to round-off where the dynamics
+        is quadratic in v, docs/derivatives.md), dtau_dqdd = M exactly.
         out: None, or three writable C-contiguous float64 (nv, nv) arrays to fill and return,
         sharing memory with nothing (rigid trees: no allocation; the other kinds allocate
         their dense intermediates). A plain rigid tree's call without f_ext is, from the second, one
@@ -695,7 +696,10 @@ class Robot:
         gamma~)/dx], the tree's dID/dx analytic (rigid) and the rows' terms by central
         differences at fixed qdd and lambda (step eps^(1/3), ~1e-10 relative), solved through
         the Schur complement G M^-1 G^T (pseudo-inverse: redundant rows allowed); dqdd_dtau =
-        M^-1 - M^-1 G^T (G M^-1 G^T)^+ G M^-1, with G dqdd_dtau = 0. Flexible links: the tree's
+        M^-1 - M^-1 G^T (G M^-1 G^T)^+ G M^-1, with G dqdd_dtau = 0; redundant rows that the
+        state makes inconsistent (least squares) add the derivative of the projector onto
+        range(G) (docs/derivatives.md: where the rank of G also jumps off the manifold, ~5e-6
+        relative in those columns at G v != 0). Flexible links: the tree's
         dID/dx by central differences (see inverse_dynamics_derivatives), then the same solve
         (no rows: -M^-1 dID/dx, M^-1). Without `prescribed` joints (forward_dynamics' default).
         """
