@@ -338,3 +338,30 @@ def test_default_step_is_accurate_at_long_dt():
         assert max(robot.closure_residual(q, v)) < 1e-6
     assert drift < 1e-4 * ke, (drift, ke)
     assert abs(robot.time - 20.0) < 1e-9
+
+
+def test_a_runaway_symplectic_iteration_is_a_divergence_not_a_bad_argument():
+    """symplectic_euler at 1 ms on the flexible arm: the fixed-point iteration runs away on the
+    stiff elastic modes until its extra force (dM/dq u) u overflows. robot.step reports that as
+    SimulationDiverged naming the step (it raised the forward dynamics' "tau contains NaN or
+    inf" before), leaves robot.time at the step's start, and both rollout engines stop at that
+    step."""
+    robot = mbd_ros.load(str(URDF / "flexible_arm.urdf"), flexible=str(CONFIG / "flexible_arm.yaml"))
+    q, v = robot.neutral(), np.zeros(robot.nv)
+    v[0] = 0.5
+    tau = 0.2 * np.random.default_rng(2).standard_normal((40, robot.nv))
+    failed = None
+    for k in range(40):
+        t_before = robot.time
+        try:
+            q, v = robot.step(q, v, tau[k], 1e-3, "symplectic_euler")
+        except SimulationDiverged as exc:
+            failed = k
+            assert "symplectic Euler iteration" in str(exc) and robot.time == t_before
+            break
+    assert failed is not None, "the runaway iteration was expected within 40 steps"
+    for engine in ("compiled", "reference"):
+        with pytest.warns(RuntimeWarning, match="diverged"):
+            result = robot.rollout(robot.neutral(), np.eye(robot.nv)[0] * 0.5, tau, 1e-3,
+                                   integrator="symplectic_euler", t0=0.0, engine=engine)
+        assert (result.status, result.steps) == ("diverged", failed), engine

@@ -214,6 +214,21 @@ def test_prescribed_sample_cap_and_bad_trajectories_raise(monkeypatch):
     with pytest.raises(ValueError, match=r"joint_2.*\(q, qd, qdd\)"):
         robot.rollout(q0, v0, tau, DT, prescribed={"joint_2": lambda t: 1.0})
 
+    # a trajectory that raises: ValueError naming the joint, the time and the exception
+    # (compiled engine), a divergence at that step (reference engine, as robot.step raises it)
+    def failing(t):
+        if t > 0.0105:
+            raise RuntimeError("encoder lost")
+        return 0.0, 0.0, 0.0
+
+    with pytest.raises(ValueError, match=r"prescribed\['joint_2'\]\(0\.011000\) raised "
+                                         r"RuntimeError: encoder lost"):
+        robot.rollout(q0, v0, tau, DT, prescribed={"joint_2": failing}, t0=0.0)
+    with pytest.warns(RuntimeWarning, match="encoder lost"):
+        result = robot.rollout(q0, v0, tau, DT, prescribed={"joint_2": failing}, t0=0.0,
+                               engine="reference")
+    assert (result.status, result.steps) == ("diverged", 10)
+
 
 def test_free_joint_cannot_be_prescribed():
     robot = floating_leg()

@@ -161,6 +161,8 @@ def test_a_failing_run_is_a_row_with_its_error(swept):
     assert (status[invalid] == "error").all()
     assert all("link_3" in e and "negative mass" in e for e in error[invalid])
     assert np.isnan(rows["tracking_rms"][invalid]).all()
+    # the count metric too: null in its int64 column, NaN when read (not a count of -1)
+    assert np.isnan(rows["limit_hits"][invalid]).all() and (rows["steps"][invalid] == 0).all()
     fast = (rows["v4"] > 1000) & ~invalid
     assert (status[fast] == "diverged").all() and (rows["steps"][fast] == 0).all()
     assert all("step 0" in e for e in error[fast])     # the rollout's message: where

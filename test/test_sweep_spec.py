@@ -189,11 +189,18 @@ def test_a_stiffness_variation_rebuilds_the_robot_with_that_spring():
     (lambda d: d["variations"][0].update(element="nope"), r"element 'nope' is not in"),
     (lambda d: d["robot"].pop("forces"), r"stiffness variation needs robot\.forces"),
     (lambda d: d["variations"].append({"quantity": "initial_position", "joint": "knee",
-                                       "values": [0.1]}), r"'knee' is not a 1-dof joint"),
+                                       "values": [0.1]}),
+     r"^<sweep dict>: variations\[1\]\.joint: .*'knee' is not a 1-dof joint"),
     (lambda d: d["variations"].append({"quantity": "mass", "link": "tool",
-                                       "values": [1.0]}), r"welded to the body 'forearm'"),
+                                       "values": [1.0]}),
+     r"^<sweep dict>: variations\[1\]\.link: .*welded to the body 'forearm'"),
+    (lambda d: d["variations"].append({"quantity": "payload", "link": "link_99",
+                                       "values": [1.0]}),
+     r"^<sweep dict>: variations\[1\]\.link: .*'link_99' is not a link of the robot"),
 ])
 def test_names_that_are_not_in_the_robot_fail_before_any_run(change, message):
+    """Names the robot does not have fail in check_targets, naming the file and the key as
+    the spec's own errors do."""
     from mbd_ros.sweep.orchestrate import check_targets
     data = _forces_sweep([5.0])
     change(data)
@@ -212,3 +219,16 @@ def test_the_command_line_names_the_key_and_exits_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "mbd-ros sweep: error:" in err and f"{path}: scenario: duration and dt" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_swing_value_may_be_one_number_for_every_joint():
+    """scenario.reference center / amplitude / frequency_hz: one value or one per joint
+    (docs/sweeps.md), as the drives' gains."""
+    scalar = _with(("scenario", "reference"), {"center": 0.2, "amplitude": 0.1,
+                                               "frequency_hz": 1.0})
+    listed = _with(("scenario", "reference"), {"center": [0.2], "amplitude": [0.1],
+                                               "frequency_hz": [1.0]})
+    assert load_sweep(scalar).scenario == load_sweep(listed).scenario
+    with pytest.raises(SweepSpecError, match=r"scenario\.reference\.center\[0\]"):
+        load_sweep(_with(("scenario", "reference"), {"center": "up", "amplitude": 0.1,
+                                                     "frequency_hz": 1.0}))

@@ -393,7 +393,17 @@ class Simulator:
         u = v + h * self.qdd
         acceleration = self._scratch
         for _ in range(50):
-            self._acceleration(t, q, u, acceleration, extra=self._mass_rate(q, u) @ u)
+            with np.errstate(over="ignore", invalid="ignore"):   # checked below
+                extra = self._mass_rate(q, u) @ u
+            # an iteration that runs away (a step too long for the stiffness) overflows here:
+            # a divergence of the simulation, not a bad argument of the forward dynamics
+            if not (np.isfinite(u).all() and np.isfinite(extra).all()):
+                t_end = self._t0 + (self.steps + 1) * self.dt
+                raise SimulationDiverged(
+                    f"the simulation diverged: the symplectic Euler iteration left the finite "
+                    f"range in the step from t = {self.time:.6f} s to {t_end:.6f} s (step "
+                    f"{self.dt:g} s too large for the stiffness)", self.time)
+            self._acceleration(t, q, u, acceleration, extra=extra)
             u_next = v + h * acceleration
             change = np.abs(u_next - u).max(initial=0.0)
             u = u_next

@@ -141,7 +141,11 @@ def trajectory_targets(plans, trajectories, t):
         if kind not in ("revolute", "prismatic", "helical"):
             raise ValueError(f"prescribed: joint '{name}' is {kind}; trajectories "
                              "are supported on one-dof joints")
-        value = trajectory(t)
+        try:   # a user's callable: whatever it raises becomes a ValueError naming it
+            value = trajectory(t)
+        except Exception as exc:
+            raise ValueError(f"prescribed['{name}']({t:.6f}) raised {type(exc).__name__}: "
+                             f"{excerpt(str(exc), 200)}") from exc
         try:
             position, rate, acceleration = (float(x) for x in value)
         except (TypeError, ValueError):

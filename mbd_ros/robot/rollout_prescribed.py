@@ -109,7 +109,11 @@ def _sample(trajectories, names, t, out):
     robot/prescribed.py trajectory_targets converts them (float() of each of the three; the
     joints were checked by check_prescribed)."""
     for j, name in enumerate(names):
-        value = trajectories[name](t)
+        try:   # a user's callable: whatever it raises becomes the documented ValueError
+            value = trajectories[name](t)
+        except Exception as exc:
+            raise ValueError(f"prescribed['{name}']({t:.6f}) raised {type(exc).__name__}: "
+                             f"{excerpt(str(exc), 200)}") from exc
         try:
             position, rate, acceleration = (float(x) for x in value)
         except (TypeError, ValueError):

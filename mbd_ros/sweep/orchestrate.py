@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import excerpt
 from . import results as R
 from .runner import MAX_ERROR_CHARACTERS, result_columns, robot_context
-from .spec import SweepSpec, load_sweep
+from .spec import QUANTITIES, SweepSpec, SweepSpecError, load_sweep
 from .summary import plot_summary, table_text
 from .variations import batches, run_table
 
@@ -75,7 +75,25 @@ class ProgressBar:
 def check_targets(spec):
     """Build the nominal robot here (not only on the workers) so that a sweep whose names do
     not fit its robot (an unknown link, joint or force element, a scenario of the wrong size)
-    fails before any task: ValueError naming the variation or scenario key."""
+    fails before any task: SweepSpecError naming the file and the key, as the spec's other
+    errors ("sweep.yaml: variations[0].link: variation 'm3' (mass): link 'x' is not ...")."""
+    from . import model_changes as C
+    try:
+        return _check_targets(spec)
+    except C.VariationError as exc:
+        text = str(exc)
+        # every VariationError of a variation starts with "variation '<its name>'" (names
+        # are unique: spec.py); the others (a scenario size) name their key themselves
+        for index, variation in enumerate(spec.variations):
+            if text.startswith(f"variation '{variation.name}'"):
+                key = QUANTITIES[variation.quantity][0]
+                raise SweepSpecError(f"{spec.source}: variations[{index}].{key}: {text}") \
+                    from None
+        raise SweepSpecError(f"{spec.source}: {text}") from None
+
+
+def _check_targets(spec):
+    """check_targets' checks; VariationError naming the variation."""
     from . import model_changes as C
     from ..robot.joint_map import scalar_dofs
     context = robot_context(spec)    # scenario arrays and inertial targets are checked here

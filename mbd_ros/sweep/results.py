@@ -70,7 +70,10 @@ def _table(columns):
         if name in ("status", "error"):
             arrays[name] = pa.array([str(v) for v in values], type=pa.string())
         elif name in ("run_id", "steps", "limit_hits"):
-            arrays[name] = pa.array([int(v) if v == v else -1 for v in values], type=pa.int64())
+            # counts; a run without them (an error) has a null there, which pyarrow's numpy
+            # and pandas conversions read as NaN, as the other metrics of such a run
+            arrays[name] = pa.array([int(v) if v == v else None for v in values],
+                                    type=pa.int64())
         elif name == "diverged":
             arrays[name] = pa.array([bool(v) for v in values], type=pa.bool_())
         else:

@@ -443,7 +443,9 @@ def _reference(entry, what):
         if key not in entry:
             raise SweepSpecError(f"{what}: missing key '{key}' (a swing is center + amplitude "
                                  "(1 - cos(2 pi frequency_hz t)))")
-        out[key] = tuple(_number_list(entry[key], f"{what}.{key}"))
+        value = entry[key]   # one number (every joint) or one per joint, as drives' gains
+        out[key] = tuple(_number_list(value if isinstance(value, list) else [value],
+                                      f"{what}.{key}"))
     return out
 
 
