@@ -17,7 +17,11 @@ give the same bits:
   rk4_combine and the divergence bound state_bound (kernels/rk4.py), the stops
   enforce_positions / enforce_velocities (kernels/stops.py);
 - semi-implicit Euler (Hairer, Lubich & Wanner, Geometric Numerical Integration, I.1.2):
-  v+ = v + h a, q+ = q + h v+, with the operations in the numpy version's order.
+  v+ = v + h a, q+ = q + h v+, with the operations in the numpy version's order;
+- closed loops re-closed after every integrator step as robot.step re-closes its result
+  (robot.close_loops_after_step): kernels/rollout_projection.close_loops, the compiled
+  rollouts' (its pivoted-QR solves equal numpy's least squares to round-off, not bit for bit;
+  when it declines, FAIL_PROJECTION sends the step to the Python path, which re-assembles).
 
 The state is read from q0, v0 and the step is written to q, v (the caller commits it); nothing
 the caller keeps is changed on failure except the velocity-mode references in drive_float
@@ -34,6 +38,7 @@ from .force_elements import force_element_loads
 from .plant import beyond_limits, drive_torques, effective_inertias, limited_drive_torques, \
     max_abs
 from .rk4 import rk4_combine, rk4_stage, state_bound
+from .rollout_projection import close_loops
 from .rnea import inverse_dynamics as _rnea
 from .stops import STOP_LIMITED_IQ, STOP_LOWER, STOP_UPPER, enforce_positions, \
     enforce_velocities
@@ -44,6 +49,7 @@ FAIL_MASS = 2          # M not positive definite (drive terms or stops)
 FAIL_BOUND = 3         # non-finite state or |v| > max_velocity after an integrator step
 FAIL_STOP = 4          # a stop kernel failed
 FAIL_SPEED = 5         # |v| > max_speed after the step (the Plant's divergence)
+FAIL_PROJECTION = 6    # the loops' projection declined (not closed in its iterations)
 
 # rows of the (7, nv) stage array: q_stage, v2, v3, v4, a2, a3, a4 (as Simulator's)
 _QS, _V2, _V3, _V4, _A2, _A3, _A4 = range(7)
@@ -92,6 +98,7 @@ def stage_dynamics(body_int, body_float, work, link_int, link_float, link_fext, 
 def plant_step(body_int, body_float, work, free_work, link_int, link_float, link_fext,
                element_int, element_float, link_wrench, joint_force, values, scratch,
                has_elements, cut_int, cut_float, loop_float, gains, info, multipliers, has_loops,
+               loop_jacobian, projection, project_tolerance, closing,
                zero_bias, drive_int, drive_float, model_terms, has_limits, vel_idx, velocity,
                effort, inv_time_constant, stops_int, stops_float, chol, minv, stop_work,
                has_stops, q0, v0, step_dt, dt, substeps, rk4, max_velocity, max_speed,
@@ -100,7 +107,10 @@ def plant_step(body_int, body_float, work, free_work, link_int, link_float, link
     """One Plant step (module docstring) from (q0, v0) into (q, v) (nq = nv), in place.
 
     Tree and loads: body_int ... has_loops as in stage_dynamics; free_work the lock-free
-    workspace (M, and b without force elements). zero_bias: b = 0 (closed loop, no actuated
+    workspace (M, and b without force elements; the loops' projection). Loops: loop_jacobian
+    (rows, nv) and projection (rollout_projection.projection_workspace) the projection's
+    scratch, project_tolerance (robot.step's PROJECTION_TOLERANCE) and closing (its
+    Gauss-Newton stop) as close_loops takes them. zero_bias: b = 0 (closed loop, no actuated
     joint). Drives: drive_int, drive_float (kernels/plant.py DRIVE_* rows); model_terms: compute
     M, m_eff, b (a servo drive or a velocity limit); has_limits: limited_drive_torques with
     vel_idx, velocity, effort, inv_time_constant (else drive_torques). Stops (has_stops):
@@ -187,6 +197,11 @@ def plant_step(body_int, body_float, work, free_work, link_int, link_float, link
         for i in range(nv):
             q[i] = q_next[i]
             v[i] = v_next[i]
+        if has_loops:   # robot.step's closing of the loops (robot.close_loops_after_step)
+            loops = (body_int, body_float, free_work, cut_int, cut_float, loop_float,
+                     loop_jacobian)
+            if close_loops(loops, projection, q, v, project_tolerance, closing) < 0:
+                return FAIL_PROJECTION
         # JointLimits.enforce: projection onto the stops, then the inelastic impulse
         if has_stops and beyond_limits(q, stops_int[STOP_LIMITED_IQ], stops_float[STOP_LOWER],
                                        stops_float[STOP_UPPER]):

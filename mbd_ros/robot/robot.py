@@ -1329,21 +1329,39 @@ class Robot:
         q_next, v_next = step_robot(self, q, v, tau, dt, integrator, options, prescribed)
         constraints = self._constraints
         if not constraints.empty:
-            position, velocity = self.closure_residual(q_next, v_next)
-            # project once the residuals pass PROJECTION_TOLERANCE (an RK4 step adds ~1e-13):
-            # the loops stay closed to that tolerance at a fraction of the cost of projecting
-            # every step
-            if project and (position > PROJECTION_TOLERANCE or velocity > PROJECTION_TOLERANCE):
-                fixed = constraints.dofs(list(prescribed)) if prescribed else None
-                # after a semi-implicit Euler step (which opens the loops every step) closed to
-                # PROJECTION_TOLERANCE, not ASSEMBLY_TOLERANCE: constraints.py says why
-                closing = EULER_CLOSING_TOLERANCE if integrator == "semi_implicit_euler" \
-                    else ASSEMBLY_TOLERANCE
-                q_next, v_next = constraints.project_state(q_next, v_next, fixed=fixed,
-                                                           tolerance=closing)
-                position, velocity = self.closure_residual(q_next, v_next)
+            q_next, v_next, position, velocity = self._closed_after_step(
+                q_next, v_next, integrator, prescribed, project)
             constraints.last_step = StepReport(self, q_next, v_next, position, velocity)
         return q_next, v_next
+
+    def close_loops_after_step(self, q, v, integrator=None):
+        """(q, v) re-closed as step() re-closes its result: when the closure residuals
+        (closure_residual: position m or rad, velocity m/s or rad/s) pass PROJECTION_TOLERANCE
+        (1e-10), the loops and couplings are closed again and v projected onto them (the
+        Gauss-Newton of project_state stopped below 1e-12, or after a "semi_implicit_euler"
+        step below 1e-10: constraints.py says why); otherwise q, v unchanged. For simulators
+        that integrate themselves (the Plant). q (nq,), v (nv,); new arrays when projected."""
+        if self._constraints.empty:
+            return q, v
+        return self._closed_after_step(q, v, integrator, None, True)[:2]
+
+    def _closed_after_step(self, q_next, v_next, integrator, prescribed, project):
+        """step()'s closing of its result: (q, v, position residual, velocity residual)."""
+        constraints = self._constraints
+        position, velocity = self.closure_residual(q_next, v_next)
+        # project once the residuals pass PROJECTION_TOLERANCE (an RK4 step adds ~1e-13):
+        # the loops stay closed to that tolerance at a fraction of the cost of projecting
+        # every step
+        if project and (position > PROJECTION_TOLERANCE or velocity > PROJECTION_TOLERANCE):
+            fixed = constraints.dofs(list(prescribed)) if prescribed else None
+            # after a semi-implicit Euler step (which opens the loops every step) closed to
+            # PROJECTION_TOLERANCE, not ASSEMBLY_TOLERANCE: constraints.py says why
+            closing = EULER_CLOSING_TOLERANCE if integrator == "semi_implicit_euler" \
+                else ASSEMBLY_TOLERANCE
+            q_next, v_next = constraints.project_state(q_next, v_next, fixed=fixed,
+                                                       tolerance=closing)
+            position, velocity = self.closure_residual(q_next, v_next)
+        return q_next, v_next, position, velocity
 
     def rollout(self, q0, v0, tau, dt, integrator=None, substeps=1, drives=None, limits=False,
                 max_speed=None, batch_threads=None, prescribed=None, t0=None,

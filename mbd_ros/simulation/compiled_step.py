@@ -21,6 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels.plant import DRIVE_Q_REF
+from ..kernels.rollout_projection import projection_workspace
+from ..robot.constraints import ASSEMBLY_TOLERANCE, EULER_CLOSING_TOLERANCE, \
+    PROJECTION_TOLERANCE
 from ..kernels.plant_step import plant_step as _plant_step
 from ..robot.step_parts import step_parts
 from .limits import VELOCITY_TIME_CONSTANT
@@ -62,6 +65,12 @@ class CompiledStep:
         self.no_idx = np.zeros(0, dtype=np.int64)
         self.no_stops = (np.zeros((7, 0), dtype=np.int64), np.zeros((7, 0)))
         self.no_limit = np.full(nv, np.inf)
+        # the loops' projection after each integrator step (robot.close_loops_after_step);
+        # placeholders of the same types without loops (one compiled specialisation)
+        rows = robot._constraints.loops.n_constraints \
+            if self.parts is not None and self.parts.has_loops else 1
+        self.loop_jacobian = np.zeros((rows, nv))
+        self.projection = projection_workspace(robot.nq, nv, rows)
         self.pending = False
 
     def plain(self):
@@ -110,6 +119,9 @@ class CompiledStep:
                 parts.link_wrench, parts.joint_force, parts.values, parts.scratch,
                 parts.has_elements, parts.cut_int, parts.cut_float, parts.loop_float,
                 parts.gains, parts.info, parts.multipliers, parts.has_loops,
+                self.loop_jacobian, self.projection, PROJECTION_TOLERANCE,
+                EULER_CLOSING_TOLERANCE if sim.integrator == "semi_implicit_euler"
+                else ASSEMBLY_TOLERANCE,
                 parts.has_loops,   # zero_bias: a loop robot gets here only without actuation
                 drive_int, drive_float, model_terms, limits is not None, vel_idx, velocity,
                 effort, 1.0 / VELOCITY_TIME_CONSTANT, stops_int, stops_float, chol, minv,

@@ -12,7 +12,8 @@ One step:
    step, as a drive's zero-order hold);
 2. limits.saturate(q, v, tau): effort limits and the velocity-limit envelope;
 3. the integrator advances (q, v) with tau plus the force hooks (contacts, ...) evaluated at
-   every stage;
+   every stage; closed loops and mimic couplings are then re-closed as robot.step re-closes
+   its result (robot.close_loops_after_step: projected once a residual passes 1e-10);
 4. limits.enforce(q, v): joints beyond a position limit are put back on it with an inelastic
    impulse (hard stops: no penetration, no tunnelling);
 5. divergence check: a non-finite state or a speed above `max_speed` (any entry of v, rad/s or
@@ -103,6 +104,9 @@ class Plant:
         self.divergences = 0
         self.compiled_steps = 0
         self._no_actuation = bool(robot.closure_names) and not robot.actuated_joints
+        # closed loops and mimic couplings are re-closed after every integrator step, as
+        # robot.step does (robot.close_loops_after_step)
+        self._constrained = bool(robot.closure_names or robot.mimic_joints)
         if compiled not in ("auto", True, False):
             raise ValueError(f"compiled must be 'auto', True or False, got {compiled!r}")
         self._compiled = CompiledStep(self) if compiled else None
@@ -218,6 +222,11 @@ class Plant:
                     sim.step(self.tau)   # the drive torques are held over the plant step
                 else:
                     sim.advance()        # FloatingPointError (non-finite): state unchanged
+                if self._constrained:
+                    q, v = self.robot.close_loops_after_step(sim.q, sim.v, sim.integrator)
+                    if q is not sim.q:
+                        sim.q[:] = q
+                        sim.v[:] = v
                 if self.limits is not None:
                     self.limits.enforce(sim.q, sim.v)
         except (FloatingPointError, ValueError):
