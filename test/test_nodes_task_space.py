@@ -11,8 +11,9 @@ all times below are the plant's simulated time:
   from the first joint state the node computed with the target (the stamp of its ~/task_error),
   the pose computed here from the plant's joint_states with robot.link_pose;
 - ~/task_error carries [p_target - p; log(R_target R^T)] of the state with the same stamp;
-- target poses in another frame or with a non-unit quaternion are dropped and counted in
-  /diagnostics ("rejected target_pose"), the arm keeps its target;
+- target poses in another frame, with a non-unit quaternion or 1e306 m away (and twists beyond
+  1 km/s) are dropped and counted in /diagnostics ("rejected target_pose"), the arm keeps its
+  target;
 - payload change: the plant is replaced by one whose ee_link carries 1 kg more (a second URDF,
   started at the arm's configuration; the plant has no runtime payload parameter), with the
   integral term switched on at runtime (task_integral_gain): the pose stays within the
@@ -316,8 +317,11 @@ def test_reaches_a_pose_10_cm_away_and_holds_it_against_a_payload_change(ros, ro
     # --- bad targets are dropped and counted; the arm keeps its target
     bad_frame = pose_msg(p_hold, quaternion_of(r_hold, pin), frame_id="tool0")
     bad_quaternion = pose_msg(p_hold, [0.0, 0.0, 0.0, 0.5])
+    # finite but beyond MAX_TARGET_DISTANCE: K e overflowed and silenced the controller
+    too_far = pose_msg([1e306, 0.0, 0.3], quaternion_of(r_hold, pin))
     ros.publish(PoseStamped, target_topic, bad_frame)
     ros.publish(PoseStamped, target_topic, bad_quaternion)
+    ros.publish(PoseStamped, target_topic, too_far)
     bad_twist = TwistStamped()
     bad_twist.twist.linear.x = float("nan")
     ros.matched_publisher(TwistStamped, f"{node}/target_twist")
@@ -325,10 +329,16 @@ def test_reaches_a_pose_10_cm_away_and_holds_it_against_a_payload_change(ros, ro
         "rejected target_twist", 0)) >= 1, 20.0, every=0.5,
         action=lambda: ros.publish(TwistStamped, f"{node}/target_twist", bad_twist),
         what="the non-finite target twist counted in /diagnostics")
+    too_fast = TwistStamped()
+    too_fast.twist.angular.z = 1e308      # finite, beyond MAX_TARGET_SPEED
+    ros.spin_until(lambda: int((ros.diagnostics(node.lstrip("/")) or {}).get(
+        "rejected target_twist", 0)) >= 2, 20.0, every=0.5,
+        action=lambda: ros.publish(TwistStamped, f"{node}/target_twist", too_fast),
+        what="the target twist beyond MAX_TARGET_SPEED counted in /diagnostics")
     d = ros.wait_diagnostics(node.lstrip("/"),
-                             lambda d: int(d.get("rejected target_pose", 0)) >= 2,
-                             what="the two bad targets counted in /diagnostics")
-    assert int(d["rejected target_pose"]) == 2
+                             lambda d: int(d.get("rejected target_pose", 0)) >= 3,
+                             what="the three bad targets counted in /diagnostics")
+    assert int(d["rejected target_pose"]) == 3
     assert d["mode"] == "task_space" and d["task_link"] == LINK and d["target"] == "received"
     mark = lock.run(0.5)
     for k, q in states_between(ros, states_topic, mark - S // 2, mark):

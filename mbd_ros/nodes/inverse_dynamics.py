@@ -335,6 +335,9 @@ class InverseDynamicsNode(DynamicsNode):
         try:
             if not all(math.isfinite(x) for x in position):
                 raise ValueError("position is not finite")
+            if math.sqrt(sum(x * x for x in position)) > ts.MAX_TARGET_DISTANCE:
+                raise ValueError(f"position is more than {ts.MAX_TARGET_DISTANCE:g} m from the "
+                                 "root")
             ts.quaternion_matrix(o.x, o.y, o.z, o.w, out=self.target_rotation)
         except ValueError as exc:
             self.reject("target_pose", str(exc))
@@ -352,6 +355,10 @@ class InverseDynamicsNode(DynamicsNode):
         twist = (t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z)
         if not all(math.isfinite(x) for x in twist):
             self.reject("target_twist", "not finite")
+            return
+        if max(abs(x) for x in twist) > ts.MAX_TARGET_SPEED:
+            self.reject("target_twist", f"a component beyond {ts.MAX_TARGET_SPEED:g} m/s or "
+                        "rad/s")
             return
         self.law.set_twist(twist)
         self._twist_ns = time.monotonic_ns()

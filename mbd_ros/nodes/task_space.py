@@ -51,6 +51,11 @@ from ..robot.frames import unknown_link_message
 FRAME = "local_world_aligned"
 SINGULAR_DAMPING = 1e-6     # default Tikhonov damping of J M^-1 J^T where it is singular
 MAX_DT = 0.1                # s: the integral term ignores longer gaps between two states
+# Caps of the targets a topic may set (rejected beyond them): the task error times the gains
+# must stay finite (a finite target at 1e306 m overflowed K e and silenced the controller),
+# and no robot's task link is asked to be a kilometre from its root or to move at 1 km/s
+MAX_TARGET_DISTANCE = 1e3   # m, |target position| in the root frame
+MAX_TARGET_SPEED = 1e3      # m/s and rad/s, each component of the feed-forward twist
 
 
 def check_robot(robot, what="mode task_space"):
