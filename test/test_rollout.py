@@ -362,6 +362,9 @@ def test_default_max_speed_is_the_plants():
     ({"drives": {"position": np.zeros((4, 2))}}, "drives"),
     ({"drives": {"joints": ["nope"], "position": np.zeros((4, 1))}}, "drives"),
     ({"drives": {"position": np.zeros((4, 7)), "kp": -1.0}}, "kp"),
+    ({"drives": {"position": np.zeros((4, 7)), "model": "servo"}}, r"drives\['model'\]"),
+    ({"drives": {"position": np.zeros((4, 7)), "model": "pd", "kp": 10.0}},
+     r"drives\['kd'\] is required with model 'pd'"),
     ({"engine": "fast"}, "engine"),
 ])
 def test_bad_arguments_name_the_argument(arm7, change, name):
@@ -379,20 +382,28 @@ def test_batch_shapes_must_agree(arm7):
 
 
 # ---------------------------------------------------------------- drives and limits
+@pytest.mark.parametrize("model", ["ideal", "pd"])
 @pytest.mark.parametrize("engine", ENGINES)
-def test_drives_equal_a_plant_with_command_position(arm7, engine):
+def test_drives_equal_a_plant_with_command_position(arm7, engine, model):
     """drives= is the Plant's position drives: a Plant stepping with command_position per step
-    (same integrator, same gains, its URDF limits) gives the same states."""
+    (same integrator, same gains, its URDF limits) gives the same states; "model": "pd" the
+    Plant's drives after set_model("pd", kp, kd) (a servo's PD, gains in N m/rad)."""
     steps = 30
     rng = np.random.default_rng(31)
     q0 = arm7.neutral()
     joints = [arm7.joint_names[i] for i in range(arm7.nv)]
     targets = 0.3 * np.sin(np.linspace(0, 3, steps))[:, None] * rng.uniform(-1, 1, arm7.nv)
     velocity = np.gradient(targets, DT, axis=0)
+    # ideal: inertia-normalised 1/s^2, 1/s; pd: a 10 Hz loop's N m/rad, N m s/rad on the arm7
+    kp, kd = (300.0, 30.0) if model == "ideal" else (
+        np.array([960.0, 2270.0, 190.0, 480.0, 20.0, 31.0, 2.1]),
+        np.array([31.0, 72.0, 6.0, 15.0, 0.64, 1.0, 0.07]))
     for limits in (True, False):
         for integrator in ("semi_implicit_euler", "rk4"):
             plant = Plant(arm7, DT, integrator=integrator, q=q0, kp=300.0, kd=30.0,
                           limits=limits, joints=joints)
+            if model == "pd":
+                plant.drives.set_model("pd", pd_kp=kp, pd_kd=kd)
             rows_q, rows_v = [plant.q.copy()], [plant.v.copy()]
             for k in range(steps):
                 plant.drives.command_position(targets[k], velocities=velocity[k])
@@ -401,7 +412,7 @@ def test_drives_equal_a_plant_with_command_position(arm7, engine):
                 rows_v.append(plant.v.copy())
             Q, V = arm7.rollout(q0, np.zeros(arm7.nv), np.zeros((steps, arm7.nv)), DT,
                                 integrator=integrator, limits=limits, engine=engine,
-                                drives={"joints": joints, "kp": 300.0, "kd": 30.0,
+                                drives={"joints": joints, "kp": kp, "kd": kd, "model": model,
                                         "position": targets, "velocity": velocity})
             np.testing.assert_array_equal(Q, np.array(rows_q))
             np.testing.assert_array_equal(V, np.array(rows_v))

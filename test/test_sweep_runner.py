@@ -81,6 +81,45 @@ def test_a_drive_gain_and_an_initial_position(arm):
     _assert_row_matches(row, np.array(rows), q_ref, peak)
 
 
+
+def test_computed_torque_with_pd_drives_and_the_nominal_feed_forward(arm):
+    """drives `model: pd` (a servo's PD in N m/rad, no model compensation; a kp variation sets
+    those gains) plus `torque: inverse_dynamics` (the nominal arm's feed-forward), the sample
+    sweep's controller, with 3 kg the model does not know: the row equals a Plant whose drives
+    are set_model("pd", ...) tracking the reference, the feed-forward added as a force held
+    over each step, on the arm carrying the payload."""
+    payload, kp2 = 3.0, 2500.0
+    kp = np.array([960.0, 2270.0, 190.0, 480.0, 20.0, 31.0, 2.1])
+    kd = np.array([31.0, 72.0, 6.0, 15.0, 0.64, 1.0, 0.07])
+    spec = _sweep([{"quantity": "payload", "link": "ee_link", "values": [payload]},
+                   {"quantity": "kp", "joint": "joint_2", "values": [kp2]}],
+                  torque={"type": "inverse_dynamics"},
+                  drives={"model": "pd", "kp": kp.tolist(), "kd": kd.tolist()},
+                  metrics=["tracking_rms", "tracking_max", "peak_torque", "final_state"])
+    row = run_one(spec, [payload, kp2])
+    q_ref, qd_ref, qdd_ref = _reference()
+    tau = np.array([arm.inverse_dynamics(q_ref[k], qd_ref[k], qdd_ref[k]) for k in range(STEPS)])
+    body = arm.body_names.index("link_7")
+    p = arm.inertial_parameters()
+    p[10 * body] += payload          # at ee_link's origin, 0.14 m along link_7's z
+    p[10 * body + 3] += payload * 0.14
+    p[10 * body + 4] += payload * 0.14 ** 2
+    p[10 * body + 6] += payload * 0.14 ** 2
+    plant = Plant(arm.with_inertial_parameters(p), DT, "rk4", q=q_ref[0], limits=False)
+    kp[1] = kp2
+    plant.drives.set_model("pd", pd_kp=kp, pd_kd=kd)
+    held = [np.zeros(7)]
+    plant.add_force(lambda t, q, v: held[0])
+    rows, peak = [plant.q.copy()], 0.0
+    for k in range(STEPS):
+        held[0] = tau[k]
+        plant.drives.command_position(q_ref[k], velocities=qd_ref[k])
+        plant.step()
+        peak = max(peak, np.abs(plant.tau + tau[k]).max())
+        rows.append(plant.q.copy())
+    _assert_row_matches(row, np.array(rows), q_ref, peak)
+    assert row["tracking_max"] > 1e-3     # the unknown payload shows as tracking error
+
 @pytest.mark.parametrize("payload", [0.0, 3.0])
 def test_the_open_loop_inverse_dynamics_torque(arm, payload):
     spec = _sweep([{"quantity": "payload", "link": "ee_link", "values": [payload]}],

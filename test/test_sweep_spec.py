@@ -43,12 +43,15 @@ def _with(path, value):
 
 def test_the_sample_sweep_is_the_documented_one():
     """config/arm7_payload_sweep.yaml: the arm7, a payload of 0-3 kg at ee_link, 200 runs,
-    1 s at 1 kHz, the computed-torque demo's reference."""
+    1 s at 1 kHz, the computed-torque demo's reference, a computed-torque controller with the
+    nominal model (its inverse dynamics as feed-forward plus PD servos)."""
     spec = load_sweep(SAMPLE)
     names, values = run_table(spec)
     assert names == ["payload_kg"] and values.shape == (200, 1)
     assert values[0, 0] == 0.0 and values[-1, 0] == 3.0
     assert spec.scenario.steps == 1000 and spec.scenario.dt == 1e-3
+    assert spec.scenario.drive_model == "pd" and spec.scenario.torque["type"] == \
+        "inverse_dynamics"
     assert spec.robot.urdf_text == sample_urdf().read_text()
 
 
@@ -96,6 +99,8 @@ def test_distributions_come_from_their_seed():
     (("scenario", "drives", "kp"), -3.0, r"scenario\.drives\.kp: gains must be >= 0"),
     (("scenario", "duration"), 2000.0, r"more than the 1000000 a run may take"),
     (("scenario", "torque"), {"type": "inverse_dynamics"}, r"count gravity twice"),
+    (("scenario", "drives"), {"model": "pd", "kp": 100.0}, r"scenario\.drives: missing key 'kd'"),
+    (("scenario", "drives"), {"model": "servo"}, r"scenario\.drives\.model: must be one of"),
     (("metrics",), ["tracking_rms", "fun"], r"metrics\[1\]: unknown metric"),
     (("robot", "urdf"), "missing.urdf", r"robot\.urdf: file not found"),
     (("robot", "urdf"), "arm.urdf.xacro", r"\.xacro file: xacro is code"),

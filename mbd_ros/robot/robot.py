@@ -1375,8 +1375,8 @@ class Robot:
         (N, T, nv) -> RolloutBatch (Q (N, T+1, nq), V (N, T+1, nv)) with .status (N,) codes
         (0 ok, 1 diverged, 2 error), .steps (N,), .messages. integrator: as step() (None: rk4
         in substeps of at most default_max_step); substeps: integrator calls of dt / substeps per
-        row. drives: {"joints", "kp", "kd", "position" (T, nd), "velocity"} the Plant's drives
-        in POSITION mode; limits: the URDF position stops (and, with drives, the Plant's torque
+        row. drives: {"joints", "kp", "kd", "position" (T, nd), "velocity", "model"} the Plant's
+        drives in POSITION mode ("model": "ideal" or "pd", docs/rollouts.md); limits: the URDF position stops (and, with drives, the Plant's torque
         limits); max_speed: divergence bound on |v| (rad/s, m/s; None: the Plant's MAX_SPEED 1e3); batch_threads: threads of a
         batch (default self.batch_threads); prescribed: as step(); t0: start time (default
         self.time, which is left unchanged); engine: "auto" (compiled where the robot allows),

@@ -15,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels.plant import (DRIVE_FLOAT_ROWS, DRIVE_INT_ROWS, DRIVE_IQ, DRIVE_IV, DRIVE_KD,
-                             DRIVE_KP, DRIVE_LOWER, DRIVE_MODE, DRIVE_Q_REF, DRIVE_UPPER,
-                             DRIVE_VELOCITY_CMD, POSITION)
+                             DRIVE_KP, DRIVE_LAW, DRIVE_LOWER, DRIVE_MODE, DRIVE_PD_KD,
+                             DRIVE_PD_KP, DRIVE_Q_REF, DRIVE_UPPER, DRIVE_VELOCITY_CMD, PD,
+                             POSITION)
 from ..kernels.plant import beyond_limits as _beyond_limits
 from ..kernels.stops import (STOP_DQ, STOP_FLOAT_ROWS, STOP_IDX, STOP_INT_ROWS, STOP_LIMITED_IQ,
                              STOP_LIMITED_IV, STOP_LOWER, STOP_TARGET, STOP_UPPER)
@@ -32,7 +33,11 @@ DEFAULT_KD = 40.0
 MAX_SPEED = 1.0e3
 # JointLimits' VELOCITY_TIME_CONSTANT (s): the velocity-limit envelope of the drive torques
 VELOCITY_TIME_CONSTANT = 0.01
-DRIVE_KEYS = ("joints", "kp", "kd", "position", "velocity")
+DRIVE_KEYS = ("joints", "kp", "kd", "position", "velocity", "model")
+# the Plant's drive models (mbd_ros.simulation.drives DRIVE_MODELS): "ideal" (inertia-normalised
+# gains kp 1/s^2, kd 1/s, plus the model compensation b(q, v)) or "pd" (a servo's PD, kp N m/rad,
+# kd N m s/rad, no compensation)
+DRIVE_MODELS = ("ideal", "pd")
 
 
 class PlantLimits:
@@ -134,7 +139,8 @@ def drive_arrays(robot, drives, n_steps, limits, batch=None):
     """Validate robot.rollout's `drives` dict and return (drive_int (DRIVE_INT_ROWS, nd),
     drive_float (DRIVE_FLOAT_ROWS, nd), position (T, nd) or (N, T, nd), velocity (same shape)):
     the arrays JointDrives(robot, joints, kp, kd, lower, upper).kernel_arrays() holds after
-    command_position (every drive in POSITION mode); position and velocity are the per-step
+    command_position (every drive in POSITION mode; with "model": "pd" after
+    set_model("pd", kp, kd), kp and kd then the servo's N m/rad and N m s/rad); position and velocity are the per-step
     references (m or rad, m/s or rad/s), position clipped to the limits as command_position clips
     them (limits: a PlantLimits or None). batch: N for a batch (leading N axis), else None."""
     if not isinstance(drives, dict):
@@ -158,8 +164,22 @@ def drive_arrays(robot, drives, n_steps, limits, batch=None):
     drive_int[DRIVE_IV] = [dofs[j][1] for j in joints]
     drive_int[DRIVE_IQ] = [dofs[j][0] for j in joints]
     drive_int[DRIVE_MODE] = POSITION
-    drive_float[DRIVE_KP] = _gain(drives.get("kp", DEFAULT_KP), nd, "drives['kp']")
-    drive_float[DRIVE_KD] = _gain(drives.get("kd", DEFAULT_KD), nd, "drives['kd']")
+    model = drives.get("model", "ideal")
+    if model not in DRIVE_MODELS:
+        raise ValueError(f"drives['model'] must be one of {DRIVE_MODELS}, got {model!r}")
+    if model == "pd":   # JointDrives.set_model("pd", kp, kd): the PD rows and the PD law
+        for key in ("kp", "kd"):
+            if key not in drives:
+                raise ValueError(f"drives['{key}'] is required with model 'pd' (the servo's "
+                                 f"gains, {'N m/rad' if key == 'kp' else 'N m s/rad'})")
+        drive_int[DRIVE_LAW] = PD
+        drive_float[DRIVE_KP] = DEFAULT_KP
+        drive_float[DRIVE_KD] = DEFAULT_KD
+        drive_float[DRIVE_PD_KP] = _gain(drives["kp"], nd, "drives['kp']")
+        drive_float[DRIVE_PD_KD] = _gain(drives["kd"], nd, "drives['kd']")
+    else:
+        drive_float[DRIVE_KP] = _gain(drives.get("kp", DEFAULT_KP), nd, "drives['kp']")
+        drive_float[DRIVE_KD] = _gain(drives.get("kd", DEFAULT_KD), nd, "drives['kd']")
     lo = np.full(nd, -np.inf) if limits is None else limits.lower[drive_int[DRIVE_IV]]
     hi = np.full(nd, np.inf) if limits is None else limits.upper[drive_int[DRIVE_IV]]
     drive_float[DRIVE_LOWER] = lo

@@ -65,7 +65,8 @@ class TorqueRecorder:
     per robot context (the arrays preallocated for the scenario's steps); the robot of each
     run is passed to torques()."""
 
-    def __init__(self, robot, arrays, limits, steps):
+    def __init__(self, robot, arrays, limits, steps, model="ideal"):
+        self.model = model     # the drives' model: "ideal" or "pd" (JointDrives.set_model)
         self.limits = JointLimits(robot) if limits else None
         lower = upper = None
         if self.limits is not None:
@@ -100,7 +101,10 @@ class TorqueRecorder:
         if not K:
             return out
         drives = self.drives
-        drives.set_gains(kp, kd)
+        if self.model == "pd":
+            drives.set_model("pd", pd_kp=kp, pd_kd=kd)
+        else:
+            drives.set_gains(kp, kd)
         m_rows, bias_rows = self.m_rows[:K], self.bias_rows[:K]
         for k in range(K):
             robot.mass_matrix(Q[k], out=m_rows[k])
@@ -156,7 +160,7 @@ def run_metrics(metrics, robot, arrays, scenario, Q, V, status, kp=None, kd=None
             drive_tau = np.zeros_like(tau)
             if arrays.drive_joints is not None and K:
                 recorder = recorder or TorqueRecorder(robot, arrays, scenario.limits,
-                                                      scenario.steps)
+                                                      scenario.steps, scenario.drive_model)
                 recorder.torques(robot, Q, V, kp, kd, scenario.dt, drive_tau)
             tau += drive_tau
             out["peak_torque"] = float(np.abs(tau).max()) if K else 0.0

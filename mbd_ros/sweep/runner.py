@@ -50,7 +50,7 @@ class RobotContext:
         self.recorder = None
         if "peak_torque" in spec.metrics and self.arrays.drive_joints is not None:
             self.recorder = TorqueRecorder(robot, self.arrays, spec.scenario.limits,
-                                           spec.scenario.steps)
+                                           spec.scenario.steps, spec.scenario.drive_model)
 
 
 def load_robot(files, forces=None):
@@ -122,6 +122,7 @@ def run_one(spec, values):
                   "limits": scenario.limits, "max_speed": scenario.max_speed}
         if arrays.drive_joints is not None:
             kwargs["drives"] = {"joints": list(arrays.drive_joints), "kp": kp, "kd": kd,
+                                "model": scenario.drive_model,
                                 "position": arrays.ref_position[:-1],
                                 "velocity": arrays.ref_velocity[:-1]}
         with warnings.catch_warnings():
@@ -218,6 +219,7 @@ def _batch_rows(spec, values):
                   "batch_threads": 1}
         if arrays.drive_joints is not None:
             kwargs["drives"] = {"joints": list(arrays.drive_joints), "kp": kp, "kd": kd,
+                                "model": scenario.drive_model,
                                 "position": np.repeat(arrays.ref_position[None, :-1], n, 0),
                                 "velocity": np.repeat(arrays.ref_velocity[None, :-1], n, 0)}
         tau = np.repeat(arrays.tau[None], n, axis=0)

@@ -36,7 +36,8 @@ VARIATION_KEYS = ("name", "quantity", "link", "joint", "element", "axis", "offse
                   "distribution")
 SCENARIO_KEYS = ("duration", "dt", "integrator", "substeps", "limits", "max_speed",
                  "initial_positions", "initial_velocities", "drives", "reference", "torque")
-DRIVE_KEYS = ("joints", "kp", "kd")
+DRIVE_KEYS = ("joints", "kp", "kd", "model")
+DRIVE_MODELS = ("ideal", "pd")    # the Plant's drive models (robot.rollout drives["model"])
 REFERENCE_KEYS = ("type", "joints", "center", "amplitude", "frequency_hz")
 TORQUE_KEYS = ("type", "values")
 DISTRIBUTION_KEYS = ("type", "low", "high", "mean", "std", "count", "seed")
@@ -138,6 +139,7 @@ class Scenario:
     drive_kd: tuple = (40.0,)
     reference: dict | None = None
     torque: dict | None = None
+    drive_model: str = "ideal"             # "ideal" (kp 1/s^2, kd 1/s) or "pd" (N m/rad, N m s/rad)
 
 
 @dataclass(frozen=True)
@@ -411,21 +413,30 @@ def _scenario(entry, where):
     v0 = entry.get("initial_velocities")
     q0 = None if q0 is None else tuple(_number_list(q0, f"{what}.initial_positions"))
     v0 = None if v0 is None else tuple(_number_list(v0, f"{what}.initial_velocities"))
-    drive_joints, kp, kd = None, (400.0,), (40.0,)
+    drive_joints, kp, kd, model = None, (400.0,), (40.0,), "ideal"
     drives = entry.get("drives")
     if drives is not None:
         if not isinstance(drives, dict):
-            raise SweepSpecError(f"{what}.drives: must be a mapping {{joints, kp, kd}}, got "
-                                 f"{F.kind(drives)}")
+            raise SweepSpecError(f"{what}.drives: must be a mapping {{joints, kp, kd, model}}, "
+                                 f"got {F.kind(drives)}")
         _check_keys(drives, DRIVE_KEYS, f"{what}.drives: unknown key")
         drive_joints = tuple(_names(drives.get("joints", []), f"{what}.drives.joints"))
+        model = drives.get("model", "ideal")
+        if model not in DRIVE_MODELS:
+            raise SweepSpecError(f"{what}.drives.model: must be one of "
+                                 f"{', '.join(DRIVE_MODELS)}, got {F.kind(model)}")
+        if model == "pd":   # a servo's gains have no robot-independent default
+            for key in ("kp", "kd"):
+                if key not in drives:
+                    raise SweepSpecError(f"{what}.drives: missing key '{key}' (model pd: the "
+                                         "servo's gains in N m/rad and N m s/rad)")
         kp = tuple(_gains(drives.get("kp", 400.0), f"{what}.drives.kp"))
         kd = tuple(_gains(drives.get("kd", 40.0), f"{what}.drives.kd"))
     reference = _reference(entry.get("reference"), f"{what}.reference")
     torque = _torque(entry.get("torque"), f"{what}.torque")
     return Scenario(duration, dt, steps, integrator, substeps,
                     _flag(entry.get("limits", False), f"{what}.limits"), max_speed, q0, v0,
-                    drive_joints, kp, kd, reference, torque)
+                    drive_joints, kp, kd, reference, torque, model)
 
 
 def _reference(entry, what):
@@ -483,8 +494,8 @@ def _metrics(entry, where):
 
 def _check_consistency(spec, where):
     """What needs what: tracking metrics a reference, kp / kd variations drives, an
-    inverse_dynamics torque a reference and no drives (their model compensation would
-    count gravity twice)."""
+    inverse_dynamics torque a reference and no drives with model compensation (ideal drives'
+    b(q, v) would count gravity twice; pd drives have none: PD + the nominal feed-forward)."""
     scenario = spec.scenario
     tracking = {"tracking_rms", "tracking_max"} & set(spec.metrics)
     if tracking and scenario.reference is None:
@@ -502,10 +513,11 @@ def _check_consistency(spec, where):
         if scenario.reference is None:
             raise SweepSpecError(f"{where}: scenario.torque: inverse_dynamics needs "
                                  "scenario.reference")
-        if scenario.drive_joints is not None:
+        if scenario.drive_joints is not None and scenario.drive_model != "pd":
             raise SweepSpecError(f"{where}: scenario.torque: inverse_dynamics is an open-loop "
-                                 "torque profile; with scenario.drives the drives' own model "
-                                 "compensation would count gravity twice (use one or the other)")
+                                 "torque profile; with ideal scenario.drives the drives' own "
+                                 "model compensation would count gravity twice (use drives "
+                                 "with model: pd, or no drives)")
     if scenario.drive_joints is not None and scenario.reference is None:
         raise SweepSpecError(f"{where}: scenario.drives: drives need scenario.reference (the "
                              "positions they track)")
