@@ -385,6 +385,7 @@ def test_reaches_a_pose_10_cm_away_and_holds_it_against_a_payload_change(ros, ro
     ({"task_link": None}, 1, "mode task_space needs task_link"),   # None: not given
     ({"task_stiffness": [1.0, 2.0, 3.0, 4.0, 5.0]}, 2, "must be 6 numbers"),
     ({"task_damping": [1.0, 2.0, 3.0, 4.0, 5.0, -6.0]}, 2, "must be finite and >= 0"),
+    ({"task_damping": []}, 2, "an empty list has no type in ROS 2"),   # rcl: "not set"
     ({"urdf_path": str(URDF / "fourbar.urdf"), "task_link": "coupler",
       "closures_path": str(CONFIG / "fourbar_closures.yaml")}, 1,
      "not supported for closed-loop robots"),

@@ -159,6 +159,14 @@ class DynamicsNode(LifecycleNode):
                 from_value=int(int_range[0]), to_value=int(int_range[1]), step=0)]
         if check is not None:
             self._validators[name] = check
+        override = self._parameter_overrides.get(name)
+        if default is not None and override is not None and \
+                override.type_ == Parameter.Type.NOT_SET:
+            # rcl parses `-p name:=[]` (an empty list has no element type) as "not set": that
+            # would silently keep the default; refused like any other invalid value (exit 2)
+            raise InvalidParameterValueException(
+                name, "[]", "an empty list has no type in ROS 2 and would leave the default "
+                f"{default!r}: give the values, or leave the parameter out")
         if default is None:   # an array without default: declared unset, read as []
             self.declare_parameter(name, Parameter.Type.STRING_ARRAY if type_ ==
                                    ParameterType.PARAMETER_STRING_ARRAY else
