@@ -2,8 +2,8 @@
 
 - simulate plant, closed loop + mimic (the four-bar with a flap mimicking the crank,
   test_mimic_loops.py): joint_states report the flap on its leader (q_flap = 0.7 q_crank + 0.2)
-  at every state, and the published motion equals the library's Simulator (rk4, the node's
-  Baumgarte gains, same initial state) step by step;
+  at every state, and the published motion equals the library's robot.step (rk4, the node's
+  Baumgarte gains, the loops re-closed as the Plant re-closes them) step by step;
 - observe mode on the same robot: ~/accelerations = the coupled forward dynamics (independently
   checked against a hand-built Pinocchio constraint model in test_mimic_loops.py), and they
   keep the coupling;
@@ -29,7 +29,6 @@ from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 import mbd_ros  # noqa: E402
 from conftest import assert_close  # noqa: E402
-from mbd_ros.robot.integrators import Simulator  # noqa: E402
 from ros_harness import (READY_TIMEOUT, Ros, joint_state, now_stamp, stamp_key,  # noqa: E402
                          trajectory_point, warm_numba_cache)
 from test_mimic import GRIPPER  # noqa: E402
@@ -81,7 +80,7 @@ def ros(paths):
 def test_plant_with_mimic_in_a_closed_loop_equals_the_library(ros, paths):
     robot = mbd_ros.load(paths[0], closures=CLOSURES, mimic=True, passive_forces=False)
     robot.baumgarte = (0.5 * 20.0, 100.0 ** 0.5)     # the node's baumgarte_kd / kp defaults
-    # compared step by step (each state against one Simulator step from the state before it):
+    # compared step by step (each state against one robot.step from the state before it):
     # the test's subscription may match after the plant started, and a chaotic motion would
     # amplify round-off over a long run
     ros.spin_until(lambda: len(ros.received[f"{SIM}/joint_states"]) > 400, 60.0,
@@ -97,11 +96,12 @@ def test_plant_with_mimic_in_a_closed_loop_equals_the_library(ros, paths):
         before = states.get(k - 1)
         if before is None:
             continue
-        simulator = Simulator(robot, 1.0 / RATE, "rk4", np.array(before.position),
-                              np.array(before.velocity))
-        simulator.step(np.zeros(4))
-        assert_close(q, simulator.q, f"plant state {k} vs one Simulator step")
-        assert_close(v, simulator.v, f"plant velocity {k} vs one Simulator step")
+        # one robot.step: the Simulator's RK4 step, then the loop and the coupling re-closed
+        # once a residual passes 1e-10, as the Plant does (robot.close_loops_after_step)
+        q_step, v_step = robot.step(np.array(before.position), np.array(before.velocity),
+                                    np.zeros(4), 1.0 / RATE, "rk4")
+        assert_close(q, q_step, f"plant state {k} vs one robot.step")
+        assert_close(v, v_step, f"plant velocity {k} vs one robot.step")
         compared += 1
     assert compared > 300
     assert np.ptp([states[k].position[0] for k in states]) > 0.1   # it moved (gravity)

@@ -1334,16 +1334,17 @@ class Robot:
             constraints.last_step = StepReport(self, q_next, v_next, position, velocity)
         return q_next, v_next
 
-    def close_loops_after_step(self, q, v, integrator=None):
+    def close_loops_after_step(self, q, v, integrator=None, prescribed=None):
         """(q, v) re-closed as step() re-closes its result: when the closure residuals
         (closure_residual: position m or rad, velocity m/s or rad/s) pass PROJECTION_TOLERANCE
         (1e-10), the loops and couplings are closed again and v projected onto them (the
         Gauss-Newton of project_state stopped below 1e-12, or after a "semi_implicit_euler"
-        step below 1e-10: constraints.py says why); otherwise q, v unchanged. For simulators
-        that integrate themselves (the Plant). q (nq,), v (nv,); new arrays when projected."""
+        step below 1e-10: constraints.py says why), holding the `prescribed` joints (names, or
+        step()'s {joint: trajectory}); otherwise q, v unchanged. For simulators that integrate
+        themselves (the Plant). q (nq,), v (nv,); new arrays when projected."""
         if self._constraints.empty:
             return q, v
-        return self._closed_after_step(q, v, integrator, None, True)[:2]
+        return self._closed_after_step(q, v, integrator, prescribed or None, True)[:2]
 
     def _closed_after_step(self, q_next, v_next, integrator, prescribed, project):
         """step()'s closing of its result: (q, v, position residual, velocity residual)."""

@@ -223,7 +223,8 @@ class Plant:
                 else:
                     sim.advance()        # FloatingPointError (non-finite): state unchanged
                 if self._constrained:
-                    q, v = self.robot.close_loops_after_step(sim.q, sim.v, sim.integrator)
+                    q, v = self.robot.close_loops_after_step(sim.q, sim.v, sim.integrator,
+                                                             sim.prescribed)
                     if q is not sim.q:
                         sim.q[:] = q
                         sim.v[:] = v
