@@ -31,7 +31,7 @@ NODES = {   # node name -> parameters; one process each, all started at once
     "id_ff": {"mode": "feedforward"},
     "id_ct": {"mode": "computed_torque", "kp": KP, "kd": KD,
               "joints": NAMES[::-1]},          # commands in reverse joint order
-    "id_timer": {"mode": "gravity", "rate_hz": 200.0},
+    "id_timer": {"mode": "gravity", "rate_hz": 200},   # an integer for a double: accepted
 }
 
 

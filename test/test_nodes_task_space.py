@@ -190,9 +190,13 @@ class Lockstep:
 def set_parameter(ros, node, name, values):
     from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType, ParameterValue
     from rcl_interfaces.srv import SetParameters
-    value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=values) \
-        if isinstance(values, str) else ParameterValue(
-            type=ParameterType.PARAMETER_DOUBLE_ARRAY, double_array_value=list(values))
+    if isinstance(values, str):
+        value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=values)
+    elif isinstance(values, int):    # an integer, as `ros2 param set node name 2` sends it
+        value = ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=values)
+    else:
+        value = ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY,
+                               double_array_value=list(values))
     request = SetParameters.Request(parameters=[ParameterMsg(name=name, value=value)])
     return ros.call(SetParameters, f"{node}/set_parameters", request).results[0]
 
@@ -353,6 +357,9 @@ def test_reaches_a_pose_10_cm_away_and_holds_it_against_a_payload_change(ros, ro
     assert not result.successful and "6 numbers" in result.reason, result.reason
     result = set_parameter(ros, node, "mode", "gravity")
     assert not result.successful and "configure" in result.reason, result.reason
+    # a whole number for a double parameter is that double (its value here: the default, 1.0)
+    result = set_parameter(ros, node, "nullspace_stiffness", 1)
+    assert result.successful, result.reason
     q_now = np.array(states[-1][1].position)
     ros.stop(plant)
     first_heavy = len(states)

@@ -130,6 +130,7 @@ class DynamicsNode(LifecycleNode):
         self.clock_guard = ClockGuard()
         self._guard_time_source()
         self.add_post_set_parameters_callback(self._on_parameters_set)
+        self.add_pre_set_parameters_callback(self._whole_numbers_as_doubles)
         self.exit_code = 0
         self._load_generation = 0
         self._loaded = self._preloaded = None
@@ -160,6 +161,12 @@ class DynamicsNode(LifecycleNode):
         if check is not None:
             self._validators[name] = check
         override = self._parameter_overrides.get(name)
+        if override is not None and override.type_ == Parameter.Type.INTEGER and \
+                descriptor.type == ParameterType.PARAMETER_DOUBLE:
+            # `-p rate_hz:=100` or `rate_hz: 100` in a file: a whole number for a double is
+            # that double (rclpy would refuse its type and the node exit 2)
+            self._parameter_overrides[name] = override = Parameter(
+                name, Parameter.Type.DOUBLE, float(override.value))
         if default is not None and override is not None and \
                 override.type_ == Parameter.Type.NOT_SET:
             # rcl parses `-p name:=[]` (an empty list has no element type) as "not set": that
@@ -173,6 +180,17 @@ class DynamicsNode(LifecycleNode):
                                    Parameter.Type.DOUBLE_ARRAY, descriptor)
         else:
             self.declare_parameter(name, default, descriptor)
+
+    def _whole_numbers_as_doubles(self, params):
+        """Runtime sets: an integer for a parameter declared as a double becomes that double
+        (`nullspace_stiffness: 2`), as at start (declare); the others pass unchanged."""
+        out = []
+        for p in params:
+            if p.type_ == Parameter.Type.INTEGER and self.has_parameter(p.name) and \
+                    self.describe_parameter(p.name).type == ParameterType.PARAMETER_DOUBLE:
+                p = Parameter(p.name, Parameter.Type.DOUBLE, float(p.value))
+            out.append(p)
+        return out
 
     def param(self, name):
         """The parameter's value ([] for an unset array)."""
