@@ -359,6 +359,26 @@ def test_numba_in_tree_cache_is_trusted_as_far_as_its_sources(tmp_path):
     assert numba_cache.cache_directory_problem(elsewhere, source) is None
 
 
+def test_a_numba_cache_dir_others_may_write_is_refused_below_it(tmp_path, monkeypatch):
+    """NUMBA_CACHE_DIR itself writable by others (numba's subdirectory below it private):
+    others could rename that subdirectory away and put theirs there, so it is refused too; a
+    private NUMBA_CACHE_DIR is trusted, and so is a sticky shared directory above it."""
+    source = tmp_path / "kernel.py"
+    source.write_text("")
+    root = tmp_path / "numba_cache"
+    below = root / "kernels_0123"
+    below.mkdir(parents=True)
+    below.chmod(0o755)
+    root.chmod(0o777)
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(root))
+    problem = numba_cache.cache_directory_problem(below, source)
+    assert problem is not None and "NUMBA_CACHE_DIR must be private" in problem, problem
+    root.chmod(0o1777)                      # sticky, owned by us: others cannot rename our entries
+    assert numba_cache.cache_directory_problem(below, source) is None
+    root.chmod(0o700)
+    assert numba_cache.cache_directory_problem(below, source) is None
+
+
 def test_an_untrusted_numba_cache_is_neither_read_nor_written(tmp_path):
     """A numba kernel of an mbd_ros-generated module (the guard's scope) whose __pycache__ others
     may write: compiled in memory, with a warning; nothing cached there, and a planted index is

@@ -55,3 +55,28 @@ def test_options_not_yet_supported_by_load_are_refused(tmp_path, capsys):
         code = cli.main(["simulate", FOURBAR[0], f"--{option}", str(tmp_path / "x.yaml")])
         assert code == 2
         assert f"--{option}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["demo", "--dt", "nan"], "--dt and --duration must be positive finite"),
+    (["simulate", FOURBAR[0], "--duration", "1e12", "--dt", "1e-9"], "at most 1e+06"),
+    (["demo", "--duration", "1e12"], "at most 1e+06"),
+    (["bench", FOURBAR[0], "--n", "1000000000000", "--repeats", "1"], "at most 1e+07 calls"),
+])
+def test_numbers_that_are_not_a_bounded_run_are_refused(argv, message, capsys):
+    """NaN, or a run of more than MAX_STEPS steps / MAX_CALLS calls: argparse's error (exit 2)
+    naming the arguments, before any work (they crashed with numpy's message or ran unbounded)."""
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("timeout", ["nan", "-1", "1e9"])
+def test_a_sweep_timeout_that_is_no_duration_is_refused_before_any_output(timeout, tmp_path,
+                                                                          capsys):
+    sample = Path(__file__).resolve().parent.parent / "config" / "arm7_payload_sweep.yaml"
+    code = cli.main(["sweep", str(sample), "--out", str(tmp_path / "out"), "--timeout", timeout])
+    assert code == 2
+    assert "--timeout must be a number of seconds" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

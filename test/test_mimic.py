@@ -103,3 +103,8 @@ def test_mimic_errors():
     bad = GRIPPER.replace('<mimic joint="finger_a"', '<mimic joint="finger_x"')
     with pytest.raises(mbd_ros.ModelError, match="finger_x"):
         mbd_ros.load(bad, mimic=True)
+    # finite but absurd: the coupled dynamics multiply by r^2 (1e300 overflowed them)
+    huge = GRIPPER.replace('multiplier="-1.5"', 'multiplier="1e300"')
+    assert huge != GRIPPER
+    with pytest.raises(mbd_ros.ModelError, match="finger_b.*MAX_MIMIC_VALUE"):
+        mbd_ros.load(huge, mimic=True)

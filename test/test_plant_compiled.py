@@ -216,6 +216,28 @@ def test_the_loops_are_reclosed_after_every_step_as_robot_step_does(robots, inte
     assert compiled.compiled_steps == 300
 
 
+
+def test_after_evaluate_the_multipliers_are_the_evaluated_states(robots):
+    """The simulate node publishes the wrenches of the state it evaluated, reusing
+    robot.multipliers() between Plant.evaluate() and advance(): on the compiled path, whose
+    evaluate() runs the whole step, they must be those of the forward dynamics at the
+    evaluated state (as after the Python path's evaluate()), not the last RK4 stage's (the
+    published closure and joint wrenches were off by up to 284 N on a driven four-bar)."""
+    compiled, python = pair(robots, "wishbone", integrator="rk4")
+    robot = compiled.robot
+    for k in range(50):
+        tau_state = (compiled.q.copy(), compiled.v.copy())
+        compiled.evaluate()
+        python.evaluate()
+        lam_compiled, lam_python = robot.multipliers(), python.robot.multipliers()
+        scale = max(1.0, float(np.abs(lam_python).max()))
+        assert np.abs(lam_compiled - lam_python).max() <= ROUND_OFF * scale, k
+        robot.forward_dynamics(*tau_state, compiled.tau)   # the library at that state
+        assert np.abs(robot.multipliers() - lam_compiled).max() <= ROUND_OFF * scale, k
+        compiled.advance()
+        python.advance()
+    assert compiled.compiled_steps == 50
+
 def test_a_driven_closed_loop_plant_equals_the_rollout_with_its_drives(robots):
     """The four-bar with a position drive on its crank, semi-implicit Euler (which opens the
     loop every step): the Plant's rows equal robot.rollout(drives=...) (the reference engine's

@@ -240,6 +240,16 @@ def test_xacro_code_runs_only_for_a_xacro_path(tmp_path):
         else:
             assert robot.link_names == ["a${y}"]
         assert not marker.exists(), f"XML text was expanded as xacro: {source[:40]!r}"
+    # only the exact suffix ".xacro" is the explicit choice (docs/formats.md): another case or
+    # a trailing blank is not (read as plain URDF, or refused: nothing runs)
+    for name in ("code.XACRO", "code.Xacro", "code.xacro "):
+        other = tmp_path / name
+        other.write_text(text)
+        try:
+            mbd_ros.load(str(other))
+        except mbd_ros.ModelError:
+            pass
+        assert not marker.exists(), f"{name!r} was expanded as xacro"
     path = tmp_path / "code.urdf.xacro"
     path.write_text(text)
     assert mbd_ros.load(str(path)).link_names == ["a0"]     # os.system's exit status

@@ -37,6 +37,11 @@ import numpy as np
 from ..constants import FRICTION_VELOCITY
 from .samples import DEFAULT_ROBOT, sample_urdf
 
+# bounded cost of a command: simulated steps (duration / dt: the recorded trajectory is kept in
+# memory) and benchmark calls (n x repeats)
+MAX_STEPS = 1e6
+MAX_CALLS = 1e7
+
 
 
 # ------------------------------------------------------------------------------------------------
@@ -411,8 +416,14 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     if getattr(args, 'n', 1) < 1 or getattr(args, 'repeats', 1) < 1:
         build_parser().error('--n and --repeats must be at least 1')
-    if getattr(args, 'dt', 1.0) <= 0 or getattr(args, 'duration', 1.0) <= 0:
-        build_parser().error('--dt and --duration must be positive')
+    if getattr(args, 'n', 1) * getattr(args, 'repeats', 1) > MAX_CALLS:
+        build_parser().error(f'--n x --repeats must be at most {MAX_CALLS:g} calls')
+    dt, duration = getattr(args, 'dt', 1.0), getattr(args, 'duration', 1.0)
+    if not (0.0 < dt < math.inf and 0.0 < duration < math.inf):   # NaN fails too
+        build_parser().error('--dt and --duration must be positive finite numbers of seconds')
+    if duration / dt > MAX_STEPS:
+        build_parser().error(f'--duration / --dt is {duration / dt:.3g} steps: at most '
+                             f'{MAX_STEPS:g}')
     try:
         return args.func(args)
     except BrokenPipeError:   # output piped into e.g. `head`: stop quietly

@@ -9,6 +9,10 @@ import numpy as np
 
 from ..errors import ModelError, excerpt
 
+# |multiplier| and |offset| (rad or m) of a <mimic>: no transmission couples joints by a larger
+# ratio, and the coupled dynamics multiply by r^2 (a multiplier of 1e200 overflowed them)
+MAX_MIMIC_VALUE = 1e6
+
 
 def read_mimics(urdf, source_name):
     """[(joint, leader, multiplier, offset)] of the <mimic> tags of a URDF (path, XML text, a
@@ -30,5 +34,8 @@ def read_mimics(urdf, source_name):
             raise ModelError(f"{where}: <mimic> multiplier and offset must be numbers") from None
         if not (np.isfinite(multiplier) and np.isfinite(offset)):
             raise ModelError(f"{where}: <mimic> multiplier and offset must be finite")
+        if abs(multiplier) > MAX_MIMIC_VALUE or abs(offset) > MAX_MIMIC_VALUE:
+            raise ModelError(f"{where}: <mimic> multiplier {multiplier:.3g} or offset "
+                             f"{offset:.3g} beyond {MAX_MIMIC_VALUE:g} (MAX_MIMIC_VALUE)")
         mimics.append((name, leader, multiplier, offset))
     return mimics

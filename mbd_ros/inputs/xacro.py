@@ -26,8 +26,10 @@ XACRO_SUFFIX = ".xacro"
 def is_xacro_path(value):
     """True for a str/Path naming a .xacro file (not XML text)."""
     text = os.fspath(value) if isinstance(value, os.PathLike) else value
+    # exactly the suffix ".xacro" (case and all), as docs/formats.md and the sweep's check say:
+    # expanding runs the file's code, so "evil.XACRO" or "robot.xacro " is not taken for one
     return isinstance(text, str) and not text.lstrip().lstrip("\ufeff").startswith("<") and \
-        "\n" not in text.strip() and text.strip().lower().endswith(XACRO_SUFFIX)
+        "\n" not in text and text.endswith(XACRO_SUFFIX)
 
 
 def expand_xacro(path, mappings=None, timeout=None, max_memory=None):

@@ -56,7 +56,11 @@ def cache_directory_problem(cache_path, source_file):
     cache_path = os.path.abspath(cache_path)
     source_dir = os.path.dirname(os.path.abspath(source_file))
     if os.path.dirname(cache_path) != source_dir or os.path.basename(cache_path) != "__pycache__":
-        return cache_trust.directory_problem(cache_path)
+        problem = cache_trust.directory_problem(cache_path)
+        root = os.environ.get("NUMBA_CACHE_DIR")
+        if problem is None and root:
+            problem = _ancestors_problem(cache_path, os.path.abspath(root))
+        return problem
     st, src = os.stat(cache_path), os.stat(source_dir)
     if not stat.S_ISDIR(st.st_mode):
         return "is not a directory"
@@ -69,6 +73,26 @@ def cache_directory_problem(cache_path, source_file):
                 f"{cache_trust.mode_text(st.st_mode)}, {source_dir} "
                 f"{cache_trust.mode_text(src.st_mode)})")
     return None
+
+
+def _ancestors_problem(cache_path, root):
+    """Why the directories from `root` (NUMBA_CACHE_DIR) down to `cache_path`'s parent let
+    others replace it, or None: whoever may write one of them can rename our private
+    subdirectory away and put theirs (or a symbolic link) there, so each must be private too,
+    except a sticky shared directory such as /tmp owned by root or us (others may not rename
+    our entries there)."""
+    parent = os.path.dirname(cache_path)
+    if not (parent == root or parent.startswith(root.rstrip(os.sep) + os.sep)):
+        return None   # numba's own per-user directory: not under NUMBA_CACHE_DIR
+    while True:
+        st = os.stat(parent)
+        shared = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        if shared and not (st.st_mode & stat.S_ISVTX and st.st_uid in (0, cache_trust._euid())):
+            return (f"is inside {parent}, which is writable by its group or by others (mode "
+                    f"{cache_trust.mode_text(st.st_mode)}): NUMBA_CACHE_DIR must be private")
+        if parent == root or parent == os.path.dirname(parent):
+            return None
+        parent = os.path.dirname(parent)
 
 
 def _source_file(cache):

@@ -98,7 +98,7 @@ def stage_dynamics(body_int, body_float, work, link_int, link_float, link_fext, 
 def plant_step(body_int, body_float, work, free_work, link_int, link_float, link_fext,
                element_int, element_float, link_wrench, joint_force, values, scratch,
                has_elements, cut_int, cut_float, loop_float, gains, info, multipliers, has_loops,
-               loop_jacobian, projection, project_tolerance, closing,
+               loop_jacobian, projection, project_tolerance, closing, first_multipliers,
                zero_bias, drive_int, drive_float, model_terms, has_limits, vel_idx, velocity,
                effort, inv_time_constant, stops_int, stops_float, chol, minv, stop_work,
                has_stops, q0, v0, step_dt, dt, substeps, rk4, max_velocity, max_speed,
@@ -110,7 +110,10 @@ def plant_step(body_int, body_float, work, free_work, link_int, link_float, link
     workspace (M, and b without force elements; the loops' projection). Loops: loop_jacobian
     (rows, nv) and projection (rollout_projection.projection_workspace) the projection's
     scratch, project_tolerance (robot.step's PROJECTION_TOLERANCE) and closing (its
-    Gauss-Newton stop) as close_loops takes them. zero_bias: b = 0 (closed loop, no actuated
+    Gauss-Newton stop) as close_loops takes them; first_multipliers (b,) scratch: the loop
+    multipliers of the forward dynamics at (q0, v0), put back into `multipliers` at the end, so
+    that robot.multipliers() after the call is that state's, as after the Python path's
+    evaluate() (the node's wrenches of the evaluated state reuse them), not the last stage's. zero_bias: b = 0 (closed loop, no actuated
     joint). Drives: drive_int, drive_float (kernels/plant.py DRIVE_* rows); model_terms: compute
     M, m_eff, b (a servo drive or a velocity limit); has_limits: limited_drive_torques with
     vel_idx, velocity, effort, inv_time_constant (else drive_torques). Stops (has_stops):
@@ -166,6 +169,9 @@ def plant_step(body_int, body_float, work, free_work, link_int, link_float, link
         if k == 0:
             for i in range(nv):
                 qdd[i] = qdd_first[i]
+            if has_loops:
+                for i in range(multipliers.shape[0]):
+                    first_multipliers[i] = multipliers[i]
         if rk4:
             rk4_stage(q, v, v, a1, h, qs, v2)      # q2 = q + v h, v2 = v + a1 h
             if stage_dynamics(body_int, body_float, work, link_int, link_float, link_fext,
@@ -221,4 +227,7 @@ def plant_step(body_int, body_float, work, free_work, link_int, link_float, link
     # ---- the plant's divergence bound
     if not max_abs(v) <= max_speed:
         return FAIL_SPEED
+    if has_loops:   # the evaluated state's multipliers (docstring)
+        for i in range(multipliers.shape[0]):
+            multipliers[i] = first_multipliers[i]
     return 0

@@ -71,6 +71,8 @@ class CompiledStep:
             if self.parts is not None and self.parts.has_loops else 1
         self.loop_jacobian = np.zeros((rows, nv))
         self.projection = projection_workspace(robot.nq, nv, rows)
+        self.first_multipliers = np.zeros(max(1, len(self.parts.multipliers))
+                                          if self.parts is not None else 1)
         self.pending = False
 
     def plain(self):
@@ -121,7 +123,7 @@ class CompiledStep:
                 parts.gains, parts.info, parts.multipliers, parts.has_loops,
                 self.loop_jacobian, self.projection, PROJECTION_TOLERANCE,
                 EULER_CLOSING_TOLERANCE if sim.integrator == "semi_implicit_euler"
-                else ASSEMBLY_TOLERANCE,
+                else ASSEMBLY_TOLERANCE, self.first_multipliers,
                 parts.has_loops,   # zero_bias: a loop robot gets here only without actuation
                 drive_int, drive_float, model_terms, limits is not None, vel_idx, velocity,
                 effort, 1.0 / VELOCITY_TIME_CONSTANT, stops_int, stops_float, chol, minv,

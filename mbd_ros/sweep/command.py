@@ -5,6 +5,8 @@ import sys
 
 from .orchestrate import DEFAULT_TIMEOUT, run_sweep
 
+MAX_TIMEOUT = 3600.0   # s: --timeout to connect to a scheduler or start a cluster
+
 
 def add_arguments(parser):
     parser.add_argument("sweep", help="sweep file (YAML, docs/sweeps.md); robot files are "
@@ -26,6 +28,9 @@ def add_arguments(parser):
 def run(args):
     if args.workers is not None and args.workers < 1:
         raise ValueError("--workers must be at least 1")
+    if not 0.0 < args.timeout <= MAX_TIMEOUT:   # NaN fails too
+        raise ValueError(f"--timeout must be a number of seconds in (0, {MAX_TIMEOUT:g}], got "
+                         f"{args.timeout}")
     if args.scheduler and args.workers:
         raise ValueError("--workers sizes the LocalCluster; with --scheduler the cluster's "
                          "own workers run the sweep")
