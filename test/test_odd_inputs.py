@@ -130,6 +130,14 @@ def test_a_link_that_is_not_a_name_is_a_value_error():
         robot.forward_dynamics(q, np.zeros(robot.nv), np.zeros(robot.nv), f_ext={("x",): np.zeros(6)})
 
 
+def test_a_random_configuration_seed_that_is_no_seed_is_a_value_error():
+    robot = robot_of("tree")
+    for rng in ("x", 1.5, [object()]):
+        with pytest.raises(ValueError, match="rng must be None, an integer seed"):
+            robot.random_configuration(rng)
+    np.testing.assert_array_equal(robot.random_configuration(3), robot.random_configuration(3))
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_out_of_another_dtype_order_or_shape_is_refused(kind):
     robot = robot_of(kind)

@@ -277,8 +277,13 @@ class Robot:
     def random_configuration(self, rng=None):
         """(nq,) a random valid q: within position limits (angles in [-pi, pi] and displacements
         in [-1, 1] where unlimited; helical: the angle), unit quaternions, free-joint positions
-        in [-1, 1]^3, zero elastic coordinates."""
-        rng = np.random.default_rng(rng)
+        in [-1, 1]^3, zero elastic coordinates. rng: None, a seed (int) or a
+        numpy.random.Generator; ValueError otherwise."""
+        try:
+            rng = np.random.default_rng(rng)
+        except (TypeError, ValueError):
+            raise ValueError(f"rng must be None, an integer seed or a numpy Generator, got "
+                             f"{type(rng).__name__}") from None
         model = self.model
         q = np.zeros(self.nq)
         for t, iq, iv in zip(self.joint_types, self.idx_q, self.idx_v):
