@@ -77,7 +77,7 @@ DRIVE_FLOAT_ROWS = 11
 
 
 @njit(cache=True)
-def drive_torques(drive_int, drive_float, q, v, m, m_stable, bias, dt, tau_out):
+def drive_torques(drive_int, drive_float, q, v, m, m_eff, bias, dt, tau_out):
     """Drive torques of the commanded joints (mbd_ros.drives; zero on the other dofs).
     Model: drive_int rows DRIVE_IV, DRIVE_IQ (n,) indices in v and q, DRIVE_LAW (n,) IDEAL |
     PD; drive_float rows DRIVE_LOWER, DRIVE_UPPER (n,) position limits, DRIVE_BANDWIDTH (n,)
@@ -86,8 +86,8 @@ def drive_torques(drive_int, drive_float, q, v, m, m_stable, bias, dt, tau_out):
     DRIVE_KP, DRIVE_KD (IDEAL, 1/s^2 and 1/s), DRIVE_PD_KP, DRIVE_PD_KD (PD, N m/rad and
     N m s/rad) (n,); DRIVE_Q_REF (n,) (advanced by v_ref dt in VELOCITY mode); DRIVE_TAU_LAG
     (n,) the lagged torque of the previous call (advanced here: call once per step); q, v;
-    m (nv, nv) = M(q), m_stable (nv,) = effective_inertias' coupled-stable inertias, bias (nv,)
-    = b(q, v) (read only for IDEAL servo joints). Data out: tau_out (nv,)."""
+    m (nv, nv) = M(q), m_eff (nv,) = 1 / diag(M^-1), bias (nv,) = b(q, v) (read only for IDEAL
+    servo joints). Data out: tau_out (nv,)."""
     for i in range(tau_out.shape[0]):
         tau_out[i] = 0.0
     for j in range(drive_int.shape[1]):
@@ -110,10 +110,9 @@ def drive_torques(drive_int, drive_float, q, v, m, m_stable, bias, dt, tau_out):
                 tau = (drive_float[DRIVE_PD_KP, j] * error
                        + drive_float[DRIVE_PD_KD, j] * (velocity_cmd - v[i]))
             else:
-                # K = min(kp M_ii, s_i / (4 dt^2)), D = min(kd M_ii, s_i / dt), s_i = m_i / r_i
-                # (effective_inertias: the caps bound the coupled chain, not each joint alone)
-                stiffness = min(drive_float[DRIVE_KP, j] * m[i, i], m_stable[i] / (4.0 * dt * dt))
-                damping = min(drive_float[DRIVE_KD, j] * m[i, i], m_stable[i] / dt)
+                # K = min(kp M_ii, m_i / (4 dt^2)), D = min(kd M_ii, m_i / dt)
+                stiffness = min(drive_float[DRIVE_KP, j] * m[i, i], m_eff[i] / (4.0 * dt * dt))
+                damping = min(drive_float[DRIVE_KD, j] * m[i, i], m_eff[i] / dt)
                 # tau = b + K (q_ref - q) + D (v_ref - v)
                 tau = bias[i] + stiffness * error + damping * (velocity_cmd - v[i])
         bandwidth = drive_float[DRIVE_BANDWIDTH, j]
@@ -154,34 +153,21 @@ def limit_torques(vel_idx, velocity, effort, v, m_eff, bias, inv_time_constant, 
 
 
 @njit(cache=True)
-def limited_drive_torques(drive_int, drive_float, q, v, m, m_eff, m_stable, bias, dt, vel_idx,
-                          velocity, effort, inv_time_constant, tau_out):
-    """drive_torques (caps from m_stable), then limit_torques on them (the envelope from m_eff):
-    the plant's torques in one call. Returns True if a torque was changed by the limits."""
-    drive_torques(drive_int, drive_float, q, v, m, m_stable, bias, dt, tau_out)
+def limited_drive_torques(drive_int, drive_float, q, v, m, m_eff, bias, dt, vel_idx, velocity,
+                          effort, inv_time_constant, tau_out):
+    """drive_torques, then limit_torques on them (the plant's torques in one call). Returns
+    True if a torque was changed by the limits."""
+    drive_torques(drive_int, drive_float, q, v, m, m_eff, bias, dt, tau_out)
     return limit_torques(vel_idx, velocity, effort, v, m_eff, bias, inv_time_constant, tau_out)
 
 
 @njit(cache=True)
-def effective_inertias(m, lower, scratch, m_eff, m_stable):
-    """m_eff (n,) = 1 / diag(M^-1) (the inertia each dof sees with the others free) and
-    m_stable (n,) = m_eff_i / r_i, r_i = sum_j sqrt(m_eff_i m_eff_j) |M^-1_ij| (>= 1), by
-    spd_inverse (lower, scratch: (n, n); scratch = M^-1 after). Returns spd_inverse's status.
-
-    m_stable is the drives' stability cap (drive_torques): with D_i <= m_stable_i / dt the
-    eigenvalues of dt M^-1 D are at most 1 (Gershgorin on D^1/2 M^-1 D^1/2 weighted by
-    sqrt(r): each weighted row sums to at most 1), for the coupled chain; m_eff alone bounded
-    each joint with the others held still, and a chain could reach 2 (the arm7 at kp 10000 /
-    kd 200: 2.05, a 2-cycle oscillation that never decayed)."""
+def effective_inertias(m, lower, scratch, m_eff):
+    """m_eff (n,) = 1 / diag(M^-1) (the inertia each dof sees with the others free), by
+    spd_inverse (lower, scratch: (n, n)). Returns spd_inverse's status."""
     status = spd_inverse(m, lower, scratch)
-    n = m.shape[0]
-    for i in range(n):
+    for i in range(m.shape[0]):
         m_eff[i] = 1.0 / scratch[i, i]
-    for i in range(n):
-        row = 0.0
-        for j in range(n):
-            row += math.sqrt(m_eff[i] * m_eff[j]) * abs(scratch[i, j])
-        m_stable[i] = m_eff[i] / row
     return status
 
 
