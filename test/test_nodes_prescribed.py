@@ -235,6 +235,9 @@ def test_prescribed_crank_of_a_closed_loop(ros):
                 assert_close(msg.effort[0], drive[0], f"crank torque at step {k}", rtol=1e-7)
                 torques += 1
         simulator.step(np.zeros(3))
+        # the plant re-closes the loop after each step as robot.step does, holding the crank
+        q_closed, v_closed = robot.close_loops_after_step(simulator.q, simulator.v, "rk4", plan)
+        simulator.q[:], simulator.v[:] = q_closed, v_closed
     assert torques > 50
     # the crank follows the closed-form trajectory at every state received while it moves
     # (quintic Hermite between waypoints 50 ms apart: < 1e-6 rad). Which of the 1000 moving
