@@ -226,13 +226,13 @@ def test_after_evaluate_the_multipliers_are_the_evaluated_states(robots):
     compiled, python = pair(robots, "wishbone", integrator="rk4")
     robot = compiled.robot
     for k in range(50):
-        tau_state = (compiled.q.copy(), compiled.v.copy())
+        state = (compiled.q.copy(), compiled.v.copy())
         compiled.evaluate()
         python.evaluate()
         lam_compiled, lam_python = robot.multipliers(), python.robot.multipliers()
         scale = max(1.0, float(np.abs(lam_python).max()))
         assert np.abs(lam_compiled - lam_python).max() <= ROUND_OFF * scale, k
-        robot.forward_dynamics(*tau_state, compiled.tau)   # the library at that state
+        robot.forward_dynamics(*state, compiled.tau)   # the library at that state
         assert np.abs(robot.multipliers() - lam_compiled).max() <= ROUND_OFF * scale, k
         compiled.advance()
         python.advance()

@@ -157,6 +157,8 @@ def plant_step(body_int, body_float, work, free_work, link_int, link_float, link
         drive_torques(drive_int, drive_float, q, v, mass, m_eff, bias, step_dt, tau)
     # ---- substeps (Plant.advance: Simulator.advance, then the stops)
     h = 0.5 * dt
+    # the loops' projection arrays, gathered once for every substep (close_loops' tuple)
+    loops = (body_int, body_float, free_work, cut_int, cut_float, loop_float, loop_jacobian)
     qs, v2, v3, v4 = stages[_QS], stages[_V2], stages[_V3], stages[_V4]
     a2, a3, a4 = stages[_A2], stages[_A3], stages[_A4]
     for k in range(substeps):
@@ -204,8 +206,6 @@ def plant_step(body_int, body_float, work, free_work, link_int, link_float, link
             q[i] = q_next[i]
             v[i] = v_next[i]
         if has_loops:   # robot.step's closing of the loops (robot.close_loops_after_step)
-            loops = (body_int, body_float, free_work, cut_int, cut_float, loop_float,
-                     loop_jacobian)
             if close_loops(loops, projection, q, v, project_tolerance, closing) < 0:
                 return FAIL_PROJECTION
         # JointLimits.enforce: projection onto the stops, then the inelastic impulse
