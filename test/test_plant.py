@@ -322,3 +322,70 @@ def test_state_before_step_is_the_evaluated_state(arm7):
         plant.step()
     np.testing.assert_array_equal(plant.q, q0)
     np.testing.assert_array_equal(plant.q_before_step, q0)
+
+
+def test_the_drives_stability_cap_bounds_the_coupled_chain():
+    """kernels/plant.py effective_inertias: on the servo dofs S (IDEAL drives not in EFFORT
+    mode) s_i = m_i / r_i, r_i = sum_(j in S) sqrt(m_i m_j) |M^-1_ij|; elsewhere s_i = m_i.
+    With D = diag(s) / dt on S (every gain at its cap, zero elsewhere) the eigenvalues of
+    dt M^-1 D are at most 1 (Gershgorin on the S block, rows weighted by sqrt(r)) for any SPD
+    M, where the cap m_i alone allowed up to |S|; random SPD matrices of strong coupling and
+    the arm7's, with every dof a servo, and with some dofs undriven, in effort mode or PD."""
+    from mbd_ros.kernels.plant import (DRIVE_IV, DRIVE_LAW, DRIVE_MODE, EFFORT, IDEAL, PD,
+                                       effective_inertias)
+    rng = np.random.default_rng(7)
+    matrices = []
+    for n in (2, 3, 7, 12):
+        for _ in range(20):
+            a = rng.standard_normal((n, n))
+            matrices.append(a @ a.T + 1e-3 * np.eye(n))    # ill-conditioned, strongly coupled
+    arm = mbd_ros.load(str(URDF / "arm7.urdf"))
+    matrices.append(arm.mass_matrix(np.array([0.3, 0.9, -0.4, -1.2, 0.6, 0.8, 0.2])))
+    worst_before = 0.0
+    for case, m in enumerate(matrices):
+        n = m.shape[0]
+        minv = np.linalg.inv(m)
+        for subset in ("all", "some"):
+            if subset == "all":
+                dofs, modes, laws = np.arange(n), np.full(n, POSITION), np.full(n, IDEAL)
+            else:   # a free base's dofs are undriven; other joints in effort mode or PD
+                dofs = np.sort(rng.choice(n, size=rng.integers(1, n + 1), replace=False))
+                modes = rng.choice([POSITION, VELOCITY, EFFORT], size=len(dofs))
+                laws = rng.choice([IDEAL, PD], size=len(dofs), p=[0.7, 0.3])
+            drive_int = np.zeros((4, len(dofs)), dtype=np.int64)
+            drive_int[DRIVE_IV], drive_int[DRIVE_MODE], drive_int[DRIVE_LAW] = dofs, modes, laws
+            servo = dofs[(modes != EFFORT) & (laws == IDEAL)]
+            m_eff, m_stable = np.zeros(n), np.zeros(n)
+            assert effective_inertias(m, np.zeros((n, n)), np.zeros((n, n)), drive_int, m_eff,
+                                      m_stable) == 0
+            np.testing.assert_allclose(m_eff, 1.0 / np.diag(minv), rtol=1e-10)
+            assert (m_stable <= m_eff * (1 + 1e-12)).all()
+            others = np.setdiff1d(np.arange(n), servo)
+            np.testing.assert_array_equal(m_stable[others], m_eff[others])
+            if len(servo) == 0:
+                continue
+            # the eigenvalues of M^-1 D, D = diag(s) on S, are those of the symmetric
+            # diag(s_S)^1/2 (M^-1)_SS diag(s_S)^1/2
+            block = minv[np.ix_(servo, servo)]
+            sym = np.sqrt(np.outer(m_stable[servo], m_stable[servo])) * block
+            assert np.linalg.eigvalsh(sym).max() <= 1.0 + 1e-9 * n, (case, subset)
+            # and the bound is the S block's: one servo alone keeps its own cap m_i
+            if len(servo) == 1:
+                assert m_stable[servo[0]] == pytest.approx(m_eff[servo[0]], rel=1e-12)
+            worst_before = max(worst_before, np.linalg.eigvalsh(
+                np.sqrt(np.outer(m_eff[servo], m_eff[servo])) * block).max())
+    assert worst_before > 1.5      # the per-joint cap alone: far beyond 1 on these
+
+
+def test_stiff_drives_settle_on_a_held_target_at_their_cap(arm7):
+    """The arm7 with drive_kp 10000, drive_kd 200 (several joints at the cap) stepped to a held
+    target: the motion decays. With the per-joint cap m_i the coupled chain's eigenvalue was
+    2.05 and joint_5 kept a +-0.3 rad/s 2-cycle oscillation (semi-implicit Euler and RK4)."""
+    q0 = np.array([0.3, 0.9, -0.4, -1.2, 0.6, 0.8, 0.2])
+    for integrator in ("semi_implicit_euler", "rk4"):
+        plant = Plant(arm7, 1e-3, integrator, q=q0, kp=10000.0, kd=200.0, limits=True)
+        plant.drives.command_position(q0 + 0.2, velocities=np.zeros(7))
+        for _ in range(3000):
+            plant.step()
+        assert np.abs(plant.v).max() < 1e-6, (integrator, plant.v)
+        assert np.abs(plant.q - (q0 + 0.2)).max() < 1e-6, (integrator, plant.q - q0 - 0.2)

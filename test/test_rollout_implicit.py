@@ -270,6 +270,9 @@ def test_drives_with_force_elements_equal_the_reference_and_a_plant(kind):
             rows = {engine: robot.rollout(q0, np.zeros(robot.nv), tau, DT, integrator=integrator,
                                           limits=limits, drives=drives, engine=engine)
                     for engine in ("compiled", "reference")}
+            # (a drive cap summed over a free base's dofs made the floating arm diverge at
+            # step 12 under semi-implicit Euler, in both engines alike)
+            assert rows["compiled"].status == "ok", (integrator, rows["compiled"].message)
             np.testing.assert_array_equal(rows["compiled"].Q, rows["reference"].Q)
             np.testing.assert_array_equal(rows["compiled"].V, rows["reference"].V)
             if kind != "sprung_arm":

@@ -397,17 +397,19 @@ def row_drive_torques(robot, problem, k, q, v):
     nv = robot.nv
     mass = robot.mass_matrix(q)
     chol, minv, m_eff = np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros(nv)
-    assert P.effective_inertias(mass, chol, minv, m_eff) == 0
+    m_stable = np.zeros(nv)
+    assert P.effective_inertias(mass, chol, minv, problem.drive_int, m_eff, m_stable) == 0
     bias = robot.inverse_dynamics(q, v, np.zeros(nv))
     drive_float = problem.drive_float.copy()
     drive_float[P.DRIVE_Q_REF] = problem.position[0, k]
     drive_float[P.DRIVE_VELOCITY_CMD] = problem.velocity[0, k]
     out = np.zeros(nv)
     if problem.limits is None:
-        P.drive_torques(problem.drive_int, drive_float, q, v, mass, m_eff, bias, DT, out)
+        P.drive_torques(problem.drive_int, drive_float, q, v, mass, m_stable, bias, DT, out)
     else:
         limits = problem.limits
-        P.limited_drive_torques(problem.drive_int, drive_float, q, v, mass, m_eff, bias, DT,
+        P.limited_drive_torques(problem.drive_int, drive_float, q, v, mass, m_eff, m_stable,
+                                bias, DT,
                                 limits.vel_idx, limits.velocity, limits.effort,
                                 1.0 / VELOCITY_TIME_CONSTANT, out)
     return out

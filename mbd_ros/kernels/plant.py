@@ -77,7 +77,7 @@ DRIVE_FLOAT_ROWS = 11
 
 
 @njit(cache=True)
-def drive_torques(drive_int, drive_float, q, v, m, m_eff, bias, dt, tau_out):
+def drive_torques(drive_int, drive_float, q, v, m, m_stable, bias, dt, tau_out):
     """Drive torques of the commanded joints (mbd_ros.drives; zero on the other dofs).
     Model: drive_int rows DRIVE_IV, DRIVE_IQ (n,) indices in v and q, DRIVE_LAW (n,) IDEAL |
     PD; drive_float rows DRIVE_LOWER, DRIVE_UPPER (n,) position limits, DRIVE_BANDWIDTH (n,)
@@ -86,8 +86,8 @@ def drive_torques(drive_int, drive_float, q, v, m, m_eff, bias, dt, tau_out):
     DRIVE_KP, DRIVE_KD (IDEAL, 1/s^2 and 1/s), DRIVE_PD_KP, DRIVE_PD_KD (PD, N m/rad and
     N m s/rad) (n,); DRIVE_Q_REF (n,) (advanced by v_ref dt in VELOCITY mode); DRIVE_TAU_LAG
     (n,) the lagged torque of the previous call (advanced here: call once per step); q, v;
-    m (nv, nv) = M(q), m_eff (nv,) = 1 / diag(M^-1), bias (nv,) = b(q, v) (read only for IDEAL
-    servo joints). Data out: tau_out (nv,)."""
+    m (nv, nv) = M(q), m_stable (nv,) = effective_inertias' coupled-stable inertias, bias (nv,)
+    = b(q, v) (read only for IDEAL servo joints). Data out: tau_out (nv,)."""
     for i in range(tau_out.shape[0]):
         tau_out[i] = 0.0
     for j in range(drive_int.shape[1]):
@@ -110,9 +110,10 @@ def drive_torques(drive_int, drive_float, q, v, m, m_eff, bias, dt, tau_out):
                 tau = (drive_float[DRIVE_PD_KP, j] * error
                        + drive_float[DRIVE_PD_KD, j] * (velocity_cmd - v[i]))
             else:
-                # K = min(kp M_ii, m_i / (4 dt^2)), D = min(kd M_ii, m_i / dt)
-                stiffness = min(drive_float[DRIVE_KP, j] * m[i, i], m_eff[i] / (4.0 * dt * dt))
-                damping = min(drive_float[DRIVE_KD, j] * m[i, i], m_eff[i] / dt)
+                # K = min(kp M_ii, s_i / (4 dt^2)), D = min(kd M_ii, s_i / dt), s_i = m_i / r_i
+                # (effective_inertias: the caps bound the coupled chain, not each joint alone)
+                stiffness = min(drive_float[DRIVE_KP, j] * m[i, i], m_stable[i] / (4.0 * dt * dt))
+                damping = min(drive_float[DRIVE_KD, j] * m[i, i], m_stable[i] / dt)
                 # tau = b + K (q_ref - q) + D (v_ref - v)
                 tau = bias[i] + stiffness * error + damping * (velocity_cmd - v[i])
         bandwidth = drive_float[DRIVE_BANDWIDTH, j]
@@ -153,21 +154,55 @@ def limit_torques(vel_idx, velocity, effort, v, m_eff, bias, inv_time_constant, 
 
 
 @njit(cache=True)
-def limited_drive_torques(drive_int, drive_float, q, v, m, m_eff, bias, dt, vel_idx, velocity,
-                          effort, inv_time_constant, tau_out):
-    """drive_torques, then limit_torques on them (the plant's torques in one call). Returns
-    True if a torque was changed by the limits."""
-    drive_torques(drive_int, drive_float, q, v, m, m_eff, bias, dt, tau_out)
+def limited_drive_torques(drive_int, drive_float, q, v, m, m_eff, m_stable, bias, dt, vel_idx,
+                          velocity, effort, inv_time_constant, tau_out):
+    """drive_torques (caps from m_stable), then limit_torques on them (the envelope from m_eff):
+    the plant's torques in one call. Returns True if a torque was changed by the limits."""
+    drive_torques(drive_int, drive_float, q, v, m, m_stable, bias, dt, tau_out)
     return limit_torques(vel_idx, velocity, effort, v, m_eff, bias, inv_time_constant, tau_out)
 
 
 @njit(cache=True)
-def effective_inertias(m, lower, scratch, m_eff):
-    """m_eff (n,) = 1 / diag(M^-1) (the inertia each dof sees with the others free), by
-    spd_inverse (lower, scratch: (n, n)). Returns spd_inverse's status."""
+def effective_inertias(m, lower, scratch, drive_int, m_eff, m_stable):
+    """m_eff (n,) = 1 / diag(M^-1) (the inertia each dof sees with the others free) and
+    m_stable (n,) the drives' coupled-stable inertias, by spd_inverse (lower, scratch: (n, n);
+    scratch = M^-1 after, lower's diagonal the r_i below). drive_int: the drives' int rows (drive_torques). Returns
+    spd_inverse's status.
+
+    m_stable is the servo drives' stability cap (drive_torques: D_i <= m_stable_i / dt): on the
+    dofs S of the IDEAL drives not in EFFORT mode (the only damping the cap acts on),
+    m_stable_i = m_eff_i / r_i, r_i = sum_(j in S) sqrt(m_eff_i m_eff_j) |M^-1_ij| (>= 1);
+    elsewhere m_eff_i. The eigenvalues of dt M^-1 D, D zero off S, are those of its S block,
+    and with D_i = m_stable_i / dt they are at most 1 (Gershgorin on that block, rows weighted
+    by sqrt(r): each weighted row sums to 1). m_eff alone bounded each joint with the others
+    held still, and a chain could reach 2 (the arm7 at kp 10000 / kd 200: 2.05, a 2-cycle
+    oscillation that never decayed). Summing r_i over every dof (a free base's too) bounds
+    dampings that do not exist and lowered the drives' damping needlessly (a sprung floating
+    arm7 then diverged under semi-implicit Euler)."""
     status = spd_inverse(m, lower, scratch)
-    for i in range(m.shape[0]):
+    n = m.shape[0]
+    for i in range(n):
         m_eff[i] = 1.0 / scratch[i, i]
+        m_stable[i] = math.sqrt(m_eff[i])   # sqrt(m_eff) until the last pass: n roots, not n^2
+    drives = drive_int.shape[1]
+    # r_i into lower's diagonal (spd_inverse's factor, scratch once M^-1 is formed)
+    for a in range(drives):
+        if drive_int[DRIVE_MODE, a] == EFFORT or drive_int[DRIVE_LAW, a] != IDEAL:
+            continue
+        i = drive_int[DRIVE_IV, a]
+        row = 0.0
+        for b in range(drives):
+            if drive_int[DRIVE_MODE, b] == EFFORT or drive_int[DRIVE_LAW, b] != IDEAL:
+                continue
+            j = drive_int[DRIVE_IV, b]
+            row += m_stable[j] * abs(scratch[i, j])
+        lower[i, i] = row * m_stable[i]
+    for i in range(n):
+        m_stable[i] = m_eff[i]
+    for a in range(drives):
+        if drive_int[DRIVE_MODE, a] != EFFORT and drive_int[DRIVE_LAW, a] == IDEAL:
+            i = drive_int[DRIVE_IV, a]
+            m_stable[i] = m_eff[i] / lower[i, i]
     return status
 
 

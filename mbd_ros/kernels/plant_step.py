@@ -102,8 +102,8 @@ def plant_step(body_int, body_float, work, free_work, link_int, link_float, link
                zero_bias, drive_int, drive_float, model_terms, has_limits, vel_idx, velocity,
                effort, inv_time_constant, stops_int, stops_float, chol, minv, stop_work,
                has_stops, q0, v0, step_dt, dt, substeps, rk4, max_velocity, max_speed,
-               mass, m_eff, bias, zero, tau, tau_total, qdd_first, qdd, stages, q, v, q_next,
-               v_next, counts):
+               mass, m_eff, m_stable, bias, zero, tau, tau_total, qdd_first, qdd, stages, q, v,
+               q_next, v_next, counts):
     """One Plant step (module docstring) from (q0, v0) into (q, v) (nq = nv), in place.
 
     Tree and loads: body_int ... has_loops as in stage_dynamics; free_work the lock-free
@@ -124,7 +124,8 @@ def plant_step(body_int, body_float, work, free_work, link_int, link_float, link
     Out: tau (nv,) the drive torques, qdd_first (nv,) the accelerations at (q0, v0), qdd the
     last substep's first stage, q, v the new state; counts (2,) int64: [1 if the limits changed
     a torque, number of stop corrections]. Scratch: mass (nv, nv), m_eff, bias, tau_total,
-    zero (zeros), stages (7, nv), q_next, v_next. Returns 0 or FAIL_*."""
+    zero (zeros), stages (7, nv), q_next, v_next, m_stable (nv,) (effective_inertias).
+    Returns 0 or FAIL_*."""
     nv = q0.shape[0]
     counts[0] = 0
     counts[1] = 0
@@ -135,7 +136,7 @@ def plant_step(body_int, body_float, work, free_work, link_int, link_float, link
     if model_terms:
         if _crba(body_int, body_float, free_work, q, mass) != 0:
             return FAIL_DYNAMICS
-        if effective_inertias(mass, chol, minv, m_eff) != 0:
+        if effective_inertias(mass, chol, minv, drive_int, m_eff, m_stable) != 0:
             return FAIL_MASS
         if zero_bias:
             for i in range(nv):
@@ -150,11 +151,11 @@ def plant_step(body_int, body_float, work, free_work, link_int, link_float, link
         elif _rnea(body_int, body_float, free_work, q, v, zero, bias) != 0:
             return FAIL_DYNAMICS
     if has_limits:
-        if limited_drive_torques(drive_int, drive_float, q, v, mass, m_eff, bias, step_dt,
-                                 vel_idx, velocity, effort, inv_time_constant, tau):
+        if limited_drive_torques(drive_int, drive_float, q, v, mass, m_eff, m_stable, bias,
+                                 step_dt, vel_idx, velocity, effort, inv_time_constant, tau):
             counts[0] = 1
     else:
-        drive_torques(drive_int, drive_float, q, v, mass, m_eff, bias, step_dt, tau)
+        drive_torques(drive_int, drive_float, q, v, mass, m_stable, bias, step_dt, tau)
     # ---- substeps (Plant.advance: Simulator.advance, then the stops)
     h = 0.5 * dt
     # the loops' projection arrays, gathered once for every substep (close_loops' tuple)

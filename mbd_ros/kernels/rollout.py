@@ -75,8 +75,8 @@ VECTOR_SPACE, JOINT_MANIFOLDS = 0, 1             # iopt[I_INTEGRATE]: q (+) v dt
 FD, MM, ID = range(3)                            # entries[]: the C entries' addresses
 # rows of the (WORK_ROWS, max(nq, nv)) workspace
 W_Q, W_V, W_A1, W_A2, W_A3, W_A4, W_V2, W_V3, W_V4, W_QS, W_SUM, W_QN, W_VN, W_TOTAL, \
-    W_DRIVE, W_MEFF, W_BIAS, W_ZERO, W_LOADED = range(19)
-WORK_ROWS = 19
+    W_DRIVE, W_MEFF, W_BIAS, W_ZERO, W_LOADED, W_MSTABLE = range(20)
+WORK_ROWS = 20
 M_MASS, M_CHOL, M_INV = range(3)                 # the (3, nv, nv) matrices
 # result codes (codes[i]); info[i] holds the detail (a speed, a kernel status)
 DONE, NOT_FINITE, TOO_FAST, DYNAMICS_FAILED, STOP_FAILED, DRIVE_TERMS_FAILED, \
@@ -201,10 +201,11 @@ def _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float, positio
     q, v = work[W_Q, :nq], work[W_V, :nv]
     mass, chol, minv = mats[M_MASS], mats[M_CHOL], mats[M_INV]
     m_eff, bias = work[W_MEFF, :nv], work[W_BIAS, :nv]
+    m_stable = work[W_MSTABLE, :nv]
     zero = work[W_ZERO, :nv]
     if call_entry(entries[MM], bound, dims, q, q, q, mass):
         return 1
-    if effective_inertias(mass, chol, minv, m_eff):
+    if effective_inertias(mass, chol, minv, drive_int, m_eff, m_stable):
         return 1
     if not bias_ready and call_entry(entries[ID], bound, dims, q, v, zero, bias):
         return 1
@@ -212,11 +213,11 @@ def _drive_row(entries, bound, dims, iopt, fopt, drive_int, drive_float, positio
         drive_float[DRIVE_Q_REF, j] = position[j]
         drive_float[DRIVE_VELOCITY_CMD, j] = velocity[j]
     if iopt[I_LIMITS]:
-        limited_drive_torques(drive_int, drive_float, q, v, mass, m_eff, bias, fopt[F_DT],
-                              vel_idx, velocity_limit, effort, fopt[F_INV_TIME_CONSTANT],
-                              work[W_DRIVE, :nv])
+        limited_drive_torques(drive_int, drive_float, q, v, mass, m_eff, m_stable, bias,
+                              fopt[F_DT], vel_idx, velocity_limit, effort,
+                              fopt[F_INV_TIME_CONSTANT], work[W_DRIVE, :nv])
     else:
-        drive_torques(drive_int, drive_float, q, v, mass, m_eff, bias, fopt[F_DT],
+        drive_torques(drive_int, drive_float, q, v, mass, m_stable, bias, fopt[F_DT],
                       work[W_DRIVE, :nv])
     return 0
 

@@ -312,6 +312,7 @@ def _reference_loop(problem, i, q_out, v_out):
         drive_float = problem.drive_float.copy()
         mass, chol, minv = np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv))
         m_eff, bias, zero = np.zeros(nv), np.zeros(nv), np.zeros(nv)
+        m_stable = np.zeros(nv)
         drive_tau = np.zeros(nv)
         project = getattr(robot, "project_acceleration", None) if robot.closure_names else None
     stop_work = None if limits is None else StopWork(robot.nv, limits)
@@ -325,16 +326,17 @@ def _reference_loop(problem, i, q_out, v_out):
             drive_float[DRIVE_VELOCITY_CMD] = problem.velocity[i, k]
             try:
                 robot.mass_matrix(q, out=mass)
-                if _effective_inertias(mass, chol, minv, m_eff):
+                if _effective_inertias(mass, chol, minv, problem.drive_int, m_eff, m_stable):
                     raise ValueError("the mass matrix is not positive definite")
                 _compensation(robot, project, q, v, zero, bias)
             except ValueError as exc:
                 return DIVERGED, k, diverged_message(k, problem, f"drive model terms: {exc}")
             if limits is None:
-                _drive_torques(problem.drive_int, drive_float, q, v, mass, m_eff, bias,
+                _drive_torques(problem.drive_int, drive_float, q, v, mass, m_stable, bias,
                                problem.dt, drive_tau)
             else:
-                _limited_drive_torques(problem.drive_int, drive_float, q, v, mass, m_eff, bias,
+                _limited_drive_torques(problem.drive_int, drive_float, q, v, mass, m_eff,
+                                       m_stable, bias,
                                        problem.dt, limits.vel_idx, limits.velocity,
                                        limits.effort, 1.0 / VELOCITY_TIME_CONSTANT, drive_tau)
             total += drive_tau

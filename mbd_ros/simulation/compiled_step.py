@@ -51,6 +51,7 @@ class CompiledStep:
         self.minv = np.zeros((nv, nv))
         self.stop_work = np.zeros((3, nv))
         self.m_eff = np.zeros(nv)
+        self.m_stable = np.zeros(nv)
         self.bias = np.zeros(nv)
         self.zero = np.zeros(nv)
         self.tau_total = np.zeros(nv)
@@ -129,7 +130,7 @@ class CompiledStep:
                 effort, 1.0 / VELOCITY_TIME_CONSTANT, stops_int, stops_float, chol, minv,
                 stop_work, has_stops, sim.q, sim.v, plant.step_dt, sim.dt, plant.substeps,
                 sim.integrator == "rk4", sim.max_velocity, plant.max_speed, self.mass,
-                self.m_eff, self.bias, self.zero, plant.tau, self.tau_total, sim.qdd, self.qdd,
+                self.m_eff, self.m_stable, self.bias, self.zero, plant.tau, self.tau_total, sim.qdd, self.qdd,
                 self.stages, self.q, self.v, self.q_next, self.v_next, self.counts)
             parts.after_step()
         if status:

@@ -21,10 +21,12 @@ feed-forward a model-based driver adds). The gains are inertia-normalised (kp in
 D_i = kd_i M_ii(q) with M_ii the joint's inertia (kd = 2 sqrt(kp) is critically damped for a
 joint whose neighbours are held). An explicit integrator is stable only while the torque gains
 are small for the inertia the joint shows when its neighbours are free, m_i = 1 / (M^-1)_ii
-<= M_ii (tiny for a light leg on a floating base): the drive therefore caps them at
-D_i <= m_i / dt and K_i <= m_i / (4 dt^2) (a digital drive's gains are bounded by its sample
-rate as well). With the exact
-model compensation the steady-state error is zero.
+<= M_ii (tiny for a light leg on a floating base), and for the chain as a whole: the drive
+therefore caps them at D_i <= s_i / dt and K_i <= s_i / (4 dt^2) with s_i = m_i / r_i,
+r_i = sum_j sqrt(m_i m_j) |M^-1_ij| >= 1 over the servo joints j (kernels/plant.py
+effective_inertias: the eigenvalues of dt M^-1 D stay <= 1 for the coupled chain; capping by m_i alone let the arm7 at kp 10000 /
+kd 200 reach 2.05 and oscillate; a digital drive's gains are bounded by its sample rate as
+well). With the exact model compensation the steady-state error is zero.
 
 Drive models (`model`, per JointDrives; `set_model`): "ideal" is the law above; "pd" is a
 servo's PD without model compensation,
@@ -53,6 +55,7 @@ from ..kernels.plant import (DRIVE_BANDWIDTH, DRIVE_EFFORT_CMD, DRIVE_FLOAT_ROWS
                              DRIVE_LOWER, DRIVE_MODE, DRIVE_PD_KD, DRIVE_PD_KP, DRIVE_Q_REF,
                              DRIVE_TAU_LAG, DRIVE_UPPER, DRIVE_VELOCITY_CMD, IDEAL, PD)
 from ..kernels.plant import drive_torques as _drive_torques
+from ..kernels.plant import effective_inertias as _effective_inertias
 from ..kernels.plant import spd_inverse as _spd_inverse
 
 EFFORT, POSITION, VELOCITY = 0, 1, 2
@@ -273,11 +276,12 @@ class JointDrives:
     def _mode_changed(self):
         self._servo = bool(((self.mode != EFFORT) & (self.law == IDEAL)).any())
 
-    def torques(self, q, v, dt, out=None, m=None, m_eff=None, bias=None):
+    def torques(self, q, v, dt, out=None, m=None, m_eff=None, bias=None, m_stable=None):
         """(nv,) drive torques at (q, v) for a step of dt (zero on dofs without a drive).
-        Advances the velocity-mode references by v_ref dt. m = M(q), m_eff (nv,) =
-        1 / diag(M(q)^-1) and bias (nv,) = ID(q, v, 0) if the caller has them (else computed
-        here when needed)."""
+        Advances the velocity-mode references by v_ref dt. m = M(q), bias (nv,) = ID(q, v, 0)
+        and m_stable (nv,), the coupled-stable inertias of the gains' cap (kernels/plant.py
+        effective_inertias), if the caller has them (else computed here when needed; m_eff,
+        1 / diag(M^-1), is not read: kept for the callers that pass it)."""
         tau = self._tau if out is None else out
         if self._servo:
             robot = self.robot
@@ -285,24 +289,39 @@ class JointDrives:
                 bias = robot.inverse_dynamics(q, v, self._zero, out=self._bias)
             if m is None:
                 m = robot.mass_matrix(q, out=self._m)
-            if m_eff is None:
-                m_eff = effective_inertia(m)
+            if m_stable is None:
+                m_stable = self.drive_inertias(m)[1]
         else:   # every joint in effort mode: the model terms are not read
-            m, m_eff, bias = self._m, self._zero, self._zero
-        _drive_torques(*self.kernel_arrays(), q, v, m, m_eff, bias, float(dt), tau)
+            m, m_stable, bias = self._m, self._zero, self._zero
+        _drive_torques(*self.kernel_arrays(), q, v, m, m_stable, bias, float(dt), tau)
         return tau
+
+    def drive_inertias(self, m):
+        """(m_eff, m_stable) (nv,) of M = m (nv, nv) for these drives in their present modes:
+        1 / diag(M^-1) and the coupled-stable inertias of the servo gains' cap
+        (kernels/plant.py effective_inertias); new arrays. ValueError if M is not positive
+        definite."""
+        n = m.shape[0]
+        m_eff, m_stable = np.empty(n), np.empty(n)
+        if _effective_inertias(np.ascontiguousarray(m), np.empty((n, n)), np.empty((n, n)),
+                               self._int, m_eff, m_stable):
+            raise ValueError("the mass matrix is not positive definite")
+        return m_eff, m_stable
 
     def kernel_arrays(self):
         """(int (4, n), float (11, n)): the packed per-joint arrays of kernels/plant.py
         drive_torques (DRIVE_* rows; the named arrays are views of them)."""
         return self._int, self._float
 
-    def model_terms_or_zeros(self, m, m_eff, bias):
-        """(m, m_eff, bias) as the kernel reads them: those given, or placeholders when no
-        joint is a servo (the kernel then reads none of them)."""
+    def model_terms_or_zeros(self, m, m_eff, bias, m_stable=None):
+        """(m, m_eff, bias, m_stable) as the kernel reads them: those given (m_stable computed
+        from m when not), or placeholders when no joint is a servo (the kernel then reads none
+        of them)."""
         if m is None:
-            return self._m, self._zero, self._zero
-        return m, m_eff, bias
+            return self._m, self._zero, self._zero, self._zero
+        if m_stable is None:
+            m_stable = self.drive_inertias(m)[1]
+        return m, m_eff, bias, m_stable
 
     def modes(self):
         """{joint: 'effort' | 'position' | 'velocity'}."""

@@ -179,15 +179,18 @@ class JointLimits:
         """True when a joint has a finite velocity limit (saturate then needs M and b)."""
         return self._any_velocity
 
-    def saturated_drive_torques(self, drives, q, v, dt, tau, m=None, m_eff=None, bias=None):
+    def saturated_drive_torques(self, drives, q, v, dt, tau, m=None, m_eff=None, bias=None,
+                                m_stable=None):
         """drives.torques(q, v, dt) then saturate(q, v, tau) in one kernel call, into tau (nv,).
-        m = M(q), m_eff = 1 / diag(M^-1) and bias = ID(q, v, 0) as drives.torques and saturate
-        take them: given whenever a drive is a servo or a joint has a velocity limit (the
-        caller computes them once for both). Returns True if a torque was changed."""
-        m, m_eff, bias = drives.model_terms_or_zeros(m, m_eff, bias)
+        m = M(q), m_eff = 1 / diag(M^-1), bias = ID(q, v, 0) and m_stable (the drives'
+        coupled-stable inertias, kernels/plant.py effective_inertias) as drives.torques and
+        saturate take them: given whenever a drive is a servo or a joint has a velocity limit
+        (the caller computes them once for both). Returns True if a torque was changed."""
+        m, m_eff, bias, m_stable = drives.model_terms_or_zeros(m, m_eff, bias, m_stable)
         vel_idx = self._vel_idx if self._any_velocity else self._no_idx
         drive_int, drive_float = drives.kernel_arrays()
-        changed = _limited_drive_torques(drive_int, drive_float, q, v, m, m_eff, bias, float(dt),
+        changed = _limited_drive_torques(drive_int, drive_float, q, v, m, m_eff, m_stable, bias,
+                                         float(dt),
                                          vel_idx, self.velocity, self.effort,
                                          1.0 / VELOCITY_TIME_CONSTANT, tau)
         if changed:

@@ -96,6 +96,7 @@ class Plant:
         self._lower = np.zeros((robot.nv, robot.nv))
         self._bias = np.zeros(robot.nv)
         self._m_eff = np.zeros(robot.nv)
+        self._m_stable = np.zeros(robot.nv)
         self._zero = np.zeros(robot.nv)
         self._project = getattr(robot, "project_acceleration", None) \
             if robot.closure_names else None
@@ -168,23 +169,24 @@ class Plant:
         if self._compiled is not None and self._compiled.run():
             return self.sim.qdd
         sim, robot = self.sim, self.robot
-        m = m_eff = bias = None
+        m = m_eff = m_stable = bias = None
         if self.drives.needs_model_terms() or (self.limits is not None and
                                                self.limits.has_velocity_limits):
             # M, m_eff = 1 / diag(M^-1), b(q, v) = ID(q, v, 0): once for drives and limits
             m = robot.mass_matrix(sim.q, out=self._m)
             # m_eff = 1 / diag(M^-1), into a preallocated array (effective_inertia allocates)
-            if _effective_inertias(m, self._lower, self._minv, self._m_eff):
+            if _effective_inertias(m, self._lower, self._minv, self.drives.kernel_arrays()[0],
+                                   self._m_eff, self._m_stable):
                 raise ValueError("the mass matrix is not positive definite")
-            m_eff = self._m_eff
+            m_eff, m_stable = self._m_eff, self._m_stable
             bias = self._compensation(sim.q, sim.v)
         limits = self.limits
         if limits is None:
             self.drives.torques(sim.q, sim.v, self.step_dt, out=self.tau, m=m, m_eff=m_eff,
-                                bias=bias)
+                                bias=bias, m_stable=m_stable)
         else:   # drive torques and their limits in one kernel call
             limits.saturated_drive_torques(self.drives, sim.q, sim.v, self.step_dt, self.tau,
-                                           m, m_eff, bias)
+                                           m, m_eff, bias, m_stable)
         return sim.evaluate(self.tau)
 
     def _compensation(self, q, v):

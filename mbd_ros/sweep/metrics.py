@@ -86,6 +86,7 @@ class TorqueRecorder:
         self.lower = np.zeros((nv, nv))
         self.scratch = np.zeros((nv, nv))
         self.m_eff = np.zeros(nv)
+        self.m_stable = np.zeros(nv)
         self.zero = np.zeros(nv)
         if self.limits is not None:
             self.velocity = np.ascontiguousarray(self.limits.velocity)
@@ -123,7 +124,7 @@ class TorqueRecorder:
                                 self.targets[:K], self.velocities[:K], float(dt),
                                 self.limits is not None, self.vel_idx, self.velocity,
                                 self.effort, 1.0 / VELOCITY_TIME_CONSTANT, self.lower,
-                                self.scratch, self.m_eff, out)
+                                self.scratch, self.m_eff, self.m_stable, out)
         if bad:
             raise ValueError(f"row {bad - 1}: the mass matrix is not positive definite")
         return out
