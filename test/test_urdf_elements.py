@@ -2,6 +2,7 @@
 replace: every link and joint of every example-robot-data URDF and of the package samples must
 give the same numbers (poses to 1e-15, everything else exactly)."""
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -82,3 +83,33 @@ def test_bad_numbers_raise_value_error():
                                '<origin xyz="0 0" rpy="0 0 0"/></joint>')
     with pytest.raises(ValueError):
         urdf_elements.parse_joint(element)
+
+
+@pytest.mark.parametrize("text", ["1_000", "\u0661\u0662", "0x10", "1.0f", "1e", "--1", "nan1", ""])
+def test_numbers_are_xml_doubles_not_python_literals(text, tmp_path):
+    """URDF numbers are XML Schema doubles: Python's float() also takes "1_000" (1000.0) and
+    non-ASCII digits, which urdfdom, yourdfpy's lxml schema and Pinocchio refuse; a mass,
+    inertia, origin, limit, dynamics or mimic value written so is refused naming the element,
+    and the XML forms (exponents, a leading '.', INF / NaN, read and refused later as
+    non-finite) still read."""
+    with pytest.raises(ValueError, match="not a number"):
+        urdf_elements.xml_float(text)
+    for good, value in (("1E+03", 1000.0), (" -.5 ", -0.5), ("+1.", 1.0), ("2e-3", 0.002)):
+        assert urdf_elements.xml_float(good) == value
+    assert np.isnan(urdf_elements.xml_float("NaN")) and urdf_elements.xml_float("-INF") == -np.inf
+    if not text:
+        return
+    import mbd_ros
+    from mbd_ros.errors import ModelError
+    sample = (REPO / "urdf" / "arm7.urdf").read_text()
+    parse = "cannot parse: not a number"
+    for old, message in (('<mass value="', f"link 'base_link': {parse}"),
+                         ('ixx="', f"link 'base_link': {parse}"),
+                         ('effort="', f"joint 'joint_1': {parse}"),
+                         ('damping="', "joint 'joint_1': <dynamics> damping and friction must "
+                                       "be numbers")):
+        assert old in sample
+        bad = tmp_path / "bad.urdf"
+        bad.write_text(re.sub(re.escape(old) + '[^"]*"', old + text + '"', sample, count=1))
+        with pytest.raises(ModelError, match=f"bad.urdf: {message}"):
+            mbd_ros.load(str(bad))

@@ -18,6 +18,7 @@ def read_mimics(urdf, source_name):
     """[(joint, leader, multiplier, offset)] of the <mimic> tags of a URDF (path, XML text, a
     .xacro path: expanded, or the TreeSpec mbd_ros.urdf.read_urdf made of it)."""
     from .urdf import TreeSpec, mimic_tags, read_xml
+    from .urdf_elements import xml_float
     if isinstance(urdf, TreeSpec):
         tags = urdf.mimics
     else:
@@ -28,8 +29,8 @@ def read_mimics(urdf, source_name):
         if not leader:
             raise ModelError(f"{where}: <mimic> needs a joint attribute")
         try:
-            multiplier = float("1" if multiplier is None else multiplier)
-            offset = float("0" if offset is None else offset)
+            multiplier = xml_float("1" if multiplier is None else multiplier)
+            offset = xml_float("0" if offset is None else offset)
         except ValueError:
             raise ModelError(f"{where}: <mimic> multiplier and offset must be numbers") from None
         if not (np.isfinite(multiplier) and np.isfinite(offset)):

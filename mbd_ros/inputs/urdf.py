@@ -14,7 +14,7 @@ import numpy as np
 from lxml import etree
 
 from ..errors import ModelError, excerpt
-from .urdf_elements import parse_joint, parse_link
+from .urdf_elements import parse_joint, parse_link, xml_float
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar", "spherical",
                "helical", "cylindrical", "universal")   # the last three: mbd_ros extensions (docs/formats.md)
@@ -344,8 +344,8 @@ def _joint_spec(joint, source):
     _check_magnitude(origin[:3, 3], where, "<origin xyz>")
     if joint.dynamics is not None:
         try:
-            damping = float(joint.dynamics.damping or 0.0)
-            friction = float(joint.dynamics.friction or 0.0)
+            damping = xml_float(joint.dynamics.damping or "0")
+            friction = xml_float(joint.dynamics.friction or "0")
         except ValueError:
             raise ModelError(f"{where}: <dynamics> damping and friction must be numbers, got "
                              f"'{excerpt(joint.dynamics.damping, 40)}' and "

@@ -12,20 +12,37 @@ R = Rz(y) Ry(p) Rx(r) (URDF's fixed-axis roll-pitch-yaw).
 from __future__ import annotations
 
 import math
+import re
 from types import SimpleNamespace
 
 import numpy as np
 
 
+# An XML Schema double (URDF's numbers): ASCII digits, an optional exponent, INF / NaN; not
+# Python's wider float() syntax ("1_000", non-ASCII digits), which no other URDF reader takes.
+# Infinite and NaN values are read here and refused, naming the field, by mbd_ros.urdf.
+XML_DOUBLE = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?|[-+]?(inf|infinity|nan)",
+                        re.IGNORECASE)
+
+
+def xml_float(text):
+    """float of an XML number attribute (surrounding whitespace allowed); ValueError naming the
+    text for anything else."""
+    stripped = text.strip() if isinstance(text, str) else text
+    if not isinstance(stripped, str) or XML_DOUBLE.fullmatch(stripped) is None:
+        raise ValueError(f"not a number: {text!r}")
+    return float(stripped)
+
+
 def _floats(text, count, what):
-    values = [float(s) for s in text.split()]
+    values = [xml_float(s) for s in text.split()]
     if len(values) != count:
         raise ValueError(f"{what} needs {count} numbers, got {text!r}")
     return values
 
 
 def _optional_float(value):
-    return float(value) if value is not None else None
+    return xml_float(value) if value is not None else None
 
 
 def rpy_matrix(roll, pitch, yaw):
@@ -62,12 +79,12 @@ def parse_inertial(element):
     inertia = None
     if inertia_element is not None:
         x = inertia_element
-        ixx, iyy, izz = (float(x.get(k, 1.0)) for k in ("ixx", "iyy", "izz"))
-        ixy, ixz, iyz = (float(x.get(k, 0.0)) for k in ("ixy", "ixz", "iyz"))
+        ixx, iyy, izz = (xml_float(x.get(k, "1")) for k in ("ixx", "iyy", "izz"))
+        ixy, ixz, iyz = (xml_float(x.get(k, "0")) for k in ("ixy", "ixz", "iyz"))
         inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
     return SimpleNamespace(
         origin=parse_origin(element.find("origin")),
-        mass=float(mass_element.get("value", 0.0)) if mass_element is not None else None,
+        mass=xml_float(mass_element.get("value", "0")) if mass_element is not None else None,
         inertia=inertia)
 
 
