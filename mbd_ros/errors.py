@@ -71,3 +71,21 @@ def user_stacklevel():
         frame = frame.f_back
         level += 1
     return level
+
+
+def missing_file(path):
+    """Why `path` cannot be read as a file: "not found", or what it is instead (a directory, a
+    FIFO, a device: open() on a FIFO would wait for a writer, so it is never opened)."""
+    import os
+    import stat
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return "not found"
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a file"
+    if stat.S_ISFIFO(mode):
+        return "is a FIFO (named pipe), not a regular file"
+    if not stat.S_ISREG(mode):
+        return "is a device or socket, not a regular file"
+    return "not readable"

@@ -546,3 +546,34 @@ def test_deep_or_huge_xml_is_refused_by_the_parser(text, fragment):
         mbd_ros.load(text)
     check(info.value, "<urdf text>: malformed XML", fragment)
     assert time.perf_counter() - t0 < 30.0
+
+
+def test_a_path_that_is_no_regular_file_is_named_so_and_never_opened(tmp_path):
+    """A URDF, closure, forces or flexible-link path that is a FIFO, a directory or a device
+    is refused saying what it is (it said "not found"); a FIFO is never opened (open() would
+    wait for a writer: the alarm turns such a hang into a failure)."""
+    import os
+    import signal
+    fifo, folder = tmp_path / "robot.urdf", tmp_path / "closures.yaml"
+    os.mkfifo(fifo)
+    folder.mkdir()
+
+    def hung(signum, frame):
+        raise TimeoutError("a FIFO was opened")
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)
+    try:
+        for path, what in ((fifo, "is a FIFO (named pipe), not a regular file"),
+                           (folder, "is a directory, not a file"),
+                           ("/dev/null", "is a device or socket, not a regular file")):
+            with pytest.raises(mbd_ros.ModelError) as info:
+                mbd_ros.load(str(path))
+            check(info.value, f"URDF file {what}: {path}")
+            for key, noun in (("closures", "closure file"), ("forces", "forces file"),
+                              ("flexible", "flexible-link file")):
+                with pytest.raises(mbd_ros.ModelError) as info:
+                    mbd_ros.load(FOURBAR, **{key: str(path)})
+                check(info.value, f"{noun} {what}: {path}")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import fields
-from ..errors import ModelError
+from ..errors import ModelError, missing_file
 from .yaml_input import read_yaml
 
 TOP_LEVEL_KEYS = ("flexible_links",)
@@ -145,7 +145,8 @@ def _read_entry(entry, index, where, base_dir, links, link_names):
             candidate = os.path.join(base_dir, path)
             path = candidate if os.path.isfile(candidate) or not os.path.isfile(path) else path
         if not os.path.isfile(path):
-            raise ModelError(f"{label}: field 'modal_data': file not found: {fields.text(path)}")
+            raise ModelError(f"{label}: field 'modal_data': file {missing_file(path)}: "
+                             f"{fields.text(path)}")
         modal = path
     return FlexibleLinkSpec(link=link, beam=beam, modal_data=modal, modes=modes,
                             damping_ratio=damping, label=label)

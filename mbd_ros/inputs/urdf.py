@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
-from ..errors import ModelError, excerpt
+from ..errors import ModelError, excerpt, missing_file
 from .urdf_elements import parse_joint, parse_link, xml_float
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar", "spherical",
@@ -129,7 +129,7 @@ def _read_source(urdf):
         _check_size(len(text), urdf, "characters once expanded")
         return text, urdf
     if "\x00" in urdf or not os.path.isfile(urdf):
-        raise ModelError(f"URDF file not found: {excerpt(urdf)}")
+        raise ModelError(f"URDF file {missing_file(urdf)}: {excerpt(urdf)}")
     try:
         _check_size(os.path.getsize(urdf), urdf, "bytes")
         with open(urdf, encoding="utf-8-sig") as stream:

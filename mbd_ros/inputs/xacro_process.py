@@ -101,7 +101,8 @@ def expand(path, mappings=None, timeout=None, max_memory=None, max_output=None):
     memory = MAX_MEMORY_BYTES if max_memory is None else int(max_memory)
     output = MAX_OUTPUT_BYTES if max_output is None else int(max_output)
     if not os.path.isfile(path):
-        raise XacroError(f"xacro file not found: {_short(path)}")
+        what = "is not a regular file" if os.path.exists(path) else "not found"
+        raise XacroError(f"xacro file {what}: {_short(path)}")
     if not sys.executable:
         raise XacroError(f"{path}: cannot expand it: no Python interpreter to run xacro in")
     job = {"path": path, "mappings": {str(k): str(v) for k, v in dict(mappings or {}).items()},

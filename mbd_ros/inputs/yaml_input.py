@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import ModelError, excerpt
+from ..errors import ModelError, excerpt, missing_file
 
 # Caps on hostile inputs: a model file is a few kB (1000 closures: ~120 kB, ~25 000 nodes);
 # these are far above any real one. PyYAML composes ~15 000 nodes/s on a loaded machine, so the
@@ -128,7 +128,7 @@ def read_yaml(source, what, file_noun=None):
     data = parse_yaml_text(source, f"<{what} text>")
     if isinstance(data, str) and "\n" not in source.strip():
         # one line that is neither an existing file nor YAML structure: most likely a path
-        raise ModelError(f"{noun} not found: {excerpt(source)}")
+        raise ModelError(f"{noun} {missing_file(source)}: {excerpt(source)}")
     return data, f"<{what} text>"
 
 
@@ -141,7 +141,7 @@ def _is_file(path):
 
 def _read_file(path, noun):
     if not _is_file(path):
-        raise ModelError(f"{noun} not found: {excerpt(path)}")
+        raise ModelError(f"{noun} {missing_file(path)}: {excerpt(path)}")
     try:
         size = os.path.getsize(path)
         if size > MAX_YAML_CHARACTERS * 4:
