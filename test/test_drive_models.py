@@ -66,6 +66,9 @@ def test_pd_default_gains_are_the_joint_inertia_times_the_bandwidth_squared(pend
     w = 2.0 * math.pi * 3.0
     assert_close(kp, [inertia * w * w], "Kp at 3 Hz", rtol=1e-12)
     assert_close(kd, [inertia * w], "Kd at 3 Hz, damping ratio 0.5", rtol=1e-12)
+    for bad in (-0.5, float("nan"), 1e50):
+        with pytest.raises(ValueError, match="damping_ratio must be in"):
+            pd_gains(pendulum, pendulum.neutral(), [0], damping_ratio=bad)
 
 
 @pytest.mark.parametrize("integrator", ["rk4", "semi_implicit_euler"])

@@ -60,7 +60,8 @@ def mutate(path, value):
     (("modes",), 0, ["field 'modes'", "positive integer"]),
     (("modes",), 1000, ["field 'modes'", "1000 modes requested", "has 60"]),
     (("modes",), KeyError, ["field 'modes'", "missing"]),
-    (("damping_ratio",), -0.1, ["damping_ratio", ">= 0"]),
+    (("damping_ratio",), -0.1, ["damping_ratio", "must be in [0, 1000]", "-0.1"]),
+    (("damping_ratio",), 1e50, ["damping_ratio", "must be in [0, 1000]", "1e+50"]),
     (("link",), "elbow_link", ["field 'link'", "no link 'elbow_link'"]),
     (("stiffness",), 1.0, ["unknown field 'stiffness'"]),
 ])

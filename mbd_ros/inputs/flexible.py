@@ -50,6 +50,10 @@ BEAM_TERM_RANGE = (1e-100, 1e100)
 # Modes kept by a link: an absurd count is refused here (a beam or a modal file offering fewer
 # than asked is refused later, naming both counts; neither offers more than 600).
 MAX_MODES = 10_000
+# Modal damping ratio: structures have 0.001-0.1, a mode damped out on purpose a few; beyond this
+# the modal damping 2 zeta omega only makes the flexible dynamics stiff (an explicit step then
+# needs dt < 1 / (zeta omega)), with nothing left to model.
+MAX_DAMPING_RATIO = 1e3
 
 
 @dataclass(frozen=True)
@@ -131,8 +135,9 @@ def _read_entry(entry, index, where, base_dir, links, link_names):
         raise ModelError(f"{label}: field 'modes': missing (how many lowest modes to keep)")
     damping = entry.get("damping_ratio", 0.0)
     damping = fields.number(damping, f"{label}: field 'damping_ratio'")
-    if damping < 0.0:
-        raise ModelError(f"{label}: field 'damping_ratio': must be >= 0, got {damping}")
+    if not 0.0 <= damping <= MAX_DAMPING_RATIO:
+        raise ModelError(f"{label}: field 'damping_ratio': must be in [0, {MAX_DAMPING_RATIO:g}] "
+                         f"(1 is critical damping), got {damping:.6g}")
     beam = modal = None
     if has_beam:
         beam = _read_beam(entry["beam"], label)

@@ -62,6 +62,7 @@ EFFORT, POSITION, VELOCITY = 0, 1, 2
 MODE_NAMES = ("effort", "position", "velocity")
 DRIVE_MODELS = {"ideal": IDEAL, "pd": PD}
 PD_BANDWIDTH_HZ = 10.0   # default position-loop bandwidth of a "pd" servo (pd_gains)
+MAX_DAMPING_RATIO = 1e3  # pd_gains: beyond it Kd = 2 zeta m w is no servo's (and overflows)
 
 
 def pd_gains(robot, q, iv, bandwidth_hz=PD_BANDWIDTH_HZ, damping_ratio=1.0):
@@ -76,10 +77,14 @@ def pd_gains(robot, q, iv, bandwidth_hz=PD_BANDWIDTH_HZ, damping_ratio=1.0):
     bandwidth_hz = float(bandwidth_hz)
     if not (np.isfinite(bandwidth_hz) and bandwidth_hz > 0.0):
         raise ValueError(f"bandwidth_hz must be a finite number > 0, got {bandwidth_hz}")
+    damping_ratio = float(damping_ratio)
+    if not 0.0 <= damping_ratio <= MAX_DAMPING_RATIO:
+        raise ValueError(f"damping_ratio must be in [0, {MAX_DAMPING_RATIO:g}] (1: critically "
+                         f"damped), got {damping_ratio}")
     w = 2.0 * np.pi * bandwidth_hz
     m = robot.mass_matrix(np.asarray(q, dtype=float))
     inertia = effective_inertia(m)[np.asarray(iv)]
-    return inertia * w * w, 2.0 * float(damping_ratio) * inertia * w
+    return inertia * w * w, 2.0 * damping_ratio * inertia * w
 
 
 def effective_inertia(m, minv=None, lower=None):
