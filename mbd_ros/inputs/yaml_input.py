@@ -76,6 +76,20 @@ class UniqueKeySafeLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+    def construct_yaml_int(self, node):
+        # an integer beyond Python's str -> int digit limit (4300) raised a bare ValueError
+        # without a line (shorter ones are read, and refused by their field's check)
+        try:
+            return super().construct_yaml_int(node)
+        except ValueError:
+            raise ModelError(f"line {node.start_mark.line + 1}: an integer of {len(node.value)} "
+                             "characters, beyond what can be read as a number; no model value "
+                             "has that many digits") from None
+
+
+UniqueKeySafeLoader.add_constructor("tag:yaml.org,2002:int", UniqueKeySafeLoader.construct_yaml_int)
+
+
 def _children_size(node, sizes):
     """Sum of the expanded sizes of a composed node's children (aliases count in full)."""
     if isinstance(node, yaml.SequenceNode):
