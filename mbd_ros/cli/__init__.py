@@ -413,6 +413,19 @@ def build_parser():
 
 
 def main(argv=None):
+    """The `mbd-ros` command: returns its exit code (130 when interrupted by Ctrl-C, with no
+    traceback, whenever it comes: the import-time handler of nodes/quiet_start.py before this
+    runs, KeyboardInterrupt after)."""
+    from ..nodes.quiet_start import restore_cli_defaults
+    restore_cli_defaults()
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print('mbd-ros: interrupted', file=sys.stderr)
+        return 130
+
+
+def _main(argv):
     args = build_parser().parse_args(argv)
     if getattr(args, 'n', 1) < 1 or getattr(args, 'repeats', 1) < 1:
         build_parser().error('--n and --repeats must be at least 1')
