@@ -38,25 +38,36 @@ def initial_state(robot, q0=None):
     return q, np.zeros(robot.nv)
 
 
+def substeps_for(robot, dt):
+    """Integrator calls per recorded step of dt: 1, or more when dt is longer than robot.step's
+    default substep (default_max_step: 1 ms, or 1 / omega_max for stiff elastic modes: the
+    sample flexible arm's 835 Hz mode needs 6 per ms; one RK4 step of 1 ms diverged there)."""
+    from ..robot.integrators import default_max_step
+    return max(1, int(math.ceil(dt / default_max_step(robot) - 1e-9)))
+
+
 def simulate(robot, q, v, duration, dt, integrator="rk4"):
-    """Integrate tau = 0 for `duration` s at step `dt`; returns a dict of arrays:
-    t (N,), q (N, nq), v (N, nv), ke, pe, dissipated, balance (= KE + PE + D - E0) (N,),
-    residual_position, residual_velocity (N,) (zeros for a tree), and 'diverged_at' (s or None).
-    Closed loops use robot.step (projected back onto the loops); trees without force elements
-    the whole trajectory in one robot.rollout call (compiled where its engine allows), trees with
-    them a Plant without drives or limits (one compiled call per step, plant.py); both with the
-    Simulator's divergence bound."""
+    """Integrate tau = 0 for `duration` s, recorded every `dt` (each step `substeps_for(robot,
+    dt)` integrator calls); returns a dict of arrays: t (N,), q (N, nq), v (N, nv), ke, pe,
+    dissipated, balance (= KE + PE + D - E0) (N,), residual_position, residual_velocity (N,)
+    (zeros for a tree), 'diverged_at' (s or None) and 'substeps'. Closed loops use robot.step
+    (projected back onto the loops); trees without force elements the whole trajectory in one
+    robot.rollout call (compiled where its engine allows), trees with them a Plant without
+    drives or limits (one compiled call per step, plant.py); both with the Simulator's
+    divergence bound."""
     from ..robot.integrators import MAX_VELOCITY
     from .plant import Plant
     steps = int(round(duration / dt))
+    substeps = substeps_for(robot, dt)
     tau = np.zeros(robot.nv)
     passive = bool(getattr(robot.model, "passive_forces", True))
     closed = bool(robot.closure_names)
     rows = None
     if not closed and not robot.force_element_names:
-        rows = _rollout_rows(robot, q, v, steps, dt, integrator, MAX_VELOCITY)
+        rows = _rollout_rows(robot, q, v, steps, dt, integrator, MAX_VELOCITY, substeps)
     sim = None if closed or rows is not None else \
-        Plant(robot, dt, integrator, q, v, joints=[], limits=False, max_speed=MAX_VELOCITY)
+        Plant(robot, dt, integrator, q, v, joints=[], limits=False, max_speed=MAX_VELOCITY,
+              substeps=substeps)
     rec = {key: [] for key in ("t", "q", "v", "ke", "pe", "dissipated",
                                "residual_position", "residual_velocity")}
     dissipated, power_prev = 0.0, None
@@ -88,7 +99,8 @@ def simulate(robot, q, v, duration, dt, integrator="rk4"):
             continue
         try:
             if closed:
-                q, v = robot.step(q, v, tau, dt, integrator=integrator)
+                for _ in range(substeps):
+                    q, v = robot.step(q, v, tau, dt / substeps, integrator=integrator)
                 q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
             else:
                 sim.step()   # tau = 0: no drive
@@ -99,18 +111,20 @@ def simulate(robot, q, v, duration, dt, integrator="rk4"):
     out = {key: np.array(value) for key, value in rec.items()}
     out["balance"] = out["ke"] + out["pe"] + out["dissipated"] - out["ke"][0] - out["pe"][0]
     out["diverged_at"] = diverged_at
+    out["substeps"] = substeps
     return out
 
 
-def _rollout_rows(robot, q, v, steps, dt, integrator, max_speed):
-    """(Q (n + 1, nq), V (n + 1, nv)) of robot.rollout with tau = 0 from (q, v): n = steps, or
-    fewer when it diverged or failed (its warning is the caller's diverged_at)."""
+def _rollout_rows(robot, q, v, steps, dt, integrator, max_speed, substeps=1):
+    """(Q (n + 1, nq), V (n + 1, nv)) of robot.rollout with tau = 0 from (q, v), `substeps`
+    integrator calls per row: n = steps, or fewer when it diverged or failed (its warning is
+    the caller's diverged_at)."""
     import warnings
     from ..robot.rollout import RolloutWarning
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RolloutWarning)
         result = robot.rollout(q, v, np.zeros((steps, robot.nv)), dt, integrator=integrator,
-                               max_speed=max_speed)
+                               max_speed=max_speed, substeps=substeps)
     return np.asarray(result[0])[:result.steps + 1], np.asarray(result[1])[:result.steps + 1]
 
 
@@ -238,11 +252,15 @@ def cmd_simulate(args):
     scale = max(float(np.max(np.abs(record["ke"]))), float(record["dissipated"][-1]), 1e-12)
     drift = float(np.max(np.abs(record["balance"])))
     name = Path(args.urdf).name
+    substeps = record["substeps"]
+    split = (f" ({substeps} substeps each, robot.step's default longest substep "
+             f"{args.dt / substeps * 1e3:.3g} ms)" if substeps > 1 else "")
     print(f"mbd-ros simulate: {name}, nq {robot.nq}, nv {robot.nv}, "
           f"{len(robot.closure_names)} closures; tau = 0, {args.integrator}, "
-          f"dt {args.dt * 1e3:g} ms, {steps} steps")
+          f"dt {args.dt * 1e3:g} ms, {steps} steps{split}")
     print(f"energy balance |KE + PE + D - E0| max {drift:.3e} J = {drift / scale:.2e} of the "
-          "energy moved")
+          "energy moved" + (" (force elements' work not included: not a check of the "
+                            "integration)" if robot.force_element_names else ""))
     if robot.closure_names:
         print(f"constraint residual max: position {record['residual_position'].max():.3e}, "
               f"velocity {record['residual_velocity'].max():.3e}")
