@@ -50,12 +50,14 @@ def _nodes(context):
     drives_file = [os.path.join(config, 'arm7_drives.yaml')] \
         if sample and arg('drives') == 'realistic' else []
     plant = LifecycleNode(
-        package='mbd_ros', executable='forward_dynamics', name='forward_dynamics', namespace='',
+        package='mbd_ros', executable='forward_dynamics', name='forward_dynamics',
+        namespace=arg('namespace'),
         output='screen',
         parameters=params_file('params_file', 'arm7_simulate.yaml') + drives_file + [dict(
             common, mode='simulate', rate_hz=float(arg('rate')))])
     controller = LifecycleNode(
-        package='mbd_ros', executable='inverse_dynamics', name='inverse_dynamics', namespace='',
+        package='mbd_ros', executable='inverse_dynamics', name='inverse_dynamics',
+        namespace=arg('namespace'),
         output='screen',
         parameters=params_file('controller_params_file', 'arm7_computed_torque.yaml') + [dict(
             common, mode=arg('mode'))],
@@ -69,7 +71,7 @@ def _nodes(context):
         reference_params = [{'joints': commanded_joints(robot, arg('closures'))}]
     reference = Node(
         package='mbd_ros', executable='reference_publisher', name='reference_publisher',
-        output='screen', parameters=reference_params,
+        namespace=arg('namespace'), output='screen', parameters=reference_params,
         remappings=[('reference', 'inverse_dynamics/reference')])
     return [plant, controller, reference]
 
@@ -109,5 +111,9 @@ def generate_launch_description():
             choices=['single_threaded', 'events', 'rclpy_single_threaded'],
             description='rclpy executor of the two dynamics nodes (events: less CPU, but a '
                         'topic flood freezes it)'),
+        DeclareLaunchArgument(
+            'namespace', default_value='',
+            description='namespace of the three nodes and their topics (the remappings between '
+                        'them are relative: they stay inside it)'),
         OpaqueFunction(function=_nodes),
     ])

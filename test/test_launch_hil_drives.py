@@ -57,3 +57,19 @@ def test_the_realistic_drives_file_sets_declared_parameters():
     values = yaml.safe_load((CONFIG / "arm7_drives.yaml").read_text())["/**"]["ros__parameters"]
     assert set(values) <= set(names), set(values) - set(names)
     assert values["drive_model"] == "pd" and values["measurement_delay_cycles"] == 1
+
+
+def test_the_namespace_argument_puts_the_three_nodes_in_it(monkeypatch):
+    """docs/nodes.md lists `namespace` for hil_demo.launch.py as for the other two launch files
+    (it had none: the nodes were always at the root). Default '': the root, as before; the
+    remappings between the nodes are relative, so they stay inside the namespace."""
+    declared, started = run_hil_launch(monkeypatch, {})
+    assert declared["namespace"][0] == ""
+    assert [kw["namespace"] for kw in started] == ["", "", ""]
+    _, started = run_hil_launch(monkeypatch, {"namespace": "robot1"})
+    assert sorted(kw["executable"] for kw in started) == ["forward_dynamics", "inverse_dynamics",
+                                                          "reference_publisher"]
+    assert all(kw["namespace"] == "robot1" for kw in started)
+    for kw in started:
+        for _, target in kw.get("remappings", []):
+            assert not target.startswith("/"), target
