@@ -73,5 +73,8 @@ class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def install():
+    """First on sys.meta_path: a submodule of a moved package (`mbd_ros.flexible.modal`) would
+    otherwise be found by the path finder in the new package's folder and loaded a second time
+    under the old name, where its relative imports reach beyond the top-level package."""
     if not any(isinstance(finder, MovedModules) for finder in sys.meta_path):
-        sys.meta_path.append(MovedModules())
+        sys.meta_path.insert(0, MovedModules())

@@ -195,6 +195,24 @@ def test_documented_module_paths_of_earlier_versions_still_import():
     assert mbd_ros.Robot is importlib.import_module("mbd_ros.robot").Robot
 
 
+def test_submodules_of_a_moved_package_import_as_the_new_modules():
+    """docs/flexible.md cites mbd_ros.flexible.modal (the package moved to
+    mbd_ros.model.flexible): the path finder found modal.py in the new folder and loaded it a
+    second time as mbd_ros.flexible.modal, whose relative imports reach beyond the top-level
+    package (ImportError). In a fresh process, as a user's script would import it."""
+    import subprocess
+    import sys
+    code = ("import mbd_ros.flexible.modal as a\n"
+            "import mbd_ros.model.flexible.modal as b\n"
+            "assert a is b and a.MAX_MODAL_NODES > 0\n"
+            "from mbd_ros.flexible.build import build_flexible\n"
+            "import mbd_ros.model.flexible.build as c\n"
+            "assert build_flexible is c.build_flexible\n")
+    out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+
+
 def test_an_old_module_path_leaves_the_module_its_own_spec():
     """Importing an old path must not rename the module that owns the code: its __spec__
     stays its own, so relative imports inside it raise no ImportWarning (an error under
