@@ -85,13 +85,17 @@ def test_a_sweep_timeout_that_is_no_duration_is_refused_before_any_output(timeou
 def test_simulate_splits_the_step_for_stiff_elastic_modes(capsys):
     """The flexible arm's 835 Hz mode needs RK4 steps of at most 1 / omega (robot.step's
     default substep, default_max_step: 6 per ms); `mbd-ros simulate --flexible` ran one RK4 step
-    per 1 ms dt and diverged at t = 5 ms (the README's command). Now each recorded step is that
-    many RK4 substeps: no divergence, the same states as robot.step's default integrator."""
+    per 1 ms dt and diverged at t = 5 ms (the README's command). Now, without --integrator (the
+    library's default integrator), each recorded step is that many RK4 substeps: no divergence,
+    the same states as robot.step's default integrator; --integrator rk4 is one step per dt,
+    as asked (and diverges there)."""
     urdf, flexible = str(REPO / "urdf" / "flexible_arm.urdf"), str(REPO / "config" /
                                                                    "flexible_arm.yaml")
     robot = mbd_ros.load(urdf, flexible=flexible)
     q, v = initial_state(robot)
-    record = simulate(robot, q, v, duration=0.3, dt=1e-3, integrator="rk4")
+    from mbd_ros.simulation.report import substeps_for
+    assert substeps_for(robot, 1e-3) == 6
+    record = simulate(robot, q, v, duration=0.3, dt=1e-3, integrator="rk4", substeps=6)
     assert record["diverged_at"] is None and record["substeps"] == 6
     # against robot.step's default integrator (RK4 in those same substeps)
     q_step, v_step = q.copy(), v.copy()
@@ -101,3 +105,7 @@ def test_simulate_splits_the_step_for_stiff_elastic_modes(capsys):
     code = cli.main(["simulate", urdf, "--flexible", flexible, "--duration", "0.3"])
     text = capsys.readouterr().out
     assert code == 0 and "6 substeps each" in text and "failed" not in text, text
+    code = cli.main(["simulate", urdf, "--flexible", flexible, "--duration", "0.3",
+                     "--integrator", "rk4"])
+    text = capsys.readouterr().out
+    assert code == 1 and "substeps" not in text and "failed at t = 0.005 s" in text, text

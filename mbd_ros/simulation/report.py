@@ -46,9 +46,10 @@ def substeps_for(robot, dt):
     return max(1, int(math.ceil(dt / default_max_step(robot) - 1e-9)))
 
 
-def simulate(robot, q, v, duration, dt, integrator="rk4"):
-    """Integrate tau = 0 for `duration` s, recorded every `dt` (each step `substeps_for(robot,
-    dt)` integrator calls); returns a dict of arrays: t (N,), q (N, nq), v (N, nv), ke, pe,
+def simulate(robot, q, v, duration, dt, integrator="rk4", substeps=1):
+    """Integrate tau = 0 for `duration` s, recorded every `dt` (each step `substeps` integrator
+    calls of dt / substeps; `mbd-ros simulate` without --integrator: substeps_for); returns a
+    dict of arrays: t (N,), q (N, nq), v (N, nv), ke, pe,
     dissipated, balance (= KE + PE + D - E0) (N,), residual_position, residual_velocity (N,)
     (zeros for a tree), 'diverged_at' (s or None) and 'substeps'. Closed loops use robot.step
     (projected back onto the loops); trees without force elements the whole trajectory in one
@@ -58,7 +59,7 @@ def simulate(robot, q, v, duration, dt, integrator="rk4"):
     from ..robot.integrators import MAX_VELOCITY
     from .plant import Plant
     steps = int(round(duration / dt))
-    substeps = substeps_for(robot, dt)
+    substeps = int(substeps)
     tau = np.zeros(robot.nv)
     passive = bool(getattr(robot.model, "passive_forces", True))
     closed = bool(robot.closure_names)
@@ -235,8 +236,10 @@ def add_arguments(parser):
                         help="add a free joint 'root_joint' above the URDF root")
     parser.add_argument("--duration", type=float, default=2.0, help="simulated time, s")
     parser.add_argument("--dt", type=float, default=1e-3, help="step, s (default 0.001)")
-    parser.add_argument("--integrator", default="rk4", choices=("rk4", "semi_implicit_euler"),
-                        help="integrator (default rk4)")
+    parser.add_argument("--integrator", default=None, choices=("rk4", "semi_implicit_euler"),
+                        help="one step of this integrator per dt (default: robot.step's "
+                             "default, RK4 in substeps of at most 1 ms, or 1 / omega for stiff "
+                             "elastic modes)")
     parser.add_argument("--q0", type=float, nargs="+", default=None,
                         help="initial configuration (default: a seeded random one, at rest)")
     parser.add_argument("--plot", default=None, help="write the plots to this PNG file")
@@ -247,7 +250,9 @@ def cmd_simulate(args):
     robot = load_robot(args.urdf, args.closures, args.forces, args.flexible,
                        args.floating_base)
     q, v = initial_state(robot, args.q0)
-    record = simulate(robot, q, v, args.duration, args.dt, args.integrator)
+    integrator = args.integrator or "rk4"
+    substeps = 1 if args.integrator else substeps_for(robot, args.dt)
+    record = simulate(robot, q, v, args.duration, args.dt, integrator, substeps)
     steps = len(record["t"]) - 1
     scale = max(float(np.max(np.abs(record["ke"]))), float(record["dissipated"][-1]), 1e-12)
     drift = float(np.max(np.abs(record["balance"])))
@@ -256,7 +261,7 @@ def cmd_simulate(args):
     split = (f" ({substeps} substeps each, robot.step's default longest substep "
              f"{args.dt / substeps * 1e3:.3g} ms)" if substeps > 1 else "")
     print(f"mbd-ros simulate: {name}, nq {robot.nq}, nv {robot.nv}, "
-          f"{len(robot.closure_names)} closures; tau = 0, {args.integrator}, "
+          f"{len(robot.closure_names)} closures; tau = 0, {integrator}, "
           f"dt {args.dt * 1e3:g} ms, {steps} steps{split}")
     print(f"energy balance |KE + PE + D - E0| max {drift:.3e} J = {drift / scale:.2e} of the "
           "energy moved" + (" (force elements' work not included: not a check of the "
@@ -268,7 +273,7 @@ def cmd_simulate(args):
         print(f"the simulation failed at t = {record['diverged_at']:.3f} s")
     if args.plot:
         note = "force elements' work not included" if args.forces else ""
-        title = (f"{name}: passive motion (tau = 0), {args.integrator}, dt = "
+        title = (f"{name}: passive motion (tau = 0), {integrator}, dt = "
                  f"{args.dt * 1e3:g} ms")
         plot_simulation(record, _dof_labels(robot), title, args.plot, note)
         print(f"wrote {args.plot}")
