@@ -371,6 +371,14 @@ class DynamicsNode(LifecycleNode):
         source = self._expand_xacro(source, what)
         closures = self.param("closures_path") or None
         options = {}
+        codegen = self.param("codegen")
+        if codegen and self.param("flexible_path"):
+            # codegen (default True) means "where there are generated kernels": flexible links
+            # have none, and the library's UserWarning for codegen=True printed a raw Python
+            # warning at every start of the sample flexible arm's launch
+            codegen = False
+            self.get_logger().info("codegen: flexible links have no generated kernels; the "
+                                   "flexible kernels run")
         if self.param("friction_velocity") != FRICTION_VELOCITY:
             options["friction_velocity"] = self.param("friction_velocity")
         if self.param("flexible_path"):        # flexible links (docs/flexible.md)
@@ -382,7 +390,7 @@ class DynamicsNode(LifecycleNode):
                                 floating_base=self.param("floating_base"),
                                 gravity=tuple(self.param("gravity")),
                                 passive_forces=self.param("passive_forces"),
-                                codegen=self.param("codegen"), **options)
+                                codegen=codegen, **options)
         except NotImplementedError as exc:
             raise RuntimeError(f"cannot load the robot from {what}: {exc}") from None
 
