@@ -9,12 +9,46 @@ Publishes joint_states (shoulder, elbow), ~/elastic_states (forearm/mode_1..4), 
 joint_commands. Files: urdf/flexible_arm.urdf, config/flexible_arm.yaml (the flexible_links
 section), config/flexible_arm_simulate.yaml (node parameters).
 """
+import os
+import sys
+
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import PathJoinSubstitution
 from launch_ros.actions import LifecycleNode
-from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from robot_args import launch_value, params_file_path  # noqa: E402 (beside)
+
+
+def _node(context):
+    """The node, its files checked first: a missing params file was passed on to launch_ros,
+    which only warned and started the node without it; a relative path is resolved in the
+    package share directory, as in forward_dynamics.launch.py."""
+    share = FindPackageShare('mbd_ros').perform(context)
+    params = params_file_path(launch_value(context, 'params_file'), share)
+    files = {}
+    for name in ('urdf', 'flexible'):
+        text = launch_value(context, name).strip()
+        path = text if os.path.isabs(text) else os.path.join(share, text)
+        if not os.path.isfile(text) and not os.path.isfile(path):
+            raise ValueError(f'{name}: {text!r} is not a file (looked for '
+                             f'{os.path.abspath(text)} and {path})')
+        files[name] = text if os.path.isfile(text) else path
+    return [LifecycleNode(
+        package='mbd_ros',
+        executable='forward_dynamics',
+        name='forward_dynamics',
+        namespace=launch_value(context, 'namespace'),
+        output='screen',
+        parameters=([params] if params else []) + [{
+            'urdf_path': files['urdf'],
+            'flexible_path': files['flexible'],
+            'mode': 'simulate',
+            'rate_hz': float(launch_value(context, 'rate')),
+        }],
+    )]
 
 
 def generate_launch_description():
@@ -22,14 +56,17 @@ def generate_launch_description():
     arguments = [
         DeclareLaunchArgument(
             'urdf', default_value=PathJoinSubstitution([share, 'urdf', 'flexible_arm.urdf']),
-            description='URDF file of the robot'),
+            description='URDF file of the robot (a relative path: also looked for in the '
+                        'package share directory)'),
         DeclareLaunchArgument(
             'flexible', default_value=PathJoinSubstitution([share, 'config', 'flexible_arm.yaml']),
-            description='YAML file with the flexible_links section'),
+            description='YAML file with the flexible_links section (a relative path: also '
+                        'looked for in the package share directory)'),
         DeclareLaunchArgument(
             'params_file',
             default_value=PathJoinSubstitution([share, 'config', 'flexible_arm_simulate.yaml']),
-            description='node parameters (YAML)'),
+            description='node parameters (YAML; a relative path is resolved in the package '
+                        'share directory; empty: none)'),
         DeclareLaunchArgument(
             'rate', default_value='4000.0',
             description='step rate in Hz: RK4 needs 2 pi f dt < 2.8 for the highest mode of the '
@@ -37,20 +74,4 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'namespace', default_value='', description='namespace of the node and its topics'),
     ]
-    node = LifecycleNode(
-        package='mbd_ros',
-        executable='forward_dynamics',
-        name='forward_dynamics',
-        namespace=LaunchConfiguration('namespace'),
-        output='screen',
-        parameters=[
-            LaunchConfiguration('params_file'),
-            {
-                'urdf_path': ParameterValue(LaunchConfiguration('urdf'), value_type=str),
-                'flexible_path': ParameterValue(LaunchConfiguration('flexible'), value_type=str),
-                'mode': 'simulate',
-                'rate_hz': ParameterValue(LaunchConfiguration('rate'), value_type=float),
-            },
-        ],
-    )
-    return LaunchDescription(arguments + [node])
+    return LaunchDescription(arguments + [OpaqueFunction(function=_node)])

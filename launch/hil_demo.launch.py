@@ -3,7 +3,7 @@
     ros2 launch mbd_ros hil_demo.launch.py [rate:=1000.0]                 # the sample arm7
     ros2 launch mbd_ros hil_demo.launch.py urdf:=gantry.urdf
     ros2 launch mbd_ros hil_demo.launch.py urdf:=robot.urdf.xacro xacro_args:="a:=1"
-    ros2 launch mbd_ros hil_demo.launch.py urdf:='' robot_description:="$(cat robot.urdf)"
+    ros2 launch mbd_ros hil_demo.launch.py robot_description:="$(cat robot.urdf)"
 
 - forward_dynamics (simulate): the plant; joint_states out, effort commands in
 - inverse_dynamics (computed_torque): joint_states + reference -> effort commands, remapped
@@ -11,7 +11,7 @@
 - reference_publisher: a smooth swing of every commanded joint, remapped onto
   inverse_dynamics/reference
 The robot: `robot_description` (XML), else `urdf` (default: the sample arm7; a URDF or .xacro
-path + `xacro_args`), else (urdf:='') the robot_description topic, and then no reference
+path + `xacro_args`), else (urdf:=none) the robot_description topic, and then no reference
 publisher (its joints are unknown until the robot arrives). The parameter files default to
 config/arm7_*.yaml for the sample arm7 and to none (the nodes' defaults) for any other robot.
 Watch it with `ros2 topic echo /diagnostics` or `ros2 topic hz /joint_states`.
@@ -20,14 +20,24 @@ import os
 import sys
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutdown
 from launch_ros.actions import LifecycleNode, Node
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from robot_args import (commanded_joints, launch_value, robot_arguments,  # noqa: E402 (beside)
-                        robot_from_launch)
+from robot_args import (commanded_joints, launch_value, params_file_path,  # noqa: E402
+                        robot_arguments, robot_from_launch)
 
 SAMPLE = 'arm7.urdf'
+
+
+def ends_the_demo(what):
+    """on_exit of each node: a node that exits (a failed configure, a crash) ends the whole
+    launch, instead of leaving the others running without it. Not once the launch is shutting
+    down (Ctrl-C): a second Shutdown event makes launch_ros shut its ROS adapter down again,
+    which logs "Cannot shutdown a ROS adapter that is not running" as an error."""
+    def on_exit(event, context):
+        return None if context.is_shutdown else [Shutdown(reason=f'hil_demo: {what} exited')]
+    return on_exit
 
 
 def _nodes(context):
@@ -40,10 +50,13 @@ def _nodes(context):
         robot.get('urdf_path') == SAMPLE
 
     def params_file(name, sample_file):
+        # a relative path is resolved in the share directory, a missing file is an error
+        # naming the argument (launch_ros only warned and started the nodes without it)
         value = arg(name)
         if value == 'auto':
             return [os.path.join(config, sample_file)] if sample else []
-        return [value] if value else []
+        path = params_file_path(value, share)
+        return [path] if path else []
     executor = arg('executor')
     common = dict(robot, closures_path=arg('closures'), executor=executor)
     # realistic drives of the sample arm (docs/plant.md "Drive models"); drives:=ideal: none
@@ -51,13 +64,13 @@ def _nodes(context):
         if sample and arg('drives') == 'realistic' else []
     plant = LifecycleNode(
         package='mbd_ros', executable='forward_dynamics', name='forward_dynamics',
-        namespace=arg('namespace'),
+        namespace=arg('namespace'), on_exit=ends_the_demo('the plant (forward_dynamics)'),
         output='screen',
         parameters=params_file('params_file', 'arm7_simulate.yaml') + drives_file + [dict(
             common, mode='simulate', rate_hz=float(arg('rate')))])
     controller = LifecycleNode(
         package='mbd_ros', executable='inverse_dynamics', name='inverse_dynamics',
-        namespace=arg('namespace'),
+        namespace=arg('namespace'), on_exit=ends_the_demo('the controller (inverse_dynamics)'),
         output='screen',
         parameters=params_file('controller_params_file', 'arm7_computed_torque.yaml') + [dict(
             common, mode=arg('mode'))],
@@ -71,7 +84,8 @@ def _nodes(context):
         reference_params = [{'joints': commanded_joints(robot, arg('closures'))}]
     reference = Node(
         package='mbd_ros', executable='reference_publisher', name='reference_publisher',
-        namespace=arg('namespace'), output='screen', parameters=reference_params,
+        namespace=arg('namespace'), on_exit=ends_the_demo('the reference publisher'),
+        output='screen', parameters=reference_params,
         remappings=[('reference', 'inverse_dynamics/reference')])
     return [plant, controller, reference]
 

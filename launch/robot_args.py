@@ -10,6 +10,7 @@ robot_parameters(robot_description, urdf, xacro_args, search_dirs), first match 
 - robot_description (URDF XML text)   -> {'robot_description': xml}
 - urdf = a .xacro path (+ xacro_args) -> {'robot_description': expanded xml}
 - urdf = a URDF path                  -> {'urdf_path': path}
+  (a path that is no file, also in search_dirs: ValueError naming the argument)
 - none                                -> {} (the nodes wait for the robot_description topic)
 
 robot_arguments() declares the launch arguments this reads (robot_description, urdf, xacro_args,
@@ -103,6 +104,14 @@ def robot_parameters(robot_description='', urdf='', xacro_args='', search_dirs=(
         urdf = ''
     if urdf and urdf.strip():
         path = resolve_path(urdf.strip(), search_dirs)
+        if not os.path.isfile(path):
+            # refused here, naming the argument, rather than by every node it would start
+            places = [os.path.abspath(urdf.strip())] + \
+                [os.path.join(str(d), urdf.strip()) for d in search_dirs
+                 if not os.path.isabs(urdf.strip())]
+            raise ValueError(f'urdf: {urdf.strip()!r} is not a file (looked for '
+                             f'{", ".join(places)}); urdf:={NO_URDF} waits for the '
+                             'robot_description topic')
         if path.lower().endswith('.xacro'):
             return {'robot_description': expand_xacro(path, mappings)}
         if mappings:

@@ -13,7 +13,7 @@ dynamics node in task_space mode (Cartesian impedance), the loop closed over top
   ~/reference: the null-space posture) -> effort commands, remapped onto
   forward_dynamics/effort_commands; ~/task_error
 The robot: `robot_description` (XML), else `urdf` (default: the sample arm7; a URDF or .xacro
-path + `xacro_args`), else (urdf:='') the robot_description topic. The parameter files default
+path + `xacro_args`), else (urdf:=none) the robot_description topic. The parameter files default
 to config/arm7_simulate.yaml and config/arm7_task_space.yaml for the sample arm7 and to none
 (the nodes' defaults) for any other robot; `task_link` is then required. Until a target arrives
 the controller holds the first measured pose. The gains of the sample file assume a loop delay
@@ -24,13 +24,24 @@ import os
 import sys
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
 from launch_ros.actions import LifecycleNode
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from robot_args import launch_value, robot_arguments, robot_from_launch  # noqa: E402 (beside)
+from robot_args import (launch_value, params_file_path, robot_arguments,  # noqa: E402 (beside)
+                        robot_from_launch)
 
 SAMPLE = 'arm7.urdf'
+
+
+def ends_the_demo(what):
+    """on_exit of each node: a node that exits (a failed configure, a crash) ends the whole
+    launch, instead of leaving the other running without it. Not once the launch is shutting
+    down (Ctrl-C): a second Shutdown event makes launch_ros shut its ROS adapter down again,
+    which logs "Cannot shutdown a ROS adapter that is not running" as an error."""
+    def on_exit(event, context):
+        return None if context.is_shutdown else [Shutdown(reason=f'task_space: {what} exited')]
+    return on_exit
 
 
 def _nodes(context):
@@ -43,14 +54,18 @@ def _nodes(context):
         robot.get('urdf_path') == SAMPLE
 
     def params_file(name, sample_file):
+        # a relative path is resolved in the share directory, a missing file is an error
+        # naming the argument (launch_ros only warned and started the nodes without it)
         value = arg(name)
         if value == 'auto':
             return [os.path.join(config, sample_file)] if sample else []
-        return [value] if value else []
+        path = params_file_path(value, share)
+        return [path] if path else []
     common = dict(robot, closures_path=arg('closures'))
     plant = LifecycleNode(
         package='mbd_ros', executable='forward_dynamics', name='forward_dynamics',
         namespace=arg('namespace'), output='screen',
+        on_exit=ends_the_demo('the plant (forward_dynamics)'),
         parameters=params_file('params_file', 'arm7_simulate.yaml') + [dict(
             common, mode='simulate', rate_hz=float(arg('rate')))])
     overrides = dict(common, mode='task_space')
@@ -59,6 +74,7 @@ def _nodes(context):
     controller = LifecycleNode(
         package='mbd_ros', executable='inverse_dynamics', name='inverse_dynamics',
         namespace=arg('namespace'), output='screen',
+        on_exit=ends_the_demo('the controller (inverse_dynamics)'),
         parameters=params_file('controller_params_file', 'arm7_task_space.yaml') + [overrides],
         remappings=[('~/effort_commands', 'forward_dynamics/effort_commands')])
     return [plant, controller]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 
+import pytest
 import yaml
 
 from ros_harness import CONFIG, REPO, URDF
@@ -73,3 +74,66 @@ def test_the_namespace_argument_puts_the_three_nodes_in_it(monkeypatch):
     for kw in started:
         for _, target in kw.get("remappings", []):
             assert not target.startswith("/"), target
+
+
+def run_launch_file(monkeypatch, name, values):
+    """Like run_hil_launch, for launch/<name>."""
+    started = []
+    declared = stand_ins(monkeypatch, values, started)
+    sys.modules["launch.actions"].LogInfo = lambda **kw: kw
+    sys.modules["launch_ros.actions"].Node = lambda **kw: started.append(kw) or kw
+    spec = importlib.util.spec_from_file_location(name.replace(".", "_"),
+                                                  REPO / "launch" / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for action in module.generate_launch_description():
+        if hasattr(action, "function"):
+            action.function(object())
+    return declared, started
+
+
+@pytest.mark.parametrize("name, arguments", [
+    ("hil_demo.launch.py", ("params_file", "controller_params_file", "reference_params_file")),
+    ("task_space.launch.py", ("params_file", "controller_params_file"))])
+def test_the_demos_resolve_their_parameter_files_and_refuse_missing_ones(monkeypatch, name,
+                                                                        arguments):
+    """A missing params file was passed on to launch_ros, which only warned and started the
+    node without it (an outside launch audit); a relative one was taken against the current
+    directory. Now, as in forward_dynamics.launch.py: relative paths in the share directory, a
+    missing file a ValueError naming the argument."""
+    for argument in arguments:
+        _, started = run_launch_file(monkeypatch, name, {argument: "config/arm7_simulate.yaml"})
+        files = [p for kw in started for p in kw["parameters"] if isinstance(p, str)]
+        assert str(CONFIG / "arm7_simulate.yaml") in files, (argument, files)
+        with pytest.raises(ValueError, match="params_file: 'config/nope.yaml' not found"):
+            run_launch_file(monkeypatch, name, {argument: "config/nope.yaml"})
+
+
+@pytest.mark.parametrize("name", ["hil_demo.launch.py", "task_space.launch.py"])
+def test_a_node_that_exits_ends_the_demo(monkeypatch, name):
+    """Each node's on_exit is a Shutdown unless the launch is already shutting down: a
+    controller that failed to configure left the plant simulating alone until Ctrl-C (an
+    outside launch audit)."""
+    _, started = run_launch_file(monkeypatch, name, {})
+    assert started
+    for kw in started:
+        class Context:
+            is_shutdown = False
+        [(kind, options)] = kw["on_exit"](object(), Context())
+        assert kind == "Shutdown" and options["reason"].endswith(" exited"), options
+        Context.is_shutdown = True    # Ctrl-C: the launch is already ending, no second event
+        assert kw["on_exit"](object(), Context()) is None
+
+
+def test_an_unknown_urdf_is_refused_naming_the_argument(monkeypatch):
+    """hil_demo.launch.py urdf:=nope.urdf failed with a bare '[Errno 2] No such file or
+    directory: nope.urdf' from the launch process; forward_dynamics.launch.py started a node
+    that then exited. Refused once, naming the argument and the places looked in."""
+    from robot_args import robot_parameters
+    with pytest.raises(ValueError, match=r"urdf: 'nope.urdf' is not a file \(looked for .*"
+                                         r"nope.urdf, .*urdf/nope.urdf\); urdf:=none"):
+        robot_parameters(urdf="nope.urdf", search_dirs=[str(URDF)])
+    assert robot_parameters(urdf="gantry.urdf", search_dirs=[str(URDF)]) == \
+        {"urdf_path": str(URDF / "gantry.urdf")}
+    with pytest.raises(ValueError, match="urdf: 'nope.urdf' is not a file"):
+        run_launch_file(monkeypatch, "hil_demo.launch.py", {"urdf": "nope.urdf"})

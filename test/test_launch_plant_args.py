@@ -122,6 +122,7 @@ def stand_ins(monkeypatch, values, started):
     modules["launch"].LaunchDescription = lambda actions: actions
     modules["launch.actions"].DeclareLaunchArgument = DeclareLaunchArgument
     modules["launch.actions"].OpaqueFunction = OpaqueFunction
+    modules["launch.actions"].Shutdown = lambda **kw: ("Shutdown", kw)
     modules["launch.substitutions"].LaunchConfiguration = LaunchConfiguration
     modules["launch_ros.actions"].LifecycleNode = lambda **kw: started.append(kw) or kw
     modules["launch_ros.substitutions"].FindPackageShare = FindPackageShare
