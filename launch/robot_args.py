@@ -257,6 +257,17 @@ def robot_arguments(urdf_default='', urdf_description=None, closures_description
     ]
 
 
+def ends_the_launch(reason):
+    """on_exit of a demo's node: a node that exits (a failed configure, a crash) ends the whole
+    launch with `reason`, instead of leaving the others running without it. Not once the launch
+    is shutting down (Ctrl-C): a second Shutdown event makes launch_ros shut its ROS adapter
+    down again, which logs "Cannot shutdown a ROS adapter that is not running" as an error."""
+    def on_exit(event, context):
+        from launch.actions import Shutdown
+        return None if context.is_shutdown else [Shutdown(reason=reason)]
+    return on_exit
+
+
 def launch_value(context, name):
     """The value of launch argument `name` in `context` (a string)."""
     from launch.substitutions import LaunchConfiguration

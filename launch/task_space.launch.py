@@ -24,24 +24,18 @@ import os
 import sys
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch_ros.actions import LifecycleNode
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from robot_args import (launch_value, params_file_path, robot_arguments,  # noqa: E402 (beside)
-                        robot_from_launch)
+from robot_args import (ends_the_launch, launch_value, params_file_path,  # noqa: E402
+                        robot_arguments, robot_from_launch)
 
 SAMPLE = 'arm7.urdf'
 
 
 def ends_the_demo(what):
-    """on_exit of each node: a node that exits (a failed configure, a crash) ends the whole
-    launch, instead of leaving the other running without it. Not once the launch is shutting
-    down (Ctrl-C): a second Shutdown event makes launch_ros shut its ROS adapter down again,
-    which logs "Cannot shutdown a ROS adapter that is not running" as an error."""
-    def on_exit(event, context):
-        return None if context.is_shutdown else [Shutdown(reason=f'task_space: {what} exited')]
-    return on_exit
+    return ends_the_launch(f'task_space: {what} exited')
 
 
 def _nodes(context):

@@ -200,14 +200,19 @@ def test_submodules_of_a_moved_package_import_as_the_new_modules():
     mbd_ros.model.flexible): the path finder found modal.py in the new folder and loaded it a
     second time as mbd_ros.flexible.modal, whose relative imports reach beyond the top-level
     package (ImportError). In a fresh process, as a user's script would import it."""
+    assert_runs_without_warnings(
+        "import mbd_ros.flexible.modal as a\n"
+        "import mbd_ros.model.flexible.modal as b\n"
+        "assert a is b and a.MAX_MODAL_NODES > 0\n"
+        "from mbd_ros.flexible.build import build_flexible\n"
+        "import mbd_ros.model.flexible.build as c\n"
+        "assert build_flexible is c.build_flexible\n")
+
+
+def assert_runs_without_warnings(code):
+    """`code` runs in a fresh interpreter under -W error."""
     import subprocess
     import sys
-    code = ("import mbd_ros.flexible.modal as a\n"
-            "import mbd_ros.model.flexible.modal as b\n"
-            "assert a is b and a.MAX_MODAL_NODES > 0\n"
-            "from mbd_ros.flexible.build import build_flexible\n"
-            "import mbd_ros.model.flexible.build as c\n"
-            "assert build_flexible is c.build_flexible\n")
     out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -217,16 +222,12 @@ def test_an_old_module_path_leaves_the_module_its_own_spec():
     """Importing an old path must not rename the module that owns the code: its __spec__
     stays its own, so relative imports inside it raise no ImportWarning (an error under
     `-W error`, which failed the closed-loop tests once mbd_ros.loops had been imported)."""
-    import subprocess
-    import sys
-    code = ("import mbd_ros, mbd_ros.loops, mbd_ros.flexible.spec\n"
-            "import mbd_ros.robot.constraints as c, mbd_ros.inputs.flexible as f\n"
-            "assert c.__spec__.name == 'mbd_ros.robot.constraints', c.__spec__.name\n"
-            "assert f.__spec__.name == 'mbd_ros.inputs.flexible', f.__spec__.name\n"
-            "import importlib; importlib.reload(c)\n")
-    out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True,
-                         text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
+    assert_runs_without_warnings(
+        "import mbd_ros, mbd_ros.loops, mbd_ros.flexible.spec\n"
+        "import mbd_ros.robot.constraints as c, mbd_ros.inputs.flexible as f\n"
+        "assert c.__spec__.name == 'mbd_ros.robot.constraints', c.__spec__.name\n"
+        "assert f.__spec__.name == 'mbd_ros.inputs.flexible', f.__spec__.name\n"
+        "import importlib; importlib.reload(c)\n")
 
 
 def test_the_command_line_runs_as_a_module():

@@ -15,19 +15,25 @@ from ros_harness import CONFIG, REPO, URDF
 from test_launch_plant_args import stand_ins
 
 
-def run_hil_launch(monkeypatch, values):
+def run_launch_file(monkeypatch, name, values):
+    """(declared arguments, the nodes' keyword arguments) of launch/<name> run on the
+    stand-ins of launch / launch_ros of test_launch_plant_args.py."""
     started = []
     declared = stand_ins(monkeypatch, values, started)
     sys.modules["launch.actions"].LogInfo = lambda **kw: kw
     sys.modules["launch_ros.actions"].Node = lambda **kw: started.append(kw) or kw
-    spec = importlib.util.spec_from_file_location(
-        "hil_demo_launch", REPO / "launch" / "hil_demo.launch.py")
+    spec = importlib.util.spec_from_file_location(name.replace(".", "_"),
+                                                  REPO / "launch" / name)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     for action in module.generate_launch_description():
         if hasattr(action, "function"):
             action.function(object())
     return declared, started
+
+
+def run_hil_launch(monkeypatch, values):
+    return run_launch_file(monkeypatch, "hil_demo.launch.py", values)
 
 
 def plant_files(started):
@@ -74,22 +80,6 @@ def test_the_namespace_argument_puts_the_three_nodes_in_it(monkeypatch):
     for kw in started:
         for _, target in kw.get("remappings", []):
             assert not target.startswith("/"), target
-
-
-def run_launch_file(monkeypatch, name, values):
-    """Like run_hil_launch, for launch/<name>."""
-    started = []
-    declared = stand_ins(monkeypatch, values, started)
-    sys.modules["launch.actions"].LogInfo = lambda **kw: kw
-    sys.modules["launch_ros.actions"].Node = lambda **kw: started.append(kw) or kw
-    spec = importlib.util.spec_from_file_location(name.replace(".", "_"),
-                                                  REPO / "launch" / name)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    for action in module.generate_launch_description():
-        if hasattr(action, "function"):
-            action.function(object())
-    return declared, started
 
 
 @pytest.mark.parametrize("name, arguments", [
