@@ -453,7 +453,15 @@ class InverseDynamicsNode(DynamicsNode):
             self.v_ff[iv] = self.v_ref[iv]
             self.qdd_cmd[:] = 0.0
             self.qdd_cmd[iv] = self.a_ref[iv]
-            if self._couple is not None:   # [mimic joints] the reference on their leaders
+            if self._project is not None:
+                # closed loops: the reference state of the commanded joints completed to a
+                # loop-consistent one (the other joints solved from the loops, the commanded
+                # ones held), as computed_torque completes its qdd; with the measured dependent
+                # joints and qdd 0 there, inverse_dynamics refused every moving state
+                self.q_ff[:] = robot.assemble(self.q_ff, independent=jm.joints)
+                self.v_ff[:] = robot.project_velocity(self.q_ff, self.v_ff)
+                self.qdd_cmd[:] = self._project(self.q_ff, self.v_ff, self.qdd_cmd)
+            elif self._couple is not None:   # [mimic joints] the reference on their leaders
                 self._couple(self.q_ff, self.v_ff, self.qdd_cmd)
             robot.inverse_dynamics(self.q_ff, self.v_ff, self.qdd_cmd, out=self.tau)
         else:
