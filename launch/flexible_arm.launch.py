@@ -19,7 +19,7 @@ from launch_ros.actions import LifecycleNode
 from launch_ros.substitutions import FindPackageShare
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from robot_args import launch_value, params_file_path  # noqa: E402 (beside)
+from robot_args import existing_file, launch_value, params_file_path  # noqa: E402 (beside)
 
 
 def _node(context):
@@ -28,14 +28,8 @@ def _node(context):
     package share directory, as in forward_dynamics.launch.py."""
     share = FindPackageShare('mbd_ros').perform(context)
     params = params_file_path(launch_value(context, 'params_file'), share)
-    files = {}
-    for name in ('urdf', 'flexible'):
-        text = launch_value(context, name).strip()
-        path = text if os.path.isabs(text) else os.path.join(share, text)
-        if not os.path.isfile(text) and not os.path.isfile(path):
-            raise ValueError(f'{name}: {text!r} is not a file (looked for '
-                             f'{os.path.abspath(text)} and {path})')
-        files[name] = text if os.path.isfile(text) else path
+    files = {name: existing_file(name, launch_value(context, name), [share])
+             for name in ('urdf', 'flexible')}
     return [LifecycleNode(
         package='mbd_ros',
         executable='forward_dynamics',

@@ -95,6 +95,20 @@ def resolve_path(path, search_dirs=()):
     return path
 
 
+def existing_file(name, text, search_dirs=(), hint=''):
+    """resolve_path of the launch argument `name` = text, which must be a file: ValueError
+    naming the argument and the places looked in otherwise (refused by the launch file rather
+    than by every node it would start)."""
+    text = text.strip()
+    path = resolve_path(text, search_dirs)
+    if not os.path.isfile(path):
+        places = [os.path.abspath(text)] + \
+            [os.path.join(str(d), text) for d in search_dirs if not os.path.isabs(text)]
+        raise ValueError(f'{name}: {text!r} is not a file (looked for {", ".join(places)})'
+                         + hint)
+    return path
+
+
 def robot_parameters(robot_description='', urdf='', xacro_args='', search_dirs=()):
     """Node parameters for the robot from the launch arguments (see the module docstring)."""
     if robot_description and robot_description.strip():
@@ -103,14 +117,7 @@ def robot_parameters(robot_description='', urdf='', xacro_args='', search_dirs=(
     if urdf and urdf.strip().lower() == NO_URDF:
         urdf = ''
     if urdf and urdf.strip():
-        path = resolve_path(urdf.strip(), search_dirs)
-        if not os.path.isfile(path):
-            # refused here, naming the argument, rather than by every node it would start
-            places = [os.path.abspath(urdf.strip())] + \
-                [os.path.join(str(d), urdf.strip()) for d in search_dirs
-                 if not os.path.isabs(urdf.strip())]
-            raise ValueError(f'urdf: {urdf.strip()!r} is not a file (looked for '
-                             f'{", ".join(places)}); urdf:={NO_URDF} waits for the '
+        path = existing_file('urdf', urdf, search_dirs, f'; urdf:={NO_URDF} waits for the '
                              'robot_description topic')
         if path.lower().endswith('.xacro'):
             return {'robot_description': expand_xacro(path, mappings)}

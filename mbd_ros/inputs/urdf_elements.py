@@ -17,19 +17,22 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from .fields import FLOAT_TEXT
 
-# An XML Schema double (URDF's numbers): ASCII digits, an optional exponent, INF / NaN; not
-# Python's wider float() syntax ("1_000", non-ASCII digits), which no other URDF reader takes.
-# Infinite and NaN values are read here and refused, naming the field, by mbd_ros.urdf.
-XML_DOUBLE = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?|[-+]?(inf|infinity|nan)",
-                        re.IGNORECASE)
+
+# An XML Schema double (URDF's numbers): the decimal syntax of fields.FLOAT_TEXT (ASCII digits,
+# an optional exponent) or INF / NaN; not Python's wider float() syntax ("1_000", non-ASCII
+# digits), which no other URDF reader takes. Infinite and NaN values are read here and refused,
+# naming the field, by mbd_ros.urdf.
+NON_FINITE_TEXT = re.compile(r"[-+]?(inf|infinity|nan)", re.IGNORECASE)
 
 
 def xml_float(text):
     """float of an XML number attribute (surrounding whitespace allowed); ValueError naming the
     text for anything else."""
     stripped = text.strip() if isinstance(text, str) else text
-    if not isinstance(stripped, str) or XML_DOUBLE.fullmatch(stripped) is None:
+    if not isinstance(stripped, str) or (FLOAT_TEXT.match(stripped) is None and
+                                         NON_FINITE_TEXT.fullmatch(stripped) is None):
         raise ValueError(f"not a number: {text!r}")
     return float(stripped)
 

@@ -166,8 +166,8 @@ def limited_drive_torques(drive_int, drive_float, q, v, m, m_eff, m_stable, bias
 def effective_inertias(m, lower, scratch, drive_int, m_eff, m_stable):
     """m_eff (n,) = 1 / diag(M^-1) (the inertia each dof sees with the others free) and
     m_stable (n,) the drives' coupled-stable inertias, by spd_inverse (lower, scratch: (n, n);
-    scratch = M^-1 after, lower's diagonal the r_i below). drive_int: the drives' int rows (drive_torques). Returns
-    spd_inverse's status.
+    scratch = M^-1 after, lower's diagonal the r_i below). drive_int: the drives' int rows
+    (drive_torques). Returns spd_inverse's status.
 
     m_stable is the servo drives' stability cap (drive_torques: D_i <= m_stable_i / dt): on the
     dofs S of the IDEAL drives not in EFFORT mode (the only damping the cap acts on),

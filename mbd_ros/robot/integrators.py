@@ -484,7 +484,7 @@ def step_robot(robot, q, v, tau, dt, integrator=None, options=None, prescribed=N
                              f"{DEFAULT_MAX_STEP:g} s): the largest dt allowed is "
                              f"{MAX_DEFAULT_DT:g} s (take several steps, or name an integrator "
                              "for one step of dt)")
-        substeps = int(np.ceil(dt / default_max_step(robot) - 1e-9))
+        substeps = default_substeps(robot, dt)
     key = (dt, substeps, integrator or DEFAULT_INTEGRATOR, tuple(sorted(options.items())))
     simulator = robot._simulators.get(key)
     start = robot.time
@@ -508,6 +508,12 @@ def step_robot(robot, q, v, tau, dt, integrator=None, options=None, prescribed=N
 # configurations sampled for the highest elastic frequency (it varies with q: the sample flexible
 # four-bar's goes from 250 Hz to 759 Hz between two configurations)
 FREQUENCY_SAMPLES = 16
+
+
+def default_substeps(robot, dt):
+    """Substeps of robot.step's default integrator in a step of dt (s): dt / default_max_step
+    rounded up (a dt a hair above a multiple is not one more substep), at least 1."""
+    return max(1, int(np.ceil(dt / default_max_step(robot) - 1e-9)))
 
 
 def default_max_step(robot):

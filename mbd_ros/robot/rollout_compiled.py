@@ -40,7 +40,6 @@ only where the coordinate partition would be re-chosen.
 """
 from __future__ import annotations
 
-import math
 import threading
 
 import numpy as np
@@ -54,7 +53,7 @@ from ..kernels.rollout_loop_prescribed import loop_prescribed_workspace
 from ..kernels.rollout_projection import projection_workspace
 from ..kernels.rollout_implicit import IMPLICIT_MATS, IMPLICIT_ROWS
 from .constraints import ASSEMBLY_TOLERANCE, EULER_CLOSING_TOLERANCE, PROJECTION_TOLERANCE
-from .integrators import MAX_DEFAULT_DT, MAX_VELOCITY, default_max_step
+from .integrators import MAX_DEFAULT_DT, MAX_VELOCITY, default_substeps
 from .rollout_plant import VELOCITY_TIME_CONSTANT
 from .rollout_flexible_loads import (flexible_load_arrays, flexible_loads_unsupported,
                                      has_flexible_loads)
@@ -240,7 +239,7 @@ def options(problem, engine):
         if h_outer > MAX_DEFAULT_DT * (1.0 + 1e-12):
             raise ValueError(f"dt / substeps = {h_outer:g} s is longer than the default "
                              f"integrator takes in one step ({MAX_DEFAULT_DT:g} s)")
-        inner = int(math.ceil(h_outer / default_max_step(problem.robot) - 1e-9))
+        inner = default_substeps(problem.robot, h_outer)
     iopt[K.I_INTEGRATOR] = INTEGRATOR_CODES[problem.integrator]
     iopt[K.I_SUBSTEPS] = problem.substeps
     iopt[K.I_INNER] = inner

@@ -24,9 +24,10 @@ are small for the inertia the joint shows when its neighbours are free, m_i = 1 
 <= M_ii (tiny for a light leg on a floating base), and for the chain as a whole: the drive
 therefore caps them at D_i <= s_i / dt and K_i <= s_i / (4 dt^2) with s_i = m_i / r_i,
 r_i = sum_j sqrt(m_i m_j) |M^-1_ij| >= 1 over the servo joints j (kernels/plant.py
-effective_inertias: the eigenvalues of dt M^-1 D stay <= 1 for the coupled chain; capping by m_i alone let the arm7 at kp 10000 /
-kd 200 reach 2.05 and oscillate; a digital drive's gains are bounded by its sample rate as
-well). With the exact model compensation the steady-state error is zero.
+effective_inertias: the eigenvalues of dt M^-1 D stay <= 1 for the coupled chain; capping by
+m_i alone let the arm7 at kp 10000 / kd 200 reach 2.05 and oscillate; a digital drive's gains
+are bounded by its sample rate as well). With the exact model compensation the steady-state
+error is zero.
 
 Drive models (`model`, per JointDrives; `set_model`): "ideal" is the law above; "pd" is a
 servo's PD without model compensation,

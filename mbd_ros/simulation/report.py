@@ -42,8 +42,8 @@ def substeps_for(robot, dt):
     """Integrator calls per recorded step of dt: 1, or more when dt is longer than robot.step's
     default substep (default_max_step: 1 ms, or 1 / omega_max for stiff elastic modes: the
     sample flexible arm's 835 Hz mode needs 6 per ms; one RK4 step of 1 ms diverged there)."""
-    from ..robot.integrators import default_max_step
-    return max(1, int(math.ceil(dt / default_max_step(robot) - 1e-9)))
+    from ..robot.integrators import default_substeps
+    return default_substeps(robot, dt)
 
 
 def simulate(robot, q, v, duration, dt, integrator="rk4", substeps=1):
