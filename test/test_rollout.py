@@ -366,6 +366,10 @@ def test_default_max_speed_is_the_plants():
     ({"drives": {"position": np.zeros((4, 7)), "model": "pd", "kp": 10.0}},
      r"drives\['kd'\] is required with model 'pd'"),
     ({"engine": "fast"}, "engine"),
+    ({"t0": np.nan}, "t0 must be finite"),
+    ({"t0": np.inf}, "t0 must be finite"),
+    ({"q0": np.zeros((0, 7)), "v0": np.zeros((0, 7)), "tau": np.zeros((0, 4, 7))},
+     "q0 has shape"),
 ])
 def test_bad_arguments_name_the_argument(arm7, change, name):
     args = {"q0": np.zeros(7), "v0": np.zeros(7), "tau": np.zeros((4, 7)), "dt": DT}

@@ -167,6 +167,41 @@ def test_declined_projection_falls_back_to_robot_steps_own():
         np.testing.assert_array_equal(result.V, reference.V)
 
 
+def test_open_loops_at_a_stage_do_not_stop_the_compiled_rollout():
+    """Where robot.forward_dynamics warns that the loops are open (beyond
+    LOOP_RESIDUAL_WARNING) and goes on, robot.step goes on with its result, and so does the
+    compiled rollout (it stopped "diverged", naming a state where nothing failed: an outside
+    audit): an unassembled q0 (crank 0.01 rad off, warned once for q0), and RK4's middle stages
+    of a four-bar spun up to ~570 rad/s by a constant crank torque (the stages open the loop by
+    millimetres; the projection closes every row). Both equal the reference engine (robot.step
+    repeated) to round-off."""
+    robot = fourbar()
+    crank = robot.joint_names.index("crank_joint")
+    q_open = robot.assemble(robot.neutral())
+    q_open[crank] += 0.01
+    assert robot.closure_residual(q_open)[0] > C.LOOP_RESIDUAL_WARNING
+    spin = np.zeros((100, robot.nv))
+    spin[:, crank] = 5.0
+    cases = [(q_open, np.zeros((10, robot.nv))), (robot.assemble(robot.neutral()), spin)]
+    for q0, tau in cases:
+        with pytest.warns(C.LoopResidualWarning):
+            reference = robot.rollout(q0, np.zeros(robot.nv), tau, DT, integrator="rk4",
+                                      engine="reference")
+        if q0 is q_open:
+            with pytest.warns(C.LoopResidualWarning, match="rollout: q0"):
+                result = robot.rollout(q0, np.zeros(robot.nv), tau, DT, integrator="rk4",
+                                       engine="compiled")
+        else:
+            result = robot.rollout(q0, np.zeros(robot.nv), tau, DT, integrator="rk4",
+                                   engine="compiled")
+        assert reference.status == "ok" and result.status == "ok", result.message
+        rows = len(tau) + 1
+        scale = max(1.0, np.abs(reference.V).max())
+        np.testing.assert_allclose(result.Q, reference.Q, rtol=0, atol=64 * EPS * rows * scale)
+        np.testing.assert_allclose(result.V, reference.V, rtol=0, atol=64 * EPS * rows * scale)
+    assert np.abs(reference.V).max() > 300.0   # fast enough that the stages opened the loop
+
+
 def limited_fourbar(tmp_path, upper, codegen=False):
     """The four-bar with its crank a revolute joint limited to [-upper, upper] rad (codegen:
     on a generated tree)."""

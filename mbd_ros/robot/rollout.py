@@ -30,6 +30,7 @@ naming the argument.
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -45,6 +46,7 @@ from ..kernels.output_checks import STATUS_NOT_FINITE
 from ..kernels.rollout_implicit import MASS_FAILED, SINGULAR
 from ..model import layout as L
 from .arguments import real_array, real_scalar, time_step
+from .constraints import warn_off_loop
 from .integrators import INTEGRATORS, MAX_DEFAULT_DT, MAX_VELOCITY, SimulationDiverged
 from .rollout_prescribed import check_prescribed
 from .rollout_plant import (MAX_SPEED, VELOCITY_TIME_CONSTANT, PlantLimits, StopWork,
@@ -115,6 +117,8 @@ class RolloutProblem:
             raise ValueError(f"q0 must have shape ({robot.nq},) or (N, {robot.nq}), got "
                              f"{q0.shape}")
         n = q0.shape[0] if self.batch else 1
+        if n == 0:
+            raise ValueError(f"q0 has shape {q0.shape}: a batch needs at least one member")
         v0 = real_array(v0, "v0", f"an array of shape {lead}{robot.nv})")
         want = (n, robot.nv) if self.batch else (robot.nv,)
         if v0.shape != want:
@@ -183,6 +187,8 @@ class RolloutProblem:
         if self.prescribed:
             check_prescribed(robot, self.prescribed)
         self.t0 = robot.time if t0 is None else real_scalar(t0, "t0")
+        if not math.isfinite(self.t0):
+            raise ValueError(f"t0 must be finite, got {self.t0}")
         # robot.step's own bound is MAX_VELOCITY: raise it when max_speed is higher
         self.step_options = {"max_velocity": max_speed} if max_speed > MAX_VELOCITY else {}
 
@@ -209,6 +215,9 @@ def rollout(robot, q0, v0, tau, dt, integrator=None, substeps=1, drives=None, li
         if reason is not None and engine == "compiled":
             raise ValueError(f"engine='compiled' cannot run this rollout: {reason}")
     if engine != "reference" and reason is None:
+        if robot.closure_names:   # robot.step's first forward dynamics would warn so
+            warn_off_loop(max(float(robot.closure_residual(q)[0]) for q in problem.q0),
+                          "rollout: q0")
         compiled_rollout(problem, q, v, status, steps, messages, threads,
                          lambda code, k, detail: _compiled_message(problem, code, k, detail))
     else:   # the reference engine runs the members one after the other
