@@ -107,6 +107,12 @@ def test_distributions_come_from_their_seed():
     (("color",), "red", r"unknown key 'color'"),
     (("variations", 0, "name"), "tracking_rms", r"'tracking_rms' is the name of a result column"),
     (("variations", 0, "name"), "peak_torque:joint_1", r"is the name of a result column"),
+    # a drive gain below 0, as scenario.drives.kp's own check (it made error rows)
+    (("variations", 0), {"quantity": "kp", "values": [400.0, -1.0]},
+     r"variations\[0\]\.values: gains must be >= 0, got -1 \(value 1\)"),
+    (("variations", 0), {"quantity": "kd", "distribution": {"type": "normal", "mean": 1.0,
+                                                            "std": 2.0, "count": 20, "seed": 3}},
+     r"variations\[0\]\.distribution: gains must be >= 0"),
 ])
 def test_errors_name_the_key(path, value, message):
     with pytest.raises(SweepSpecError, match=message):
@@ -202,6 +208,9 @@ def test_a_stiffness_variation_rebuilds_the_robot_with_that_spring():
     (lambda d: d["variations"].append({"quantity": "payload", "link": "link_99",
                                        "values": [1.0]}),
      r"^<sweep dict>: variations\[1\]\.link: .*'link_99' is not a link of the robot"),
+    # a scenario of the wrong size names the file too (it did not: an outside audit)
+    (lambda d: d["scenario"].update(initial_positions=[0.0, 0.0, 0.0, 0.0, 0.0]),
+     r"^<sweep dict>: scenario\.initial_positions: 5 values, the robot has"),
 ])
 def test_names_that_are_not_in_the_robot_fail_before_any_run(change, message):
     """Names the robot does not have fail in check_targets, naming the file and the key as

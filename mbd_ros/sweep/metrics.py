@@ -164,11 +164,12 @@ def run_metrics(metrics, robot, arrays, scenario, Q, V, status, kp=None, kd=None
                                                       scenario.steps, scenario.drive_model)
                 recorder.torques(robot, Q, V, kp, kd, scenario.dt, drive_tau)
             tau += drive_tau
-            out["peak_torque"] = float(np.abs(tau).max()) if K else 0.0
+            # no step: no torque was applied (NaN, as the metrics of an error row)
+            out["peak_torque"] = float(np.abs(tau).max()) if K else math.nan
             dofs = scalar_dofs(robot)
             for joint in arrays.drive_joints or []:
                 iv = dofs[joint][1]
-                out[f"peak_torque:{joint}"] = float(np.abs(tau[:, iv]).max()) if K else 0.0
+                out[f"peak_torque:{joint}"] = float(np.abs(tau[:, iv]).max()) if K else math.nan
         elif metric == "limit_hits":
             out["limit_hits"] = position_limit_hits(robot, Q)
         elif metric == "diverged":

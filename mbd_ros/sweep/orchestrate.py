@@ -78,8 +78,11 @@ def check_targets(spec):
     fails before any task: SweepSpecError naming the file and the key, as the spec's other
     errors ("sweep.yaml: variations[0].link: variation 'm3' (mass): link 'x' is not ...")."""
     from . import model_changes as C
+    from .scenario import ScenarioError
     try:
         return _check_targets(spec)
+    except ScenarioError as exc:   # names its scenario key itself
+        raise SweepSpecError(f"{spec.source}: {exc}") from None
     except C.VariationError as exc:
         text = str(exc)
         # every VariationError of a variation starts with "variation '<its name>'" (names

@@ -505,6 +505,14 @@ def _check_consistency(spec, where):
         if variation.quantity in ("kp", "kd") and scenario.drive_joints is None:
             raise SweepSpecError(f"{where}: variations[{index}]: a {variation.quantity} "
                                  "variation needs scenario.drives")
+        if variation.quantity in ("kp", "kd"):   # drive gains are >= 0, as scenario.drives'
+            from .variations import variation_values   # (it imports this module)
+            negative = [(k, float(x)) for k, x in enumerate(variation_values(variation))
+                        if x < 0.0]
+            if negative:
+                key = "values" if variation.values is not None else "distribution"
+                raise SweepSpecError(f"{where}: variations[{index}].{key}: gains must be >= 0, "
+                                     f"got {negative[0][1]:g} (value {negative[0][0]})")
         if variation.quantity == "stiffness" and spec.robot.forces_text is None:
             raise SweepSpecError(f"{where}: variations[{index}]: a stiffness variation needs "
                                  "robot.forces (the force elements' file)")
