@@ -7,6 +7,8 @@ library calls: for this one-dof mechanism the crank torque is the power balance
 tau omega = dE/dt + the URDF dampers' power along the reference motion."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -79,3 +81,52 @@ def test_feedforward_on_a_closed_loop_completes_the_reference_to_the_loop():
         ros.close()
     # (the tolerance: the central difference's O(h^2) error, |E'''| h^2 / 6, far below it)
     assert abs(expected) > 1e-3     # the motion needs a torque: the check is not vacuous
+
+
+def test_a_state_with_open_loops_is_warned_on_the_ros_log_and_counted():
+    """A measured state whose loops are open (by 0.05 rad here: beyond LOOP_RESIDUAL_WARNING)
+    is used as given with a LoopResidualWarning: on the node's ROS logger (so on /rosout, with
+    the node's name), throttled, every occurrence counted on /diagnostics. Before, Python
+    printed it on the node's stderr, once per source location, and never counted it."""
+    from rcl_interfaces.msg import Log
+    from mbd_ros.robot.constraints import LOOP_RESIDUAL_WARNING
+    robot = mbd_ros.load(FOURBAR, closures=CLOSURES)
+    warm_numba_cache(robot)
+    names = list(robot.joint_names)
+    q, v = loop_state(robot, 0.4, 0.0)
+    q[names.index(CRANK)] += 0.05                 # the loop no longer closes
+    assert robot.closure_residual(q, v)[0] > LOOP_RESIDUAL_WARNING
+    ros = Ros(salt=151)
+    try:
+        ns = "/openloop"
+        efforts = ros.subscribe(JointState, f"{ns}/inverse_dynamics/efforts")
+        log = ros.subscribe(Log, "/rosout")
+        ros.start("inverse_dynamics", {"urdf_path": FOURBAR, "closures_path": CLOSURES,
+                                       "mode": "gravity", "joints": [CRANK],
+                                       "max_message_age": 5.0, "diagnostics_period": 0.2},
+                  remaps={"__ns": ns})
+
+        def publish():
+            ros.publish(JointState, f"{ns}/joint_states", joint_state(now_stamp(ros), names, q, v))
+
+        def warned():
+            return len(efforts) >= 3 and any(
+                "LoopResidualWarning" in m.msg and "loops are open" in m.msg
+                and m.name.endswith("inverse_dynamics") and m.level == Log.WARN
+                for _, m in log)
+        ros.spin_until(warned, READY_TIMEOUT, every=0.1, action=publish,
+                       what="the node's LoopResidualWarning on /rosout")
+        answered = len(efforts)
+        counts = ros.wait_diagnostics(
+            f"{ns.strip('/')}/inverse_dynamics",
+            lambda d: int(d.get("warnings LoopResidualWarning", 0)) >= answered,
+            what="the warnings counted on /diagnostics")
+        assert int(counts["warnings LoopResidualWarning"]) >= answered
+        # throttled: the log has fewer of them than the node computed
+        lines = [m for _, m in log if "LoopResidualWarning" in m.msg]
+        assert len(lines) < int(counts["warnings LoopResidualWarning"]) or len(lines) == 1
+        # and not Python's stderr line ("<file>.py:<line>: LoopResidualWarning: ...")
+        assert not re.search(r"\.py:\d+: \w*Warning", ros.children[0].output()), \
+            ros.children_output(stacks=False)
+    finally:
+        ros.close()

@@ -43,6 +43,7 @@ from ..constants import FRICTION_VELOCITY
 from ..robot.build import load as build_robot
 
 from . import diagnostics as diag
+from . import library_warnings
 from . import stopping
 from .cdr import JointStateReader
 from .clock_guard import ClockGuard
@@ -115,6 +116,8 @@ class DynamicsNode(LifecycleNode):
         self.active = False
         self.done = Future()                      # set when the node is finalized
         self.counts = {}                          # rejected / dropped messages by kind
+        self.warning_counts = {}                  # Python warnings by category (run())
+        self._warnings_published = 0
         self._last_warning = {}
         self.stats = diag.CycleStats()
         self._description_xml = None
@@ -767,13 +770,19 @@ class DynamicsNode(LifecycleNode):
             ("cycle max [us]", self.stats.max_cycle_ns / 1e3),
             ("cycles", self.stats.cycles),
             ("rejected messages", rejected),
-        ] + [(f"rejected {k}", n) for k, n in sorted(self.counts.items())]
+        ] + [(f"rejected {k}", n) for k, n in sorted(self.counts.items())] + \
+            [(f"warnings {k}", n) for k, n in sorted(self.warning_counts.items())]
         common.append(("configure time [s]", self._configure_seconds))
         if self.stats.first_output is not None and self._activated_at is not None:
             common.append(("first output after activation [s]",
                            self.stats.first_output - self._activated_at))
         if rejected and level == diag.OK:
             level, message = diag.WARN, message or f"{rejected} messages dropped"
+        warned = sum(self.warning_counts.values())
+        if warned > self._warnings_published and level == diag.OK:
+            level, message = diag.WARN, f"{warned - self._warnings_published} Python warnings " \
+                "since the last report (see the node's log)"
+        self._warnings_published = warned
         msg = diag.diagnostic_array(self.get_clock().now().to_msg(),
                                     f"{self.diagnostic_name}: dynamics", self.robot.model.name,
                                     level, message or "ok", common + values)
@@ -786,6 +795,11 @@ def _warm_kernels(robot):
     the node's own warm-up."""
     import numpy as np
     q, zero = robot.neutral(), np.zeros(robot.nv)
+    if robot.closure_names:
+        try:   # on the loops: at an open neutral q the dynamics warn (LoopResidualWarning)
+            q = np.asarray(robot.assemble(q), dtype=float)
+        except Exception:   # noqa: BLE001 -- no assembly: neutral it is (a warning, no harm)
+            pass
     for call in (lambda: robot.forward_dynamics(q, zero, zero),
                  lambda: robot.inverse_dynamics(q, zero, zero),
                  lambda: robot.joint_wrenches(q, zero, zero),
@@ -829,6 +843,7 @@ def _run(node_class, args, watchdog=False):
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     executor = None
+    restore_warnings = None
     code = 0
     try:
         try:
@@ -837,6 +852,7 @@ def _run(node_class, args, watchdog=False):
                 ParameterException) as exc:   # (rclpy's message quotes the value: shortened)
             print(f"{node_class.__name__}: invalid parameter: {shorten(exc)}", file=sys.stderr)
             return 2
+        restore_warnings = library_warnings.route(node)
         executor = make_executor(node.param("executor"), node.get_logger())
         executor.add_node(node)
         if node.param("autostart") and not node.start():
@@ -863,5 +879,7 @@ def _run(node_class, args, watchdog=False):
             node.join_loader(timeout=0.5)   # a short grace only (see _load_in_background)
             node.destroy_node()
         rclpy.try_shutdown()
+        if restore_warnings is not None:
+            restore_warnings()
         stop.restore()
     return code
