@@ -18,6 +18,12 @@ from . import numba_cache
 # of mbd_ros are dropped and recompiled, untrusted cache directories ignored (numba_cache.py)
 numba_cache.install()
 
+# before any kernel is called: misaligned and byte-swapped float64 arrays are refused by the
+# kernels' signatures (typecode_guard.py), never read as native C arrays
+from . import typecode_guard  # noqa: E402
+
+typecode_guard.seed()
+
 
 def drop_stale_cache(folder, sources):
     """Drop the numba cache files in folder/__pycache__ unless they were written from the same

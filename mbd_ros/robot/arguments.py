@@ -57,9 +57,10 @@ def real_scalar(x, name):
 
 
 def vector(x, n, name):
-    """x as a C-contiguous, writable float64 (n,) array (no copy when it already is one)."""
+    """x as a C-contiguous, aligned, writable float64 (n,) array (no copy when it already is
+    one; the kernels refuse misaligned arrays: kernels/typecode_guard.py)."""
     if type(x) is not np.ndarray or x.dtype != FLOAT or not x.flags.c_contiguous \
-            or not x.flags.writeable:
+            or not x.flags.writeable or not x.flags.aligned:
         x = real_array(x, name, f"an array of {n} numbers")
     if x.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), got {x.shape}")
@@ -67,9 +68,9 @@ def vector(x, n, name):
 
 
 def batch(x, n, name, n_states=None):
-    """x as a C-contiguous, writable float64 (N, n) array (N = n_states when given)."""
+    """x as a C-contiguous, aligned, writable float64 (N, n) array (N = n_states when given)."""
     if type(x) is not np.ndarray or x.dtype != FLOAT or not x.flags.c_contiguous \
-            or not x.flags.writeable:
+            or not x.flags.writeable or not x.flags.aligned:
         x = real_array(x, name, f"an array of shape (N, {n})")
     if x.ndim != 2 or x.shape[1] != n or (n_states is not None and x.shape[0] != n_states):
         want = f"({n_states if n_states is not None else 'N'}, {n})"
@@ -78,13 +79,14 @@ def batch(x, n, name, n_states=None):
 
 
 def output(out, shape, name="out"):
-    """A validated output array: a new one for None, else a writable C-contiguous float64 array
-    of exactly `shape`."""
+    """A validated output array: a new one for None, else a writable, aligned, C-contiguous
+    float64 array of exactly `shape` (native byte order: FLOAT)."""
     if out is None:
         return np.empty(shape)
     if type(out) is not np.ndarray or out.dtype != FLOAT or out.shape != shape \
-            or not out.flags.c_contiguous or not out.flags.writeable:
-        raise ValueError(f"{name} must be a writable C-contiguous float64 array of shape {shape}")
+            or not out.flags.c_contiguous or not out.flags.writeable or not out.flags.aligned:
+        raise ValueError(f"{name} must be a writable, aligned, C-contiguous float64 array of "
+                         f"shape {shape}")
     return out
 
 
