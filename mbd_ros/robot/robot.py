@@ -43,6 +43,8 @@ from .constraints import (ASSEMBLY_TOLERANCE, EULER_CLOSING_TOLERANCE, PROJECTIO
                           Constraints, StepReport)
 
 _EMPTY = A.EMPTY
+# the q-only frame calls that divide by the moving mass (FrameKinematics' kernel names)
+_CENTRE_OF_MASS_CALLS = ("center_of_mass", "com_jacobian", "centroidal")
 
 
 def locked(method):
@@ -1086,6 +1088,10 @@ class Robot:
         except TypeError:
             status = -1
         if status:
+            if name in _CENTRE_OF_MASS_CALLS and self.flexible is None and \
+                    not self.model.body_float[1:, L.MASS].sum() > 0.0:   # (flexible links: mass)
+                raise ValueError(f"{method}: the moving bodies of '{self.model.name}' have no "
+                                 "mass (0 kg in all): their centre of mass is undefined")
             return self._frame_general(
                 lambda q_, _, __, o: kinematics.status_of(call, q_, o), shape, q, out=out)
         if method in kinematics.c_pending:
