@@ -42,8 +42,9 @@ with a warning (counted as "stale references"): the controller then holds the co
 measured at that moment, as it does before the first reference, instead of tracking a stale
 target after its publisher died. Runtime parameter changes: ``kp``, ``kd`` (lengths checked
 against ``joints``), ``mode`` (not to or from task_space), ``rate_hz``, ``reference_timeout``
-and the task_space gains (``task_stiffness``, ``task_damping``, ``nullspace_stiffness``,
-``nullspace_damping``, ``task_integral_gain``, ``task_integral_limit``) apply at once; the others
+and the task_space gains (``task_stiffness``, ``task_damping``, ``task_damping_ratio``,
+``nullspace_stiffness``, ``nullspace_damping``, ``task_integral_gain``, ``task_integral_limit``)
+apply at once; the others
 are refused with a reason (they are read at configure).
 """
 from __future__ import annotations
@@ -68,7 +69,7 @@ from .qos import PUBLISH_QOS, SUBSCRIBE_QOS
 
 MODES = ("gravity", "feedforward", "computed_torque", "task_space")
 TASK_GAINS = ("task_stiffness", "task_damping", "nullspace_stiffness", "nullspace_damping",
-              "task_integral_gain", "task_integral_limit")
+              "task_integral_gain", "task_integral_limit", "task_damping_ratio")
 _EMPTY = np.zeros(0)
 
 
@@ -101,6 +102,10 @@ class InverseDynamicsNode(DynamicsNode):
                      "root axes", ts.six_gains, dynamic=True)
         self.declare("task_damping", [120.0, 120.0, 120.0, 0.2, 0.2, 0.2], "task_space: D, 6 "
                      "numbers [linear (N s/m); angular (N m s/rad)]", ts.six_gains, dynamic=True)
+        self.declare("task_damping_ratio", 0.0, "task_space: 0: D = task_damping; > 0: D "
+                     "designed at every cycle so that each mode of the task-space dynamics has "
+                     "this damping ratio (from task_stiffness and the operational-space "
+                     "inertia; task_damping unused)", float_range=(0.0, ts.MAX_DAMPING_RATIO))
         self.declare("nullspace_stiffness", 1.0, "task_space: k_n of the posture term, N m/rad",
                      float_range=(0.0, 1e6))
         self.declare("nullspace_damping", -1.0, "task_space: d_n of the posture term, N m s/rad "
@@ -181,7 +186,8 @@ class InverseDynamicsNode(DynamicsNode):
             robot, link, self.param("task_stiffness"), self.param("task_damping"),
             self.param("nullspace_stiffness"), self._nullspace_damping(),
             self.param("task_integral_gain"), self.param("task_integral_limit"),
-            joint_iq=jm.joint_iq, joint_iv=jm.joint_iv)
+            joint_iq=jm.joint_iq, joint_iv=jm.joint_iv,
+            damping_ratio=self.param("task_damping_ratio"))
         # the frame of target poses: the URDF root link (fixed base), or the world the free
         # joint moves in (floating base)
         self.root_frame = "world" if "floating" in robot.joint_types[:1] else \
@@ -579,6 +585,8 @@ class InverseDynamicsNode(DynamicsNode):
                 law.set_nullspace(value, self._nullspace_damping())
             elif name == "nullspace_damping":
                 law.set_nullspace(law.nullspace_stiffness, None if value < 0 else value)
+            elif name == "task_damping_ratio":
+                law.set_damping_ratio(value)
             else:
                 attr = {"task_stiffness": "stiffness", "task_damping": "damping",
                         "task_integral_gain": "integral_gain",

@@ -12,6 +12,8 @@ Khatib 1987 for the dynamically consistent null space):
 
     tau = J^T (K e + D (twist_target - J v) + w_I) + b(q, v) + N^T tau_0
     tau_0 = k_n (q_posture - q) - d_n v                   (commanded joints only)
+    D = diag(damping), or with damping_ratio z > 0 the modal design D = Q diag(2 z sqrt(k0)) Q^T
+    for Lambda = Q Q^T, K = Q diag(k0) Q^T (Albu-Schaeffer et al. 2003), at every cycle
     N^T = 1 - J^T Lambda J M^-1,  Lambda = (J M^-1 J^T)^-1 (robot.operational_space_inertia)
     w_I = clip(sum K_I e dt, -w_I,max, w_I,max)           (optional integral term, default off)
 
@@ -45,11 +47,13 @@ import math
 import numpy as np
 
 from ..kernels.force_elements import rotation_log
-from ..kernels.task_impedance import add_nullspace_torque, task_wrench_torque
+from ..kernels.task_impedance import (add_nullspace_torque, damping_matrix, task_wrench_torque,
+                                      task_wrench_torque_matrix)
 from ..robot.frames import unknown_link_message
 
 FRAME = "local_world_aligned"
 SINGULAR_DAMPING = 1e-6     # default Tikhonov damping of J M^-1 J^T where it is singular
+MAX_DAMPING_RATIO = 10.0    # task_damping_ratio's upper bound (overdamped far beyond use)
 MAX_DT = 0.1                # s: the integral term ignores longer gaps between two states
 # Caps of the targets a topic may set (rejected beyond them): the task error times the gains
 # must stay finite (a finite target at 1e306 m overflowed K e and silenced the controller),
@@ -130,11 +134,19 @@ class CartesianImpedance:
     joint_iq, joint_iv: q and v indices of the joints the posture term acts on (default: every
         1-dof joint).
     singular_damping: the Tikhonov damping of J M^-1 J^T where it is singular.
+    damping_ratio: 0 (default): D = diag(damping). > 0: D is designed at every cycle from K and
+        Lambda(q) so that every mode of the task-space dynamics Lambda e'' + D e' + K e = 0 has
+        this damping ratio ("double diagonalization", kernels/task_impedance.damping_matrix);
+        `damping` is then unused. A diagonal D damps the heavy directions of Lambda far less
+        than the light ones (the sample arm's wrist: a slowest orientation mode decaying at
+        ~0.5 /s with the 0.2 N m s/rad its lightest axis allows under a one-cycle delay);
+        modes of zero stiffness get no damping from the design.
     """
 
     def __init__(self, robot, link, stiffness, damping, nullspace_stiffness=0.0,
                  nullspace_damping=None, integral_gain=None, integral_limit=None,
-                 joint_iq=None, joint_iv=None, singular_damping=SINGULAR_DAMPING):
+                 joint_iq=None, joint_iv=None, singular_damping=SINGULAR_DAMPING,
+                 damping_ratio=0.0):
         check_robot(robot, "CartesianImpedance")
         self.robot = robot
         self.link = check_link(robot, link, "link")
@@ -149,6 +161,9 @@ class CartesianImpedance:
         if not (math.isfinite(singular_damping) and singular_damping > 0.0):
             raise ValueError(f"singular_damping must be finite and > 0, got {singular_damping}")
         self.singular_damping = float(singular_damping)
+        self.set_damping_ratio(damping_ratio)
+        self.damping_design = np.zeros((6, 6))   # D of the last cycle (damping_ratio > 0)
+        self._chol, self._modes = np.zeros((6, 6)), np.zeros((6, 6))
         if joint_iq is None or joint_iv is None:
             one_dof = [k for k, t in enumerate(robot.joint_types)
                        if t in ("revolute", "continuous", "prismatic")]
@@ -187,6 +202,14 @@ class CartesianImpedance:
             raise ValueError(f"nullspace stiffness and damping must be finite and >= 0, got "
                              f"{stiffness}, {damping}")
         self.nullspace_stiffness, self.nullspace_damping = k, d
+
+    def set_damping_ratio(self, ratio):
+        """The modal damping ratio of the designed D (0: D = diag(damping)); finite, in
+        [0, MAX_DAMPING_RATIO]."""
+        ratio = float(ratio)
+        if not (math.isfinite(ratio) and 0.0 <= ratio <= MAX_DAMPING_RATIO):
+            raise ValueError(f"damping_ratio must be in [0, {MAX_DAMPING_RATIO:g}], got {ratio}")
+        self.damping_ratio = ratio
 
     def set_target(self, position, rotation):
         """Target pose of the link: position (3,) and rotation matrix (3, 3), root frame."""
@@ -260,12 +283,20 @@ class CartesianImpedance:
             np.clip(self.integral, -self.integral_limit, self.integral_limit,
                     out=self.integral)
         robot.bias_forces(q, v, out=self.bias)
+        nullspace = self.nullspace_stiffness > 0.0 or self.nullspace_damping > 0.0
+        lam = self._inertia(q) if nullspace or self.damping_ratio > 0.0 else None
         # w = K e + D (twist_target - J v) + w_I; out = J^T w + b(q, v)
-        task_wrench_torque(J, v, e, self.twist, self.stiffness, self.damping, self.integral,
-                           self.bias, self.wrench, out)
-        if self.nullspace_stiffness > 0.0 or self.nullspace_damping > 0.0:
+        if self.damping_ratio > 0.0 and damping_matrix(lam, self.stiffness, self.damping_ratio,
+                                                       self._chol, self._modes,
+                                                       self.damping_design) == 0:
+            task_wrench_torque_matrix(J, v, e, self.twist, self.stiffness, self.damping_design,
+                                      self.integral, self.bias, self.tmp6, self.wrench, out)
+        else:
+            task_wrench_torque(J, v, e, self.twist, self.stiffness, self.damping, self.integral,
+                               self.bias, self.wrench, out)
+        if nullspace:
             robot.mass_matrix_inverse(q, out=self.Minv)    # out += N^T tau_0
-            add_nullspace_torque(J, self.Minv, self._inertia(q), self.posture, q, v,
+            add_nullspace_torque(J, self.Minv, lam, self.posture, q, v,
                                  self.joint_iq, self.joint_iv, self.nullspace_stiffness,
                                  self.nullspace_damping, self.tau0, self.y, self.z, self.u,
                                  out)
