@@ -71,6 +71,18 @@ def pin_quantities(pair, q, v, link):
     return J, Minv, b, pose.translation.copy(), pose.rotation.copy()
 
 
+def random_target(law, p, R, rng):
+    """A target pose near (p, R), a target twist and a posture set on the law; returns the
+    target position, rotation and twist."""
+    p_t = p + rng.uniform(-0.05, 0.05, 3)
+    R_t = rodrigues(rng.uniform(-0.3, 0.3, 3)) @ R
+    twist = rng.standard_normal(6)
+    law.set_target(p_t, R_t)
+    law.set_twist(twist)
+    law.set_posture(law.robot.random_configuration(rng))
+    return p_t, R_t, twist
+
+
 def posture_torque(law, q, v):
     tau0 = np.zeros(law.robot.nv)
     tau0[law.joint_iv] = KN * (law.posture[law.joint_iq] - q[law.joint_iq]) \
@@ -86,12 +98,7 @@ def test_law_matches_a_hand_computation_from_pinocchio(pair):
     rng = np.random.default_rng(7)
     for k, (q, v, _) in enumerate(pair.states):
         J, Minv, b, p, R = pin_quantities(pair, q, v, link)
-        p_t = p + rng.uniform(-0.05, 0.05, 3)
-        R_t = rodrigues(rng.uniform(-0.3, 0.3, 3)) @ R
-        twist = rng.standard_normal(6)
-        law.set_target(p_t, R_t)
-        law.set_twist(twist)
-        law.set_posture(robot.random_configuration(rng))
+        p_t, R_t, twist = random_target(law, p, R, rng)
         tau = law.compute(q, v)
         e = np.concatenate([p_t - p, pin.log3(R_t @ R.T)])
         what = f"{pair.key} state {k}"
@@ -318,12 +325,7 @@ def test_law_with_a_damping_ratio_matches_the_hand_computation(pair):
     for k, (q, v, _) in enumerate(pair.states):   # (solo12 floating: its foot moves in 6 dofs)
         J, Minv, b, p, R = pin_quantities(pair, q, v, link)
         S = J @ Minv @ J.T
-        p_t = p + rng.uniform(-0.05, 0.05, 3)
-        R_t = rodrigues(rng.uniform(-0.3, 0.3, 3)) @ R
-        twist = rng.standard_normal(6)
-        law.set_target(p_t, R_t)
-        law.set_twist(twist)
-        law.set_posture(robot.random_configuration(rng))
+        p_t, R_t, twist = random_target(law, p, R, rng)
         tau = law.compute(q, v)
         Lam = np.linalg.inv(S)
         w, X = eigh(np.diag(K), Lam)

@@ -23,7 +23,13 @@ def task_wrench_torque(jac, v, error, twist, stiffness, damping, integral, bias,
         for c in range(nv):
             xdot += jac[r, c] * v[c]
         wrench[r] = stiffness[r] * error[r] + damping[r] * (twist[r] - xdot) + integral[r]
-    for c in range(nv):
+    joint_torque(jac, wrench, bias, out)
+
+
+@njit(cache=True, inline="always")
+def joint_torque(jac, wrench, bias, out):
+    """out (nv) = J^T wrench + bias."""
+    for c in range(jac.shape[1]):
         s = bias[c]
         for r in range(6):
             s += jac[r, c] * wrench[r]
@@ -81,11 +87,7 @@ def task_wrench_torque_matrix(jac, v, error, twist, stiffness, damping, integral
         for k in range(6):
             s += damping[r, k] * twist_error[k]
         wrench[r] = s
-    for c in range(nv):
-        s = bias[c]
-        for r in range(6):
-            s += jac[r, c] * wrench[r]
-        out[c] = s
+    joint_torque(jac, wrench, bias, out)
 
 
 @njit(cache=True)
