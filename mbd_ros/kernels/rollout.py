@@ -43,6 +43,7 @@ from .entry_call import call_entry
 from .force_elements import force_element_loads
 from .plant import (DRIVE_Q_REF, DRIVE_VELOCITY_CMD, beyond_limits, drive_torques,
                     effective_inertias, limited_drive_torques, max_abs)
+from .lie_rk4 import correct_stage_velocity
 from .rk4 import rk4_combine, rk4_stage, state_bound
 from .rollout_loop_drives import NEEDS_PARTITION, loop_drive_bias
 from .rollout_projection import close_loops
@@ -137,6 +138,14 @@ def _rk4_stage(body_int, iopt, q, v, v_prev, a_prev, c, q_out, v_out):
     _integrate(body_int, iopt, q, v_prev, c, q_out)
     for i in range(v.shape[0]):
         v_out[i] = v[i] + a_prev[i] * c
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _lie_stage(body_int, iopt, u_velocity, c, w):
+    """On joint manifolds, a stage's twist w becomes its k_i in place, the increment u = c
+    u_velocity (kernels/lie_rk4.py, as Simulator._rk4); a vector space: nothing to do."""
+    if iopt[I_INTEGRATE] != VECTOR_SPACE:
+        correct_stage_velocity(body_int, u_velocity, c, w)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -422,7 +431,9 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                 if status:
                     detail[0] = status
                     return DYNAMICS_FAILED, k
-                if iopt[I_INTEGRATOR] == RK4:   # Simulator._rk4 (see _rk4_stage, _rk4_combine)
+                if iopt[I_INTEGRATOR] == RK4:   # Simulator._rk4 (see _rk4_stage, _rk4_combine;
+                    # on joint manifolds each stage's twist becomes its k_i after its forward
+                    # dynamics: _lie_stage, kernels/lie_rk4.py)
                     _rk4_stage(body_int, iopt, q, v, v, a1, half, qs, v2)
                     if parts is not None and special:
                         status = _special_stage(entries, bound, dims, forces, loaded, parts,
@@ -437,6 +448,7 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     else:
                         status = call_entry(entries[FD], bound, dims, qs, v2, total, a2)
                     if status == 0:
+                        _lie_stage(body_int, iopt, v, half, v2)
                         _rk4_stage(body_int, iopt, q, v, v2, a2, half, qs, v3)
                         if parts is not None and special:
                             status = _special_stage(
@@ -451,6 +463,7 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                         else:
                             status = call_entry(entries[FD], bound, dims, qs, v3, total, a3)
                     if status == 0:
+                        _lie_stage(body_int, iopt, v2, half, v3)
                         _rk4_stage(body_int, iopt, q, v, v3, a3, h, qs, v4)
                         if parts is not None and special:
                             status = _special_stage(
@@ -467,6 +480,7 @@ def rollout_member(entries, bound, dims, forces, loop_arrays, body_int, iopt, fo
                     if status:
                         detail[0] = status
                         return DYNAMICS_FAILED, k
+                    _lie_stage(body_int, iopt, v3, h, v4)
                     _rk4_combine(body_int, iopt, work, h, nq, nv)
                 elif iopt[I_INTEGRATOR] == SEMI_IMPLICIT_EULER:   # v+ = v + h a1, q+ = q (+) h v+
                     for i in range(nv):

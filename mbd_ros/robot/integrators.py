@@ -71,6 +71,7 @@ import numpy as np
 from ..kernels.rk4 import rk4_combine as _rk4_combine
 from ..kernels.rk4 import rk4_stage as _rk4_stage
 from ..kernels.rk4 import state_bound as _state_bound
+from ..kernels.lie_rk4 import correct_stage_velocity as _correct_stage_velocity
 from .arguments import FLOAT, real_array, real_scalar, time_step, vector
 from ..errors import excerpt
 
@@ -150,6 +151,10 @@ class Simulator:
         # q (+) v dt is q + v dt when every joint is revolute or prismatic (no quaternions,
         # no planar body-frame velocities): skip robot.integrate's checks on the hot path.
         self._vector_space = all(t in _VECTOR_SPACE_JOINTS for t in robot.joint_types)
+        # the joint tree's arrays, for RK4's stage corrections on SE(3), SO(3), SE(2) joints
+        # (kernels/lie_rk4.py; the compiled rollout takes the same: rollout_compiled.py)
+        self._body_int = np.array(getattr(robot.tree, "body_int",
+                                          np.zeros((1, 1), dtype=np.int64)))
         self._constrained = bool(robot.closure_names) or bool(robot.mimic_joints)
         self.q = np.zeros(nq)
         self.v = np.zeros(nv)
@@ -354,22 +359,29 @@ class Simulator:
             self._acceleration(t + dt, qs, v4, a4)
             _rk4_combine(q, v, v2, v3, v4, a1, a2, a3, a4, dt, self._q_next, self._v_next)
             return
-        # stage 2: q2 = q (+) v h, v2 = v + a1 h
+        # On the joints' Lie groups (free, spherical, planar) each stage's twist, once its
+        # forward dynamics is done, becomes the algebra's k_i (kernels/lie_rk4.py, RKMK):
+        # without it the step is second order there.
+        body_int = self._body_int
+        # stage 2: q2 = q (+) v h, v2 = v + a1 h; then k2 (u2 = h v) in v2
         self._integrate(q, v, h, qs)
         np.multiply(a1, h, out=v2)
         np.add(v, v2, out=v2)
         self._acceleration(t + h, qs, v2, a2)
-        # stage 3: q3 = q (+) v2 h, v3 = v + a2 h
+        _correct_stage_velocity(body_int, v, h, v2)
+        # stage 3: q3 = q (+) k2 h, v3 = v + a2 h; then k3 (u3 = h k2) in v3
         self._integrate(q, v2, h, qs)
         np.multiply(a2, h, out=v3)
         np.add(v, v3, out=v3)
         self._acceleration(t + h, qs, v3, a3)
-        # stage 4: q4 = q (+) v3 dt, v4 = v + a3 dt
+        _correct_stage_velocity(body_int, v2, h, v3)
+        # stage 4: q4 = q (+) k3 dt, v4 = v + a3 dt; then k4 (u4 = dt k3) in v4
         self._integrate(q, v3, dt, qs)
         np.multiply(a3, dt, out=v4)
         np.add(v, v4, out=v4)
         self._acceleration(t + dt, qs, v4, a4)
-        # q+ = q (+) (v + 2 v2 + 2 v3 + v4) dt/6
+        _correct_stage_velocity(body_int, v3, dt, v4)
+        # q+ = q (+) (v + 2 k2 + 2 k3 + k4) dt/6
         np.add(v2, v3, out=s)
         s *= 2.0
         s += v
