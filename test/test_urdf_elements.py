@@ -113,3 +113,22 @@ def test_numbers_are_xml_doubles_not_python_literals(text, tmp_path):
         bad.write_text(re.sub(re.escape(old) + '[^"]*"', old + text + '"', sample, count=1))
         with pytest.raises(ModelError, match=f"bad.urdf: {message}"):
             mbd_ros.load(str(bad))
+
+
+def test_a_continuous_joint_keeps_its_effort_and_velocity_limits(pin):
+    """<limit effort velocity> of a continuous joint hold (its position limits do not exist): the
+    loader dropped every limit of continuous joints, so the plant applied any torque to a wheel
+    and let it spin without bound (an outside audit). Pinocchio's URDF reader as the
+    reference."""
+    import mbd_ros
+    xml = ('<robot name="wheel"><link name="base"/><link name="wheel"><inertial><mass value="1"/>'
+           '<inertia ixx="0.01" iyy="0.01" izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+           '<joint name="spin" type="continuous"><parent link="base"/><child link="wheel"/>'
+           '<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1.5" velocity="2.5"/>'
+           '</joint></robot>')
+    robot = mbd_ros.load(xml)
+    model = pin.buildModelFromXML(xml)
+    assert robot.effort_limits[0] == 1.5 == model.effortLimit[0]
+    assert robot.velocity_limits[0] == 2.5 == model.velocityLimit[0]
+    lower, upper = robot.position_limits
+    assert lower[0] == -np.inf and upper[0] == np.inf

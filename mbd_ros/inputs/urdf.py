@@ -364,10 +364,13 @@ def _joint_spec(joint, source):
         for key in ("lower", "upper"):
             if key in given and np.isnan(given[key]):
                 raise ModelError(f"{where}: <limit {key}=\"nan\">: must be a number")
-        if joint.type in ("revolute", "prismatic", "helical"):   # continuous joints: no position limits
+        if joint.type in ("revolute", "prismatic", "helical"):
             limits.update(given)
             if limits["lower"] > limits["upper"]:
                 raise ModelError(f"{where}: <limit> lower {limits['lower']} > upper {limits['upper']}")
+        elif joint.type == "continuous":   # no position limits; its effort and velocity limits
+            # hold (urdfdom and Pinocchio keep them: a wheel's motor saturates all the same)
+            limits.update({key: given[key] for key in ("effort", "velocity") if key in given})
     # the extension fields are refused where they mean nothing (as unused closure fields are):
     # an <axis2> on a cylindrical joint or a pitch on a revolute one is a mistaken type
     if joint.axis2 is not None and joint.type != "universal":
