@@ -747,3 +747,30 @@ def test_load_errors_name_file_entry_and_field(tmp_path):
     assert str(path) in str(err.value)
     assert isinstance(err.value, ValueError)
     assert base["closures"][0]["child"] == "rocker"
+
+
+def test_assemble_holds_the_closures_files_independent_joint_or_refuses():
+    """The four-bar with the rocker as its `independent` joint: assemble holds the rocker angle
+    where the crank (0.1 m) and coupler (0.3 m) can reach its tip B, |B - O2| in [0.2, 0.4] m
+    (urdf/fourbar.urdf: O2 at the origin, O4 at x = 0.34, B at (-0.18, 0, 0.24) in the rocker
+    frame), and refuses with ValueError where they cannot. It returned a closed configuration
+    with the rocker moved elsewhere, silently (an outside audit)."""
+    spec = yaml.safe_load((ROOT / "config" / "fourbar_closures.yaml").read_text())
+    spec["actuated"] = spec["independent"] = ["rocker_joint"]
+    robot = mbd_ros.load(str(ROOT / "urdf" / "fourbar.urdf"), closures=spec)
+    o4, tip = np.array([0.34, 0.0]), np.array([-0.18, 0.24])   # (x, z)
+
+    def reach(angle):   # |B - O2| with the rocker turned by `angle` about +y
+        c, s = np.cos(angle), np.sin(angle)
+        b = o4 + np.array([tip[0] * c + tip[1] * s, -tip[0] * s + tip[1] * c])
+        return np.linalg.norm(b)
+
+    for angle in (0.3, 0.1, -0.2, -0.5, -1.0, 2.0, np.pi):
+        reachable = 0.2 + 1e-6 < reach(angle) < 0.4 - 1e-6
+        guess = np.array([0.0, 0.0, angle])
+        if reachable:
+            q = robot.assemble(guess)
+            assert q[2] == angle and robot.closure_residual(q)[0] < 1e-10, (angle, q)
+        else:
+            with pytest.raises(ValueError, match=r"rocker_joint\) held.*out of the mechanism"):
+                robot.assemble(guess)

@@ -189,6 +189,8 @@ class Constraints:
         self.actuated_dofs = np.asarray(actuated, dtype=np.int64)
         self.preferred_independent = (self.dofs(closure_set.independent)
                                       if closure_set is not None else np.zeros(0, np.int64))
+        self.independent_names = list(closure_set.independent) if closure_set is not None \
+            else []
         # elastic coordinates are never moved to close the loops (assemble(elastic=True) does)
         self.rigid_dofs = np.arange(model.nv)
         # Baumgarte gains (alpha, beta): 0 = the exact acceleration constraint; simulation

@@ -1240,8 +1240,13 @@ class Robot:
         independent joints held: default the closures file's `independent`, else a partition
         chosen at q; elastic coordinates held unless `elastic`). See Constraints.assemble.
         Raises ValueError naming the held coordinates and the worst closure when the
-        configuration is out of the mechanism's reach."""
+        configuration is out of the mechanism's reach. The closures file's `independent`
+        joints are held or refused, never moved: a rocker angle out of the four-bar's reach
+        returned a closed configuration with the rocker elsewhere (an outside audit); the
+        projection after a step (Constraints.project_state) still falls back on any partition."""
         q = self._state_or_rest(q, None)[0]
+        if independent is None and self._constraints.independent_names:
+            independent = self._constraints.independent_names
         return self._constraints.assemble(q, independent, max_iterations, elastic)
 
     @locked
