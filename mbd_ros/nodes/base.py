@@ -96,7 +96,9 @@ def gains(value):
         values = [float(x) for x in values]
     except (TypeError, ValueError):
         return "must be a number or an array of numbers"
-    if not values or not all(math.isfinite(x) and x >= 0.0 for x in values):
+    if not values:
+        return "must not be empty (a number, or one per joint)"
+    if not all(math.isfinite(x) and x >= 0.0 for x in values):
         return "must be finite and >= 0"
     return None
 
@@ -118,6 +120,7 @@ class DynamicsNode(LifecycleNode):
         self.counts = {}                          # rejected / dropped messages by kind
         self.warning_counts = {}                  # Python warnings by category (run())
         self._warnings_published = 0
+        self._rejected_published = 0
         self._last_warning = {}
         self.stats = diag.CycleStats()
         self._description_xml = None
@@ -595,6 +598,7 @@ class DynamicsNode(LifecycleNode):
         if ret != SUCCESS:
             return ret
         self.counts = {k: 0 for k in self.counts}
+        self._rejected_published = 0
         self.stats.reset()
         self.clock_guard.reset()
         try:
@@ -776,8 +780,13 @@ class DynamicsNode(LifecycleNode):
         if self.stats.first_output is not None and self._activated_at is not None:
             common.append(("first output after activation [s]",
                            self.stats.first_output - self._activated_at))
-        if rejected and level == diag.OK:
-            level, message = diag.WARN, message or f"{rejected} messages dropped"
+        # WARN for a report period that dropped messages (the totals stay in the values): the
+        # level stayed WARN for ever after one bad message (an outside audit)
+        dropped = rejected - self._rejected_published
+        self._rejected_published = rejected
+        if dropped > 0 and level == diag.OK:
+            level, message = diag.WARN, message or \
+                f"{dropped} messages dropped since the last report"
         warned = sum(self.warning_counts.values())
         if warned > self._warnings_published and level == diag.OK:
             level, message = diag.WARN, f"{warned - self._warnings_published} Python warnings " \

@@ -46,6 +46,7 @@ joints floats).
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -303,9 +304,12 @@ class TrajectoryFollower:
                                     f"({start + parsed.times[-1]:f} < {node.sim.time:f})")
         except GoalError as exc:
             node.counts["trajectory goals"] = node.counts.get("trajectory goals", 0) + 1
-            # throttled: a client resending a bad goal must not flood the log
-            node.warn_throttled("rejected trajectory goal", f"{ACTION_NAME}: goal rejected: "
-                                f"{exc}")
+            # throttled per kind of rejection (its text up to the first digit or colon): a
+            # client resending a bad goal must not flood the log, and a different reason still
+            # shows (one key for all hid every reason after the first for 2 s)
+            kind = re.split(r"[:\d(]", str(exc), maxsplit=1)[0][:80]
+            node.warn_throttled(f"rejected trajectory goal: {kind}",
+                                f"{ACTION_NAME}: goal rejected: {exc}")
             return GoalResponse.REJECT
         self._validated = (goal, parsed)
         return GoalResponse.ACCEPT

@@ -68,6 +68,13 @@ from ..simulation.limits import JointLimits
 from ..simulation.physical_state import ENERGY_TOLERANCE
 from ..simulation.plant import MAX_SPEED, Plant
 from .base import MAX_BYTES_PER_ENTRY, WARNING_PERIOD, finite_vector, gains
+
+# |position| of a command, rad or m: beyond any joint's travel (a continuous joint has no limit
+# to clip it to; kp times a huge error overflowed the drive torque)
+MAX_COMMAND_POSITION = 1e6
+# ~/set_state: a joint whose state differs from the request by more than this (relative to
+# max(1, |value|)) after the loops and couplings are solved is reported as moved
+SET_STATE_TOLERANCE = 1e-9
 from . import follow_joint_trajectory
 from .message_caps import MessageSizeError, float64_array, joint_state_counts
 from .plant_drives import PlantDrives
@@ -418,16 +425,17 @@ class PlantInterface(PlantDrives):
         reasons = self._set_state_reasons(request.parameters) if self.active else \
             ["the node is not active"] * len(names)
         ok = not any(reasons) and (self.active)
+        notes = [""] * len(names)
         if ok:
             try:
-                self._apply_set_state(request.parameters)
+                notes = self._apply_set_state(request.parameters)
             except (ValueError, FloatingPointError) as exc:
                 ok = False
                 reasons = [f"not applied: {exc}"] * len(names)
-        for name, reason in zip(names, reasons):
+        for name, reason, note in zip(names, reasons, notes):
             response.results.append(SetParametersResult(
-                successful=ok, reason=reason or ("set" if ok else "not applied: another entry "
-                                                 "was refused")))
+                successful=ok, reason=reason or (note or "set" if ok else "not applied: "
+                                                 "another entry was refused")))
         if ok:
             self.get_logger().info(f"~/set_state: {len(names)} joints set at t = "
                                    f"{self.sim.time:.9f} s")
@@ -497,22 +505,44 @@ class PlantInterface(PlantDrives):
         return reasons + [""] * (len(parameters) - len(reasons))
 
     def _apply_set_state(self, parameters):
-        """The checked ~/set_state entries into the simulator's state (time goes on)."""
+        """The checked ~/set_state entries into the simulator's state (time goes on). Returns
+        one note per entry: '' when the joint has the requested state, else what it got (a
+        closed loop's or a mimic coupling's other joints follow the named ones; where the
+        named set over-determines the loops, the loops move some of them)."""
         jm, robot, sim = self.jmap, self.robot, self.sim
         index = self._state_index
         q, v = sim.q.copy(), sim.v.copy()
+        requested = []
         for p in parameters:
             k = index[p.name]
             q[jm.state_iq[k]], v[jm.state_iv[k]] = self._set_state_values(p.value)
+            requested.append((int(jm.state_iq[k]), int(jm.state_iv[k]), q[jm.state_iq[k]],
+                              v[jm.state_iv[k]]))
         if getattr(robot, "mimic_joints", None):
             q, v = robot.apply_mimic(q, v)
         if robot.closure_names and hasattr(robot, "assemble"):
-            q = np.asarray(robot.assemble(q), dtype=float)
+            # the named joints held, the others solved from the loops (the partition's
+            # independent joints were held before: a named dependent joint was moved back and
+            # the reply still said "set"; an outside audit)
+            named = [p.name for p in parameters if p.name in robot.joint_names]
+            try:
+                q = np.asarray(robot.assemble(q, independent=named or None), dtype=float)
+            except ValueError:   # more named joints than the loops leave free, or out of reach
+                q = np.asarray(robot.assemble(q), dtype=float)
             v = np.asarray(robot.project_velocity(q, v), dtype=float)
         sim.reset(q, v, time=sim.time)
         self.reset_sensors(sim.q, sim.v)
         self.halted = False
         self.halt_reason = ""
+        notes = []
+        for iq, iv, position, velocity in requested:
+            got_q, got_v = float(sim.q[iq]), float(sim.v[iv])
+            moved = abs(got_q - position) > SET_STATE_TOLERANCE * max(1.0, abs(position)) or \
+                abs(got_v - velocity) > SET_STATE_TOLERANCE * max(1.0, abs(velocity))
+            notes.append(f"set to [{got_q:.9g}, {got_v:.9g}] (the loops or couplings do not "
+                         f"admit [{position:.9g}, {velocity:.9g}] with the other joints "
+                         "named)" if moved else "")
+        return notes
 
     # ------------------------------------------------------------------ commands
     def _array_command(self, serialized, kind):
@@ -528,11 +558,25 @@ class PlantInterface(PlantDrives):
             raise JointMapError(f"{kind} command contains NaN or inf")
         return values
 
+    def _in_range(self, values, kind):
+        """values, refused (JointMapError) when a position is beyond MAX_COMMAND_POSITION or a
+        velocity beyond max_speed: a finite but huge velocity command overflowed the drive's
+        integrated target and stalled the plant (every cycle NaN; an outside audit), and a
+        velocity the plant halts at cannot be commanded."""
+        bound = MAX_COMMAND_POSITION if kind == "position" else self.param("max_speed")
+        if len(values) and not np.abs(values).max() <= bound:
+            k = int(np.argmax(np.abs(values)))
+            raise JointMapError(f"{kind} command {values[k]:.6g} beyond "
+                                + ("MAX_COMMAND_POSITION" if kind == "position" else "max_speed")
+                                + f" ({bound:g})")
+        return values
+
     def _on_position_command(self, msg):
         if not self.active:
             return
         try:
-            self.plant.drives.command_position(self._array_command(msg, "position"))
+            self.plant.drives.command_position(self._in_range(self._array_command(msg, "position"),
+                                                              "position"))
         except (JointMapError, ValueError) as exc:
             self.reject("position_commands", str(exc))
 
@@ -540,8 +584,8 @@ class PlantInterface(PlantDrives):
         if not self.active:
             return
         try:
-            self.plant.drives.command_velocity(self._array_command(msg, "velocity"),
-                                               q=self.sim.q)
+            self.plant.drives.command_velocity(self._in_range(
+                self._array_command(msg, "velocity"), "velocity"), q=self.sim.q)
         except (JointMapError, ValueError) as exc:
             self.reject("velocity_commands", str(exc))
 
@@ -601,13 +645,15 @@ class PlantInterface(PlantDrives):
         try:
             if len(msg.position):
                 idx, src = self._drive_indices(names)
-                pos = self._field(msg.position, len(names), "position", src)
-                vel = self._field(msg.velocity, len(names), "velocity", src) \
-                    if len(msg.velocity) else None
+                pos = self._in_range(self._field(msg.position, len(names), "position", src),
+                                     "position")
+                vel = self._in_range(self._field(msg.velocity, len(names), "velocity", src),
+                                     "velocity") if len(msg.velocity) else None
                 self.plant.drives.command_position(pos, idx, vel)
             elif len(msg.velocity):
                 idx, src = self._drive_indices(names)
-                vel = self._field(msg.velocity, len(names), "velocity", src)
+                vel = self._in_range(self._field(msg.velocity, len(names), "velocity", src),
+                                     "velocity")
                 self.plant.drives.command_velocity(vel, idx, q=self.sim.q)
             elif len(msg.effort):
                 self.jmap.read_named_command(names, msg.effort, self.command)
@@ -806,6 +852,7 @@ class PlantInterface(PlantDrives):
     def set_plant_rate(self, rate_hz):
         """A new step rate at once: same state and simulated time, new step, new timer."""
         sim = self.sim
+        old_period_ns = self.period_ns
         self.rate_hz = rate_hz
         self.period_ns = int(round(1e9 / rate_hz))
         self.plant.step_dt = 1.0 / rate_hz
@@ -820,8 +867,18 @@ class PlantInterface(PlantDrives):
         if getattr(self, "timer", None) is not None:
             self.destroy_timer(self.timer)
             self._start_ns = None            # re-anchor the schedule
+            # the cycle count restarts at 0: the time bases move to the current state's time
+            # (following /clock the old base with the count at 0 re-simulated the time since
+            # activation in one callback; an outside audit), and the effort command's age
+            # carries over in the new period (command_timeout restarted at a rate change)
+            elapsed_ns = self.cycles * old_period_ns
+            if getattr(self, "_clock_base_ns", None) is not None:
+                self._clock_base_ns += elapsed_ns
+            if getattr(self, "_base_stamp_ns", None) is not None:
+                self._base_stamp_ns += elapsed_ns
+            since_command_ns = (self.cycles - self._command_cycle) * old_period_ns
             self.cycles = 0
-            self._command_cycle = 0
+            self._command_cycle = -int(round(since_command_ns / self.period_ns))
             # paced by the steady clock, as at activation (a ROS-clock timer would stop
             # under use_sim_time until /clock moves)
             self.timer = self.create_timer(1.0 / rate_hz, self._on_cycle,
