@@ -774,3 +774,39 @@ def test_assemble_holds_the_closures_files_independent_joint_or_refuses():
         else:
             with pytest.raises(ValueError, match=r"rocker_joint\) held.*out of the mechanism"):
                 robot.assemble(guess)
+
+
+def test_projections_say_when_their_equation_cannot_hold():
+    """The floating leg's loop has redundant rows: from a velocity that violates them, or at an
+    unassembled q, G qdd + gamma = 0 (project_acceleration) and G v = 0 (project_velocity)
+    cannot hold, and the results were returned silently (an outside audit): now with a
+    LoopResidualWarning. From consistent inputs: no warning, and the equations hold (G from
+    constraint_jacobian, gamma = (dG/dt) v by a central difference along v, independently)."""
+    import warnings
+    from mbd_ros.robot.constraints import LoopResidualWarning
+    robot = mbd_ros.load(str(ROOT / "urdf" / "leg_fourbar_floating.urdf"),
+                         closures=str(ROOT / "config" / "leg_fourbar_closures.yaml"),
+                         floating_base=True)
+    rng = np.random.default_rng(11)
+    q = robot.assemble(robot.integrate(robot.neutral(), 0.1 * rng.standard_normal(robot.nv),
+                                       1.0))
+    jacobian = robot.constraint_jacobian(q)
+
+    def gamma(v, h=1e-6):
+        return (robot.constraint_jacobian(robot.integrate(q, v, h))
+                - robot.constraint_jacobian(robot.integrate(q, v, -h))) / (2 * h) @ v
+
+    v_bad = rng.standard_normal(robot.nv)
+    assert np.abs(jacobian @ v_bad).max() > 1e-2
+    with pytest.warns(LoopResidualWarning, match="project_acceleration: G qdd"):
+        robot.project_acceleration(q, v_bad, rng.standard_normal(robot.nv))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LoopResidualWarning)
+        v = robot.project_velocity(q, v_bad)
+        qdd = robot.project_acceleration(q, v, rng.standard_normal(robot.nv))
+    assert np.abs(jacobian @ v).max() < 1e-12
+    # the central difference's O(h^2) error, ~1e-12 |v|^2 |d3 g|, below 1e-8
+    assert np.abs(jacobian @ qdd + gamma(v)).max() < 1e-8
+    q_open = robot.integrate(q, 0.1 * rng.standard_normal(robot.nv), 1.0)
+    with pytest.warns(LoopResidualWarning, match="project_velocity: G v = 0"):
+        robot.project_velocity(q_open, rng.standard_normal(robot.nv))

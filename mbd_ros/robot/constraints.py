@@ -73,6 +73,26 @@ class LoopResidualWarning(UserWarning):
     """Dynamics asked for at a configuration where the loops are not closed."""
 
 
+# project_velocity / project_acceleration warn when the constraint rows of their result are
+# above this, relative to the largest entry involved (max 1): the gross cases, as the dynamics
+# warn beyond LOOP_RESIDUAL_WARNING; a measured state's noise on redundant rows (below it) only
+# leaves the result off by that noise
+PROJECTION_RESIDUAL = LOOP_RESIDUAL_WARNING
+
+
+def _warn_unsatisfied(what, equation, residual, *scales):
+    """A LoopResidualWarning when `residual` (the constraint rows after a projection) is not
+    zero to round-off: at an unassembled q, with redundant rows that the given velocity
+    violates, the equation cannot hold (the docstrings promise it: say when it does not)."""
+    scale = max([1.0] + [float(np.abs(x).max(initial=0.0)) for x in scales])
+    worst = float(np.abs(residual).max(initial=0.0))
+    if worst > PROJECTION_RESIDUAL * scale:
+        warnings.warn(f"{what}: {equation} does not hold after the projection (largest row "
+                      f"{worst:.3g}): the loops are open at q, or the velocity given violates "
+                      "redundant rows; assemble(q) and project_velocity first",
+                      LoopResidualWarning, stacklevel=user_stacklevel())
+
+
 @dataclass(frozen=True)
 class LoopAnalysis:
     """Degrees of freedom and constraint structure of a constrained robot at one configuration."""
@@ -539,6 +559,7 @@ class Constraints:
             jacobian = self.state(q, np.zeros(self.nv))[1]
             v[dep] = -np.linalg.lstsq(jacobian[:, dep], jacobian[:, ind] @ v[ind],
                                       rcond=RANK_TOLERANCE)[0]
+            _warn_unsatisfied("project_velocity", "G v = 0", jacobian @ v, v)
         return v
 
     def project_acceleration(self, q, v, qdd):
@@ -551,6 +572,8 @@ class Constraints:
             gamma = self.bias(q, v)
             qdd[dep] = -np.linalg.lstsq(jacobian[:, dep], jacobian[:, ind] @ qdd[ind] + gamma,
                                         rcond=RANK_TOLERANCE)[0]
+            _warn_unsatisfied("project_acceleration", "G qdd + gamma = 0",
+                              jacobian @ qdd + gamma, qdd, gamma)
         return qdd
 
     def project_state(self, q, v, max_iterations=20, fixed=None, tolerance=ASSEMBLY_TOLERANCE):
