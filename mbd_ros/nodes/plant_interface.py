@@ -698,7 +698,12 @@ class PlantInterface(PlantDrives):
             return
         self.diverged += 1
         self.halted = True
-        self.halt_reason = f"diverged at t = {self.sim.time:.4f} s ({exc})"
+        # "diverged at t = ... (...)", read after "simulation": the simulator's own text says it
+        # already (it was repeated: "diverged at t = 1.184 s (the simulation diverged at ...")
+        text = str(exc)
+        own = "the simulation diverged at t ="
+        self.halt_reason = text[len("the simulation "):] if text.startswith(own) else \
+            f"diverged at t = {self.sim.time:.4f} s ({text})"
         if self.trajectory_follower is not None:   # a running goal ends (it cannot go on)
             self.trajectory_follower.stop("Current goal cancelled: the plant halted "
                                           f"({self.halt_reason})", hold=False)
