@@ -550,7 +550,7 @@ def test_out_arrays_are_filled_and_checked():
         assert all(r is o for r, o in zip(result, out)), method
         for r, e in zip(result, expected):
             assert np.array_equal(r, e), method
-        with pytest.raises(ValueError, match=r"out\[1\] must be a writable C-contiguous"):
+        with pytest.raises(ValueError, match=r"out\[1\] must be a writable, aligned, C-contiguous"):
             getattr(robot, method)(q, v, x, out=(out[0], np.zeros((n, n + 1)), out[2]))
         with pytest.raises(ValueError, match=r"out\[2\] must not share memory"):
             getattr(robot, method)(q, v, x, out=(out[0], out[1], out[0]))

@@ -12,10 +12,14 @@ rad/s^2 on the arm7, link_jacobian into a '>f8' out by 1e232; an outside audit).
 does not share that entry.
 
 `seed()`, run when the kernels package is imported (before any kernel is called), passes a
-byte-swapped float64 array of 1, 2 and 3 dimensions first: numba types it as a Python object
-(it has no byte-swapped arrays), which no kernel signature takes, so from then on byte-swapped
-and misaligned arrays alike are refused with TypeError and converted by the general path (a
-native, aligned copy). test/test_argument_layouts.py checks it in a fresh process.
+byte-swapped float64 array of 1, 2 and 3 dimensions first, to a dispatcher with no compiled
+version and compilation off: numba types it as a Python object (it has no byte-swapped arrays),
+which no kernel signature takes, so from then on byte-swapped and misaligned arrays alike are
+refused with TypeError and converted by the general path (a native, aligned copy). That
+dispatcher has nothing to compile, load or convert to: 20 ms, without the typing context a
+compiled one would load (an explicit signature here cost 0.2 s at every import and pulled in
+scipy.linalg: test/test_startup.py). test/test_argument_layouts.py checks it in a fresh
+process.
 """
 import numpy as np
 from numba import njit
@@ -23,18 +27,21 @@ from numba import njit
 SWAPPED = np.dtype(np.float64).newbyteorder()   # '>f8' on this (little-endian) machine
 
 
-@njit("void(float64[::1], float64[:, ::1], float64[:, :, ::1])", cache=True)
-def _native_arrays_only(a, b, c):
-    """Takes native C-contiguous float64 arrays only (seed() calls it with others)."""
+def _never_compiled(a, b, c):
+    """The seed's dispatcher: never compiled (compilation off, no signature)."""
 
 
 def seed():
     """Fill numba's typecode entries of byte-swapped float64 arrays (1-3 dimensions) with
     "Python object" (see the module docstring). Returns True when numba refused them, as it
-    must."""
+    must; False when this numba has no such switch (nothing done)."""
+    dispatcher = njit(_never_compiled)
     try:
-        _native_arrays_only(np.zeros(2, SWAPPED), np.zeros((2, 2), SWAPPED),
-                            np.zeros((2, 2, 2), SWAPPED))
+        dispatcher._can_compile = False    # the C dispatcher's own flag (disable_compile()
+    except AttributeError:                 # refuses a dispatcher without signatures)
+        return False
+    try:
+        dispatcher(np.zeros(2, SWAPPED), np.zeros((2, 2), SWAPPED), np.zeros((2, 2, 2), SWAPPED))
     except TypeError:
         return True
     return False

@@ -207,6 +207,22 @@ def load_sweep(source):
     return spec
 
 
+def variation_values(variation):
+    """(n,) float64 values of one Variation: its list, or its distribution's draws
+    (numpy.random.default_rng(seed): the same numbers on every machine and every call). Here,
+    not in variations.py, so that the spec's checks draw them as the runs will."""
+    import numpy as np
+    if variation.values is not None:
+        return np.array(variation.values, dtype=float)
+    d = variation.distribution
+    if d.type == "linspace":
+        return np.linspace(d.low, d.high, d.count)
+    rng = np.random.default_rng(d.seed)
+    if d.type == "uniform":
+        return rng.uniform(d.low, d.high, d.count)
+    return rng.normal(d.mean, d.std, d.count)
+
+
 def run_count(spec):
     """Number of runs of the spec (checked against MAX_RUNS)."""
     counts = [len(v.values) if v.values is not None else v.distribution.count
@@ -506,7 +522,6 @@ def _check_consistency(spec, where):
             raise SweepSpecError(f"{where}: variations[{index}]: a {variation.quantity} "
                                  "variation needs scenario.drives")
         if variation.quantity in ("kp", "kd"):   # drive gains are >= 0, as scenario.drives'
-            from .variations import variation_values   # (it imports this module)
             negative = [(k, float(x)) for k, x in enumerate(variation_values(variation))
                         if x < 0.0]
             if negative:

@@ -9,21 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spec import run_count
-
-
-def variation_values(variation):
-    """(n,) float64 values of one Variation: its list, or its distribution's draws
-    (numpy.random.default_rng(seed): the same numbers on every machine and every call)."""
-    if variation.values is not None:
-        return np.array(variation.values, dtype=float)
-    d = variation.distribution
-    if d.type == "linspace":
-        return np.linspace(d.low, d.high, d.count)
-    rng = np.random.default_rng(d.seed)
-    if d.type == "uniform":
-        return rng.uniform(d.low, d.high, d.count)
-    return rng.normal(d.mean, d.std, d.count)
+from .spec import run_count, variation_values
 
 
 def run_table(spec):
