@@ -883,11 +883,12 @@ class Robot:
 
     @locked
     def highest_frequency(self, q=None):
-        """Highest natural frequency (Hz) of the robot's elastic coordinates linearised at q
-        (default neutral) with its joints free: sqrt of the largest eigenvalue of M^-1 K (K: the
-        K_ff blocks); 0 for a rigid robot. An explicit integrator needs 2 pi f dt below its
-        stability limit (RK4: 2.8, semi-implicit Euler: 2); with free joints this is often
-        several times the links' highest clamped frequency."""
+        """Highest frequency (Hz) of the robot's elastic coordinates linearised at q (default
+        neutral) with its joints free: sqrt of the largest eigenvalue of M^-1 K (K: the K_ff
+        blocks), or with modal damping the largest |eigenvalue| / 2 pi of the damped system
+        (docs/flexible.md, "Simulation step size"); 0 for a rigid robot. An explicit integrator
+        needs 2 pi f dt below its stability limit (RK4: 2.8, semi-implicit Euler: 2); with free
+        joints this is often several times the links' highest clamped frequency."""
         q = self.neutral() if q is None else A.vector(q, self.nq, "q")
         self._check_state(q, _EMPTY, _EMPTY, "")
         return self._tree.highest_frequency(q)
