@@ -109,3 +109,42 @@ def test_simulate_splits_the_step_for_stiff_elastic_modes(capsys):
                      "--integrator", "rk4"])
     text = capsys.readouterr().out
     assert code == 1 and "substeps" not in text and "failed at t = 0.005 s" in text, text
+
+
+@pytest.mark.parametrize("plot, message", [
+    ("out", "the plot is a PNG: give a file name ending in .png"),
+    ("missing_dir/out.png", "no directory"),
+    ("a_directory.png", "is a directory"),
+])
+def test_a_bad_plot_path_is_refused_before_the_run(tmp_path, capsys, plot, message):
+    """--plot is checked when the command line is parsed (exit 2, naming it): an unusable path
+    failed only after the whole run, and a name without .png was written as NAME.png while the
+    command printed NAME (an outside audit)."""
+    (tmp_path / "a_directory.png").mkdir()
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["simulate", FOURBAR[0], "--closures", FOURBAR[1], "--duration", "0.01",
+                  "--plot", str(tmp_path / plot)])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --plot" in err and message in err, err
+    assert not (tmp_path / "out.png").exists() and not (tmp_path / "out").exists()
+
+
+def test_run_lengths_and_divergence_are_said_not_hidden(capsys):
+    """--duration shorter than one --dt: refused (it ran no step and exited 0); a diverging
+    flex-demo: exit 1 with the reason, no traceback (SimulationDiverged escaped); a
+    ROS_DOMAIN_ID out of range: refused at parsing (rclpy raised at start)."""
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["demo", "--dt", "10"])
+    assert exit_.value.code == 2
+    assert "shorter than one --dt step" in capsys.readouterr().err
+    code = cli.main(["flex-demo", "--dt", "0.01", "--duration", "0.05"])
+    err = capsys.readouterr().err
+    assert code == 1 and "diverged at t = 0.010000 s" in err and "Traceback" not in err, err
+    import argparse
+    from mbd_ros.nodes import hil_demo
+    parser = hil_demo.add_arguments(argparse.ArgumentParser())
+    with pytest.raises(SystemExit) as exit_:
+        parser.parse_args(["--domain-id", "-1"])
+    assert exit_.value.code == 2
+    assert "is not a ROS_DOMAIN_ID" in capsys.readouterr().err

@@ -431,16 +431,26 @@ def _main(argv):
         build_parser().error('--n and --repeats must be at least 1')
     if getattr(args, 'n', 1) * getattr(args, 'repeats', 1) > MAX_CALLS:
         build_parser().error(f'--n x --repeats must be at most {MAX_CALLS:g} calls')
+    has_dt = hasattr(args, 'dt')
     dt, duration = getattr(args, 'dt', 1.0), getattr(args, 'duration', 1.0)
     if not (0.0 < dt < math.inf and 0.0 < duration < math.inf):   # NaN fails too
         build_parser().error('--dt and --duration must be positive finite numbers of seconds')
     if duration / dt > MAX_STEPS:
         build_parser().error(f'--duration / --dt is {duration / dt:.3g} steps: at most '
-                             f'{MAX_STEPS:g}')
+                             f'{MAX_STEPS:g}' if has_dt else
+                             f'--duration {duration:g} s: at most {MAX_STEPS:g} s')
+    if has_dt and duration < dt * (1.0 - 1e-9):
+        # (it ran no step and reported success; an outside audit)
+        build_parser().error(f'--duration {duration:g} s is shorter than one --dt step '
+                             f'({dt:g} s): nothing would be simulated')
     try:
         return args.func(args)
     except BrokenPipeError:   # output piped into e.g. `head`: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except FloatingPointError as exc:   # a simulation diverged (SimulationDiverged): a
+        # runtime failure, said without a traceback
+        print(f'mbd-ros {args.command}: {exc}', file=sys.stderr)
         return 1
     except (ValueError, OSError) as exc:
         print(f'mbd-ros {args.command}: error: {exc}', file=sys.stderr)

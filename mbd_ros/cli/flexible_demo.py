@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..inputs.cli_arguments import png_path
+
 
 def add_arguments(parser):
     parser.add_argument('--step', type=float, default=2.0,
                         help='elbow torque step in N m (default 2)')
     parser.add_argument('--duration', type=float, default=1.0, help='simulated time in s (default 1)')
     parser.add_argument('--dt', type=float, default=1e-4, help='RK4 step in s (default 1e-4)')
-    parser.add_argument('--plot', default=None, metavar='FILE.png',
+    parser.add_argument('--plot', type=png_path, default=None, metavar='FILE.png',
                         help='write a plot of the tip deflection (needs matplotlib)')
 
 

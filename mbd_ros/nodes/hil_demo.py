@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from . import processes
+from ..inputs.cli_arguments import png_path, ros_domain_id
 
 PACKAGE = "mbd_ros"
 CONFIGS = {"plant": "arm7_simulate.yaml", "controller": "arm7_computed_torque.yaml",
@@ -145,10 +146,11 @@ def add_arguments(parser):
                         "plant's parameters (pd servos, 500 Hz torque loop, 18-bit encoder, "
                         "noise, one cycle of delay, a 5 %% heavier arm than its URDF); ideal: "
                         "the exact plant (the controller's model is the plant's)")
-    parser.add_argument("--domain-id", type=int, default=None,
+    parser.add_argument("--domain-id", type=ros_domain_id, default=None,
                         help="ROS_DOMAIN_ID (default: derived from the process id)")
     parser.add_argument("--verbose", action="store_true", help="print the nodes' logs")
-    parser.add_argument("--plot", default=None, help="write the tracking plot (joint positions "
+    parser.add_argument("--plot", type=png_path, default=None, metavar="FILE.png",
+                        help="write the tracking plot (joint positions "
                         "and references, tracking error over the measured run) to this PNG "
                         "(needs matplotlib: the 'plot' extra)")
     return parser

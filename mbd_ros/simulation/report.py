@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..inputs.cli_arguments import png_path
+
 MAX_LEGEND = 12    # joints named in a legend; more are drawn unlabelled
 
 
@@ -242,7 +244,8 @@ def add_arguments(parser):
                              "elastic modes)")
     parser.add_argument("--q0", type=float, nargs="+", default=None,
                         help="initial configuration (default: a seeded random one, at rest)")
-    parser.add_argument("--plot", default=None, help="write the plots to this PNG file")
+    parser.add_argument("--plot", type=png_path, default=None, metavar="FILE.png",
+                        help="write the plots to this PNG file (an existing one is overwritten)")
     return parser
 
 
