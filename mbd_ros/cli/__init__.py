@@ -261,25 +261,15 @@ def cmd_demo(args):
     n_fd = 0
     t_loop = time.perf_counter()
     for k in range(1, steps + 1):
-        # RK4 on (q, v, dissipated energy); configurations advance with robot.integrate
-        a1 = fd(q, v)
-        p1 = dissipation(v)
-        v2 = v + 0.5 * dt * a1
-        q2 = robot.integrate(q, v, 0.5 * dt)
-        a2 = fd(q2, v2)
-        p2 = dissipation(v2)
-        v3 = v + 0.5 * dt * a2
-        q3 = robot.integrate(q, v2, 0.5 * dt)
-        a3 = fd(q3, v3)
-        p3 = dissipation(v3)
-        v4 = v + dt * a3
-        q4 = robot.integrate(q, v3, dt)
-        a4 = fd(q4, v4)
-        p4 = dissipation(v4)
+        try:
+            q, v, dissipated = _demo_rk4_step(robot, fd, dissipation, q, v, dissipated, dt)
+        except ValueError as exc:   # a state grown until the dynamics overflow: a divergence
+            if 'not finite' not in str(exc):
+                raise
+            print(f'mbd-ros demo: the simulation diverged at t = {k * dt:.3f} s: --dt {dt:g} s '
+                  f'is too long a step for RK4 on this robot ({exc})', file=sys.stderr)
+            return 1
         n_fd += 4
-        q = robot.integrate(q, (v + 2.0 * v2 + 2.0 * v3 + v4) / 6.0, dt)
-        v = v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
-        dissipated += dt / 6.0 * (p1 + 2.0 * p2 + 2.0 * p3 + p4)
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
             print(f'state became non-finite at t = {k * dt:.3f} s')
             return 1
@@ -297,6 +287,28 @@ def cmd_demo(args):
           f'{n_fd / elapsed:,.0f} FD calls/s, {steps / elapsed:,.0f} RK4 steps/s '
           f'({steps * dt / elapsed:.1f}x real time)')
     return 0
+
+
+def _demo_rk4_step(robot, fd, dissipation, q, v, dissipated, dt):
+    """One RK4 step of the demo on (q, v, dissipated energy); configurations advance with
+    robot.integrate. Returns the new (q, v, dissipated)."""
+    a1 = fd(q, v)
+    p1 = dissipation(v)
+    v2 = v + 0.5 * dt * a1
+    q2 = robot.integrate(q, v, 0.5 * dt)
+    a2 = fd(q2, v2)
+    p2 = dissipation(v2)
+    v3 = v + 0.5 * dt * a2
+    q3 = robot.integrate(q, v2, 0.5 * dt)
+    a3 = fd(q3, v3)
+    p3 = dissipation(v3)
+    v4 = v + dt * a3
+    q4 = robot.integrate(q, v3, dt)
+    a4 = fd(q4, v4)
+    p4 = dissipation(v4)
+    q_next = robot.integrate(q, (v + 2.0 * v2 + 2.0 * v3 + v4) / 6.0, dt)
+    v_next = v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+    return q_next, v_next, dissipated + dt / 6.0 * (p1 + 2.0 * p2 + 2.0 * p3 + p4)
 
 
 def cmd_analyze(args):
