@@ -27,10 +27,24 @@ def importing_mbd_ros(pid):
         return False
 
 
-@pytest.mark.parametrize("delay", [0.0, 0.2, 0.5, 1.0, 3.0])
-def test_ctrl_c_ends_the_cli_with_130_and_no_traceback(delay):
+def cli_command():
     script = Path(sys.executable).with_name("mbd-ros")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "mbd_ros.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "mbd_ros.cli"]
+
+
+@pytest.fixture(scope="module")
+def warm_simulate():
+    """The simulate command's kernels compiled (or loaded) once first: a SIGINT reaches Python
+    only between bytecodes, so one arriving while LLVM compiles a kernel on a cold cache (the
+    compiled rollout: minutes on a loaded 2-core machine) takes effect when that compile ends;
+    that is not what these tests check (a fresh-clone run timed out waiting so)."""
+    subprocess.run(cli_command() + ["simulate", str(REPO / "urdf" / "arm7.urdf"),
+                                    "--duration", "0.01"], capture_output=True, timeout=1200)
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.2, 0.5, 1.0, 3.0])
+def test_ctrl_c_ends_the_cli_with_130_and_no_traceback(delay, warm_simulate):
+    command = cli_command()
     child = subprocess.Popen(command + ["simulate", str(REPO / "urdf" / "arm7.urdf"),
                                         "--duration", "1000"],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
