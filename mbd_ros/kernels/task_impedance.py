@@ -164,18 +164,17 @@ def damping_matrix(lam, stiffness, ratio, chol, modes, out):
                     vkp, vkq = modes[k, p], modes[k, q]
                     modes[k, p] = c * vkp - s * vkq
                     modes[k, q] = s * vkp + c * vkq
-    # the modes' dampings 2 ratio sqrt(s_i) on the diagonal of out's last use as scratch, then
-    # Q = L V (into modes), D = Q diag(d) Q^T
-    for i in range(6):
-        out[i, 0] = 2.0 * ratio * max(out[i, i], 0.0) ** 0.5
+    # Q = L V into modes (row i of L V needs rows k <= i of V: from the last row up)
     for c in range(6):
-        for i in range(5, -1, -1):         # (L V)[i, c] = sum_{k <= i} L[i, k] V[k, c]
+        for i in range(5, -1, -1):
             s = 0.0
             for k in range(i + 1):
                 s += chol[i, k] * modes[k, c]
             modes[i, c] = s
-    for i in range(6):                     # chol's upper triangle is free: keep d there?
-        chol[0, i] = out[i, 0]             # (L is no longer needed)
+    # the modes' dampings d_i = 2 ratio sqrt(s_i), s_i on out's diagonal, into chol's first
+    # row (L is no longer needed); then D = Q diag(d) Q^T
+    for i in range(6):
+        chol[0, i] = 2.0 * ratio * max(out[i, i], 0.0) ** 0.5
     for i in range(6):
         for j in range(i, 6):
             s = 0.0
