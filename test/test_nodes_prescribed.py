@@ -18,6 +18,7 @@ Bounded in time: every wait has a timeout.
 """
 from __future__ import annotations
 
+import re
 import time
 
 import numpy as np
@@ -30,6 +31,7 @@ pin = import_oracle("pinocchio")
 
 from builtin_interfaces.msg import Duration, Time  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 import mbd_ros  # noqa: E402
@@ -205,11 +207,23 @@ def test_prescribed_crank_of_a_closed_loop(ros):
     robot.baumgarte = (0.5 * 20.0, 100.0 ** 0.5)     # the node's baumgarte_kd / kp defaults
     topic = f"{LOOP_NS}/forward_dynamics/prescribed_trajectory"
     pub = ros.matched_publisher(JointTrajectory, topic)
-    ros.spin(0.2)
-    start_ns = (stamp_key(ros.last(f"{LOOP_NS}/joint_states").header.stamp) // 10_000_000
-                + 100) * 10_000_000
+    # The reference integrates from t = 0, so the trajectory must reach the plant before its
+    # start (one arriving late is joined with a jump, as documented). The plant is paused
+    # while the trajectory is delivered: under load a message stamped 1 s ahead once arrived
+    # a step late. Paused, simulated time stands still; unpaused, it goes on from there.
+    node = f"{LOOP_NS}/forward_dynamics"
+    answer = ros.call(Trigger, f"{node}/pause", Trigger.Request())
+    assert answer.success, answer.message
+    paused_at = float(re.search(r"t = ([0-9.]+) s", answer.message).group(1))
+    start_ns = (int(paused_at * 100) + 20) * 10_000_000      # 0.19-0.2 s ahead, on a 10 ms grid
     start = start_ns * 1e-9
+    received = int(ros.wait_diagnostics(node[1:], lambda d: "prescribed trajectories" in d)
+                   ["prescribed trajectories"])
     pub.publish(_trajectory_msg(start_ns, names=["crank_joint"], offset=0.0))
+    ros.wait_diagnostics(node[1:], lambda d: int(d["prescribed trajectories"]) == received + 1,
+                         what="the crank trajectory received while paused")
+    answer = ros.call(Trigger, f"{node}/unpause", Trigger.Request())
+    assert answer.success, answer.message
     end = start + TAU[-1] + 0.2
     ros.spin_until(lambda: stamp_key(ros.last(f"{LOOP_NS}/joint_states").header.stamp)
                    > end * 1e9, 60.0, what="the crank trajectory played")
