@@ -19,7 +19,6 @@ Bounded in time: every wait has a timeout.
 from __future__ import annotations
 
 import re
-import time
 
 import numpy as np
 import pytest

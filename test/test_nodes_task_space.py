@@ -282,8 +282,9 @@ def test_reaches_a_pose_10_cm_away_and_holds_it_against_a_payload_change(ros, ro
     # after 1 s the position is back within 1 mm (its modes decay at K/D-rates of 7-17 /s).
     # The orientation from the peak of the first 0.3 s, which grows with the steps before the
     # plant's first command (with zero effort then: 1.006 mrad at 1.075 s once in a loaded
-    # fresh-clone run, 0.39 mrad on a quiet machine; with the drives' hold < 1 urad under load), decays at least at its slowest mode's rate
-    # over the 0.7 s since (1 mrad whenever that is looser): with task_damping_ratio z (the
+    # fresh-clone run, 0.39 mrad on a quiet machine; with the drives' hold < 1 urad under
+    # load), decays at least at its slowest mode's rate over the 0.7 s since (1 mrad whenever
+    # that is looser): with task_damping_ratio z (the
     # sample's 0.7) every mode of Lambda e'' + D e' + K e = 0 decays at z omega_i, the slowest at
     # z sqrt(min eig(K, Lambda)); with a diagonal D the orientation's slowest mode decays only at
     # D_rot / (2 lambda_max(Lambda_rot)) (0.2 N m s/rad: ~0.5 /s)
