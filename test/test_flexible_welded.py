@@ -536,3 +536,25 @@ def test_closed_loop_onto_a_clamped_beam():
     gamma = robot._acceleration_bias(q, v)
     np.testing.assert_allclose(G @ qdd, -gamma, rtol=0,
                                atol=1e-8 * max(1.0, np.abs(gamma).max()))
+
+
+def test_a_welded_link_of_zero_mass_but_inertia_is_named_in_a_warning():
+    """A link welded to a flexible link with zero mass and a non-zero inertia has no point-mass
+    equivalent (the representation of welded links): the warning names it, and the robot's
+    dynamics equal those of the same robot without that inertia (it is left out, not
+    half-used)."""
+    xml = clamped_urdf(tip_mass=1.0, tip_x=0.8).replace(
+        '<mass value="1.0"/><inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/>',
+        '<mass value="0"/><inertia ixx="2e-3" ixy="0" ixz="0" iyy="1e-3" iyz="0" izz="1e-3"/>')
+    assert 'mass value="0"' in xml
+    flexible = beam_entry(0.8, 2e-4, 2e-9, 2e-7, modes=4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        robot = mbd_ros.load(xml, flexible=flexible)
+    named = [w for w in caught if "'tip'" in str(w.message) and "left out" in str(w.message)]
+    assert len(named) == 1, [str(w.message) for w in caught]
+    bare = load_quiet(clamped_urdf(), flexible=flexible)
+    q = bare.neutral() + 1e-3 * np.arange(1, bare.nq + 1)
+    v = 0.1 * np.ones(bare.nv)
+    np.testing.assert_array_equal(robot.forward_dynamics(q, v, np.zeros(bare.nv)),
+                                  bare.forward_dynamics(q, v, np.zeros(bare.nv)))

@@ -21,6 +21,8 @@ velocity-product terms) exactly for that field.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import layout as L
@@ -45,11 +47,19 @@ def attachment_points(model, flexible_index):
 
 def welded_rigid_bodies(tree, model, attachments):
     """[(link index, mass, com (3,), inertia about the com (3, 3), attachment a (3,))] of the
-    welded links with mass, in the flexible link's frame."""
+    welded links with mass, in the flexible link's frame. A welded link of zero mass but
+    non-zero inertia (an unphysical URDF inertial, which the rigid model keeps as given) has
+    no point-mass equivalent here: it is left out, with a warning naming it."""
     out = []
     for index, a in attachments.items():
         spec = tree.links[model.link_names[index]]
         if spec.mass <= 0:
+            if np.abs(spec.inertia).max() > 1e-12:
+                warnings.warn(
+                    f"link '{model.link_names[index]}' (welded to a flexible link) has zero mass "
+                    f"but a non-zero inertia tensor: the flexible model represents a welded "
+                    f"link by point masses, so its inertia is left out (give it its mass)",
+                    stacklevel=5)
             continue
         rot = model.link_float[index, L.LINK_ROT:L.LINK_ROT + 9].reshape(3, 3)
         pos = model.link_float[index, L.LINK_POS:L.LINK_POS + 3]
