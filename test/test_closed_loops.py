@@ -49,6 +49,7 @@ from mbd_ros.robot.constraints import LoopResidualWarning
 from mbd_ros import Robot
 
 from conftest import RK4_RTOL, RTOL, assert_close
+from loop_robots import fourbar_rocker_driven, rocker_dead_points, rocker_transmission
 from loop_oracle import (CUT_CASES, LoopReference, build_cut_case, constraint_wrench_basis,
                          cut_link_wrenches, fd_jacobian, fourbar_closed_form, fourbar_rates,
                          free_twists, pin_constraint_dynamics, welded_4r_case)
@@ -552,6 +553,34 @@ def test_inverse_dynamics_errors():
     qdd = under.forward_dynamics(q, v, rng.uniform(-1, 1, under.nv)).copy()
     with pytest.raises(ValueError, match="cannot produce this motion"):
         under.inverse_dynamics(q, v, qdd)
+
+
+def test_inverse_dynamics_at_the_dead_point_of_a_rocker_driven_four_bar(pin):
+    """The sample four-bar driven by its rocker: at the rocker's extreme angles (where
+    d rocker / d crank = 0, loop_robots.rocker_dead_points) the rocker cannot hold the
+    mechanism against gravity: inverse_dynamics raises the singular configuration error naming
+    the actuated joint (it returned gravity / round-off, ~1e8 N m). 1e-3 rad of crank away it
+    answers, equal to the virtual-work balance of the 1-dof loop, tau_rocker = n^T tau_tree /
+    n_rocker (n spanning null(G), tau_tree Pinocchio's RNEA)."""
+    rocker = fourbar_rocker_driven()
+    _, xml, closures, _, _ = case("fourbar")
+    closures["actuated"] = ["rocker_joint"]
+    ref = LoopReference(pin, xml, closures)
+    crank, follower = (rocker.joint_names.index(n) for n in ("crank_joint", "rocker_joint"))
+    dead, assembled = rocker_dead_points(rocker)
+    zero = np.zeros(rocker.nv)
+    for q in dead:
+        assert abs(rocker_transmission(rocker, q)[1][follower]) < 1e-9
+        with pytest.raises(ValueError, match=r"cannot produce this motion.*rocker_joint"):
+            rocker.inverse_dynamics(q, zero, zero)
+        near = assembled(q[crank] + 1e-3, q)
+        tau = rocker.inverse_dynamics(near, zero, zero)
+        n = rocker_transmission(rocker, near)[1]
+        expected = n @ ref.oracle.rnea(near, zero, zero) / n[follower]
+        # n_rocker ~ 1e-3 here: the balance loses three digits to it
+        assert_close(tau[follower], expected, "rocker torque 1e-3 rad from the dead point",
+                     rtol=1e-9 * 1e3)
+        assert tau[crank] == 0.0
 
 
 # ==== 7. joint wrenches with loops: Newton-Euler of every link ==================================

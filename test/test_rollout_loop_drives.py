@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from loop_robots import ROBOTS, fourbar
+from loop_robots import ROBOTS, fourbar, fourbar_rocker_driven, rocker_dead_points
 from mbd_ros.kernels import rollout_loop_drives as D
 from mbd_ros.robot import constraints as C
 from mbd_ros.robot.joint_map import scalar_dofs
@@ -89,6 +89,29 @@ def test_compensation_equals_the_plants(name):
             assert np.abs(qdd[ind]).max() < 1e3 * EPS * scale / mass.diagonal().min()
         else:
             np.testing.assert_array_equal(b, 0.0)   # a passive mechanism: no compensation
+
+
+def test_compensation_at_the_dead_points_of_a_rocker_drive():
+    """The four-bar driven by its rocker, at the rocker's extremes (no actuation moves the
+    loop: robot.inverse_dynamics refuses, the Plant's compensation is 0) and 1e-3 rad of crank
+    away (finite, ~1/n_rocker large): the kernel makes the same decision and gives the same
+    numbers (the relative rank cut-off of its QR alone returned gravity / round-off there)."""
+    robot = fourbar_rocker_driven()
+    dead, assembled = rocker_dead_points(robot)
+    crank = robot.joint_names.index("crank_joint")
+    zero = np.zeros(robot.nv)
+    for q in dead:
+        status, b = compiled_compensation(robot, q, zero)
+        assert status == D.DONE
+        np.testing.assert_array_equal(python_compensation(robot, q, zero), 0.0)
+        np.testing.assert_array_equal(b, 0.0)
+        near = assembled(q[crank] + 1e-3, q)
+        status, b = compiled_compensation(robot, near, zero)
+        reference = python_compensation(robot, near, zero)
+        assert status == D.DONE and np.abs(reference).max() > 1.0
+        # as above, with the 1e3 amplification of n_rocker ~ 1e-3
+        scale = np.abs(robot.mass_matrix(near)).max() + np.abs(reference).max()
+        np.testing.assert_allclose(b, reference, rtol=0, atol=1e6 * EPS * scale)
 
 
 def test_an_ill_conditioned_partition_asks_for_python():

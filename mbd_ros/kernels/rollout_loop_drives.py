@@ -46,6 +46,7 @@ from ..model.layout import LOOP_RESIDUAL
 from .rnea import inverse_dynamics as _tree_inverse_dynamics
 from .rollout_loads import loaded_tree_inverse_dynamics
 from .rollout_projection import loop_acceleration_rows, min_norm_solve
+from .linalg import RANK_TOLERANCE
 from .rollout_tangent import tangent_basis
 
 # constraints.py's PARTITION_CONDITION_LIMIT (the kernels do not import the robot layer;
@@ -203,7 +204,16 @@ def actuated_forces(jacobian, tau, drive_work, exact, out):
         tmax = max(tmax, abs(s))
         for j in range(n_act):
             a[col, j] = null[actuated[j], col]
-    if k:
+    # N orthonormal: N^T S on the scale of 1; every row of it below RANK_TOLERANCE is a dead
+    # point of the actuation (the QR's cut-off is relative to its largest row): a = 0, as
+    # Constraints.actuation_forces decides
+    largest = 0.0
+    for col in range(k):
+        s = 0.0
+        for j in range(n_act):
+            s += a[col, j] * a[col, j]
+        largest = max(largest, s)
+    if k and math.sqrt(largest) > RANK_TOLERANCE:
         # (N is read no more: its matrix is the solve's normal matrix)
         if min_norm_solve(a, k, n_act, target, x, t, null, rdiag, hv0, beta, c, z, perm) < 0:
             return

@@ -849,7 +849,15 @@ class Constraints:
         act = self.actuated_dofs
         reduced = null[act].T            # N^T S, S the selection of the actuated dofs
         target = null.T @ tau_tree
-        actuation, *_ = np.linalg.lstsq(reduced, target, rcond=RANK_TOLERANCE)
+        if np.sqrt((reduced * reduced).sum(axis=1)).max(initial=0.0) > RANK_TOLERANCE:
+            actuation, *_ = np.linalg.lstsq(reduced, target, rcond=RANK_TOLERANCE)
+        else:
+            # N is orthonormal, so N^T S is on the scale of 1: every row below RANK_TOLERANCE
+            # means no actuated joint moves the mechanism here (a dead point, e.g. a four-bar
+            # driven by its rocker at the rocker's extreme). lstsq's cut-off is relative to the
+            # largest singular value and would return target / (round-off), ~1e8 N m;
+            # rollout_loop_drives.actuated_forces makes the same decision
+            actuation = np.zeros((len(act),) + np.shape(target)[1:])
         tau = np.zeros((self.nv,) + np.shape(tau_tree)[1:])
         tau[act] = actuation
         return tau, reduced, actuation, target
