@@ -165,7 +165,7 @@ def test_zero_torque_fall_stays_within_the_limits(ros):
 @pytest.fixture(scope="module")
 def arm(ros):
     ns = "/drv"
-    start_plant(ros, ns, {"urdf_path": ARM, "mode": "simulate", "joints": NAMES,
+    ros.drv_plant = start_plant(ros, ns, {"urdf_path": ARM, "mode": "simulate", "joints": NAMES,
                           "initial_positions": Q0, "command_timeout": 0.2,
                           "publish_clock": False, "use_sim_time": False,
                           "rate_hz": 500.0, "wrench_joints": ["none"],
@@ -185,12 +185,16 @@ def position_error(ros, ns, target, names=NAMES):
 
 def test_position_command_sent_once_on_joint_commands_converges_and_is_held(ros, arm):
     """topic_based_ros2_control's form: JointState with names and positions, published once
-    (only when it changes), in any joint order."""
+    (only when it changes), in any joint order; here with the effort field it also sends for
+    joints that declare an effort command interface (values no controller claimed: 40 N m,
+    enough to move the arm off its target): a position command, the efforts unused, said once
+    in the node's log."""
     ns = arm
     target = np.array(Q0) + np.array([0.2, -0.15, 0.1, 0.2, -0.3, 0.25, -0.4])
     cmd = JointState()
     cmd.name = NAMES[::-1]
     cmd.position = target[::-1].tolist()
+    cmd.effort = [40.0] * len(NAMES)
     pub = ros.matched_publisher(JointState, f"{ns}/joint_commands")
     ros.spin(0.3)   # discovery completes on the node's side too (the command is sent once)
     pub.publish(cmd)
@@ -200,6 +204,8 @@ def test_position_command_sent_once_on_joint_commands_converges_and_is_held(ros,
     assert position_error(ros, ns, target) < SETTLED
     status = diag_status(ros, "drv/forward_dynamics")
     assert values_of(status)["drive modes"] == "position 7"
+    said = "joint_commands with positions and efforts: a position command, the effort field"
+    assert ros.drv_plant.output().count(said) == 1, ros.drv_plant.output()[-3000:]
     # a second command for two joints only: those move, the others stay
     target2 = target.copy()
     target2[[1, 3]] += [0.1, -0.1]

@@ -650,11 +650,13 @@ class PlantInterface(PlantDrives):
                 vel = self._in_range(self._field(msg.velocity, len(names), "velocity", src),
                                      "velocity") if len(msg.velocity) else None
                 self.plant.drives.command_position(pos, idx, vel)
+                self._effort_field_ignored(msg, "position")
             elif len(msg.velocity):
                 idx, src = self._drive_indices(names)
                 vel = self._in_range(self._field(msg.velocity, len(names), "velocity", src),
                                      "velocity")
                 self.plant.drives.command_velocity(vel, idx, q=self.sim.q)
+                self._effort_field_ignored(msg, "velocity")
             elif len(msg.effort):
                 self.jmap.read_named_command(names, msg.effort, self.command)
                 self._effort_command()
@@ -662,6 +664,18 @@ class PlantInterface(PlantDrives):
                 raise JointMapError("no position, velocity or effort values")
         except (JointMapError, ValueError) as exc:
             self.reject("joint_commands", str(exc))
+
+    def _effort_field_ignored(self, msg, mode):
+        """Say once that a joint_commands message with an effort field besides positions or
+        velocities commanded `mode` and left the efforts unused: topic_based_ros2_control sends
+        every command interface a joint declares, claimed or not, so the plant cannot tell a
+        torque feed-forward from a stale value (docs/plant.md, "Command interfaces")."""
+        if len(msg.effort) and not getattr(self, "_said_effort_ignored", False):
+            self._said_effort_ignored = True
+            self.get_logger().warning(
+                f"joint_commands with {mode}s and efforts: a {mode} command, the effort field "
+                "is not used (a JointState command is position, else velocity, else effort; "
+                "said once)")
 
     def _effort_command(self):
         """self.command (nv,) holds a new effort command of every joint of `joints`."""
