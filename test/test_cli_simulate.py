@@ -151,3 +151,24 @@ def test_run_lengths_and_divergence_are_said_not_hidden(capsys):
         parser.parse_args(["--domain-id", "-1"])
     assert exit_.value.code == 2
     assert "is not a ROS_DOMAIN_ID" in capsys.readouterr().err
+
+
+def test_demo_rk4_step_is_robot_steps_rk4_on_a_floating_base():
+    """`mbd-ros demo`'s own RK4 step (it also integrates the dissipated power) on a free root
+    joint: the same Runge-Kutta-Munthe-Kaas step as robot.step (its stage velocities were
+    averaged as in a vector space: second order on SE(3)), to round-off; and its dissipation
+    is the power of the passive forces at the stages (zero without them)."""
+    robot = mbd_ros.load(str(REPO / "urdf" / "arm7.urdf"), floating_base=True,
+                         passive_forces=False)
+    rng = np.random.default_rng(3)
+    q = robot.random_configuration(rng)
+    v = rng.uniform(-2.0, 2.0, robot.nv)      # a tumbling base: the stage corrections matter
+    zero = np.zeros(robot.nv)
+    dt = 2e-3
+    q1, v1, dissipated = cli._demo_rk4_step(robot, lambda q, v: robot.forward_dynamics(
+        q, v, zero), lambda v: 0.0, q, v, 0.0, dt)
+    q_ref, v_ref = robot.step(q, v, zero, dt, integrator="rk4")
+    scale = 1.0 + np.abs(v).max()
+    np.testing.assert_allclose(q1, q_ref, rtol=0, atol=1e-13 * scale)
+    np.testing.assert_allclose(v1, v_ref, rtol=0, atol=1e-11 * scale)
+    assert dissipated == 0.0

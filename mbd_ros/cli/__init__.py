@@ -291,22 +291,34 @@ def cmd_demo(args):
 
 def _demo_rk4_step(robot, fd, dissipation, q, v, dissipated, dt):
     """One RK4 step of the demo on (q, v, dissipated energy); configurations advance with
-    robot.integrate. Returns the new (q, v, dissipated)."""
+    robot.integrate. On free, spherical and planar joints each stage's velocity becomes the
+    Lie algebra's k_i before it moves a configuration (Runge-Kutta-Munthe-Kaas, as robot.step
+    does: kernels/lie_rk4.py; without it the step is second order there); the dissipation is
+    evaluated at the stages' physical velocities. Returns the new (q, v, dissipated)."""
+    from ..kernels.lie_rk4 import correct_stage_velocity
+    body_int = np.array(getattr(robot.tree, 'body_int', np.zeros((1, 1), dtype=np.int64)))
+    h = 0.5 * dt
     a1 = fd(q, v)
     p1 = dissipation(v)
-    v2 = v + 0.5 * dt * a1
-    q2 = robot.integrate(q, v, 0.5 * dt)
+    v2 = v + h * a1
+    q2 = robot.integrate(q, v, h)
     a2 = fd(q2, v2)
     p2 = dissipation(v2)
-    v3 = v + 0.5 * dt * a2
-    q3 = robot.integrate(q, v2, 0.5 * dt)
+    k2 = v2.copy()
+    correct_stage_velocity(body_int, v, h, k2)
+    v3 = v + h * a2
+    q3 = robot.integrate(q, k2, h)
     a3 = fd(q3, v3)
     p3 = dissipation(v3)
+    k3 = v3.copy()
+    correct_stage_velocity(body_int, k2, h, k3)
     v4 = v + dt * a3
-    q4 = robot.integrate(q, v3, dt)
+    q4 = robot.integrate(q, k3, dt)
     a4 = fd(q4, v4)
     p4 = dissipation(v4)
-    q_next = robot.integrate(q, (v + 2.0 * v2 + 2.0 * v3 + v4) / 6.0, dt)
+    k4 = v4.copy()
+    correct_stage_velocity(body_int, k3, dt, k4)
+    q_next = robot.integrate(q, (v + 2.0 * k2 + 2.0 * k3 + k4) / 6.0, dt)
     v_next = v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
     return q_next, v_next, dissipated + dt / 6.0 * (p1 + 2.0 * p2 + 2.0 * p3 + p4)
 
