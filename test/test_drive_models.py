@@ -22,7 +22,7 @@ from conftest import EPS, assert_close
 from mbd_ros.constants import STANDARD_GRAVITY
 from mbd_ros.simulation.drives import JointDrives, pd_gains
 from mbd_ros.simulation.mismatch import body_scales, scaled_mass_robot
-from mbd_ros.simulation.plant import Plant
+from mbd_ros.simulation.plant import DivergenceError, Plant
 from mbd_ros.simulation.sensors import JointSensors
 from ros_harness import URDF
 
@@ -95,6 +95,40 @@ def test_pd_pendulum_settles_at_the_gravity_over_kp_error(pendulum, integrator):
     assert error > 0.1   # the error a servo without compensation really has (~0.13 rad)
     assert abs(error - mgl * math.sin(plant.q[0]) / kp) <= tol
     assert abs(plant.v[0]) <= 1e-12
+
+
+@pytest.mark.parametrize("kp, kd, stable", [
+    (2000.0, 900.0, True), (2000.0, 1100.0, False),        # b = Kd dt / m = 1.8 | 2.2
+    (0.8e5, 50.0, True), (1.2e5, 50.0, False)])            # Kp dt = 80 | 120 against 2 Kd = 100
+def test_pd_gains_the_plants_step_cannot_keep_stable_are_named(kp, kd, stable):
+    """JointDrives.pd_sampling_problems names a joint whose servo gains no step of the plant's
+    dt keeps stable (the sampled PD's Jury conditions, Kd dt < 2 m, Kp dt < 2 Kd), and the
+    plant shows it: the pendulum without gravity (a double integrator of inertia m l^2) held at
+    0 from 0.01 rad stays within 2 x that and ends below a tenth of it after 2 s where they hold
+    (the slowest, overdamped case decays as exp(-t Kp / Kd)), and grows 100 x where they fail
+    (RK4 integrates a held torque on it exactly)."""
+    free = mbd_ros.load(PENDULUM, gravity=(0.0, 0.0, 0.0))
+    dt = 1e-3
+    plant = Plant(free, dt, "rk4", q=[0.01], joints=["swing"], limits=False)
+    plant.drives.set_model("pd", kp, kd)
+    plant.drives.command_position([0.0])
+    problems = plant.drives.pd_sampling_problems(free.mass_matrix(plant.q), dt)
+    assert (problems == []) == stable, problems
+    if not stable:
+        assert problems[0][0] == "swing"
+    peak = 0.0
+    for _ in range(2000):
+        try:
+            plant.step()
+        except DivergenceError:      # past max_speed: grown, and halted
+            peak = math.inf
+        peak = max(peak, abs(plant.q[0]))
+        if peak > 1.0:
+            break
+    if stable:
+        assert abs(plant.q[0]) < 1e-3 and peak < 0.02, (plant.q[0], peak)
+    else:
+        assert peak > 1.0, peak
 
 
 def test_pd_arm_holding_a_pose_matches_pinocchio_gravity_over_kp(arm7, pin):

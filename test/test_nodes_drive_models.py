@@ -203,7 +203,7 @@ def test_the_plant_simulates_the_mismatched_model(ros):
     import xml.etree.ElementTree as ET
     from mbd_ros.constants import FRICTION_VELOCITY
     ns = "/mis"
-    ros.start("forward_dynamics", {
+    plant = ros.start("forward_dynamics", {
         "urdf_path": ARM, "mode": "simulate", "joints": NAMES, "initial_positions": Q0.tolist(),
         "initial_velocities": [0.3, -0.2, 0.4, 0.1, -0.5, 0.6, 0.2], "rate_hz": RATE,
         "wrench_joints": ["none"], "publish_clock": False, "use_sim_time": False,
@@ -243,7 +243,23 @@ def test_the_plant_simulates_the_mismatched_model(ros):
     assert all(ok for ok, _ in results), results
     ros.spin_until(lambda: (diag_values(ros, f"{ns[1:]}/forward_dynamics") or {}).get(
         "drive model") == "pd", 30.0, what="/diagnostics reporting drive model pd")
-    assert diag_values(ros, f"{ns[1:]}/forward_dynamics")["actuator bandwidth [Hz]"] == "100"
+    values = diag_values(ros, f"{ns[1:]}/forward_dynamics")
+    assert values["actuator bandwidth [Hz]"] == "100"
+    assert "pd gains unstable at this rate" not in values, values
+    # servo gains no plant step keeps stable (Kd dt >= 2 m_i on every joint of the arm: its
+    # largest 1 / (M^-1)_ii is below 5 kg m^2) are accepted, said and shown
+    node = f"{ns[1:]}/forward_dynamics"
+    [(ok, reason)] = set_parameters(ros, node, drive_pd_kd=[1e4 * RATE])
+    assert ok, reason
+    ros.spin_until(lambda: (diag_values(ros, node) or {}).get(
+        "pd gains unstable at this rate") == ", ".join(NAMES), 30.0,
+        what="/diagnostics naming the joints whose pd gains the step cannot keep stable")
+    assert "drive_model pd: gains no" in plant.output()
+    [(ok, reason)] = set_parameters(ros, node, drive_pd_kd=[0.0])     # derived again
+    assert ok, reason
+    ros.spin_until(lambda: "pd gains unstable at this rate" not in (
+        diag_values(ros, node) or {"pd gains unstable at this rate": 1}), 30.0,
+        what="/diagnostics without the unstable pd gains")
     [(ok, reason)] = set_parameters(ros, f"{ns[1:]}/forward_dynamics", drive_model="servo")
     assert not ok and "must be one of" in reason
     [(ok, reason)] = set_parameters(ros, f"{ns[1:]}/forward_dynamics", drive_pd_kp=[1.0, 2.0])

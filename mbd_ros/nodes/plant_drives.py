@@ -160,6 +160,7 @@ class PlantDrives:
         self._pd_q0 = np.array(q0, dtype=float)
         kp, kd = self.pd_gain_vectors(drives, self._pd_q0)
         drives.set_model(self.param("drive_model"), kp, kd)
+        self.check_pd_sampling(plant, q0)
         drives.set_actuator_bandwidth(self.param("actuator_bandwidth_hz"))
         n = len(self.jmap.state_names)
         sensors = JointSensors(n, plant.dt, self.param("measurement_noise_position"),
@@ -172,6 +173,22 @@ class PlantDrives:
         if self.sensors is not None:   # numba compiles (or loads) the kernel now, not in a cycle
             sensors.measure(self._sensor_q, self._sensor_v)
         self.reset_sensors(plant.q, plant.v)
+
+    def check_pd_sampling(self, plant, q):
+        """Warn (and show in /diagnostics) when "pd" gains exceed what the plant's step can keep
+        stable at the configuration q (JointDrives.pd_sampling_problems): accepted, as a
+        servo's gains are, but the plant would diverge and halt."""
+        drives = plant.drives
+        try:
+            problems = drives.pd_sampling_problems(drives.robot.mass_matrix(q), plant.dt)
+        except ValueError:   # no positive-definite M at q: nothing to judge here
+            problems = []
+        self._pd_problems = ", ".join(joint for joint, _ in problems)
+        if problems:
+            self.get_logger().warning(
+                f"drive_model pd: gains no {plant.dt * 1e3:g} ms step keeps stable: "
+                + "; ".join(f"{joint}: {text}" for joint, text in problems[:8])
+                + " (the plant would diverge and halt: lower the gains or raise rate_hz)")
 
     # ------------------------------------------------------------------ cycle
     def reset_sensors(self, q, v):
@@ -206,6 +223,8 @@ class PlantDrives:
             values.append(("measurement", f"noise {s.noise_position:g} / {s.noise_velocity:g}, "
                                           f"delay {s.delay_cycles} cycles, encoder "
                                           f"{s.resolution:g}"))
+        if getattr(self, "_pd_problems", ""):
+            values.append(("pd gains unstable at this rate", self._pd_problems))
         if self._mass_note:
             values.append(("mass scale", self._mass_note))
         if self._plant_note:
@@ -219,6 +238,7 @@ class PlantDrives:
         drives = self.plant.drives
         if name == "drive_model":
             drives.set_model(value)
+            self.check_pd_sampling(self.plant, self.plant.q)
             return None
         if name in ("drive_pd_kp", "drive_pd_kd", "drive_pd_bandwidth_hz"):
             values = {"drive_pd_kp": self.param("drive_pd_kp"),
@@ -234,6 +254,7 @@ class PlantDrives:
                 return f"{exc} (joints: {drives.joints})"
             drives.set_model(drives.model, np.where(kp > 0.0, kp, derived_kp),
                              np.where(kd > 0.0, kd, derived_kd))
+            self.check_pd_sampling(self.plant, self.plant.q)
             return None
         if name == "actuator_bandwidth_hz":
             drives.set_actuator_bandwidth(value)

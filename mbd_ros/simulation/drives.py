@@ -273,6 +273,31 @@ class JointDrives:
         """The effort commands become 0 (an effort command timed out); other modes are held."""
         self.effort_cmd[:] = 0.0
 
+    def pd_sampling_problems(self, m, dt):
+        """[(joint, text)] of the "pd" gains that no step of dt (s: the plant's step, over which
+        the torque is held) keeps stable at M = m (nv, nv), empty when all can be stable.
+
+        A servo's PD sampled every dt with the torque held, on a joint of inertia m_i (here
+        1 / (M^-1)_ii, its inertia with its neighbours free, the smallest it shows): with
+        a = Kp dt^2 / m_i, b = Kd dt / m_i the exact step of m_i x'' = -Kp x_k - Kd v_k is
+        z^2 - (2 - a/2 - b) z + (1 - b + a/2) = 0, and Jury's test gives |z| < 1 iff
+        a/2 < b < 2, i.e. Kd < 2 m_i / dt and Kp dt < 2 Kd. A necessary condition (the
+        coupled chain, an actuator lag and gravity's stiffness can only narrow it)."""
+        if self.model != "pd":
+            return []
+        m_eff = self.drive_inertias(np.asarray(m, dtype=float))[0]
+        problems = []
+        for k, joint in enumerate(self.joints):
+            inertia = m_eff[self.iv[k]]
+            kp, kd = float(self.pd_kp[k]), float(self.pd_kd[k])
+            if kd * dt >= 2.0 * inertia:
+                problems.append((joint, f"Kd {kd:g} N m s/rad >= 2 m / dt = "
+                                        f"{2.0 * inertia / dt:.4g} (m = {inertia:.3g})"))
+            elif kp > 0.0 and kp * dt >= 2.0 * kd:
+                problems.append((joint, f"Kp dt = {kp * dt:.4g} >= 2 Kd = {2.0 * kd:.4g} "
+                                        "(too little damping for this step)"))
+        return problems
+
     # ------------------------------------------------------------------ torques
     def needs_model_terms(self):
         """True when torques() uses M(q) and b(q, v) (an "ideal" joint in position or velocity
