@@ -109,6 +109,8 @@ def test_simulate_splits_the_step_for_stiff_elastic_modes(capsys):
                      "--integrator", "rk4"])
     text = capsys.readouterr().out
     assert code == 1 and "substeps" not in text and "failed at t = 0.005 s" in text, text
+    # and why: the rollout's message (the step and the speed past the divergence bound)
+    assert "failed at t = 0.005 s: " in text and "step" in text.split("failed at t")[1], text
 
 
 @pytest.mark.parametrize("plot, message", [

@@ -53,7 +53,8 @@ def simulate(robot, q, v, duration, dt, integrator="rk4", substeps=1):
     calls of dt / substeps; `mbd-ros simulate` without --integrator: substeps_for); returns a
     dict of arrays: t (N,), q (N, nq), v (N, nv), ke, pe,
     dissipated, balance (= KE + PE + D - E0) (N,), residual_position, residual_velocity (N,)
-    (zeros for a tree), 'diverged_at' (s or None) and 'substeps'. Closed loops use robot.step
+    (zeros for a tree), 'diverged_at' (s or None), 'failure' (why it stopped there: the
+    rollout's message or the step's error; "" when it did not) and 'substeps'. Closed loops use robot.step
     (projected back onto the loops); trees without force elements the whole trajectory in one
     robot.rollout call (compiled where its engine allows), trees with them a Plant without
     drives or limits (one compiled call per step, plant.py); both with the Simulator's
@@ -74,7 +75,7 @@ def simulate(robot, q, v, duration, dt, integrator="rk4", substeps=1):
     rec = {key: [] for key in ("t", "q", "v", "ke", "pe", "dissipated",
                                "residual_position", "residual_velocity")}
     dissipated, power_prev = 0.0, None
-    diverged_at = None
+    diverged_at, reason = None, ""
     for k in range(steps + 1):
         power = float(robot.damping_forces(v) @ v) if passive else 0.0
         if power_prev is not None:
@@ -96,7 +97,7 @@ def simulate(robot, q, v, duration, dt, integrator="rk4", substeps=1):
             break
         if rows is not None:   # the rollout's next row, or its end
             if k + 1 >= len(rows[0]):
-                diverged_at = (k + 1) * dt
+                diverged_at, reason = (k + 1) * dt, rows[2]
                 break
             q, v = rows[0][k + 1], rows[1][k + 1]
             continue
@@ -108,27 +109,29 @@ def simulate(robot, q, v, duration, dt, integrator="rk4", substeps=1):
             else:
                 sim.step()   # tau = 0: no drive
                 q, v = sim.q.copy(), sim.v.copy()
-        except (ValueError, FloatingPointError):
-            diverged_at = (k + 1) * dt
+        except (ValueError, FloatingPointError) as exc:
+            diverged_at, reason = (k + 1) * dt, str(exc)
             break
     out = {key: np.array(value) for key, value in rec.items()}
     out["balance"] = out["ke"] + out["pe"] + out["dissipated"] - out["ke"][0] - out["pe"][0]
     out["diverged_at"] = diverged_at
+    out["failure"] = reason
     out["substeps"] = substeps
     return out
 
 
 def _rollout_rows(robot, q, v, steps, dt, integrator, max_speed, substeps=1):
-    """(Q (n + 1, nq), V (n + 1, nv)) of robot.rollout with tau = 0 from (q, v), `substeps`
-    integrator calls per row: n = steps, or fewer when it diverged or failed (its warning is
-    the caller's diverged_at)."""
+    """(Q (n + 1, nq), V (n + 1, nv), message) of robot.rollout with tau = 0 from (q, v),
+    `substeps` integrator calls per row: n = steps, or fewer when it diverged or failed (its
+    warning is the caller's diverged_at, its message the failure's reason; "" when none)."""
     import warnings
     from ..robot.rollout import RolloutWarning
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RolloutWarning)
         result = robot.rollout(q, v, np.zeros((steps, robot.nv)), dt, integrator=integrator,
                                max_speed=max_speed, substeps=substeps)
-    return np.asarray(result[0])[:result.steps + 1], np.asarray(result[1])[:result.steps + 1]
+    return (np.asarray(result[0])[:result.steps + 1], np.asarray(result[1])[:result.steps + 1],
+            result.message)
 
 
 def _pyplot():
@@ -273,7 +276,8 @@ def cmd_simulate(args):
         print(f"constraint residual max: position {record['residual_position'].max():.3e}, "
               f"velocity {record['residual_velocity'].max():.3e}")
     if record["diverged_at"] is not None:
-        print(f"the simulation failed at t = {record['diverged_at']:.3f} s")
+        why = f": {record['failure']}" if record.get("failure") else ""
+        print(f"the simulation failed at t = {record['diverged_at']:.3f} s{why}")
     if args.plot:
         note = "force elements' work not included" if args.forces else ""
         title = (f"{name}: passive motion (tau = 0), {integrator}, dt = "
