@@ -153,6 +153,17 @@ def test_run_lengths_and_divergence_are_said_not_hidden(capsys):
         parser.parse_args(["--domain-id", "-1"])
     assert exit_.value.code == 2
     assert "is not a ROS_DOMAIN_ID" in capsys.readouterr().err
+    # --rate, --duration and --urdf are checked when parsed (a bad one started the three nodes
+    # and failed in the plant's configure)
+    for argv, message in ((["--rate", "-5"], "-5 is outside 1 to 20000 Hz"),
+                          (["--rate", "nan"], "nan is outside"),
+                          (["--duration", "0"], "0 is outside 0.1 to 1e+06 s"),
+                          (["--urdf", "/nonexistent.urdf"], "does not exist: give a file"),
+                          (["--urdf", str(REPO)], "is a directory")):
+        with pytest.raises(SystemExit) as exit_:
+            parser.parse_args(argv)
+        assert exit_.value.code == 2
+        assert message in capsys.readouterr().err, argv
 
 
 def test_demo_rk4_step_is_robot_steps_rk4_on_a_floating_base():

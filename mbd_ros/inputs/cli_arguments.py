@@ -44,3 +44,25 @@ def ros_domain_id(value):
         raise argparse.ArgumentTypeError(f"{number} is not a ROS_DOMAIN_ID: 0 to "
                                           f"{MAX_ROS_DOMAIN_ID} (0 to 101 on most systems)")
     return number
+
+
+def number_in(low, high, unit=""):
+    """An argparse type: a finite float in [low, high] (the range the nodes' parameter
+    declares, checked before any node starts)."""
+    def parse(value):
+        try:
+            number = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+        if not low <= number <= high:    # (NaN fails both)
+            raise argparse.ArgumentTypeError(f"{value} is outside {low:g} to {high:g}{unit}")
+        return number
+    return parse
+
+
+def existing_file(value):
+    """A path to an existing regular file (a URDF, a YAML), named in the error otherwise."""
+    if not os.path.isfile(value):
+        what = "is a directory" if os.path.isdir(value) else "does not exist"
+        raise argparse.ArgumentTypeError(f"{value!r} {what}: give a file")
+    return value

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from . import processes
-from ..inputs.cli_arguments import png_path, ros_domain_id
+from ..inputs.cli_arguments import existing_file, number_in, png_path, ros_domain_id
 
 PACKAGE = "mbd_ros"
 CONFIGS = {"plant": "arm7_simulate.yaml", "controller": "arm7_computed_torque.yaml",
@@ -128,11 +128,12 @@ def _load():
 
 
 def add_arguments(parser):
-    parser.add_argument("--urdf", default=None, help="URDF of the arm (default: the sample "
+    parser.add_argument("--urdf", type=existing_file, default=None, help="URDF of the arm (default: the sample "
                         "arm7.urdf; its config files assume arm7's joint names)")
-    parser.add_argument("--duration", type=float, default=5.0,
+    parser.add_argument("--duration", type=number_in(0.1, 1e6, " s"), default=5.0,
                         help="measured run time, s (default 5)")
-    parser.add_argument("--rate", type=float, default=1000.0,
+    # (the forward dynamics node's rate_hz range)
+    parser.add_argument("--rate", type=number_in(1.0, 20000.0, " Hz"), default=1000.0,
                         help="plant step rate, Hz (default 1000)")
     parser.add_argument("--integrator", default=None,
                         choices=("rk4", "semi_implicit_euler", "implicit_euler", "symplectic_euler"),
@@ -391,10 +392,7 @@ def _plot(args, urdf, monitor):
 def main(argv=None):
     parser = add_arguments(argparse.ArgumentParser(
         prog="mbd-ros hil-demo", description="Hardware-in-the-loop demo over ROS 2 topics."))
-    args = parser.parse_args(argv)
-    if args.duration <= 0 or args.rate <= 0:
-        parser.error("--duration and --rate must be positive")
-    return run(args)
+    return run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":
