@@ -130,8 +130,8 @@ def test_zero_torque_fall_stays_within_the_limits(ros):
     robot = mbd_ros.load(ARM)
     lower, upper = robot.position_limits
     ns = "/fall"
-    start_plant(ros, ns, {"urdf_path": ARM, "mode": "simulate", "initial_positions": Q0,
-                          "wrench_joints": ["none"], "publish_clock": True})
+    plant = start_plant(ros, ns, {"urdf_path": ARM, "mode": "simulate", "initial_positions": Q0,
+                                  "wrench_joints": ["none"], "publish_clock": True})
     topic = f"{ns}/joint_states"
     # The plant runs from activation; on a loaded machine discovery can match this
     # subscription seconds of simulated time later (CI once saw the first state at 2.99 s),
@@ -159,6 +159,9 @@ def test_zero_torque_fall_stays_within_the_limits(ros):
     on_stop = np.isclose(q, lower, atol=1e-9) | np.isclose(q, upper, atol=1e-9)
     assert late.sum() >= 10, late.sum()
     assert on_stop[late].any(axis=1).all(), (q[-1], late.sum())
+    # and the plant said why, once: no command after 1 s of simulated time, zero effort
+    said = "no command yet after 1 s: 7 joints in effort mode get zero effort"
+    assert plant.output().count(said) == 1, plant.output()[-3000:]
 
 
 # ---------------------------------------------------------------------- drives

@@ -20,8 +20,8 @@ command, from ``~/effort_commands`` (std_msgs/Float64MultiArray in the order of 
 ros2_control's forward command controller sends) or ``joint_commands`` (sensor_msgs/JointState,
 effort field, the topic_based_ros2_control convention), publishes ``joint_states`` (position,
 velocity, effort) and the outputs of observe for the current state, then integrates one step.
-No command yet, or an effort command older than ``command_timeout``: zero effort (with a
-warning). Position and velocity commands (``joint_commands`` position / velocity fields,
+No command yet (said once, after 1 s), or an effort command older than ``command_timeout``
+(with a warning): zero effort; ``hold_initial_positions`` holds the start until a command. Position and velocity commands (``joint_commands`` position / velocity fields,
 ``~/position_commands``, ``~/velocity_commands``) are held and tracked by emulated drives; the
 URDF limits are enforced; a floating base publishes ``~/odom`` and /tf, with an optional ground
 contact; a diverged simulation halts until ``~/reset``; ``~/pause``, ``~/unpause``, ``~/step``,
@@ -382,6 +382,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         if self.mode == "simulate":
             self.reset_plant(self.q0, self.v0, time=0.0)
             self.cycles = 0
+            self._waiting_since_cycle = 0
             self._have_command = False
             self._command_cycle = 0
             self._command_expired = False

@@ -68,6 +68,10 @@ from ..simulation.limits import JointLimits
 from ..simulation.physical_state import ENERGY_TOLERANCE
 from ..simulation.plant import MAX_SPEED, Plant
 from .base import MAX_BYTES_PER_ENTRY, WARNING_PERIOD, finite_vector, gains
+from . import follow_joint_trajectory
+from .message_caps import MessageSizeError, float64_array, joint_state_counts
+from .plant_drives import PlantDrives
+from .qos import COMMAND_QOS, LATCHED_COMMAND_QOS, PUBLISH_QOS
 
 # |position| of a command, rad or m: beyond any joint's travel (a continuous joint has no limit
 # to clip it to; kp times a huge error overflowed the drive torque)
@@ -75,10 +79,9 @@ MAX_COMMAND_POSITION = 1e6
 # ~/set_state: a joint whose state differs from the request by more than this (relative to
 # max(1, |value|)) after the loops and couplings are solved is reported as moved
 SET_STATE_TOLERANCE = 1e-9
-from . import follow_joint_trajectory
-from .message_caps import MessageSizeError, float64_array, joint_state_counts
-from .plant_drives import PlantDrives
-from .qos import COMMAND_QOS, LATCHED_COMMAND_QOS, PUBLISH_QOS
+# s of simulated time without any command after which the plant says its effort-mode joints
+# get zero effort (once per activation or ~/reset)
+NO_COMMAND_NOTICE = 1.0
 
 
 def static_boxes_error(value):
@@ -688,7 +691,10 @@ class PlantInterface(PlantDrives):
         goal commands its sample at the plant's time first."""
         if self.trajectory_follower is not None:
             self.trajectory_follower.cycle()
-        if not self._have_command or not self.timeout_cycles:
+        if not self._have_command:
+            self._no_command_yet()
+            return
+        if not self.timeout_cycles:
             return
         if self.cycles - self._command_cycle > self.timeout_cycles and not self._command_expired:
             self._command_expired = True
@@ -698,6 +704,21 @@ class PlantInterface(PlantDrives):
                 self.warn_throttled(
                     "stale command", f"no effort command for {self.param('command_timeout'):g}"
                     " s (command_timeout): dropped the last one, applying zero effort")
+
+    def _no_command_yet(self):
+        """Say once per start (activate, ~/reset) when joints in effort mode have had no command
+        for NO_COMMAND_NOTICE s of simulated time: they get zero effort, and an arm falls."""
+        since = getattr(self, "_waiting_since_cycle", 0)
+        if getattr(self, "_said_no_command", False) or \
+                self.cycles - since < NO_COMMAND_NOTICE * self.rate_hz:
+            return
+        self._said_no_command = True
+        idle = int((self.plant.drives.mode == EFFORT).sum())
+        if idle:
+            self.get_logger().warning(
+                f"no command yet after {NO_COMMAND_NOTICE:g} s: {idle} joints in effort mode get "
+                "zero effort (hold_initial_positions: true holds initial_positions until the "
+                "first command)")
 
     # ------------------------------------------------------------------ divergence and reset
     def _diverged(self, exc):
@@ -760,6 +781,8 @@ class PlantInterface(PlantDrives):
             self.plant.drives.command_position(self.q0[self.plant.drives.iq])
         self.reset_sensors(self.sim.q, self.sim.v)
         self._have_command = False
+        self._said_no_command = False
+        self._waiting_since_cycle = getattr(self, "cycles", 0)
         self._command_expired = False
         self.halted = False
         self.halt_reason = ""
