@@ -64,6 +64,8 @@ def test_optional_fields_give_zeros(arm):
     ("nan position", "position contains NaN or inf"),
     ("inf velocity", "velocity contains NaN or inf"),
     ("nan effort", "effort contains NaN or inf"),
+    ("huge position", r"position\[2\] = 1e\+300: beyond 1e\+09"),
+    ("huge velocity", r"velocity\[5\] = -2e\+09: beyond 1e\+09"),
     ("empty velocity", "velocity is empty"),
     ("empty effort", "effort is empty"),
     ("text", "not numbers"),
@@ -88,6 +90,10 @@ def test_bad_states_are_rejected_without_writing(arm, case, match):
         vel[2] = float("inf")
     elif case == "nan effort":
         eff[6] = float("nan")
+    elif case == "huge position":   # finite, but no joint state (a finite 1e300 overflowed)
+        pos[2] = 1e300
+    elif case == "huge velocity":
+        vel[5] = -2e9
     elif case == "empty velocity":
         vel = []
     elif case == "empty effort":
@@ -98,6 +104,11 @@ def test_bad_states_are_rejected_without_writing(arm, case, match):
     with pytest.raises(JointMapError, match=match):
         jm.read_state(names, pos, vel, eff, q, v, tau, need_velocity=True, need_effort=True)
     assert (q == 9.0).all() and (v == 9.0).all() and (tau == 9.0).all()
+    if case != "text":   # float64 arrays, as the nodes' reader gives them: the one-call kernel
+        with pytest.raises(JointMapError, match=match):
+            jm.read_state(names, *(np.array(x, dtype=np.float64) for x in (pos, vel, eff)), q,
+                          v, tau, need_velocity=True, need_effort=True)
+        assert (q == 9.0).all() and (v == 9.0).all() and (tau == 9.0).all()
 
 
 def test_ignore_unknown(arm):

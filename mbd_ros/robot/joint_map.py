@@ -109,16 +109,29 @@ def _all_finite(x):
     return bool(np.isfinite(x).all())
 
 
+def _check_magnitude(x, field):
+    """JointMapError naming the first entry of x (finite) beyond MAX_MESSAGE_VALUE."""
+    big = np.flatnonzero(np.abs(x) > MAX_MESSAGE_VALUE)
+    if big.size:
+        raise JointMapError(f"{field}[{int(big[0])}] = {float(x[big[0]]):.3g}: beyond "
+                            f"{MAX_MESSAGE_VALUE:g} (not a joint state)")
+
+
 # read_state's checks and scatter in one call (scatter_state): its result codes
 _FIELDS = ("position", "velocity", "effort")
 _EMPTY_REQUIRED, _WRONG_COUNT, _NOT_FINITE = 1, 2, 3
+# |value| of any field of a joint state, command or reference point: beyond it no joint state is
+# meant (a float64 angle there still resolves 1e-7 rad, a wheel turning 100 rad/s needs 100
+# days to reach it), and a finite 1e300 drove every torque to its limit or to overflow
+MAX_MESSAGE_VALUE = 1e9
 
 
 @njit(cache=True)
 def scatter_state(position, velocity, effort, n_names, src, iq, iv, required, q, v, tau,
                    has_tau):
     """JointMap.read_state for float64 fields: validates position, velocity, effort (in that
-    order: empty but required, a count other than n_names, NaN or inf) and returns
+    order: empty but required, a count other than n_names, NaN, inf or |x| > MAX_MESSAGE_VALUE)
+    and returns
     4 * field + code of the first problem without writing anything; else scatters the kept
     entries (src: their positions in the message, empty when all are kept) into q[iq] and
     v[iv] (zeros for an empty velocity), and tau[iv] if has_tau (effort is then checked too),
@@ -134,7 +147,7 @@ def scatter_state(position, velocity, effort, n_names, src, iq, iv, required, q,
         if x.shape[0] != n_names:
             return 4 * f + 2
         for i in range(x.shape[0]):
-            if x[i] - x[i] != 0.0:
+            if not abs(x[i]) <= MAX_MESSAGE_VALUE:     # (NaN fails too)
                 return 4 * f + 3
     for k in range(iq.shape[0]):
         j = src[k] if src.shape[0] else k
@@ -273,6 +286,7 @@ class JointMap:
         x = _floats(values, field)
         if not _all_finite(x):
             raise JointMapError(f"{field} contains NaN or inf")
+        _check_magnitude(x, field)
         return x if lookup.src is None else x[lookup.src]
 
     def read_state(self, names, position, velocity, effort, q, v, tau=None,
@@ -298,6 +312,10 @@ class JointMap:
             if code:
                 field, problem = _FIELDS[code // 4], code % 4
                 n = len((position, velocity, effort)[code // 4])
+                if problem == _NOT_FINITE:
+                    x = (position, velocity, effort)[code // 4]
+                    if _all_finite(x):
+                        _check_magnitude(x, field)
                 raise JointMapError(
                     f"{field} is empty" if problem == _EMPTY_REQUIRED else
                     f"{field} has {n} values for {lookup.n} joint names"
