@@ -257,7 +257,11 @@ def test_lifecycle_transitions_without_autostart(ros, robot):
                    action=lambda: ros.publish(JointState, "joint_states",
                                               joint_state(now_stamp(ros), NAMES, q)),
                    what="outputs after activate")
+    ros.wait_diagnostics(name, lambda d: d.get("state") == "active", what="an active report")
     assert ros.change_state(name, "deactivate")
+    # /diagnostics stops while inactive, with a last report that says so
+    ros.wait_diagnostics(name, lambda d: d.get("state") == "inactive",
+                         what="the report of the deactivation")
     assert ros.change_state(name, "cleanup")
     assert ros.lifecycle_state(name) == "unconfigured"
     child = ros.children[-1]

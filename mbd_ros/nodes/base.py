@@ -623,6 +623,9 @@ class DynamicsNode(LifecycleNode):
         if self._diag_timer is not None:
             self.destroy_timer(self._diag_timer)
             self._diag_timer = None
+        # a last report that says so: /diagnostics stops while inactive, and a monitor saw
+        # "state: active" go stale (an outside audit)
+        self._publish_diagnostics(state="inactive")
         return super().on_deactivate(state)
 
     def on_cleanup(self, state):
@@ -756,7 +759,9 @@ class DynamicsNode(LifecycleNode):
         """The node's fully qualified name without the leading slash ('ns/name')."""
         return self.get_fully_qualified_name().lstrip("/")
 
-    def _publish_diagnostics(self):
+    def _publish_diagnostics(self, state=None):
+        """One /diagnostics report; state: the lifecycle state to report (default: the
+        current one; on_deactivate reports the one it leaves the node in)."""
         if self.robot is None:
             return
         rate = self.stats.take_rate()
@@ -764,7 +769,7 @@ class DynamicsNode(LifecycleNode):
         level, message, values = self.diagnostic_values()
         rejected = sum(self.counts.values())
         common = [
-            ("state", self.lifecycle_state()),
+            ("state", state or self.lifecycle_state()),
             ("achieved rate [Hz]", rate),
             ("compute p50 [us]", c50),
             ("compute p99 [us]", c99),
