@@ -128,7 +128,7 @@ def run(args):
         if k < n_steps:
             sim.step(servo(sim.q, sim.v))
     times, dz = np.array(times), np.array(dz)
-    modes = linearised_modes(robot, lambda q, v: servo(q, v), sim.q)
+    modes = linearised_modes(robot, servo, sim.q)
     peak = dominant_frequency(times, dz)
     print(f"\ntip deflection peak-to-peak {dz.max() - dz.min():.3f} mm; its strongest frequency "
           + (f"{peak:.2f} Hz (spectrum, resolution {1.0 / times[-1]:.2g} Hz)" if peak else
