@@ -364,3 +364,45 @@ def test_default_step_of_the_flexible_arm_does_not_diverge():
     motion = np.abs(qr - q0).max()
     assert motion > 1e-4
     assert_close(q, qr, "default step vs fine RK4", rtol=max(RTOL, 1e-3 * motion))
+
+
+def test_a_named_explicit_integrator_past_its_stability_is_warned():
+    """robot.step(..., dt, integrator=X) on the sample flexible arm: past X's stability boundary
+    for the highest elastic mode (omega dt > 2 sqrt(2) for RK4, > 2 for the Euler variants) an
+    UnstableStepWarning says so, naming omega dt and the default's substeps, at the caller's
+    line; and the step does grow (a state far beyond the default step's); inside the boundary,
+    with implicit Euler and with the default integrator, no warning."""
+    from pathlib import Path
+    from mbd_ros.simulation import UnstableStepWarning
+    root = Path(__file__).resolve().parent.parent
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        robot = mbd_ros.load(str(root / "urdf" / "flexible_arm.urdf"),
+                             flexible=str(root / "config" / "flexible_arm.yaml"))
+    q0, v0, tau = robot.neutral(), np.zeros(robot.nv), np.zeros(robot.nv)
+    tau[0] = 2.0
+    omega_dt = lambda dt: 2 * np.pi * max(robot.highest_frequency(), 1.0) * dt  # noqa: E731
+    assert omega_dt(1e-3) > 2 * np.sqrt(2)       # 835 Hz: 5.2 at 1 ms
+    for integrator in ("rk4", "semi_implicit_euler", "symplectic_euler"):
+        with pytest.warns(UnstableStepWarning, match=rf"integrator='{integrator}'.*omega dt") \
+                as caught:
+            robot.step(q0, v0, tau, 1e-3, integrator=integrator)
+        assert caught[0].filename == __file__
+    from mbd_ros.simulation import SimulationDiverged
+    q, v = q0, v0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnstableStepWarning)
+        try:
+            for _ in range(3):
+                q, v = robot.step(q, v, tau, 1e-3, integrator="rk4")
+        except SimulationDiverged:      # past max_velocity: grown, certainly
+            v = np.full(robot.nv, np.inf)
+    q_default, v_default = q0, v0
+    for _ in range(3):
+        q_default, v_default = robot.step(q_default, v_default, tau, 1e-3)
+    assert np.abs(v).max() > 10 * np.abs(v_default).max()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnstableStepWarning)
+        robot.step(q0, v0, tau, 1e-3)                               # the default substeps
+        robot.step(q0, v0, tau, 1e-3, integrator="implicit_euler")
+        robot.step(q0, v0, tau, 2.5 / omega_dt(1.0), integrator="rk4")   # omega dt = 2.5

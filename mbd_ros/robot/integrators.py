@@ -73,7 +73,7 @@ from ..kernels.rk4 import rk4_stage as _rk4_stage
 from ..kernels.rk4 import state_bound as _state_bound
 from ..kernels.lie_rk4 import correct_stage_velocity as _correct_stage_velocity
 from .arguments import FLOAT, real_array, real_scalar, time_step, vector
-from ..errors import excerpt
+from ..errors import excerpt, user_stacklevel
 
 INTEGRATORS = ("rk4", "semi_implicit_euler", "implicit_euler", "symplectic_euler")
 # symplectic_euler: fixed-point iterations stop when the velocity update is below this (rad/s, m/s)
@@ -89,6 +89,11 @@ DEFAULT_MAX_STEP = 1e-3
 # (least resolved) mode keeps its energy over tens of periods and the lower modes are accurate
 # (the sample flexible arm: 835 Hz, 6 substeps per ms)
 RK4_OMEGA_STEP = 1.0
+# omega h beyond which a named explicit integrator's step of an undamped mode grows (the
+# stability boundaries on the imaginary axis: RK4 2 sqrt(2); semi-implicit and symplectic Euler
+# 2): robot.step warns (UnstableStepWarning) when the highest elastic mode is past them
+EXPLICIT_STABILITY = {"rk4": 2.0 * np.sqrt(2.0), "semi_implicit_euler": 2.0,
+                      "symplectic_euler": 2.0}
 # robot.step with the default integrator refuses a dt longer than MAX_DEFAULT_SUBSTEPS *
 # DEFAULT_MAX_STEP = 10 s (ValueError naming the largest dt: a dt of hours would block for
 # minutes): step in pieces, or name an integrator for one step of dt. (A flexible robot's shorter
@@ -502,6 +507,8 @@ def step_robot(robot, q, v, tau, dt, integrator=None, options=None, prescribed=N
     start = robot.time
     try:   # robot.time (which the stages set) is back at start when the step fails
         if simulator is None:
+            if integrator is not None:
+                warn_if_unstable(robot, dt, integrator)
             if len(robot._simulators) >= 8:   # a caller varying dt: keep the cache bounded
                 robot._simulators.clear()
             simulator = robot._simulators[key] = Simulator(robot, dt / substeps, integrator, q=q,
@@ -528,17 +535,50 @@ def default_substeps(robot, dt):
     return max(1, int(np.ceil(dt / default_max_step(robot) - 1e-9)))
 
 
-def default_max_step(robot):
-    """Longest substep (s) of robot.step's default integrator: DEFAULT_MAX_STEP, or
-    RK4_OMEGA_STEP / omega_max for stiff elastic modes, omega_max the highest elastic frequency
-    over the neutral and FREQUENCY_SAMPLES random configurations (cached per robot)."""
-    if robot._default_max_step is None:
-        step = DEFAULT_MAX_STEP
+def highest_elastic_omega(robot):
+    """omega_max (rad/s): the highest elastic frequency over the neutral and FREQUENCY_SAMPLES
+    random configurations, 0 without elastic coordinates (cached per robot)."""
+    if getattr(robot, "_highest_omega", None) is None:
+        omega = 0.0
         if len(robot.elastic_names):
             rng = np.random.default_rng(0)
             frequency = max([robot.highest_frequency()] + [
                 robot.highest_frequency(robot.random_configuration(rng))
                 for _ in range(FREQUENCY_SAMPLES)])
-            step = min(step, RK4_OMEGA_STEP / (2.0 * np.pi * frequency))
+            omega = 2.0 * np.pi * frequency
+        robot._highest_omega = omega
+    return robot._highest_omega
+
+
+def default_max_step(robot):
+    """Longest substep (s) of robot.step's default integrator: DEFAULT_MAX_STEP, or
+    RK4_OMEGA_STEP / omega_max for stiff elastic modes (highest_elastic_omega; cached)."""
+    if robot._default_max_step is None:
+        omega = highest_elastic_omega(robot)
+        step = DEFAULT_MAX_STEP
+        if omega > 0.0:
+            step = min(step, RK4_OMEGA_STEP / omega)
         robot._default_max_step = step
     return robot._default_max_step
+
+
+class UnstableStepWarning(RuntimeWarning):
+    """robot.step with a named explicit integrator and a dt past its stability for the robot's
+    highest elastic mode: the states it returns grow without physical cause."""
+
+
+def warn_if_unstable(robot, dt, integrator):
+    """UnstableStepWarning when omega_max dt exceeds the named explicit integrator's stability
+    boundary (EXPLICIT_STABILITY); nothing for the default (it substeps) or implicit Euler."""
+    limit = EXPLICIT_STABILITY.get(integrator)
+    if limit is None or not len(robot.elastic_names):
+        return
+    omega = highest_elastic_omega(robot)
+    if omega * dt > limit:
+        import warnings
+        warnings.warn(
+            f"robot.step: integrator={integrator!r} with dt = {dt:g} s is unstable for the "
+            f"highest elastic mode ({omega / (2.0 * np.pi):.4g} Hz: omega dt = {omega * dt:.3g}"
+            f" > {limit:.3g}); the states will grow. integrator=None substeps it "
+            f"({default_substeps(robot, dt)} RK4 substeps), implicit_euler is stable at any dt",
+            UnstableStepWarning, stacklevel=user_stacklevel())

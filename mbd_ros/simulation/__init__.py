@@ -6,6 +6,7 @@ prescribed trajectories from waypoints (point_trajectory.py) and `mbd-ros simula
 """
 from ..robot.integrators import (DEFAULT_INTEGRATOR, DEFAULT_MAX_STEP, INTEGRATORS,  # noqa: F401
                                  MAX_DEFAULT_DT, MAX_DEFAULT_SUBSTEPS, MAX_VELOCITY,
-                                 SimulationDiverged, Simulator, default_max_step)
+                                 SimulationDiverged, Simulator, UnstableStepWarning,
+                                 default_max_step)
 from ..robot.rollout import (Rollout, RolloutBatch, RolloutDiverged,  # noqa: F401
                              RolloutWarning)
