@@ -579,6 +579,8 @@ def warn_if_unstable(robot, dt, integrator):
         warnings.warn(
             f"robot.step: integrator={integrator!r} with dt = {dt:g} s is unstable for the "
             f"highest elastic mode ({omega / (2.0 * np.pi):.4g} Hz: omega dt = {omega * dt:.3g}"
-            f" > {limit:.3g}); the states will grow. integrator=None substeps it "
-            f"({default_substeps(robot, dt)} RK4 substeps), implicit_euler is stable at any dt",
+            f" > {limit:.3g}); the states will grow. "
+            + (f"integrator=None substeps it ({default_substeps(robot, dt)} RK4 substeps), "
+               if dt <= MAX_DEFAULT_DT else "take shorter steps, ")
+            + "implicit_euler is stable at any dt",
             UnstableStepWarning, stacklevel=user_stacklevel())
