@@ -106,7 +106,7 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                      "(fixed joints included)", type_=S)
         self.declare("integrator", "rk4", "simulate: rk4 (default: four forward dynamics per "
                      "step, 4th order), semi_implicit_euler (one; first order, gains energy), "
-                     "implicit_euler (stiff springs and damping) or symplectic_euler (trees)",
+                     "implicit_euler (stiff springs and damping) or symplectic_euler (bounded energy error)",
                      one_of(*INTEGRATORS))
         self.declare("initial_positions", None, "simulate: initial positions of `joints`, in "
                      "their order (default: zeros, joints whose zero is outside their URDF "
