@@ -21,7 +21,8 @@ ros2_control's forward command controller sends) or ``joint_commands`` (sensor_m
 effort field, the topic_based_ros2_control convention), publishes ``joint_states`` (position,
 velocity, effort) and the outputs of observe for the current state, then integrates one step.
 No command yet (said once, after 1 s), or an effort command older than ``command_timeout``
-(with a warning): zero effort; ``hold_initial_positions`` holds the start until a command. Position and velocity commands (``joint_commands`` position / velocity fields,
+(with a warning): zero effort; ``hold_initial_positions`` holds the start until a command.
+Position and velocity commands (``joint_commands`` position / velocity fields,
 ``~/position_commands``, ``~/velocity_commands``) are held and tracked by emulated drives; the
 URDF limits are enforced; a floating base publishes ``~/odom`` and /tf, with an optional ground
 contact; a diverged simulation halts until ``~/reset``; ``~/pause``, ``~/unpause``, ``~/step``,
@@ -106,7 +107,8 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
                      "(fixed joints included)", type_=S)
         self.declare("integrator", "rk4", "simulate: rk4 (default: four forward dynamics per "
                      "step, 4th order), semi_implicit_euler (one; first order, gains energy), "
-                     "implicit_euler (stiff springs and damping) or symplectic_euler (bounded energy error)",
+                     "implicit_euler (stiff springs and damping) or symplectic_euler (bounded "
+                     "energy error)",
                      one_of(*INTEGRATORS))
         self.declare("initial_positions", None, "simulate: initial positions of `joints`, in "
                      "their order (default: zeros, joints whose zero is outside their URDF "

@@ -128,8 +128,9 @@ def _load():
 
 
 def add_arguments(parser):
-    parser.add_argument("--urdf", type=existing_file, default=None, help="URDF of the arm (default: the sample "
-                        "arm7.urdf; its config files assume arm7's joint names)")
+    parser.add_argument("--urdf", type=existing_file, default=None,
+                        help="URDF of the arm (default: the sample arm7.urdf; its config files "
+                        "assume arm7's joint names)")
     parser.add_argument("--duration", type=number_in(0.1, 1e6, " s"), default=5.0,
                         help="measured run time, s (default 5)")
     # (the forward dynamics node's rate_hz range)
