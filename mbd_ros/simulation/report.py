@@ -55,10 +55,10 @@ def simulate(robot, q, v, duration, dt, integrator="rk4", substeps=1):
     dissipated, balance (= KE + PE + D - E0) (N,), residual_position, residual_velocity (N,)
     (zeros for a tree), 'diverged_at' (s or None), 'failure' (why it stopped there: the
     rollout's message or the step's error; "" when it did not) and 'substeps'. Closed loops
-    use robot.step (projected back onto the loops); trees without force elements the whole trajectory in one
-    robot.rollout call (compiled where its engine allows), trees with them a Plant without
-    drives or limits (one compiled call per step, plant.py); both with the Simulator's
-    divergence bound."""
+    use robot.step (projected back onto the loops); trees without force elements the whole
+    trajectory in one robot.rollout call (compiled where its engine allows), trees with them a
+    Plant without drives or limits (one compiled call per step, plant.py); both with the
+    Simulator's divergence bound."""
     from ..robot.integrators import MAX_VELOCITY
     from .plant import Plant
     steps = int(round(duration / dt))
