@@ -222,3 +222,17 @@ def test_multipliers_are_validated(fourbar):
             fourbar.closure_wrenches(q, v, tau, multipliers=bad)
         with pytest.raises(ValueError, match="multipliers"):
             fourbar.joint_wrenches(q, v, qdd, multipliers=bad)
+
+
+@pytest.mark.parametrize("gravity, match", [
+    ((0.0, 0.0, float("nan")), "gravity must be 3 finite numbers"),
+    ((0.0, 0.0), "gravity must be 3 finite numbers"),
+    ((0.0, 0.0, 1e300), r"magnitude is above 1e\+06"),
+    ((8e5, 0.0, -8e5), r"magnitude is above 1e\+06")])
+def test_gravity_is_validated(gravity, match):
+    """load(gravity=...): three finite numbers of magnitude at most MAX_GRAVITY (1e6 m/s^2); a
+    finite 1e300 was taken and every result was 1e300-large. A centrifuge-like 1e5 is taken."""
+    with pytest.raises(mbd_ros.ModelError, match=match):
+        mbd_ros.load(str(ROOT / "urdf" / "arm7.urdf"), gravity=gravity)
+    robot = mbd_ros.load(str(ROOT / "urdf" / "arm7.urdf"), gravity=(0.0, 0.0, -1e5))
+    assert np.isfinite(robot.forward_dynamics(robot.neutral(), np.zeros(7), np.zeros(7))).all()

@@ -17,6 +17,10 @@ from ..constants import FRICTION_VELOCITY, STANDARD_GRAVITY
 from ..errors import ModelError
 from ..inputs.urdf import TreeSpec, inertia_problem
 
+# |gravity| in m/s^2 above which load() refuses it (1e5 g: beyond any test rig or centrifuge;
+# a finite 1e300 made every result 1e300-large, then overflow)
+MAX_GRAVITY = 1e6
+
 _JOINT_CODES = {
     "revolute": L.JOINT_REVOLUTE,
     "continuous": L.JOINT_REVOLUTE,
@@ -200,6 +204,10 @@ def build_model(tree: TreeSpec, floating_base=False, gravity=STANDARD_GRAVITY,
     gravity = np.asarray(gravity, dtype=float)
     if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
         raise ModelError(f"gravity must be 3 finite numbers, got {gravity.tolist()}")
+    if np.abs(gravity).max() > MAX_GRAVITY or np.linalg.norm(gravity) > MAX_GRAVITY:
+        # (a finite 1e300 was taken: every result 1e300-large, then overflow; an outside audit)
+        raise ModelError(f"gravity {gravity.tolist()}: its magnitude is above {MAX_GRAVITY:g} "
+                         "m/s^2 (10^5 g: no robot is built or simulated there)")
     if floating_base and any(joint.name == "root_joint" for joint in tree.joints):
         raise ModelError(f"{tree.source}: joint 'root_joint': floating_base=True adds a free joint "
                          "of that name above the root link; rename the URDF joint or load with "
