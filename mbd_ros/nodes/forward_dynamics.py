@@ -161,8 +161,6 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         self.command = np.zeros(nv)
         self.W = np.zeros((len(robot.wrench_joint_names), 6))
         self.Wc = np.zeros((len(robot.closure_names), 6))
-        self.limit = np.asarray(robot.effort_limits, dtype=float).copy() \
-            if self.param("limit_efforts") else None
         self.wrench_rows = self._wrench_rows()
         prefix = self.param("frame_prefix")   # frame ids, as robot_state_publisher's
         self.missed = 0
