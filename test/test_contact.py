@@ -201,6 +201,26 @@ def test_bad_contact_declarations_name_the_entry(solo, erd_dir):
         GroundContact(solo, [ContactPoint("FL_FOOT")], stiffness=float("nan"))
     with pytest.raises(ValueError, match="damping_depth"):
         GroundContact(solo, [ContactPoint("FL_FOOT")], damping_depth=-1.0)
+    # (an outside audit): ContactPoints are checked as dicts are (a NaN radius reached the
+    # substeps' eigenvalue solver), fields of the wrong type and a stiffness of 0 (a contact
+    # that never pushes) are named, substeps_for checks its dt and integrator, and the
+    # physical-state monitor its energy tolerance
+    with pytest.raises(ValueError, match="FL_FOOT.*radius must be >= 0"):
+        GroundContact(solo, [ContactPoint("FL_FOOT", (0.0, 0.0, 0.0), float("nan"))])
+    with pytest.raises(ValueError, match="FL_FOOT.*position must be 3 finite"):
+        GroundContact(solo, [ContactPoint("FL_FOOT", (0.0, float("nan"), 0.0), 0.0)])
+    for field, bad in (("stiffness", "abc"), ("stiffness", 0.0), ("ground_height", "x"),
+                       ("friction", None)):
+        with pytest.raises(ValueError, match=f"contact {field} must be"):
+            GroundContact(solo, [ContactPoint("FL_FOOT")], **{field: bad})
+    contact = GroundContact(solo, [ContactPoint("FL_FOOT")])
+    for dt, integrator in ((float("nan"), "rk4"), (-1e-3, "rk4"), (1e-3, "rk5")):
+        with pytest.raises(ValueError, match="substeps_for: (dt|integrator) must be"):
+            contact.substeps_for(dt, integrator)
+    from mbd_ros.simulation.physical_state import PhysicalStateMonitor
+    for tolerance in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="energy_tolerance must be a positive"):
+            PhysicalStateMonitor(solo, contact, energy_tolerance=tolerance)
 
 
 # ---------------------------------------------------------------------------- collision geometry

@@ -105,14 +105,26 @@ def contact_points_from_urdf(robot, urdf):
     return collision_points(robot, urdf)[0]
 
 
+def _number(name, value, signed=False):
+    """float(value) of the contact parameter `name`: finite (and >= 0 unless signed), else
+    ValueError naming it."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"contact {name} must be a number, got {value!r}") from None
+    if not (math.isfinite(number) and (signed or number >= 0.0)):
+        raise ValueError(f"contact {name} must be finite" + ("" if signed else " and >= 0")
+                         + f", got {value}")
+    return number
+
+
 def parse_contact_points(spec):
     """Declared contact points: a list of {link, position: [x, y, z], radius} dicts or
     ContactPoints. ValueError naming the entry and field when malformed."""
     points = []
     for k, entry in enumerate(spec or ()):
-        if isinstance(entry, ContactPoint):
-            points.append(entry)
-            continue
+        if isinstance(entry, ContactPoint):   # checked as a dict is (a NaN radius got through)
+            entry = {"link": entry.link, "position": entry.position, "radius": entry.radius}
         if not isinstance(entry, dict) or "link" not in entry:
             raise ValueError(f"contact point {k}: needs a 'link' (and optional 'position', "
                              f"'radius'), got {entry!r}")
@@ -211,17 +223,17 @@ class GroundContact:
         share = robot.total_mass / SUPPORT_POINTS
         if stiffness is None:
             stiffness = share * GRAVITY_ACCELERATION / DEFAULT_PENETRATION
+        stiffness = _number("stiffness", stiffness)
+        if not stiffness > 0.0:    # (0: a contact that never pushes)
+            raise ValueError(f"contact stiffness must be > 0, got {stiffness}")
         if damping is None:
             damping = 2.0 * np.sqrt(stiffness * share)    # critical on a support's share
-        for name, value in (("stiffness", stiffness), ("damping", damping),
-                            ("friction", friction), ("slip_velocity", slip_velocity),
-                            ("damping_depth", damping_depth)):
-            if not (np.isfinite(value) and value >= 0.0):
-                raise ValueError(f"contact {name} must be finite and >= 0, got {value}")
-        if not slip_velocity > 0.0:
+        for name, value in (("damping", damping), ("friction", friction),
+                            ("slip_velocity", slip_velocity), ("damping_depth", damping_depth)):
+            _number(name, value)
+        if not float(slip_velocity) > 0.0:
             raise ValueError("contact slip_velocity must be > 0")
-        if not np.isfinite(ground_height):
-            raise ValueError("contact ground_height must be finite")
+        ground_height = _number("ground_height", ground_height, signed=True)
         tree = robot.tree
         if tree.kind == "flexible":
             raise ValueError("ground contact is computed on rigid trees; this robot has flexible "
@@ -329,7 +341,13 @@ class GroundContact:
         integrator's limit on the imaginary axis, omega = sqrt(n k / m_e). At least `minimum`
         (the substeps something else needs: the dampers are made implicit for the step used).
         ValueError when more than MAX_SUBSTEPS would be needed (naming the rate needed)."""
-        imaginary_limit = STABILITY_LIMITS.get(integrator, 2.0)
+        if integrator not in STABILITY_LIMITS:
+            raise ValueError(f"substeps_for: integrator must be one of "
+                             f"{sorted(STABILITY_LIMITS)}, got {integrator!r}")
+        if not (isinstance(dt, (int, float, np.floating)) and math.isfinite(dt) and dt > 0.0):
+            raise ValueError(f"substeps_for: dt must be a positive finite number of seconds, "
+                             f"got {dt!r}")
+        imaginary_limit = STABILITY_LIMITS[integrator]
         masses = self.effective_masses(q)
         counts = np.bincount(self.body, minlength=int(self.body.max()) + 1)[self.body]
         n = np.minimum(counts, BODY_POINTS_CAP)

@@ -49,6 +49,10 @@ class PhysicalStateMonitor:
                  energy_tolerance=ENERGY_TOLERANCE):
         if not (math.isfinite(max_depth) and max_depth > 0.0):
             raise ValueError(f"max_depth must be > 0, got {max_depth}")
+        if energy_tolerance is not None and not (math.isfinite(energy_tolerance)
+                                                 and energy_tolerance > 0.0):
+            raise ValueError(f"energy_tolerance must be a positive fraction or None, got "
+                             f"{energy_tolerance}")
         self.robot = robot
         self.contact = contact
         self.max_depth = float(max_depth)
