@@ -93,6 +93,28 @@ def ros(robot):
     ros.close()
 
 
+def _publish_while_paused(ros, ns, pub, make_msg):
+    """Pause the plant of namespace `ns` (~/pause), publish make_msg(start_ns) with start_ns
+    0.19-0.2 s of simulated time ahead (on a 10 ms grid), wait until its /diagnostics count the
+    trajectory, unpause; returns start_ns. The references integrate from t = 0, so the
+    trajectory must reach the plant before its start (one arriving late is joined with a jump,
+    as documented); paused, simulated time stands still, unpaused it goes on from there. (Sent
+    1 s ahead while running, it once arrived a step late under load.)"""
+    node = f"{ns}/forward_dynamics"
+    answer = ros.call(Trigger, f"{node}/pause", Trigger.Request())
+    assert answer.success, answer.message
+    paused_at = float(re.search(r"t = ([0-9.]+) s", answer.message).group(1))
+    start_ns = (int(paused_at * 100) + 20) * 10_000_000
+    received = int(ros.wait_diagnostics(node[1:], lambda d: "prescribed trajectories" in d)
+                   ["prescribed trajectories"])
+    pub.publish(make_msg(start_ns))
+    ros.wait_diagnostics(node[1:], lambda d: int(d["prescribed trajectories"]) == received + 1,
+                         what="the trajectory received while paused")
+    answer = ros.call(Trigger, f"{node}/unpause", Trigger.Request())
+    assert answer.success, answer.message
+    return start_ns
+
+
 def _trajectory_msg(start_ns, names=("joint_2",), points=None, offset=Q0[1]):
     msg = JointTrajectory()
     msg.header.stamp = Time(sec=start_ns // 1_000_000_000, nanosec=start_ns % 1_000_000_000)
@@ -110,14 +132,11 @@ def _trajectory_msg(start_ns, names=("joint_2",), points=None, offset=Q0[1]):
 def test_prescribed_joint_follows_the_trajectory_topic(ros, robot):
     topic = f"{NS}/forward_dynamics/prescribed_trajectory"
     pub = ros.matched_publisher(JointTrajectory, topic)
-    ros.spin(0.2)
-    # start two simulated seconds after the latest state received (was one: on a loaded
-    # machine this process fell more than a second behind the plant, the start had passed
-    # when the message arrived, and the node's motion was not the one simulated below)
-    start_ns = (stamp_key(ros.last(f"{NS}/joint_states").header.stamp) // 10_000_000
-                + 200) * 10_000_000
+    # delivered while the plant is paused, to start 0.2 s after (stamped ahead of the latest
+    # state received, a loaded machine's delivery once came after the start: the node's motion
+    # was then not the one simulated below)
+    start_ns = _publish_while_paused(ros, NS, pub, _trajectory_msg)
     start = start_ns * 1e-9
-    pub.publish(_trajectory_msg(start_ns))
     end = start + TAU[-1] + 0.3
     ros.spin_until(lambda: stamp_key(ros.last(f"{NS}/joint_states").header.stamp)
                    > end * 1e9, 60.0, what="the trajectory played and held")
@@ -206,23 +225,11 @@ def test_prescribed_crank_of_a_closed_loop(ros):
     robot.baumgarte = (0.5 * 20.0, 100.0 ** 0.5)     # the node's baumgarte_kd / kp defaults
     topic = f"{LOOP_NS}/forward_dynamics/prescribed_trajectory"
     pub = ros.matched_publisher(JointTrajectory, topic)
-    # The reference integrates from t = 0, so the trajectory must reach the plant before its
-    # start (one arriving late is joined with a jump, as documented). The plant is paused
-    # while the trajectory is delivered: under load a message stamped 1 s ahead once arrived
-    # a step late. Paused, simulated time stands still; unpaused, it goes on from there.
-    node = f"{LOOP_NS}/forward_dynamics"
-    answer = ros.call(Trigger, f"{node}/pause", Trigger.Request())
-    assert answer.success, answer.message
-    paused_at = float(re.search(r"t = ([0-9.]+) s", answer.message).group(1))
-    start_ns = (int(paused_at * 100) + 20) * 10_000_000      # 0.19-0.2 s ahead, on a 10 ms grid
+    # (the reference integrates from t = 0: the trajectory must be there before its start)
+    start_ns = _publish_while_paused(
+        ros, LOOP_NS, pub, lambda start_ns: _trajectory_msg(start_ns, names=["crank_joint"],
+                                                            offset=0.0))
     start = start_ns * 1e-9
-    received = int(ros.wait_diagnostics(node[1:], lambda d: "prescribed trajectories" in d)
-                   ["prescribed trajectories"])
-    pub.publish(_trajectory_msg(start_ns, names=["crank_joint"], offset=0.0))
-    ros.wait_diagnostics(node[1:], lambda d: int(d["prescribed trajectories"]) == received + 1,
-                         what="the crank trajectory received while paused")
-    answer = ros.call(Trigger, f"{node}/unpause", Trigger.Request())
-    assert answer.success, answer.message
     end = start + TAU[-1] + 0.2
     ros.spin_until(lambda: stamp_key(ros.last(f"{LOOP_NS}/joint_states").header.stamp)
                    > end * 1e9, 60.0, what="the crank trajectory played")
