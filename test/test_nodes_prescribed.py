@@ -95,8 +95,9 @@ def ros(robot):
 
 def _publish_while_paused(ros, ns, pub, make_msg):
     """Pause the plant of namespace `ns` (~/pause), publish make_msg(start_ns) with start_ns
-    0.19-0.2 s of simulated time ahead (on a 10 ms grid), wait until its /diagnostics count the
-    trajectory, unpause; returns start_ns. The references integrate from t = 0, so the
+    0.99-1 s of simulated time ahead (on a 10 ms grid: a second of states before the start,
+    the hold phase the arm7 case compares), wait until its /diagnostics count the trajectory,
+    unpause; returns start_ns. The references integrate from t = 0, so the
     trajectory must reach the plant before its start (one arriving late is joined with a jump,
     as documented); paused, simulated time stands still, unpaused it goes on from there. (Sent
     1 s ahead while running, it once arrived a step late under load.)"""
@@ -104,7 +105,7 @@ def _publish_while_paused(ros, ns, pub, make_msg):
     answer = ros.call(Trigger, f"{node}/pause", Trigger.Request())
     assert answer.success, answer.message
     paused_at = float(re.search(r"t = ([0-9.]+) s", answer.message).group(1))
-    start_ns = (int(paused_at * 100) + 20) * 10_000_000
+    start_ns = (int(paused_at * 100) + 100) * 10_000_000
     received = int(ros.wait_diagnostics(node[1:], lambda d: "prescribed trajectories" in d)
                    ["prescribed trajectories"])
     pub.publish(make_msg(start_ns))
@@ -132,7 +133,7 @@ def _trajectory_msg(start_ns, names=("joint_2",), points=None, offset=Q0[1]):
 def test_prescribed_joint_follows_the_trajectory_topic(ros, robot):
     topic = f"{NS}/forward_dynamics/prescribed_trajectory"
     pub = ros.matched_publisher(JointTrajectory, topic)
-    # delivered while the plant is paused, to start 0.2 s after (stamped ahead of the latest
+    # delivered while the plant is paused, to start 1 s after (stamped ahead of the latest
     # state received, a loaded machine's delivery once came after the start: the node's motion
     # was then not the one simulated below)
     start_ns = _publish_while_paused(ros, NS, pub, _trajectory_msg)
