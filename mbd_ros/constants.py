@@ -8,3 +8,7 @@ FRICTION_VELOCITY = 1e-3
 
 # Gravity in the root frame (m/s^2), as in Pinocchio and Gazebo.
 STANDARD_GRAVITY = (0.0, 0.0, -9.81)
+
+# Joint types whose configuration is a vector space: q (+) v dt = q + v dt (the integrators'
+# and rollouts' fast paths; free, spherical and planar joints are Lie groups: RKMK stages).
+VECTOR_SPACE_JOINTS = ("revolute", "prismatic", "helical", "cylindrical", "universal")

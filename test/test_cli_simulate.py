@@ -179,7 +179,7 @@ def test_demo_rk4_step_is_robot_steps_rk4_on_a_floating_base():
     zero = np.zeros(robot.nv)
     dt = 2e-3
     q1, v1, dissipated = cli._demo_rk4_step(robot, lambda q, v: robot.forward_dynamics(
-        q, v, zero), lambda v: 0.0, q, v, 0.0, dt)
+        q, v, zero), lambda v: 0.0, q, v, 0.0, dt, cli._lie_joint_tree(robot))
     q_ref, v_ref = robot.step(q, v, zero, dt, integrator="rk4")
     scale = 1.0 + np.abs(v).max()
     np.testing.assert_allclose(q1, q_ref, rtol=0, atol=1e-13 * scale)
@@ -201,8 +201,8 @@ def test_dominant_frequency_of_a_known_signal():
 
 def test_flex_demo_measures_a_mode_of_its_linearised_arm(capsys):
     """`mbd-ros flex-demo`: the tip's strongest frequency in the simulated ring equals the
-    lowest mode of the arm with its servos linearised at the final state (the linearisation of
-    the same dynamics by central differences: an independent route to the frequency) within the
+    lowest mode of the arm with its servos linearised at the final state (the library's analytic
+    derivatives of the dynamics: an independent route to the frequency) within the
     spectrum's resolution; the clamped forearm's 17.76 Hz is reported apart (the demo printed
     a zero-crossing mix of modes as 'tip vibration', 4.6 Hz)."""
     import re

@@ -34,7 +34,7 @@ import time
 
 import numpy as np
 
-from ..constants import FRICTION_VELOCITY
+from ..constants import FRICTION_VELOCITY, VECTOR_SPACE_JOINTS
 from .samples import DEFAULT_ROBOT, sample_urdf
 
 # bounded cost of a command: simulated steps (duration / dt: the recorded trajectory is kept in
@@ -228,6 +228,8 @@ def cmd_demo(args):
     steps = int(round(t_end / dt))
     report_every = max(1, int(round(0.25 / dt)))
 
+    body_int = _lie_joint_tree(robot)   # RK4's stage corrections, None on vector spaces
+
     def fd(q, v):
         return robot.forward_dynamics(q, v, tau)
 
@@ -262,7 +264,8 @@ def cmd_demo(args):
     t_loop = time.perf_counter()
     for k in range(1, steps + 1):
         try:
-            q, v, dissipated = _demo_rk4_step(robot, fd, dissipation, q, v, dissipated, dt)
+            q, v, dissipated = _demo_rk4_step(robot, fd, dissipation, q, v, dissipated, dt,
+                                              body_int)
         except ValueError as exc:   # a state grown until the dynamics overflow: a divergence
             if 'not finite' not in str(exc):
                 raise
@@ -289,38 +292,39 @@ def cmd_demo(args):
     return 0
 
 
-def _demo_rk4_step(robot, fd, dissipation, q, v, dissipated, dt):
+def _lie_joint_tree(robot):
+    """The joint tree's body_int for _demo_rk4_step's stage corrections, or None when every
+    joint is a vector space (no correction to make)."""
+    if all(t in VECTOR_SPACE_JOINTS for t in robot.joint_types):
+        return None
+    return np.array(robot.tree.body_int)
+
+
+def _demo_rk4_step(robot, fd, dissipation, q, v, dissipated, dt, body_int=None):
     """One RK4 step of the demo on (q, v, dissipated energy); configurations advance with
-    robot.integrate. On free, spherical and planar joints each stage's velocity becomes the
-    Lie algebra's k_i before it moves a configuration (Runge-Kutta-Munthe-Kaas, as robot.step
-    does: kernels/lie_rk4.py; without it the step is second order there); the dissipation is
-    evaluated at the stages' physical velocities. Returns the new (q, v, dissipated)."""
-    from ..kernels.lie_rk4 import correct_stage_velocity
-    body_int = np.array(getattr(robot.tree, 'body_int', np.zeros((1, 1), dtype=np.int64)))
-    h = 0.5 * dt
-    a1 = fd(q, v)
-    p1 = dissipation(v)
-    v2 = v + h * a1
-    q2 = robot.integrate(q, v, h)
-    a2 = fd(q2, v2)
-    p2 = dissipation(v2)
-    k2 = v2.copy()
-    correct_stage_velocity(body_int, v, h, k2)
-    v3 = v + h * a2
-    q3 = robot.integrate(q, k2, h)
-    a3 = fd(q3, v3)
-    p3 = dissipation(v3)
-    k3 = v3.copy()
-    correct_stage_velocity(body_int, k2, h, k3)
-    v4 = v + dt * a3
-    q4 = robot.integrate(q, k3, dt)
-    a4 = fd(q4, v4)
-    p4 = dissipation(v4)
-    k4 = v4.copy()
-    correct_stage_velocity(body_int, k3, dt, k4)
-    q_next = robot.integrate(q, (v + 2.0 * k2 + 2.0 * k3 + k4) / 6.0, dt)
-    v_next = v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
-    return q_next, v_next, dissipated + dt / 6.0 * (p1 + 2.0 * p2 + 2.0 * p3 + p4)
+    robot.integrate. With body_int (_lie_joint_tree: the robot has free, spherical or planar
+    joints) each stage's velocity becomes the Lie algebra's k_i before it moves a
+    configuration (Runge-Kutta-Munthe-Kaas, as robot.step does: kernels/lie_rk4.py; without it
+    the step is second order there); the dissipation is evaluated at the stages' physical
+    velocities. Returns the new (q, v, dissipated)."""
+    accelerations, powers, algebra = [fd(q, v)], [dissipation(v)], [v]
+    # stages 2, 3, 4: v_i = v + c a_(i-1), q_i = q (+) c k_(i-1); k_i from v_i with u = c k_(i-1)
+    for c in (0.5 * dt, 0.5 * dt, dt):
+        v_stage = v + c * accelerations[-1]
+        accelerations.append(fd(robot.integrate(q, algebra[-1], c), v_stage))
+        powers.append(dissipation(v_stage))
+        if body_int is not None:   # (on vector-space joints k_i = v_i)
+            from ..kernels.lie_rk4 import correct_stage_velocity
+            v_stage = v_stage.copy()
+            correct_stage_velocity(body_int, algebra[-1], c, v_stage)
+        algebra.append(v_stage)
+    return (robot.integrate(q, _rk4_mean(algebra), dt), v + dt * _rk4_mean(accelerations),
+            dissipated + dt * _rk4_mean(powers))
+
+
+def _rk4_mean(stages):
+    """RK4's weighted mean (k1 + 2 k2 + 2 k3 + k4) / 6 of four stage values."""
+    return (stages[0] + 2.0 * stages[1] + 2.0 * stages[2] + stages[3]) / 6.0
 
 
 def cmd_analyze(args):

@@ -48,20 +48,17 @@ def tip_deflection(robot, q, link):
     return frame.T @ (robot.link_pose(q, link)[:3, 3] - robot.link_pose(rigid, link)[:3, 3])
 
 
-def linearised_modes(robot, torque, q):
+def linearised_modes(robot, q, tau, dtau_dq, dtau_dv):
     """[(frequency Hz, damping ratio)] of the oscillatory eigenvalues of x' = (v, FD(q, v,
-    torque(q, v))) linearised (central differences) at (q, 0), by frequency. q (nq,): a
-    state near the equilibrium (the flexible arm's q is a vector space)."""
-    n = robot.nq
-
-    def rate(x):
-        return np.concatenate([x[n:], robot.forward_dynamics(x[:n], x[n:],
-                                                             torque(x[:n], x[n:]).copy())])
-
-    x = np.concatenate([q, np.zeros(robot.nv)])
-    h = 1e-7
-    jacobian = np.column_stack([(rate(x + h * e) - rate(x - h * e)) / (2 * h)
-                                for e in np.eye(len(x))])
+    tau(q, v))) linearised at (q, 0) with the library's analytic derivatives
+    (robot.forward_dynamics_derivatives), by frequency. q (nq,): a state near the equilibrium;
+    tau (nv,) the torque there, dtau_dq, dtau_dv (nv, nv) the control law's derivatives."""
+    nv = robot.nv
+    dqdd_dq, dqdd_dv, dqdd_dtau = robot.forward_dynamics_derivatives(q, np.zeros(nv), tau)
+    jacobian = np.zeros((2 * nv, 2 * nv))
+    jacobian[:nv, nv:] = np.eye(nv)
+    jacobian[nv:, :nv] = dqdd_dq + dqdd_dtau @ dtau_dq
+    jacobian[nv:, nv:] = dqdd_dv + dqdd_dtau @ dtau_dv
     values = [lam for lam in np.linalg.eigvals(jacobian) if lam.imag > 1e-6]
     return sorted((lam.imag / (2 * np.pi), -lam.real / abs(lam)) for lam in values)
 
@@ -128,7 +125,10 @@ def run(args):
         if k < n_steps:
             sim.step(servo(sim.q, sim.v))
     times, dz = np.array(times), np.array(dz)
-    modes = linearised_modes(robot, servo, sim.q)
+    gains = np.zeros((robot.nv, robot.nv))   # the servo's -d tau / d(q, v) on the two joints
+    gains[[0, 1], [0, 1]] = 1.0
+    modes = linearised_modes(robot, sim.q, servo(sim.q, np.zeros(robot.nv)).copy(),
+                             -kp * gains, -kd * gains)
     peak = dominant_frequency(times, dz)
     print(f"\ntip deflection peak-to-peak {dz.max() - dz.min():.3f} mm; its strongest frequency "
           + (f"{peak:.2f} Hz (spectrum, resolution {1.0 / times[-1]:.2g} Hz)" if peak else

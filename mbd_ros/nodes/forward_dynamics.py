@@ -380,9 +380,8 @@ class ForwardDynamicsNode(PrescribedInterface, PlantInterface, DynamicsNode):
         self.halted_cycles = 0
         self._window_missed = self._window_expected = 0
         if self.mode == "simulate":
+            self.cycles = 0   # (before reset_plant: it counts the wait for a command from here)
             self.reset_plant(self.q0, self.v0, time=0.0)
-            self.cycles = 0
-            self._waiting_since_cycle = 0
             self._have_command = False
             self._command_cycle = 0
             self._command_expired = False

@@ -106,6 +106,7 @@ class PlantDrives:
         scale = float(self.param("plant_mass_scale"))
         per_link = link_scales(self.param("plant_link_mass_scales"))
         self._mass_note = ""
+        self._pd_problems = ""   # joints whose pd gains the step cannot keep stable (configure)
         if scale == 1.0 and not per_link:
             return robot
         factors = {name: scale * per_link.pop(name, 1.0) for name in robot.body_names}
@@ -223,7 +224,7 @@ class PlantDrives:
             values.append(("measurement", f"noise {s.noise_position:g} / {s.noise_velocity:g}, "
                                           f"delay {s.delay_cycles} cycles, encoder "
                                           f"{s.resolution:g}"))
-        if getattr(self, "_pd_problems", ""):
+        if self._pd_problems:
             values.append(("pd gains unstable at this rate", self._pd_problems))
         if self._mass_note:
             values.append(("mass scale", self._mass_note))

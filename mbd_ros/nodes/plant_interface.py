@@ -64,6 +64,7 @@ from std_msgs.msg import Float64MultiArray
 
 from ..simulation.drives import EFFORT, MODE_NAMES, gain_vector
 from ..robot.joint_map import JointMapError, duplicates
+from ..robot.integrators import EXPLICIT_STABILITY
 from ..simulation.limits import JointLimits
 from ..simulation.physical_state import ENERGY_TOLERANCE
 from ..simulation.plant import MAX_SPEED, Plant
@@ -182,11 +183,10 @@ class PlantInterface(PlantDrives):
                                  f"beyond its URDF <limit velocity> {vmax:g} (rad/s or m/s; "
                                  "enforce_limits is true)")
 
-    # explicit integrators: largest stable omega * dt on an undamped oscillator (RK4: 2 sqrt(2)
-    # on the imaginary axis; semi-implicit and symplectic Euler: 2); a margin, since the
-    # frequency is the one of the linearised robot at its neutral configuration
-    STABILITY_LIMITS = {"rk4": 2.0 * 2.0 ** 0.5, "semi_implicit_euler": 2.0,
-                        "symplectic_euler": 2.0}
+    # explicit integrators: largest stable omega * dt on an undamped oscillator
+    # (robot/integrators.py); a margin, since the frequency is the one of the linearised robot
+    # at its neutral configuration
+    STABILITY_LIMITS = EXPLICIT_STABILITY
     STABILITY_MARGIN = 0.8
     MAX_SUBSTEPS = 100
 
@@ -248,6 +248,7 @@ class PlantInterface(PlantDrives):
         # simulator services (docs/plant.md, "Simulator services")
         from rcl_interfaces.srv import SetParameters
         self.paused = False
+        self._said_effort_ignored = False   # _effort_field_ignored says it once per configure
         self._state_index = None   # ~/set_state's names -> joint_states entries (this jmap)
         self.sim_services = [
             self.create_service(Trigger, "~/pause", self._on_pause),
@@ -673,7 +674,7 @@ class PlantInterface(PlantDrives):
         velocities commanded `mode` and left the efforts unused: topic_based_ros2_control sends
         every command interface a joint declares, claimed or not, so the plant cannot tell a
         torque feed-forward from a stale value (docs/plant.md, "Command interfaces")."""
-        if len(msg.effort) and not getattr(self, "_said_effort_ignored", False):
+        if len(msg.effort) and not self._said_effort_ignored:
             self._said_effort_ignored = True
             self.get_logger().warning(
                 f"joint_commands with {mode}s and efforts: a {mode} command, the effort field "
@@ -708,9 +709,8 @@ class PlantInterface(PlantDrives):
     def _no_command_yet(self):
         """Say once per start (activate, ~/reset) when joints in effort mode have had no command
         for NO_COMMAND_NOTICE s of simulated time: they get zero effort, and an arm falls."""
-        since = getattr(self, "_waiting_since_cycle", 0)
-        if getattr(self, "_said_no_command", False) or \
-                self.cycles - since < NO_COMMAND_NOTICE * self.rate_hz:
+        if self._said_no_command or \
+                self.cycles - self._waiting_since_cycle < NO_COMMAND_NOTICE * self.rate_hz:
             return
         self._said_no_command = True
         idle = int((self.plant.drives.mode == EFFORT).sum())

@@ -73,6 +73,7 @@ from ..kernels.rk4 import rk4_stage as _rk4_stage
 from ..kernels.rk4 import state_bound as _state_bound
 from ..kernels.lie_rk4 import correct_stage_velocity as _correct_stage_velocity
 from .arguments import FLOAT, real_array, real_scalar, time_step, vector
+from ..constants import VECTOR_SPACE_JOINTS
 from ..errors import excerpt, user_stacklevel
 
 INTEGRATORS = ("rk4", "semi_implicit_euler", "implicit_euler", "symplectic_euler")
@@ -89,9 +90,11 @@ DEFAULT_MAX_STEP = 1e-3
 # (least resolved) mode keeps its energy over tens of periods and the lower modes are accurate
 # (the sample flexible arm: 835 Hz, 6 substeps per ms)
 RK4_OMEGA_STEP = 1.0
-# omega h beyond which a named explicit integrator's step of an undamped mode grows (the
-# stability boundaries on the imaginary axis: RK4 2 sqrt(2); semi-implicit and symplectic Euler
-# 2): robot.step warns (UnstableStepWarning) when the highest elastic mode is past them
+# omega h beyond which an explicit integrator's step of an undamped mode grows (the stability
+# boundaries on the imaginary axis: RK4 2 sqrt(2); semi-implicit and symplectic Euler 2;
+# implicit Euler, L-stable, has none): robot.step warns (UnstableStepWarning) when the highest
+# elastic mode is past them, and the plant's substeps (flexible links, contact springs) keep
+# a margin below them
 EXPLICIT_STABILITY = {"rk4": 2.0 * np.sqrt(2.0), "semi_implicit_euler": 2.0,
                       "symplectic_euler": 2.0}
 # robot.step with the default integrator refuses a dt longer than MAX_DEFAULT_SUBSTEPS *
@@ -103,7 +106,6 @@ MAX_DEFAULT_DT = MAX_DEFAULT_SUBSTEPS * DEFAULT_MAX_STEP
 # default divergence bound on every velocity coordinate (rad/s, m/s): no robot joint moves
 # this fast, and a diverging explicit integration passes it long before overflowing
 MAX_VELOCITY = 1e4
-_VECTOR_SPACE_JOINTS = ("revolute", "prismatic", "helical", "cylindrical", "universal")
 
 
 class SimulationDiverged(FloatingPointError):
@@ -155,7 +157,7 @@ class Simulator:
         nq, nv = robot.nq, robot.nv
         # q (+) v dt is q + v dt when every joint is revolute or prismatic (no quaternions,
         # no planar body-frame velocities): skip robot.integrate's checks on the hot path.
-        self._vector_space = all(t in _VECTOR_SPACE_JOINTS for t in robot.joint_types)
+        self._vector_space = all(t in VECTOR_SPACE_JOINTS for t in robot.joint_types)
         # the joint tree's arrays, for RK4's stage corrections on SE(3), SO(3), SE(2) joints
         # (kernels/lie_rk4.py; the compiled rollout takes the same: rollout_compiled.py)
         self._body_int = np.array(getattr(robot.tree, "body_int",

@@ -45,6 +45,7 @@ import threading
 import numpy as np
 
 from .. import fastcall
+from ..constants import VECTOR_SPACE_JOINTS
 from ..fastcall.entries import entry
 from ..kernels import rollout as K
 from ..kernels.flexible_loop_part import FL_DRIVES, FL_GAINS
@@ -64,8 +65,6 @@ from .rollout_prescribed import (prescribed_mimic_arrays, prescribed_table,
                                   prescribed_unsupported, thread_prescribed)
 from .tree import thread_pool
 
-# q (+) v dt = q + v dt on these joints (as the Simulator's vector-space path)
-VECTOR_SPACE_JOINTS = ("revolute", "prismatic", "helical", "cylindrical", "universal")
 INTEGRATOR_CODES = {None: K.RK4, "rk4": K.RK4, "semi_implicit_euler": K.SEMI_IMPLICIT_EULER,
                     "implicit_euler": K.IMPLICIT_EULER, "symplectic_euler": K.SYMPLECTIC_EULER}
 # integrators compiled on trees and on closed loops

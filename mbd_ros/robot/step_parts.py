@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..constants import VECTOR_SPACE_JOINTS
 from .constraints import LOOP_RESIDUAL_WARNING
 from .force_loads import RigidForceLoads
 from .rigid_tree import RigidTree
 
-# q (+) v dt = q + v dt (as mbd_ros.simulation.Simulator takes it)
-VECTOR_SPACE_JOINTS = ("revolute", "prismatic", "helical", "cylindrical", "universal")
 _EMPTY_INT2 = np.zeros((0, 0), dtype=np.int64)
 _EMPTY_FLOAT2 = np.zeros((0, 0))
 _EMPTY = np.zeros(0)

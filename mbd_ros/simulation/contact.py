@@ -79,6 +79,7 @@ import math
 import numpy as np
 
 from ..model import layout as L
+from ..robot.integrators import EXPLICIT_STABILITY
 from ..kernels.contact import BOX_COLUMNS
 from ..kernels.contact import ground_contact as _ground_contact
 from .collision import ContactPoint, collision_points
@@ -88,11 +89,10 @@ DEFAULT_PENETRATION = 1e-3     # m: static penetration with the weight on SUPPOR
 SUPPORT_POINTS = 3             # a stance rests on at least 3 points
 DEFAULT_FRICTION = 0.8
 DEFAULT_SLIP_VELOCITY = 0.1    # m/s
-# largest stable omega h on an undamped oscillator (the imaginary axis; the dampers are
-# implicit): RK4 2 sqrt(2), semi-implicit and symplectic Euler 2; implicit Euler linearises the
-# accelerations, force hooks included (L-stable): no bound
-STABILITY_LIMITS = {"rk4": 2.0 * 2.0 ** 0.5, "semi_implicit_euler": 2.0,
-                    "symplectic_euler": 2.0, "implicit_euler": np.inf}
+# largest stable omega h on an undamped oscillator (the dampers are implicit): the explicit
+# integrators' (robot/integrators.py); implicit Euler linearises the accelerations, force
+# hooks included (L-stable): no bound
+STABILITY_LIMITS = {**EXPLICIT_STABILITY, "implicit_euler": np.inf}
 STABILITY_MARGIN = 0.5         # the effective masses are those of the initial configuration
 MAX_SUBSTEPS = 100
 BODY_POINTS_CAP = 8            # points of one body counted as touching together (a face: 4-8)
